@@ -1,0 +1,68 @@
+"""The interface every bandit problem implements.
+
+A round is drawn with :meth:`Environment.next_round`; it returns the contexts
+the learner sees and the expected reward of every arm (for pseudo-regret). The
+learner's chosen arm is then scored by :meth:`Environment.reward`. Environments
+draw all randomness from the generator given to :meth:`Environment.reset`, and
+draw the same random numbers whatever arm is chosen, so two policies run with
+the same seed face exactly the same problem.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from enum import StrEnum
+from typing import NamedTuple
+
+import numpy as np
+
+
+class ContextKind(StrEnum):
+    """Shape of a round's contexts.
+
+    PER_ARM
+        ``(n_arms, dim)``: one context per arm (user and item features).
+    SHARED
+        ``(dim,)``: one context for all arms (disjoint per-arm models).
+    """
+
+    PER_ARM = "per_arm"
+    SHARED = "shared"
+
+
+class BanditRound(NamedTuple):
+    """What one round offers: contexts and the (hidden) expected arm rewards."""
+
+    contexts: np.ndarray
+    expected_rewards: np.ndarray
+
+
+class Environment(ABC):
+    """A stochastic contextual bandit problem.
+
+    Attributes
+    ----------
+    n_arms : int
+    dim : int
+    context_kind : ContextKind
+    """
+
+    n_arms: int
+    dim: int
+    context_kind: ContextKind
+
+    @abstractmethod
+    def reset(self, rng: np.random.Generator) -> None:
+        """Draw the problem instance (e.g. θ*) and restart the round stream."""
+
+    @abstractmethod
+    def next_round(self) -> BanditRound:
+        """Advance to the next round and return its contexts and expected rewards."""
+
+    @abstractmethod
+    def reward(self, arm: int) -> float:
+        """Realised reward of ``arm`` in the current round."""
+
+    def describe(self) -> str:
+        """One line for listings and reports."""
+        return f"{type(self).__name__}(n_arms={self.n_arms}, dim={self.dim})"

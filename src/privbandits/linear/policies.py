@@ -1,0 +1,277 @@
+"""LinUCB, LinTS and ε-greedy in the two layouts the papers use.
+
+Layouts
+-------
+``shared``
+    One parameter θ for all arms; every arm has its own context row, so a
+    round's contexts have shape ``(n_arms, dim)``. Used by the vertical O3M
+    paper (spec ``vertical-o3m.md`` §1.2) and FCLUB.
+``disjoint``
+    One ridge model per arm (Li et al. 2010, "disjoint linear models"); a round
+    has either one shared context of shape ``(dim,)`` (P2B, the MPC paper) or
+    per-arm contexts of shape ``(n_arms, dim)``.
+
+Every policy scores all arms with vectorised numpy (no Python loop over arms),
+picks the best arm with an explicit :class:`~privbandits.linear.tiebreak.TieBreak`
+rule, and learns from ``update(contexts, arm, reward)``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from enum import StrEnum
+from typing import Protocol
+
+import numpy as np
+
+from privbandits.linear.ridge import DEFAULT_REFRESH_EVERY, RidgeStatistics
+from privbandits.linear.tiebreak import DEFAULT_TIE_TOLERANCE, TieBreak, break_ties
+
+
+class Layout(StrEnum):
+    """How parameters are shared across arms (see module docstring)."""
+
+    SHARED = "shared"
+    DISJOINT = "disjoint"
+
+
+class Policy(Protocol):
+    """What the experiment runner needs from a bandit policy."""
+
+    def select(self, contexts: np.ndarray) -> int:
+        """Choose an arm for this round's contexts."""
+
+    def update(self, contexts: np.ndarray, arm: int, reward: float) -> None:
+        """Learn from the reward of the arm chosen on these contexts."""
+
+
+def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
+    """A numpy Generator from a Generator, a seed, or None (fresh OS entropy)."""
+    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+
+
+class UniformRandom:
+    """Baseline that pulls an arm uniformly at random every round."""
+
+    def __init__(self, n_arms: int, rng: np.random.Generator | int | None = None) -> None:
+        if n_arms < 1:
+            raise ValueError(f"n_arms must be >= 1, got {n_arms}")
+        self.n_arms = n_arms
+        self.rng = as_generator(rng)
+
+    def select(self, contexts: np.ndarray) -> int:
+        return int(self.rng.integers(self.n_arms))
+
+    def update(self, contexts: np.ndarray, arm: int, reward: float) -> None:
+        """Nothing to learn."""
+
+
+class LinearBandit(ABC):
+    """Ridge-regression bandit: statistics in a layout, vectorised arm scores.
+
+    Parameters
+    ----------
+    n_arms, dim : int
+        Number of arms K and context dimension d.
+    layout : {"shared", "disjoint"}
+        One θ for all arms, or one model per arm.
+    reg : float
+        Ridge regulariser λ (Λ_1 = λI).
+    refresh_every : int
+        Exact inverse refresh period of :class:`RidgeStatistics` (0 = never).
+    tie_break : {"lowest", "random"}
+        Rule among arms whose scores tie within ``tie_tolerance``.
+    tie_tolerance : float
+        Relative tolerance defining a tie.
+    rng : Generator, int or None
+        Source of the policy's randomness (sampling, random tie-breaking).
+    """
+
+    def __init__(
+        self,
+        n_arms: int,
+        dim: int,
+        *,
+        layout: Layout | str = Layout.SHARED,
+        reg: float = 1.0,
+        refresh_every: int = DEFAULT_REFRESH_EVERY,
+        tie_break: TieBreak | str = TieBreak.LOWEST,
+        tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
+        rng: np.random.Generator | int | None = None,
+    ) -> None:
+        if n_arms < 1:
+            raise ValueError(f"n_arms must be >= 1, got {n_arms}")
+        if tie_tolerance < 0:
+            raise ValueError(f"tie_tolerance must be >= 0, got {tie_tolerance}")
+        self.n_arms, self.dim = n_arms, dim
+        self.layout = Layout(layout)
+        self.tie_break = TieBreak(tie_break)
+        self.tie_tolerance = float(tie_tolerance)
+        self.rng = as_generator(rng)
+        n_models = 1 if self.layout is Layout.SHARED else n_arms
+        self.stats = RidgeStatistics(n_models, dim, reg=reg, refresh_every=refresh_every)
+
+    # -- scores --------------------------------------------------------------
+    @abstractmethod
+    def scores(self, contexts: np.ndarray) -> np.ndarray:
+        """Score of every arm for this round, shape ``(n_arms,)``."""
+
+    def estimates(self, contexts: np.ndarray) -> np.ndarray:
+        """Ridge estimates ``x_a^T θ̂`` (shared) or ``x_a^T θ̂_a`` (disjoint) per arm."""
+        return self._linear_forms(self.stats.theta, contexts)
+
+    def confidence_widths(self, contexts: np.ndarray) -> np.ndarray:
+        """``sqrt(x_a^T A^{-1} x_a)`` per arm (A is the arm's model in the disjoint layout)."""
+        return np.sqrt(np.maximum(self._quadratic_forms(contexts), 0.0))
+
+    def select(self, contexts: np.ndarray) -> int:
+        """Arm with the best score, ties broken by the named rule."""
+        return break_ties(self.scores(contexts), self.tie_break, self.rng, self.tie_tolerance)
+
+    def update(self, contexts: np.ndarray, arm: int, reward: float) -> None:
+        """Add the chosen arm's context and its reward to the arm's model."""
+        if self.layout is Layout.SHARED:
+            self.stats.update(0, contexts[arm], reward)
+        else:
+            x = contexts if contexts.ndim == 1 else contexts[arm]
+            self.stats.update(arm, x, reward)
+
+    @property
+    def theta(self) -> np.ndarray:
+        """Ridge estimate(s): ``(dim,)`` for shared, ``(n_arms, dim)`` for disjoint."""
+        return self.stats.theta[0] if self.layout is Layout.SHARED else self.stats.theta
+
+    # -- vectorised forms over arms -----------------------------------------
+    def _check(self, contexts: np.ndarray) -> None:
+        shape = contexts.shape
+        per_arm = (self.n_arms, self.dim)
+        if shape == per_arm or (self.layout is Layout.DISJOINT and shape == (self.dim,)):
+            return
+        allowed = f"{per_arm}" if self.layout is Layout.SHARED else f"{per_arm} or ({self.dim},)"
+        raise ValueError(f"contexts have shape {shape}; a {self.layout} layout needs {allowed}")
+
+    def _linear_forms(self, vectors: np.ndarray, contexts: np.ndarray) -> np.ndarray:
+        """``<x_a, w_a>`` per arm for w of shape (1, d) (shared) or (K, d) (disjoint)."""
+        self._check(contexts)
+        if self.layout is Layout.SHARED:
+            return contexts @ vectors[0]
+        if contexts.ndim == 1:
+            return vectors @ contexts
+        return np.einsum("kd,kd->k", vectors, contexts)
+
+    def _quadratic_forms(self, contexts: np.ndarray) -> np.ndarray:
+        """``x_a^T A_a^{-1} x_a`` per arm."""
+        self._check(contexts)
+        A_inv = self.stats.A_inv
+        if self.layout is Layout.SHARED:
+            return np.einsum("kd,kd->k", contexts @ A_inv[0], contexts)
+        if contexts.ndim == 1:
+            return (A_inv @ contexts) @ contexts
+        return np.einsum("kd,kde,ke->k", contexts, A_inv, contexts, optimize=True)
+
+
+class LinUCB(LinearBandit):
+    """LinUCB: score ``x^T θ̂ + alpha * sqrt(x^T A^{-1} x)`` (Li et al. 2010, Eq. 4).
+
+    ``alpha`` is β_t of the vertical paper (Eq. 1, constant 0.5 in its
+    experiments) and α of P2B (1.0). See :class:`LinearBandit` for the others.
+    """
+
+    def __init__(self, n_arms: int, dim: int, *, alpha: float = 1.0, **kwargs) -> None:
+        if alpha < 0:
+            raise ValueError(f"alpha must be >= 0, got {alpha}")
+        super().__init__(n_arms, dim, **kwargs)
+        self.alpha = float(alpha)
+
+    def scores(self, contexts: np.ndarray) -> np.ndarray:
+        return self.estimates(contexts) + self.alpha * self.confidence_widths(contexts)
+
+
+class Sampler(StrEnum):
+    """Square root of the posterior covariance used by LinTS.
+
+    CHOLESKY
+        lower Cholesky factor (cheapest).
+    EIGH
+        symmetric square root ``U sqrt(w) U^T``; rotates with the basis, so a
+        masked run (``Q A^{-1} Q^T``) reproduces the plaintext draws pathwise
+        (spec ``vertical-o3m.md`` §4.2).
+    """
+
+    CHOLESKY = "cholesky"
+    EIGH = "eigh"
+
+
+def covariance_root(cov: np.ndarray, sampler: Sampler) -> np.ndarray:
+    """A matrix S with ``S S^T = cov`` for one or a stack of covariance matrices."""
+    if sampler is Sampler.CHOLESKY:
+        return np.linalg.cholesky(cov)
+    w, U = np.linalg.eigh(cov)
+    return (U * np.sqrt(np.maximum(w, 0.0))[..., None, :]) @ np.swapaxes(U, -1, -2)
+
+
+class LinTS(LinearBandit):
+    """Linear Thompson sampling: score ``x^T μ`` with ``μ ~ N(θ̂, v^2 A^{-1})``.
+
+    Agrawal & Goyal (2013); ``v`` is the scale (v = 0.01 in the vertical paper,
+    spec §8.4.5). One draw per round for the shared layout, one per arm for the
+    disjoint layout.
+    """
+
+    def __init__(
+        self,
+        n_arms: int,
+        dim: int,
+        *,
+        v: float = 0.01,
+        sampler: Sampler | str = Sampler.CHOLESKY,
+        **kwargs,
+    ) -> None:
+        if v < 0:
+            raise ValueError(f"v must be >= 0, got {v}")
+        super().__init__(n_arms, dim, **kwargs)
+        self.v = float(v)
+        self.sampler = Sampler(sampler)
+
+    def sample_parameters(self) -> np.ndarray:
+        """Draw μ for every model, shape ``(n_models, dim)``."""
+        stats = self.stats
+        z = self.rng.standard_normal((stats.n_models, stats.dim, 1))
+        root = covariance_root(stats.A_inv, self.sampler)
+        return stats.theta + self.v * (root @ z)[..., 0]
+
+    def scores(self, contexts: np.ndarray) -> np.ndarray:
+        return self._linear_forms(self.sample_parameters(), contexts)
+
+
+class EpsilonGreedy(LinearBandit):
+    """ε-greedy on ridge estimates: explore uniformly with probability ``epsilon``.
+
+    Greedy rounds pick the best ``x^T θ̂_a`` under the tie-breaking rule;
+    exploring rounds pick a uniform arm, so the greedy arm has probability
+    ``1 - ε + ε/K`` (the MPC paper's Alg. 1, spec ``mpc-bandit.md`` §4.3).
+    The default layout is ``disjoint``, as in that paper.
+    """
+
+    def __init__(
+        self,
+        n_arms: int,
+        dim: int,
+        *,
+        epsilon: float = 0.1,
+        layout: Layout | str = Layout.DISJOINT,
+        **kwargs,
+    ) -> None:
+        if not 0.0 <= epsilon <= 1.0:
+            raise ValueError(f"epsilon must be in [0, 1], got {epsilon}")
+        super().__init__(n_arms, dim, layout=layout, **kwargs)
+        self.epsilon = float(epsilon)
+
+    def scores(self, contexts: np.ndarray) -> np.ndarray:
+        return self.estimates(contexts)
+
+    def select(self, contexts: np.ndarray) -> int:
+        if self.rng.random() < self.epsilon:
+            self._check(contexts)
+            return int(self.rng.integers(self.n_arms))
+        return super().select(contexts)

@@ -1,0 +1,96 @@
+"""Ridge-regression sufficient statistics with Sherman–Morrison inverse updates.
+
+For each of ``n_models`` independent models the class keeps
+
+* ``A = reg * I + sum_s x_s x_s^T`` (the Gram matrix, Λ in the vertical paper),
+* ``A_inv``, its inverse, updated in O(d^2) by Sherman–Morrison,
+* ``b = sum_s r_s x_s`` and ``theta = A_inv @ b`` (the ridge estimate).
+
+A shared-parameter learner uses one model; a disjoint (per-arm) learner uses one
+model per arm (Li et al. 2010). Rank-one updates accumulate round-off, so the
+inverse is recomputed exactly every ``refresh_every`` updates of a model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+
+DEFAULT_REFRESH_EVERY = 1000
+
+
+class RidgeStatistics:
+    """Statistics of ``n_models`` ridge regressions on ``dim`` features.
+
+    Parameters
+    ----------
+    n_models : int
+        Number of independent models (1 for a shared θ, ``n_arms`` for disjoint).
+    dim : int
+        Feature dimension d.
+    reg : float
+        Ridge regulariser λ > 0 (``A`` starts at λI).
+    refresh_every : int
+        Recompute a model's inverse exactly (Cholesky) after this many
+        Sherman–Morrison updates of it; 0 disables refreshes.
+
+    Attributes
+    ----------
+    A, A_inv : ndarray of shape (n_models, dim, dim)
+    b, theta : ndarray of shape (n_models, dim)
+    n_updates : ndarray of shape (n_models,)
+        Number of observations each model has absorbed.
+    """
+
+    def __init__(
+        self,
+        n_models: int,
+        dim: int,
+        reg: float = 1.0,
+        refresh_every: int = DEFAULT_REFRESH_EVERY,
+    ) -> None:
+        if n_models < 1:
+            raise ValueError(f"n_models must be >= 1, got {n_models}")
+        if dim < 1:
+            raise ValueError(f"dim must be >= 1, got {dim}")
+        if not reg > 0:
+            raise ValueError(f"reg must be > 0, got {reg}")
+        if refresh_every < 0:
+            raise ValueError(f"refresh_every must be >= 0 (0 = never), got {refresh_every}")
+        self.n_models, self.dim = n_models, dim
+        self.reg, self.refresh_every = float(reg), int(refresh_every)
+        eye = np.eye(dim)
+        self.A = np.tile(reg * eye, (n_models, 1, 1))
+        self.A_inv = np.tile(eye / reg, (n_models, 1, 1))
+        self.b = np.zeros((n_models, dim))
+        self.theta = np.zeros((n_models, dim))
+        self.n_updates = np.zeros(n_models, dtype=np.int64)
+
+    def update(self, model: int, x: np.ndarray, reward: float) -> None:
+        """Absorb one observation ``(x, reward)`` into ``model``.
+
+        Sherman–Morrison: ``(A + x x^T)^{-1} = A^{-1} - (A^{-1}x)(A^{-1}x)^T / (1 + x^T A^{-1} x)``.
+        The correction is formed as an outer product of one vector with itself,
+        so a symmetric inverse stays exactly symmetric.
+        """
+        A_inv = self.A_inv[model]
+        v = A_inv @ x
+        A_inv -= np.multiply.outer(v, v / (1.0 + x @ v))
+        self.A[model] += np.multiply.outer(x, x)
+        self.b[model] += reward * x
+        self.n_updates[model] += 1
+        if self.refresh_every and self.n_updates[model] % self.refresh_every == 0:
+            self.refresh(model)
+        np.matmul(A_inv, self.b[model], out=self.theta[model])
+
+    def refresh(self, model: int) -> None:
+        """Replace ``A_inv[model]`` by the exact, symmetrised inverse of ``A[model]``."""
+        factor = scipy.linalg.cho_factor(self.A[model], check_finite=False)
+        exact = scipy.linalg.cho_solve(factor, np.eye(self.dim), check_finite=False)
+        self.A_inv[model] = 0.5 * (exact + exact.T)
+        np.matmul(self.A_inv[model], self.b[model], out=self.theta[model])
+
+    def inverse_drift(self) -> float:
+        """Largest absolute entry of ``A_inv - inv(A)`` over all models (diagnostic)."""
+        exact = np.linalg.inv(self.A)
+        return float(np.abs(self.A_inv - exact).max())

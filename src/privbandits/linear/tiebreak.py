@@ -1,0 +1,71 @@
+"""Explicit, named tie-breaking for argmax over arm scores.
+
+Lossless-equivalence claims (e.g. VFUCB versus centralized LinUCB, spec
+``vertical-o3m.md`` §5.6 and §8.4.1) depend on how near-ties are resolved: two
+arithmetically different but mathematically equal score vectors must select the
+same arm. Both rules treat every score within a relative tolerance of the
+maximum as tied.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+import numpy as np
+
+DEFAULT_TIE_TOLERANCE = 1e-9
+
+
+class TieBreak(StrEnum):
+    """How to choose among arms whose scores tie with the maximum.
+
+    LOWEST
+        the lowest arm index among the tied arms (deterministic).
+    RANDOM
+        uniformly at random among the tied arms (uses the policy's generator).
+    """
+
+    LOWEST = "lowest"
+    RANDOM = "random"
+
+
+def tied_arms(scores: np.ndarray, tolerance: float = DEFAULT_TIE_TOLERANCE) -> np.ndarray:
+    """Boolean mask of the arms whose score is within tolerance of the maximum.
+
+    An arm is tied when ``score >= max - tolerance * max(1, |max|)``; a tolerance
+    of 0 keeps only exact ties.
+    """
+    best = scores.max()
+    if best != best:  # NaN anywhere makes the max NaN
+        raise ValueError("arm scores contain NaN; the learner's statistics are corrupt")
+    return scores >= best - tolerance * max(1.0, abs(best))
+
+
+def break_ties(
+    scores: np.ndarray,
+    rule: TieBreak = TieBreak.LOWEST,
+    rng: np.random.Generator | None = None,
+    tolerance: float = DEFAULT_TIE_TOLERANCE,
+) -> int:
+    """Index of the best arm under the named tie-breaking ``rule``.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n_arms,)
+        One score per arm, higher is better.
+    rule : TieBreak
+        ``LOWEST`` or ``RANDOM``.
+    rng : numpy.random.Generator, optional
+        Required for ``RANDOM``.
+    tolerance : float
+        Relative tolerance that defines a tie (see :func:`tied_arms`).
+    """
+    tied = tied_arms(scores, tolerance)
+    if rule is TieBreak.LOWEST:
+        return int(tied.argmax())
+    candidates = np.flatnonzero(tied)
+    if candidates.size == 1:
+        return int(candidates[0])
+    if rng is None:
+        raise ValueError("tie_break='random' needs a random generator")
+    return int(candidates[rng.integers(candidates.size)])
