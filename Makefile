@@ -1,0 +1,39 @@
+# One-command setup: every target creates .venv (if missing) and installs what it needs.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+JOBS   ?= 2
+
+.PHONY: demo test test-slow bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Reinstall when the project's dependencies change.
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+$(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	touch $@
+
+## demo: the vertical paper's synthetic setting, central vs partial LinUCB / LinTS, then the report
+demo: $(VENV)/.installed-test
+	$(BIN)/privbandits run vertical-synthetic-demo --jobs $(JOBS)
+
+## test: the default (fast) test suite
+test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -n $(JOBS)
+
+## test-slow: only the tests marked slow
+test-slow: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -n $(JOBS) -m slow
+
+## bench: speed against peer libraries (installs the bench extra)
+bench: $(VENV)/.installed-bench
+	$(BIN)/python benchmarks/linear_speed.py
+
+clean:
+	rm -rf $(VENV) results .pytest_cache

@@ -1,0 +1,172 @@
+"""The ``privbandits`` command line: run configs, report results, list what exists."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from privbandits import __version__
+from privbandits.experiments.config import ConfigError, load_config
+from privbandits.experiments.registry import ENVIRONMENTS, POLICIES
+from privbandits.experiments.report import (
+    Metric,
+    latest_runs,
+    plot_cumulative,
+    summarise,
+    summary_table,
+    write_summary_csv,
+)
+from privbandits.experiments.reproductions import list_reproductions, resolve_config
+from privbandits.experiments.runner import run_experiment
+from privbandits.experiments.store import ResultsStore, StoreError
+
+app = typer.Typer(
+    help=(
+        "Privacy-preserving contextual bandits: run experiment configs, report their "
+        "results as tables and plots, and list the available policies, environments "
+        "and paper reproductions.\n\n"
+        "Typical use:  privbandits list;  privbandits run vertical-synthetic-demo;  "
+        "privbandits report vertical-synthetic-demo"
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+DEFAULT_STORE = Path("results/results.sqlite")
+DEFAULT_OUT = Path("results")
+
+StoreOption = Annotated[
+    Path, typer.Option("--store", help="SQLite results file (created if missing).")
+]
+OutOption = Annotated[Path, typer.Option("--out", help="Folder for PNG plots and CSV summaries.")]
+
+
+def _fail(message: str) -> None:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code=2)
+
+
+def _report(store: ResultsStore, experiment: str, out: Path, metrics: list[Metric], log_y: bool, title: str) -> None:
+    records = store.load(experiment)
+    if not records:
+        _fail(f"no stored runs for experiment {experiment!r} in {store.path}")
+    records, stale = latest_runs(records)
+    if stale:
+        console.print(f"[yellow]note:[/] older runs of an edited config ignored for: {', '.join(stale)}")
+    summaries = summarise(records)
+    console.print(summary_table(experiment, summaries))
+    written = [write_summary_csv(summaries, out / f"{experiment}-summary.csv")]
+    for metric in metrics:
+        written.append(
+            plot_cumulative(records, metric, out / f"{experiment}-{metric}.png", title=title, log_y=log_y)
+        )
+    for path in written:
+        console.print(f"wrote {path}")
+
+
+@app.command()
+def run(
+    configs: Annotated[
+        list[str], typer.Argument(help="Config TOML files, or names from `privbandits list`.", show_default=False)
+    ],
+    store: StoreOption = DEFAULT_STORE,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Worker processes.")] = 1,
+    force: Annotated[bool, typer.Option("--force", help="Rerun runs already in the store.")] = False,
+    report: Annotated[bool, typer.Option("--report/--no-report", help="Write the report afterwards.")] = True,
+    out: OutOption = DEFAULT_OUT,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+) -> None:
+    """Run every (policy, seed) of each config, skipping runs already stored.
+
+    Each finished run is saved at once, so an interrupted command, run again,
+    continues where it stopped.
+    """
+    try:
+        loaded = [load_config(resolve_config(c)) for c in configs]
+        with ResultsStore(store) as results:
+            for config in loaded:
+                console.print(f"[bold]{config.name}[/]: {config.description}")
+                summary = run_experiment(config, results, jobs=jobs, force=force, show_progress=progress)
+                console.print(
+                    f"ran {len(summary.ran)} run(s), skipped {summary.skipped} already in {store}"
+                )
+                if report:
+                    _report(results, config.name, out, list(Metric), False, config.description or config.name)
+    except (ConfigError, StoreError) as exc:
+        _fail(str(exc))
+
+
+@app.command("report")
+def report_command(
+    experiments: Annotated[
+        list[str] | None,
+        typer.Argument(help="Experiment names or config files (default: every stored experiment).", show_default=False),
+    ] = None,
+    store: StoreOption = DEFAULT_STORE,
+    out: OutOption = DEFAULT_OUT,
+    metric: Annotated[
+        list[Metric] | None, typer.Option("--metric", help="Plot cumulative regret and/or reward (default both).")
+    ] = None,
+    log_y: Annotated[bool, typer.Option("--log-y", help="Logarithmic y axis.")] = False,
+) -> None:
+    """Print a summary table and write plots for stored experiments."""
+    if not store.is_file():
+        _fail(f"results store {store} does not exist; run `privbandits run CONFIG` first")
+    try:
+        with ResultsStore(store) as results:
+            names = []
+            for item in experiments or results.experiments():
+                path = Path(item)
+                names.append(load_config(path).name if path.suffix == ".toml" else item)
+            if not names:
+                _fail(f"{store} holds no runs yet")
+            for name in names:
+                _report(results, name, out, metric or list(Metric), log_y, name)
+    except (ConfigError, StoreError) as exc:
+        _fail(str(exc))
+
+
+@app.command("list")
+def list_command() -> None:
+    """List the available policies, environments and paper reproductions."""
+    for title, registry in (("policies (kind = ...)", POLICIES), ("environments (kind = ...)", ENVIRONMENTS)):
+        table = Table(title=title, title_justify="left")
+        table.add_column("kind", style="bold cyan")
+        table.add_column("description")
+        table.add_column("options")
+        for kind, (schema, description) in registry.items():
+            options = ", ".join(name for name in schema.model_fields if name != "kind")
+            table.add_row(kind, description, options)
+        console.print(table)
+    table = Table(title="reproductions (privbandits run NAME)", title_justify="left")
+    table.add_column("name", style="bold cyan")
+    table.add_column("description")
+    table.add_column("config")
+    for reproduction in list_reproductions():
+        table.add_row(reproduction.name, reproduction.description, str(reproduction.path))
+    console.print(table)
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"privbandits {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    """Privacy-preserving contextual bandits."""
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,165 @@
+"""Summaries over seeds, rich tables and PNG plots of stored runs."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from rich.table import Table  # noqa: E402
+from scipy import stats  # noqa: E402
+
+from privbandits.experiments.store import RunRecord  # noqa: E402
+
+CONFIDENCE = 0.95
+
+
+class Metric(StrEnum):
+    """Which cumulative series a plot shows."""
+
+    REGRET = "regret"
+    REWARD = "reward"
+
+
+def mean_interval(values: np.ndarray, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
+    """Mean over axis 0 and the half-width of its Student-t confidence interval.
+
+    With one seed the half-width is 0 (no spread can be estimated).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    mean = values.mean(axis=0)
+    n = values.shape[0]
+    if n < 2:
+        return mean, np.zeros_like(mean)
+    sem = values.std(axis=0, ddof=1) / np.sqrt(n)
+    return mean, stats.t.ppf(0.5 + confidence / 2, n - 1) * sem
+
+
+@dataclass(frozen=True)
+class PolicySummary:
+    """Final cumulative regret and reward of one policy over its seeds."""
+
+    label: str
+    n_seeds: int
+    horizon: int
+    regret_mean: float
+    regret_half_width: float
+    reward_mean: float
+    reward_half_width: float
+    wall_time_s: float
+
+
+def latest_runs(records: list[RunRecord]) -> tuple[list[RunRecord], list[str]]:
+    """Keep, per policy label, only the runs of its most recent config.
+
+    A config edited after some runs leaves the older runs in the store under a
+    different hash; mixing them would blend two different experiments. Returns
+    the kept runs and the labels whose older runs were set aside.
+    """
+    newest: dict[str, tuple[str, str]] = {}
+    for r in records:
+        if r.label not in newest or r.finished_at > newest[r.label][0]:
+            newest[r.label] = (r.finished_at, r.config_hash)
+    kept = [r for r in records if r.config_hash == newest[r.label][1]]
+    stale = sorted({r.label for r in records if r.config_hash != newest[r.label][1]})
+    return kept, stale
+
+
+def group_by_policy(records: list[RunRecord]) -> dict[str, list[RunRecord]]:
+    """Runs per policy label, policies in config order, seeds ascending."""
+    groups: dict[str, list[RunRecord]] = {}
+    for r in sorted(records, key=lambda r: (r.policy_index, r.label, r.seed)):
+        groups.setdefault(r.label, []).append(r)
+    return groups
+
+
+def summarise(records: list[RunRecord]) -> list[PolicySummary]:
+    """One :class:`PolicySummary` per policy (mean and 95% t-interval over seeds)."""
+    summaries = []
+    for label, runs in group_by_policy(records).items():
+        regret_mean, regret_hw = mean_interval(np.array([r.final_regret for r in runs]))
+        reward_mean, reward_hw = mean_interval(np.array([r.final_reward for r in runs]))
+        summaries.append(
+            PolicySummary(
+                label=label,
+                n_seeds=len(runs),
+                horizon=runs[0].horizon,
+                regret_mean=float(regret_mean),
+                regret_half_width=float(regret_hw),
+                reward_mean=float(reward_mean),
+                reward_half_width=float(reward_hw),
+                wall_time_s=float(np.mean([r.wall_time_s for r in runs])),
+            )
+        )
+    return summaries
+
+
+def summary_table(experiment: str, summaries: list[PolicySummary]) -> Table:
+    """A rich table of final cumulative regret and reward per policy."""
+    table = Table(title=f"{experiment}: final values, mean ± 95% CI over seeds")
+    table.add_column("policy", style="bold")
+    table.add_column("seeds", justify="right")
+    table.add_column("rounds", justify="right")
+    table.add_column("cum. regret", justify="right")
+    table.add_column("cum. reward", justify="right")
+    table.add_column("s / run", justify="right")
+    for s in summaries:
+        table.add_row(
+            s.label,
+            str(s.n_seeds),
+            str(s.horizon),
+            f"{s.regret_mean:.2f} ± {s.regret_half_width:.2f}",
+            f"{s.reward_mean:.2f} ± {s.reward_half_width:.2f}",
+            f"{s.wall_time_s:.2f}",
+        )
+    return table
+
+
+def write_summary_csv(summaries: list[PolicySummary], path: Path) -> Path:
+    """The summary table as CSV (one row per policy)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fields = list(PolicySummary.__dataclass_fields__)
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(fields)
+        for s in summaries:
+            writer.writerow([getattr(s, f) for f in fields])
+    return path
+
+
+def plot_cumulative(
+    records: list[RunRecord],
+    metric: Metric,
+    path: Path,
+    *,
+    title: str,
+    log_y: bool = False,
+) -> Path:
+    """PNG of the cumulative ``metric`` versus rounds: one line per policy, 95% CI band over seeds."""
+    metric = Metric(metric)
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=120)
+    for label, runs in group_by_policy(records).items():
+        series = [r.cumulative_regret if metric is Metric.REGRET else r.cumulative_reward for r in runs]
+        rounds = runs[0].rounds
+        length = min(len(s) for s in series)
+        mean, half = mean_interval(np.array([s[:length] for s in series]))
+        (line,) = ax.plot(rounds[:length], mean, label=f"{label} ({len(runs)} seeds)", linewidth=2)
+        ax.fill_between(rounds[:length], mean - half, mean + half, color=line.get_color(), alpha=0.2)
+    ax.set_xlabel("round t")
+    ax.set_ylabel(f"cumulative {'pseudo-regret' if metric is Metric.REGRET else 'reward'}")
+    if log_y:
+        ax.set_yscale("log")
+    ax.set_title(f"{title}\nline = mean, band = {CONFIDENCE:.0%} CI over seeds", fontsize=11)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="best", fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path

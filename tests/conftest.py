@@ -1,0 +1,26 @@
+"""Shared fixtures: small experiment configs."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+BASE_CONFIG = {
+    "name": "tiny",
+    "description": "a tiny synthetic experiment",
+    "horizon": 300,
+    "seeds": [0, 1, 2],
+    "series_points": 50,
+    "environment": {"kind": "linear_gaussian", "dim": 8, "n_arms": 4},
+    "policies": [
+        {"kind": "linucb", "label": "ucb", "alpha": 0.5},
+        {"kind": "lints", "label": "ts", "v": 0.1},
+    ],
+}
+
+
+@pytest.fixture
+def config_data() -> dict:
+    """A fresh, mutable copy of a small valid config mapping."""
+    return copy.deepcopy(BASE_CONFIG)
