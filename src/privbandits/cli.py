@@ -92,7 +92,15 @@ def run(
         with ResultsStore(store) as results:
             for config in loaded:
                 console.print(f"[bold]{config.name}[/]: {config.description}")
-                summary = run_experiment(config, results, jobs=jobs, force=force, show_progress=progress)
+                try:
+                    summary = run_experiment(config, results, jobs=jobs, force=force, show_progress=progress)
+                except KeyboardInterrupt:
+                    err_console.print(
+                        f"[yellow]interrupted:[/] finished runs are saved in {store}; "
+                        "run the same command again to continue",
+                        soft_wrap=True,
+                    )
+                    raise typer.Exit(code=130) from None
                 console.print(
                     f"ran {len(summary.ran)} run(s), skipped {summary.skipped} already in {store}"
                 )

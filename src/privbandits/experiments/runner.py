@@ -122,6 +122,16 @@ def _progress_bar(enabled: bool, total_rounds: int) -> Iterator[ProgressCallback
         yield lambda n: bar.advance(task, n)
 
 
+class _QueueProgress:
+    """Progress callback for a worker process: forwards round counts through a queue."""
+
+    def __init__(self, queue) -> None:
+        self.queue = queue
+
+    def __call__(self, rounds: int) -> None:
+        self.queue.put(rounds)
+
+
 def run_experiment(
     config: ExperimentConfig,
     store: ResultsStore,
@@ -129,7 +139,6 @@ def run_experiment(
     jobs: int = 1,
     force: bool = False,
     show_progress: bool = True,
-    on_record: Callable[[RunRecord], None] | None = None,
 ) -> SweepSummary:
     """Run every pending (policy, seed) pair of ``config``, saving each as it finishes.
 
@@ -145,8 +154,6 @@ def run_experiment(
     def finish(record: RunRecord) -> None:
         store.save(record)
         summary.ran.append(record)
-        if on_record is not None:
-            on_record(record)
 
     with _progress_bar(show_progress, len(todo) * config.horizon) as advance:
         if jobs == 1 or len(todo) <= 1:
@@ -154,15 +161,17 @@ def run_experiment(
                 finish(run_single(config, index, seed, advance))
             return summary
         context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context) as pool:
-            running = {pool.submit(run_single, config, index, seed) for index, seed in todo}
+        with context.Manager() as manager, ProcessPoolExecutor(min(jobs, len(todo)), context) as pool:
+            queue = manager.Queue()
+            callback = _QueueProgress(queue) if advance is not None else None
+            running = {pool.submit(run_single, config, index, seed, callback) for index, seed in todo}
             try:
                 while running:
-                    done, running = wait(running, return_when=FIRST_COMPLETED)
+                    done, running = wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
+                    while advance is not None and not queue.empty():
+                        advance(queue.get())
                     for future in done:
                         finish(future.result())
-                        if advance is not None:
-                            advance(config.horizon)
             except BaseException:
                 for future in running:
                     future.cancel()
