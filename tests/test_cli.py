@@ -57,7 +57,9 @@ def test_run_then_report_writes_table_csv_and_plots(tmp_path, tiny_config):
     again = runner.invoke(app, ["run", str(tiny_config), "--store", str(store), "--no-report", "--no-progress"])
     assert "ran 0 run(s), skipped 4" in again.output
 
-    report = runner.invoke(app, ["report", "tiny-cli", "--store", str(store), "--out", str(out), "--metric", "regret", "--log-y"])
+    report = runner.invoke(
+        app, ["report", "tiny-cli", "--store", str(store), "--out", str(out), "--metric", "regret", "--log-y"]
+    )
     assert report.exit_code == 0, report.output
     assert "ucb" in report.output and "random" in report.output and "± " in report.output
     csv_lines = (out / "tiny-cli-summary.csv").read_text().splitlines()
@@ -114,7 +116,8 @@ def test_sweep_killed_with_sigkill_resumes_and_matches_a_clean_run(tmp_path):
     config_path = tmp_path / "killed.toml"
     config_path.write_text(SLOW_ENOUGH)
     store = tmp_path / "r.sqlite"
-    command = [sys.executable, "-m", "privbandits.cli", "run", str(config_path), "--store", str(store), "--no-report", "--no-progress"]
+    command = [sys.executable, "-m", "privbandits.cli", "run", str(config_path), "--store", str(store)]
+    command += ["--no-report", "--no-progress"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 120
     while _stored(store) < 2 and time.monotonic() < deadline and process.poll() is None:

@@ -44,7 +44,7 @@ def test_linear_gaussian_stream_is_independent_of_the_arms_pulled():
         return out
 
     a, b = stream(lambda t: 0), stream(lambda t: t % 5)
-    for (ca, ra), (cb, rb) in zip(a, b, strict=True):
+    for (ca, _), (cb, _) in zip(a, b, strict=True):
         np.testing.assert_array_equal(ca, cb)
     # the same noise is added to whichever arm is pulled
     env = LinearGaussianBandit(dim=4, n_arms=5)
@@ -86,7 +86,11 @@ def test_classification_bandit_rewards_true_labels_single_and_multi_label():
         (np.zeros((3, 2)), np.array([0, 1]), "features have 3 rows but labels have 2"),
         (np.zeros(3), np.array([0, 1, 2]), "features must be a non-empty 2-D array, got shape (3,)"),
         (np.zeros((2, 2)), np.array([0, -1]), "single-label labels must be non-negative integers"),
-        (np.zeros((2, 2)), np.array([[0, 2], [1, 0]]), "labels must be class indices (1-D) or a 0/1 indicator matrix (2-D)"),
+        (
+            np.zeros((2, 2)),
+            np.array([[0, 2], [1, 0]]),
+            "labels must be class indices (1-D) or a 0/1 indicator matrix (2-D)",
+        ),
     ],
 )
 def test_classification_bandit_rejects_bad_input(features, labels, message):

@@ -129,7 +129,11 @@ def test_sweep_resumes_after_a_crash_without_redoing_or_losing_runs(tmp_path, co
         assert len(pending_runs(config, store)) == 2
 
     executed.clear()
-    monkeypatch.setattr(runner_module, "run_single", lambda *a, **k: executed.append(a[1:3]) or real_run_single(*a, **k))
+    def counting_run_single(cfg, index, seed, progress=None):
+        executed.append((index, seed))
+        return real_run_single(cfg, index, seed, progress)
+
+    monkeypatch.setattr(runner_module, "run_single", counting_run_single)
     with ResultsStore(path) as store:
         summary = run_experiment(config, store, show_progress=False)
         assert summary.skipped == 4 and executed == [(1, 1), (1, 2)]

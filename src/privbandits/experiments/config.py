@@ -29,7 +29,7 @@ class _Strict(BaseModel):
 
 # -- environments -------------------------------------------------------------
 class LinearGaussianEnvConfig(_Strict):
-    """The vertical O3M paper's synthetic problem (spec §5.1)."""
+    """Vertical O3M paper §5.1: fresh unit-norm Gaussian contexts per arm, unit-norm θ*, Gaussian noise."""
 
     kind: Literal["linear_gaussian"]
     dim: int = Field(100, ge=1, le=100_000)
@@ -46,7 +46,7 @@ class LinearGaussianEnvConfig(_Strict):
 
 
 class DigitsEnvConfig(_Strict):
-    """Bundled digits as a classification bandit (offline stand-in for MNIST)."""
+    """scikit-learn digits as a 10-arm classification bandit (offline MNIST stand-in; PCA + unit norm)."""
 
     kind: Literal["digits"]
     pca_components: int | None = Field(20, ge=1, le=64)
@@ -60,6 +60,7 @@ class DigitsEnvConfig(_Strict):
     per_arm_contexts: ClassVar[bool] = False
 
 
+ENVIRONMENT_CONFIGS = (LinearGaussianEnvConfig, DigitsEnvConfig)
 EnvConfig = Annotated[LinearGaussianEnvConfig | DigitsEnvConfig, Field(discriminator="kind")]
 
 
@@ -81,12 +82,16 @@ class _LinearPolicyBase(_PolicyBase):
 
 
 class LinUCBConfig(_LinearPolicyBase):
+    """LinUCB (Li et al. 2010): ridge estimate + alpha × confidence width."""
+
     kind: Literal["linucb"]
     layout: Literal["shared", "disjoint"] = "shared"
     alpha: float = Field(1.0, ge=0)
 
 
 class LinTSConfig(_LinearPolicyBase):
+    """Linear Thompson sampling (Agrawal & Goyal 2013): μ ~ N(θ̂, v² A⁻¹)."""
+
     kind: Literal["lints"]
     layout: Literal["shared", "disjoint"] = "shared"
     v: float = Field(0.01, ge=0)
@@ -94,22 +99,31 @@ class LinTSConfig(_LinearPolicyBase):
 
 
 class EpsilonGreedyConfig(_LinearPolicyBase):
+    """ε-greedy on ridge estimates (the MPC paper's learner, Alg. 1)."""
+
     kind: Literal["epsilon_greedy"]
     layout: Literal["shared", "disjoint"] = "disjoint"
     epsilon: float = Field(0.1, ge=0, le=1)
 
 
 class RandomPolicyConfig(_PolicyBase):
+    """A uniformly random arm every round (baseline)."""
+
     kind: Literal["random"]
 
 
+POLICY_CONFIGS = (LinUCBConfig, LinTSConfig, EpsilonGreedyConfig, RandomPolicyConfig)
 PolicyConfig = Annotated[
     LinUCBConfig | LinTSConfig | EpsilonGreedyConfig | RandomPolicyConfig,
     Field(discriminator="kind"),
 ]
 
 
-# -- experiment ---------------------------------------------------------------
+def by_kind(models: tuple[type[BaseModel], ...]) -> dict[str, type[BaseModel]]:
+    """Config classes keyed by their ``kind`` tag, in declaration order."""
+    return {model.model_fields["kind"].annotation.__args__[0]: model for model in models}
+
+
 class ExperimentConfig(_Strict):
     """A whole experiment: one environment, several policies, several seeds."""
 
@@ -171,15 +185,7 @@ def config_hash(run_spec: dict[str, Any]) -> str:
 
 
 # -- loading and error messages -------------------------------------------------
-_TAGS: dict[str, dict[str, type[BaseModel]]] = {
-    "environment": {"linear_gaussian": LinearGaussianEnvConfig, "digits": DigitsEnvConfig},
-    "policies": {
-        "linucb": LinUCBConfig,
-        "lints": LinTSConfig,
-        "epsilon_greedy": EpsilonGreedyConfig,
-        "random": RandomPolicyConfig,
-    },
-}
+_TAGS = {"environment": by_kind(ENVIRONMENT_CONFIGS), "policies": by_kind(POLICY_CONFIGS)}
 _TYPE_NAMES = {"int": "an integer", "float": "a number", "bool": "a boolean", "string": "a string"}
 
 

@@ -9,34 +9,26 @@ import numpy as np
 from privbandits.datasets.digits import load_digits_data
 from privbandits.envs import ClassificationBandit, Environment, LinearGaussianBandit
 from privbandits.experiments.config import (
-    DigitsEnvConfig,
+    ENVIRONMENT_CONFIGS,
+    POLICY_CONFIGS,
     EnvConfig,
-    EpsilonGreedyConfig,
     LinearGaussianEnvConfig,
     LinTSConfig,
     LinUCBConfig,
     PolicyConfig,
     RandomPolicyConfig,
+    by_kind,
 )
 from privbandits.linear import EpsilonGreedy, LinTS, LinUCB, Policy, UniformRandom
 
-ENVIRONMENTS: dict[str, tuple[type, str]] = {
-    "linear_gaussian": (
-        LinearGaussianEnvConfig,
-        "Vertical O3M paper §5.1: fresh unit-norm Gaussian contexts per arm, unit-norm θ*, Gaussian noise",
-    ),
-    "digits": (
-        DigitsEnvConfig,
-        "scikit-learn digits as a 10-arm classification bandit (offline MNIST stand-in; PCA + unit norm)",
-    ),
-}
 
-POLICIES: dict[str, tuple[type, str]] = {
-    "linucb": (LinUCBConfig, "LinUCB (Li et al. 2010): ridge estimate + alpha·confidence width"),
-    "lints": (LinTSConfig, "Linear Thompson sampling (Agrawal & Goyal 2013): μ ~ N(θ̂, v²A⁻¹)"),
-    "epsilon_greedy": (EpsilonGreedyConfig, "ε-greedy on ridge estimates (MPC paper, Alg. 1)"),
-    "random": (RandomPolicyConfig, "Uniformly random arm every round (baseline)"),
-}
+def _catalogue(models) -> dict[str, tuple[type, str]]:
+    """``kind -> (config class, first line of its docstring)``."""
+    return {kind: (model, model.__doc__.strip().splitlines()[0]) for kind, model in by_kind(models).items()}
+
+
+ENVIRONMENTS = _catalogue(ENVIRONMENT_CONFIGS)
+POLICIES = _catalogue(POLICY_CONFIGS)
 
 
 @lru_cache(maxsize=8)
