@@ -5,6 +5,13 @@ from __future__ import annotations
 import copy
 
 import pytest
+from threadpoolctl import threadpool_limits
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One BLAS thread per test process: tests run two at a time on two cores, and
+    the small matrices here gain nothing from threads but lose much to oversubscription."""
+    threadpool_limits(limits=1)
 
 BASE_CONFIG = {
     "name": "tiny",

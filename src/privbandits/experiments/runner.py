@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from threadpoolctl import threadpool_limits
 
 from privbandits.experiments.config import ExperimentConfig, config_hash
 from privbandits.experiments.registry import build_environment, build_policy
@@ -55,15 +56,18 @@ def run_single(
     reward = np.empty(horizon)
     actions = np.empty(horizon, dtype=np.int64)
     start = time.perf_counter()
-    for t in range(horizon):
-        contexts, expected = env.next_round()
-        seen = contexts if visible is None else contexts[..., :visible]
-        arm = policy.select(seen)
-        r = env.reward(arm)
-        policy.update(seen, arm, r)
-        actions[t], regret[t], reward[t] = arm, expected.max() - expected[arm], r
-        if progress is not None and (t + 1) % _PROGRESS_EVERY == 0:
-            progress(_PROGRESS_EVERY)
+    # Per-round linear algebra is small: BLAS threads only add overhead and, with
+    # several worker processes, oversubscribe the cores.
+    with threadpool_limits(limits=1):
+        for t in range(horizon):
+            contexts, expected = env.next_round()
+            seen = contexts if visible is None else contexts[..., :visible]
+            arm = policy.select(seen)
+            r = env.reward(arm)
+            policy.update(seen, arm, r)
+            actions[t], regret[t], reward[t] = arm, expected.max() - expected[arm], r
+            if progress is not None and (t + 1) % _PROGRESS_EVERY == 0:
+                progress(_PROGRESS_EVERY)
     wall = time.perf_counter() - start
     if progress is not None and horizon % _PROGRESS_EVERY:
         progress(horizon % _PROGRESS_EVERY)
