@@ -27,6 +27,9 @@ import numpy as np
 from privbandits.linear.ridge import DEFAULT_REFRESH_EVERY, RidgeStatistics
 from privbandits.linear.tiebreak import DEFAULT_TIE_TOLERANCE, TieBreak, break_ties
 
+# Row-wise dot product; np.vecdot is new in numpy 2.0.
+_rowdot = getattr(np, "vecdot", lambda a, b: np.einsum("kd,kd->k", a, b))
+
 
 class Layout(StrEnum):
     """How parameters are shared across arms (see module docstring)."""
@@ -118,11 +121,13 @@ class LinearBandit(ABC):
 
     def estimates(self, contexts: np.ndarray) -> np.ndarray:
         """Ridge estimates ``x_a^T θ̂`` (shared) or ``x_a^T θ̂_a`` (disjoint) per arm."""
+        self._check(contexts)
         return self._linear_forms(self.stats.theta, contexts)
 
     def confidence_widths(self, contexts: np.ndarray) -> np.ndarray:
         """``sqrt(x_a^T A^{-1} x_a)`` per arm (A is the arm's model in the disjoint layout)."""
-        return np.sqrt(np.maximum(self._quadratic_forms(contexts), 0.0))
+        self._check(contexts)
+        return self._widths(contexts)
 
     def select(self, contexts: np.ndarray) -> int:
         """Arm with the best score, ties broken by the named rule."""
@@ -152,22 +157,22 @@ class LinearBandit(ABC):
 
     def _linear_forms(self, vectors: np.ndarray, contexts: np.ndarray) -> np.ndarray:
         """``<x_a, w_a>`` per arm for w of shape (1, d) (shared) or (K, d) (disjoint)."""
-        self._check(contexts)
         if self.layout is Layout.SHARED:
             return contexts @ vectors[0]
         if contexts.ndim == 1:
             return vectors @ contexts
-        return np.einsum("kd,kd->k", vectors, contexts)
+        return _rowdot(vectors, contexts)
 
-    def _quadratic_forms(self, contexts: np.ndarray) -> np.ndarray:
-        """``x_a^T A_a^{-1} x_a`` per arm."""
-        self._check(contexts)
+    def _widths(self, contexts: np.ndarray) -> np.ndarray:
+        """``sqrt(x_a^T A_a^{-1} x_a)`` per arm, computed in place."""
         A_inv = self.stats.A_inv
         if self.layout is Layout.SHARED:
-            return np.einsum("kd,kd->k", contexts @ A_inv[0], contexts)
-        if contexts.ndim == 1:
-            return (A_inv @ contexts) @ contexts
-        return np.einsum("kd,kde,ke->k", contexts, A_inv, contexts, optimize=True)
+            quad = _rowdot(contexts @ A_inv[0], contexts)
+        elif contexts.ndim == 1:  # two gemvs: the stacked inverses times x, then their rows times x
+            quad = (A_inv.reshape(-1, self.dim) @ contexts).reshape(self.n_arms, self.dim) @ contexts
+        else:
+            quad = _rowdot(np.matmul(A_inv, contexts[:, :, None])[..., 0], contexts)
+        return np.sqrt(np.maximum(quad, 0.0, out=quad), out=quad)
 
 
 class LinUCB(LinearBandit):
@@ -184,7 +189,11 @@ class LinUCB(LinearBandit):
         self.alpha = float(alpha)
 
     def scores(self, contexts: np.ndarray) -> np.ndarray:
-        return self.estimates(contexts) + self.alpha * self.confidence_widths(contexts)
+        self._check(contexts)
+        scores = self._widths(contexts)
+        scores *= self.alpha
+        scores += self._linear_forms(self.stats.theta, contexts)
+        return scores
 
 
 class Sampler(StrEnum):
@@ -241,6 +250,7 @@ class LinTS(LinearBandit):
         return stats.theta + self.v * (root @ z)[..., 0]
 
     def scores(self, contexts: np.ndarray) -> np.ndarray:
+        self._check(contexts)
         return self._linear_forms(self.sample_parameters(), contexts)
 
 

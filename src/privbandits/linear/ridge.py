@@ -9,12 +9,16 @@ For each of ``n_models`` independent models the class keeps
 A shared-parameter learner uses one model; a disjoint (per-arm) learner uses one
 model per arm (Li et al. 2010). Rank-one updates accumulate round-off, so the
 inverse is recomputed exactly every ``refresh_every`` updates of a model.
+
+The arrays are updated in place by BLAS; replace their contents, never the
+arrays themselves.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.linalg
+from scipy.linalg.blas import dger
 
 DEFAULT_REFRESH_EVERY = 1000
 
@@ -69,14 +73,19 @@ class RidgeStatistics:
     def update(self, model: int, x: np.ndarray, reward: float) -> None:
         """Absorb one observation ``(x, reward)`` into ``model``.
 
-        Sherman–Morrison: ``(A + x x^T)^{-1} = A^{-1} - (A^{-1}x)(A^{-1}x)^T / (1 + x^T A^{-1} x)``.
-        The correction is formed as an outer product of one vector with itself,
-        so a symmetric inverse stays exactly symmetric.
+        Sherman–Morrison: ``(A + x x^T)^{-1} = A^{-1} - w w^T`` with
+        ``w = A^{-1}x / sqrt(1 + x^T A^{-1} x)``. Both rank-one updates run in
+        place (BLAS ``dger`` with coefficient ±1), so entries (i, j) and (j, i)
+        receive the same product ``w_i w_j`` and a symmetric inverse stays
+        exactly symmetric.
         """
+        if x.shape != (self.dim,):
+            raise ValueError(f"x has shape {x.shape}; expected ({self.dim},)")
         A_inv = self.A_inv[model]
         v = A_inv @ x
-        A_inv -= np.multiply.outer(v, v / (1.0 + x @ v))
-        self.A[model] += np.multiply.outer(x, x)
+        w = v * (1.0 + float(x @ v)) ** -0.5
+        dger(-1.0, w, w, a=A_inv.T, overwrite_a=True)
+        dger(1.0, x, x, a=self.A[model].T, overwrite_a=True)
         self.b[model] += reward * x
         self.n_updates[model] += 1
         if self.refresh_every and self.n_updates[model] % self.refresh_every == 0:

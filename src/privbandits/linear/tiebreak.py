@@ -35,8 +35,8 @@ def tied_arms(scores: np.ndarray, tolerance: float = DEFAULT_TIE_TOLERANCE) -> n
     An arm is tied when ``score >= max - tolerance * max(1, |max|)``; a tolerance
     of 0 keeps only exact ties.
     """
-    best = scores.max()
-    if best != best:  # NaN anywhere makes the max NaN
+    best = float(scores[scores.argmax()])  # argmax stops at the first NaN
+    if best != best:
         raise ValueError("arm scores contain NaN; the learner's statistics are corrupt")
     return scores >= best - tolerance * max(1.0, abs(best))
 
