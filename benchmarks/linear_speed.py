@@ -29,8 +29,14 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from contextualbandits.linreg import LinearRegression as CBLinearRegression
+from contextualbandits.online import LinUCB as CBLinUCB
+from mabwiser.mab import MAB, LearningPolicy
 from rich.console import Console
 from rich.table import Table
+from river import bandit as river_bandit
+from river import linear_model as river_linear_model
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from privbandits.envs import LinearGaussianBandit, normalised_gaussian
 from privbandits.linear import LinUCB
@@ -38,13 +44,13 @@ from privbandits.linear import LinUCB
 CONFIGS = ((20, 10), (100, 10), (100, 100))
 VARIANCE = 0.05  # contexts, parameters and noise, as in the env (spec §5.1)
 REG = 1.0
+COLUMNS = ("layout", "library", "runs", "rounds/s", "ours/peer", "same arms", "reward", "ours", "regret", "ours ")
 
 
 @dataclass
 class Workload:
     """Pre-drawn rounds: what the learner sees, every arm's reward, expected rewards."""
 
-    layout: str
     contexts: np.ndarray  # (T, K, d) shared layout, (T, d) disjoint layout
     rewards: np.ndarray  # (T, K) realised reward of every arm
     expected: np.ndarray  # (T, K)
@@ -60,7 +66,7 @@ def shared_workload(dim: int, n_arms: int, rounds: int, seed: int) -> Workload:
     for t in range(rounds):
         contexts[t], expected[t] = env.next_round()
         rewards[t] = [env.reward(a) for a in range(n_arms)]
-    return Workload("shared", contexts, rewards, expected)
+    return Workload(contexts, rewards, expected)
 
 
 def disjoint_workload(dim: int, n_arms: int, rounds: int, seed: int) -> Workload:
@@ -70,7 +76,7 @@ def disjoint_workload(dim: int, n_arms: int, rounds: int, seed: int) -> Workload
     contexts = normalised_gaussian(rng, (rounds, dim), VARIANCE)
     expected = contexts @ thetas.T
     noise = rng.normal(0.0, np.sqrt(VARIANCE), size=(rounds, 1))
-    return Workload("disjoint", contexts, expected + noise, expected)
+    return Workload(contexts, expected + noise, expected)
 
 
 # -- adapters: select(contexts) -> arm, update(contexts, arm, reward) ----------
@@ -88,8 +94,6 @@ class MabWiser:
     name = "mabwiser"
 
     def __init__(self, layout: str, dim: int, n_arms: int, alpha: float, seed: int) -> None:
-        from mabwiser.mab import MAB, LearningPolicy
-
         self.shared = layout == "shared"
         arms = [0] if self.shared else list(range(n_arms))
         self.mab = MAB(arms, LearningPolicy.LinUCB(alpha=alpha, l2_lambda=REG), seed=seed)
@@ -116,17 +120,14 @@ class ContextualBandits:
     name = "contextualbandits"
 
     def __init__(self, layout: str, dim: int, n_arms: int, alpha: float, seed: int) -> None:
-        from contextualbandits.linreg import LinearRegression
-        from contextualbandits.online import LinUCB as CBLinUCB
-
         self.shared, self.alpha = layout == "shared", float(alpha)
         options = dict(lambda_=REG, fit_intercept=False, use_float=False, method="sm")
         if self.shared:
-            self.model = LinearRegression(**options)
+            self.model = CBLinearRegression(**options)
         else:
-            self.cb = CBLinUCB(n_arms, alpha=self.alpha, ucb_from_empty=True,
-                               random_state=np.random.default_rng(seed),
-                               **options)
+            self.cb = CBLinUCB(
+                n_arms, alpha=self.alpha, ucb_from_empty=True, random_state=np.random.default_rng(seed), **options
+            )
 
     def select(self, contexts: np.ndarray) -> int:
         if self.shared:
@@ -146,14 +147,12 @@ class River:
     name = "river"
 
     def __init__(self, layout: str, dim: int, n_arms: int, alpha: float, seed: int) -> None:
-        from river import bandit, linear_model
-
         self.shared = layout == "shared"
         prior, noise = REG / alpha**2, 1.0 / alpha**2  # module docstring
         if self.shared:
-            self.model = linear_model.BayesianLinearRegression(alpha=prior, beta=noise)
+            self.model = river_linear_model.BayesianLinearRegression(alpha=prior, beta=noise)
         else:
-            self.policy = bandit.LinUCBDisjoint(alpha=prior, beta=noise, seed=seed)
+            self.policy = river_bandit.LinUCBDisjoint(alpha=prior, beta=noise, seed=seed)
             self.arms = list(range(n_arms))
 
     def select(self, contexts: np.ndarray) -> int:
@@ -174,88 +173,122 @@ PEERS = (MabWiser, ContextualBandits, River)
 
 @dataclass
 class Run:
-    rounds: int
+    work: Workload
+    arms: np.ndarray  # arm chosen in each completed round
     seconds: float
-    rewards: np.ndarray  # cumulative realised reward after each round
-    regret: float
 
     @property
-    def rate(self) -> float:
-        return self.rounds / self.seconds
+    def rounds(self) -> int:
+        return len(self.arms)
+
+    @property
+    def complete(self) -> bool:
+        return self.rounds == len(self.work.rewards)
+
+    def outcome(self, rounds: int | None = None) -> tuple[float, float]:
+        """Cumulative realised reward and pseudo-regret over the first ``rounds``."""
+        arms = self.arms[:rounds]
+        t = np.arange(len(arms))
+        expected = self.work.expected[t]
+        regret = (expected.max(axis=1) - expected[t, arms]).sum()
+        return float(self.work.rewards[t, arms].sum()), float(regret)
 
 
 def play(adapter, work: Workload, budget_s: float) -> Run:
-    """Select/update over the workload until done or ``budget_s`` is spent."""
-    n_rounds = len(work.rewards)
-    got = np.empty(n_rounds)
-    regret = 0.0
-    contexts, rewards, expected = work.contexts, work.rewards, work.expected
+    """Timed select/update loop over the workload, stopped early after ``budget_s``."""
+    contexts, rewards = work.contexts, work.rewards
     select, update = adapter.select, adapter.update
+    arms = np.empty(len(rewards), dtype=np.int64)
     start = time.perf_counter()
     deadline = start + budget_s
-    t = 0
-    while t < n_rounds:
+    for t in range(len(rewards)):
         arm = select(contexts[t])
         update(contexts[t], arm, rewards[t, arm])
-        got[t] = rewards[t, arm]
-        regret += expected[t].max() - expected[t, arm]
-        t += 1
-        if t % 50 == 0 and time.perf_counter() > deadline:
+        arms[t] = arm
+        if t % 50 == 49 and time.perf_counter() > deadline:
+            arms = arms[: t + 1]
             break
-    seconds = time.perf_counter() - start
-    return Run(t, seconds, np.cumsum(got[:t]), regret)
+    return Run(work, arms, time.perf_counter() - start)
 
 
-def best_of(make, work: Workload, repeat: int, budget_s: float) -> Run:
-    """Fastest of ``repeat`` fresh runs (all on the same rounds); later repeats share the budget."""
+def runs_of(adapter: type, setting: tuple, works: list[Workload], budget_s: float) -> list[Run]:
+    """One fresh ``adapter(*setting)`` per workload while ``budget_s`` lasts; the first always runs."""
     runs: list[Run] = []
     spent = 0.0
-    for _ in range(repeat):
-        runs.append(play(make(), work, budget_s - spent if runs else budget_s))
-        spent += runs[-1].seconds
-        if runs[-1].rounds < len(work.rewards) or spent >= budget_s:
+    for work in works:
+        if spent >= budget_s or (runs and not runs[-1].complete):
             break
-    return min(runs, key=lambda r: (-r.rounds, r.seconds))
+        runs.append(play(adapter(*setting), work, budget_s - spent))
+        spent += runs[-1].seconds
+    return runs
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="T = 500 rounds instead of 5000")
     parser.add_argument("--rounds", type=int, default=None, help="override T")
-    parser.add_argument("--repeat", type=int, default=3, help="timed runs per library (best kept)")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs per library, run r on seed + r (fastest timed run kept)"
+    )
     parser.add_argument("--alpha", type=float, default=0.5, help="LinUCB α (β_t = 0.5 in the paper)")
     parser.add_argument("--budget", type=float, default=120.0, help="seconds per peer and setting")
+    parser.add_argument("--blas-threads", type=int, default=1, help="BLAS threads (0: library default)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     if args.repeat < 1 or args.budget <= 0:
         parser.error("--repeat must be >= 1 and --budget > 0")
     n_rounds = args.rounds or (500 if args.quick else 5000)
+    if args.blas_threads:  # after every import, so that each BLAS copy loaded is limited
+        threadpool_limits(args.blas_threads)
+    blas = ", ".join(f"{i['internal_api']} {i['num_threads']}" for i in threadpool_info())
 
-    console = Console()
+    console = Console(width=128)
     console.print(
-        f"LinUCB, α = {args.alpha}, λ = {REG}, T = {n_rounds}, best of {args.repeat}, "
-        f"seed {args.seed}; peers stop after {args.budget:.0f} s (rounds column says where)."
+        f"LinUCB, α = {args.alpha}, λ = {REG}, T = {n_rounds}, {args.repeat} runs per library "
+        f"(seeds {args.seed}..{args.seed + args.repeat - 1}), BLAS threads: {blas}.\n"
+        "rounds/s: fastest run. reward, regret: mean per run; 'ours' beside them is privbandits "
+        "on the same seeds and rounds. A peer past its "
+        f"{args.budget:.0f} s budget stops early ('runs' says where; a cut run counts only if no "
+        "run finished). 'same arms': rounds of seed 0 before the first arm differing from ours."
     )
     warnings.filterwarnings("ignore")  # peers' deprecation chatter
     worst = np.inf
     for dim, n_arms in CONFIGS:
         table = Table(title=f"d = {dim}, K = {n_arms}")
-        for col in ("layout", "library", "rounds", "rounds/s", "ours/peer", "cum. reward",
-                    "ours, same rounds", "cum. regret"):
+        for col in COLUMNS:
             table.add_column(col, justify="left" if col in ("layout", "library") else "right")
         for layout, build in (("shared", shared_workload), ("disjoint", disjoint_workload)):
-            work = build(dim, n_arms, n_rounds, args.seed)
-            args_ = (layout, dim, n_arms, args.alpha, args.seed)
-            ours = best_of(lambda: Ours(*args_), work, args.repeat, np.inf)
-            table.add_row(layout, Ours.name, f"{ours.rounds}", f"{ours.rate:,.0f}", "",
-                          f"{ours.rewards[-1]:.2f}", "", f"{ours.regret:.2f}")
+            works = [build(dim, n_arms, n_rounds, args.seed + r) for r in range(args.repeat)]
+            setting = (layout, dim, n_arms, args.alpha, args.seed)
+            ours = runs_of(Ours, setting, works, np.inf)
+            ours_rate = max(run.rounds / run.seconds for run in ours)
+            reward, regret = np.mean([run.outcome() for run in ours], axis=0)
+            runs = f"{args.repeat}×{n_rounds}"
+            table.add_row(layout, Ours.name, runs, f"{ours_rate:,.0f}", "", "", f"{reward:.2f}", "", f"{regret:.2f}")
             for peer in PEERS:
-                run = best_of(lambda: peer(*args_), work, args.repeat, args.budget)
-                ratio = ours.rate / run.rate
-                worst = min(worst, ratio)
-                table.add_row("", peer.name, f"{run.rounds}", f"{run.rate:,.0f}", f"{ratio:.1f}x",
-                              f"{run.rewards[-1]:.2f}", f"{ours.rewards[run.rounds - 1]:.2f}",
-                              f"{run.regret:.2f}")
+                theirs = runs_of(peer, setting, works, args.budget)
+                rate = max(run.rounds / run.seconds for run in theirs)
+                worst = min(worst, ours_rate / rate)
+                full = sum(run.complete for run in theirs)
+                cut = [] if theirs[-1].complete else [f"{theirs[-1].rounds} (cut)"]
+                runs = " + ".join(([f"{full}×{n_rounds}"] if full else []) + cut)
+                pairs = list(zip(theirs, ours, strict=False))  # same seeds
+                scored = [(run, own) for run, own in pairs if run.complete] or pairs[:1]
+                reward, regret = np.mean([run.outcome() for run, _ in scored], axis=0)
+                mine = np.mean([own.outcome(run.rounds) for run, own in scored], axis=0)
+                differ = np.flatnonzero(theirs[0].arms != ours[0].arms[: theirs[0].rounds])
+                table.add_row(
+                    "",
+                    peer.name,
+                    runs,
+                    f"{rate:,.0f}",
+                    f"{ours_rate / rate:.1f}x",
+                    f"{differ[0]}" if differ.size else "all",
+                    f"{reward:.2f}",
+                    f"{mine[0]:.2f}",
+                    f"{regret:.2f}",
+                    f"{mine[1]:.2f}",
+                )
             table.add_section()
         console.print(table)
     console.print(f"Smallest speed-up over a peer: {worst:.1f}x")
