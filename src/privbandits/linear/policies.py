@@ -24,11 +24,9 @@ from typing import Protocol
 
 import numpy as np
 
+from privbandits.linear._kernels import shared_ucb_scores
 from privbandits.linear.ridge import DEFAULT_REFRESH_EVERY, RidgeStatistics
 from privbandits.linear.tiebreak import DEFAULT_TIE_TOLERANCE, TieBreak, break_ties
-
-# Row-wise dot product; np.vecdot is new in numpy 2.0.
-_rowdot = getattr(np, "vecdot", lambda a, b: np.einsum("kd,kd->k", a, b))
 
 
 class Layout(StrEnum):
@@ -121,13 +119,11 @@ class LinearBandit(ABC):
 
     def estimates(self, contexts: np.ndarray) -> np.ndarray:
         """Ridge estimates ``x_a^T θ̂`` (shared) or ``x_a^T θ̂_a`` (disjoint) per arm."""
-        self._check(contexts)
-        return self._linear_forms(self.stats.theta, contexts)
+        return self._linear_forms(self.stats.theta, self._check(contexts))
 
     def confidence_widths(self, contexts: np.ndarray) -> np.ndarray:
         """``sqrt(x_a^T A^{-1} x_a)`` per arm (A is the arm's model in the disjoint layout)."""
-        self._check(contexts)
-        return self._widths(contexts)
+        return self._widths(self._check(contexts))
 
     def select(self, contexts: np.ndarray) -> int:
         """Arm with the best score, ties broken by the named rule."""
@@ -147,11 +143,12 @@ class LinearBandit(ABC):
         return self.stats.theta[0] if self.layout is Layout.SHARED else self.stats.theta
 
     # -- vectorised forms over arms -----------------------------------------
-    def _check(self, contexts: np.ndarray) -> None:
+    def _check(self, contexts: np.ndarray) -> np.ndarray:
+        """The contexts as a contiguous float64 array, after checking their shape."""
         shape = contexts.shape
         per_arm = (self.n_arms, self.dim)
         if shape == per_arm or (self.layout is Layout.DISJOINT and shape == (self.dim,)):
-            return
+            return np.ascontiguousarray(contexts, dtype=np.float64)
         allowed = f"{per_arm}" if self.layout is Layout.SHARED else f"{per_arm} or ({self.dim},)"
         raise ValueError(f"contexts have shape {shape}; a {self.layout} layout needs {allowed}")
 
@@ -161,17 +158,17 @@ class LinearBandit(ABC):
             return contexts @ vectors[0]
         if contexts.ndim == 1:
             return vectors @ contexts
-        return _rowdot(vectors, contexts)
+        return np.vecdot(vectors, contexts)
 
     def _widths(self, contexts: np.ndarray) -> np.ndarray:
         """``sqrt(x_a^T A_a^{-1} x_a)`` per arm, computed in place."""
         A_inv = self.stats.A_inv
         if self.layout is Layout.SHARED:
-            quad = _rowdot(contexts @ A_inv[0], contexts)
+            quad = np.vecdot(contexts @ A_inv[0], contexts)
         elif contexts.ndim == 1:  # two gemvs: the stacked inverses times x, then their rows times x
             quad = (A_inv.reshape(-1, self.dim) @ contexts).reshape(self.n_arms, self.dim) @ contexts
         else:
-            quad = _rowdot(np.matmul(A_inv, contexts[:, :, None])[..., 0], contexts)
+            quad = np.vecdot(np.matmul(A_inv, contexts[:, :, None])[..., 0], contexts)
         return np.sqrt(np.maximum(quad, 0.0, out=quad), out=quad)
 
 
@@ -189,7 +186,9 @@ class LinUCB(LinearBandit):
         self.alpha = float(alpha)
 
     def scores(self, contexts: np.ndarray) -> np.ndarray:
-        self._check(contexts)
+        contexts = self._check(contexts)
+        if self.layout is Layout.SHARED:
+            return shared_ucb_scores(contexts, self.stats.A_inv[0], self.stats.theta[0], self.alpha)
         scores = self._widths(contexts)
         scores *= self.alpha
         scores += self._linear_forms(self.stats.theta, contexts)
@@ -250,8 +249,7 @@ class LinTS(LinearBandit):
         return stats.theta + self.v * (root @ z)[..., 0]
 
     def scores(self, contexts: np.ndarray) -> np.ndarray:
-        self._check(contexts)
-        return self._linear_forms(self.sample_parameters(), contexts)
+        return self._linear_forms(self.sample_parameters(), self._check(contexts))
 
 
 class EpsilonGreedy(LinearBandit):

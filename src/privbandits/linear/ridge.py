@@ -10,15 +10,16 @@ A shared-parameter learner uses one model; a disjoint (per-arm) learner uses one
 model per arm (Li et al. 2010). Rank-one updates accumulate round-off, so the
 inverse is recomputed exactly every ``refresh_every`` updates of a model.
 
-The arrays are updated in place by BLAS; replace their contents, never the
-arrays themselves.
+The arrays are updated in place by a compiled kernel; replace their contents,
+never the arrays themselves.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.linalg
-from scipy.linalg.blas import dger
+
+from privbandits.linear._kernels import sherman_morrison_step
 
 DEFAULT_REFRESH_EVERY = 1000
 
@@ -74,23 +75,16 @@ class RidgeStatistics:
         """Absorb one observation ``(x, reward)`` into ``model``.
 
         Sherman–Morrison: ``(A + x x^T)^{-1} = A^{-1} - w w^T`` with
-        ``w = A^{-1}x / sqrt(1 + x^T A^{-1} x)``. Both rank-one updates run in
-        place (BLAS ``dger`` with coefficient ±1), so entries (i, j) and (j, i)
-        receive the same product ``w_i w_j`` and a symmetric inverse stays
-        exactly symmetric.
+        ``w = A^{-1}x / sqrt(1 + x^T A^{-1} x)``, applied in place so that a
+        symmetric inverse stays exactly symmetric (see
+        :func:`~privbandits.linear._kernels.sherman_morrison_step`).
         """
         if x.shape != (self.dim,):
             raise ValueError(f"x has shape {x.shape}; expected ({self.dim},)")
-        A_inv = self.A_inv[model]
-        v = A_inv @ x
-        w = v * (1.0 + float(x @ v)) ** -0.5
-        dger(-1.0, w, w, a=A_inv.T, overwrite_a=True)
-        dger(1.0, x, x, a=self.A[model].T, overwrite_a=True)
-        self.b[model] += reward * x
-        self.n_updates[model] += 1
-        if self.refresh_every and self.n_updates[model] % self.refresh_every == 0:
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        count = sherman_morrison_step(self.A, self.A_inv, self.b, self.theta, self.n_updates, model, x, float(reward))
+        if self.refresh_every and count % self.refresh_every == 0:
             self.refresh(model)
-        np.matmul(A_inv, self.b[model], out=self.theta[model])
 
     def refresh(self, model: int) -> None:
         """Replace ``A_inv[model]`` by the exact, symmetrised inverse of ``A[model]``."""

@@ -13,7 +13,10 @@ from enum import StrEnum
 
 import numpy as np
 
+from privbandits.linear._kernels import lowest_tied_index
+
 DEFAULT_TIE_TOLERANCE = 1e-9
+_NAN_MESSAGE = "arm scores contain NaN; the learner's statistics are corrupt"
 
 
 class TieBreak(StrEnum):
@@ -37,7 +40,7 @@ def tied_arms(scores: np.ndarray, tolerance: float = DEFAULT_TIE_TOLERANCE) -> n
     """
     best = float(scores[scores.argmax()])  # argmax stops at the first NaN
     if best != best:
-        raise ValueError("arm scores contain NaN; the learner's statistics are corrupt")
+        raise ValueError(_NAN_MESSAGE)
     return scores >= best - tolerance * max(1.0, abs(best))
 
 
@@ -60,10 +63,12 @@ def break_ties(
     tolerance : float
         Relative tolerance that defines a tie (see :func:`tied_arms`).
     """
-    tied = tied_arms(scores, tolerance)
     if rule is TieBreak.LOWEST:
-        return int(tied.argmax())
-    candidates = np.flatnonzero(tied)
+        best = lowest_tied_index(scores, tolerance)
+        if best < 0:
+            raise ValueError(_NAN_MESSAGE)
+        return best
+    candidates = np.flatnonzero(tied_arms(scores, tolerance))
     if candidates.size == 1:
         return int(candidates[0])
     if rng is None:
