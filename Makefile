@@ -23,8 +23,9 @@ $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed-test
 	$(BIN)/privbandits run vertical-synthetic-demo --jobs $(JOBS)
 
-## test: the default (fast) test suite
+## test: lint, then the default (fast) test suite
 test: $(VENV)/.installed-test
+	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -n $(JOBS)
 
 ## test-slow: only the tests marked slow
