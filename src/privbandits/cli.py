@@ -42,7 +42,7 @@ DEFAULT_STORE = Path("results/results.sqlite")
 DEFAULT_OUT = Path("results")
 
 StoreOption = Annotated[
-    Path, typer.Option("--store", help="SQLite results file (created if missing).")
+    Path, typer.Option("--store", help="SQLite results file (`run` creates it if missing).")
 ]
 OutOption = Annotated[Path, typer.Option("--out", help="Folder for PNG plots and CSV summaries.")]
 
@@ -157,7 +157,9 @@ def list_command() -> None:
     table.add_column("description")
     table.add_column("config")
     for reproduction in list_reproductions():
-        table.add_row(reproduction.name, reproduction.description, str(reproduction.path))
+        path = reproduction.path
+        shown = path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
+        table.add_row(reproduction.name, reproduction.description, str(shown))
     console.print(table)
 
 
