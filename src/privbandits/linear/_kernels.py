@@ -15,7 +15,9 @@ import numpy as np
 
 @numba.njit(cache=True)
 def sherman_morrison_step(
-    A: np.ndarray,
+    gram: np.ndarray,
+    pending: np.ndarray,
+    n_pending: np.ndarray,
     A_inv: np.ndarray,
     b: np.ndarray,
     theta: np.ndarray,
@@ -31,10 +33,11 @@ def sherman_morrison_step(
     get the same product ``w_i w_j`` and a symmetric inverse stays exactly
     symmetric; ``theta += (v / c)(reward - x^T theta)``, the recursive
     least-squares form of ``theta = A^{-1} b`` (O(d) instead of O(d^2));
-    ``A += x x^T`` and ``b += reward x``. Returns the model's new update count.
+    ``b += reward x``. The Gram matrix ``A = gram + P^T P`` gains ``x`` as a
+    row of the pending block ``P``, folded into ``gram`` by one matrix product
+    when the block is full. Returns the model's new update count.
     """
     Ai = A_inv[model]
-    Am = A[model]
     th = theta[model]
     d = x.shape[0]
     v = Ai @ x
@@ -45,22 +48,30 @@ def sherman_morrison_step(
         residual -= x[i] * th[i]
     gain = residual / c
     scale = 1.0 / np.sqrt(c)
+    row = pending[model, n_pending[model]]
     for i in range(d):
         th[i] += gain * v[i]
         v[i] *= scale
         b[model, i] += reward * x[i]
+        row[i] = x[i]
     for i in range(d):
-        row = Ai[i]
+        inverse_row = Ai[i]
         vi = v[i]
         for j in range(d):
-            row[j] -= vi * v[j]
-    for i in range(d):
-        row = Am[i]
-        xi = x[i]
-        for j in range(d):
-            row[j] += xi * x[j]
+            inverse_row[j] -= vi * v[j]
+    n_pending[model] += 1
+    if n_pending[model] == pending.shape[1]:
+        fold_pending(gram, pending, n_pending, model)
     n_updates[model] += 1
     return n_updates[model]
+
+
+@numba.njit(cache=True)
+def fold_pending(gram: np.ndarray, pending: np.ndarray, n_pending: np.ndarray, model: int) -> None:
+    """``gram[model] += P^T P`` for the model's pending rows ``P``; empties the block."""
+    block = pending[model, : n_pending[model]]
+    gram[model] += block.T @ block
+    n_pending[model] = 0
 
 
 @numba.njit(cache=True)

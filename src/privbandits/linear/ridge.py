@@ -19,9 +19,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from privbandits.linear._kernels import sherman_morrison_step
+from privbandits.linear._kernels import fold_pending, sherman_morrison_step
 
 DEFAULT_REFRESH_EVERY = 1000
+_PENDING_ROWS = 32  # contexts batched into one update of the Gram matrix
 
 
 class RidgeStatistics:
@@ -65,7 +66,9 @@ class RidgeStatistics:
         self.n_models, self.dim = n_models, dim
         self.reg, self.refresh_every = float(reg), int(refresh_every)
         eye = np.eye(dim)
-        self.A = np.tile(reg * eye, (n_models, 1, 1))
+        self._gram = np.tile(reg * eye, (n_models, 1, 1))
+        self._pending = np.zeros((n_models, min(dim, _PENDING_ROWS), dim))
+        self._n_pending = np.zeros(n_models, dtype=np.int64)
         self.A_inv = np.tile(eye / reg, (n_models, 1, 1))
         self.b = np.zeros((n_models, dim))
         self.theta = np.zeros((n_models, dim))
@@ -82,13 +85,37 @@ class RidgeStatistics:
         if x.shape != (self.dim,):
             raise ValueError(f"x has shape {x.shape}; expected ({self.dim},)")
         x = np.ascontiguousarray(x, dtype=np.float64)
-        count = sherman_morrison_step(self.A, self.A_inv, self.b, self.theta, self.n_updates, model, x, float(reward))
+        count = sherman_morrison_step(
+            self._gram,
+            self._pending,
+            self._n_pending,
+            self.A_inv,
+            self.b,
+            self.theta,
+            self.n_updates,
+            model,
+            x,
+            float(reward),
+        )
         if self.refresh_every and count % self.refresh_every == 0:
             self.refresh(model)
 
+    @property
+    def A(self) -> np.ndarray:
+        """The Gram matrices ``reg * I + sum_s x_s x_s^T``, shape ``(n_models, dim, dim)``.
+
+        Recent contexts wait in a small block and are added to ``A`` in one
+        matrix product (cheaper than one rank-one update per round); reading
+        ``A`` adds them first.
+        """
+        for model in np.flatnonzero(self._n_pending):
+            fold_pending(self._gram, self._pending, self._n_pending, model)
+        return self._gram
+
     def refresh(self, model: int) -> None:
         """Replace ``A_inv[model]`` by the exact, symmetrised inverse of ``A[model]``."""
-        factor = scipy.linalg.cho_factor(self.A[model], check_finite=False)
+        fold_pending(self._gram, self._pending, self._n_pending, model)
+        factor = scipy.linalg.cho_factor(self._gram[model], check_finite=False)
         exact = scipy.linalg.cho_solve(factor, np.eye(self.dim), check_finite=False)
         self.A_inv[model] = 0.5 * (exact + exact.T)
         np.matmul(self.A_inv[model], self.b[model], out=self.theta[model])
