@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 
+import numpy  # noqa: F401  (load numpy's and scipy's BLAS before limiting them)
 import pytest
+import scipy.linalg  # noqa: F401
 from threadpoolctl import threadpool_limits
 
 
