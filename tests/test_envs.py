@@ -53,6 +53,21 @@ def test_linear_gaussian_stream_is_independent_of_the_arms_pulled():
     assert env.reward(0) - expected[0] == pytest.approx(env.reward(3) - expected[3])
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"dim": 0}, "dim and n_arms must be >= 1, got dim=0, n_arms=10"),
+        ({"n_arms": 0}, "dim and n_arms must be >= 1, got dim=100, n_arms=0"),
+        ({"context_variance": 0.0}, "context_variance and theta_variance must be > 0, noise_variance >= 0"),
+        ({"noise_variance": -1.0}, "context_variance and theta_variance must be > 0, noise_variance >= 0"),
+    ],
+)
+def test_linear_gaussian_rejects_bad_parameters(kwargs, message):
+    with pytest.raises(ValueError) as info:
+        LinearGaussianBandit(**kwargs)
+    assert str(info.value) == message
+
+
 def test_linear_gaussian_requires_reset():
     with pytest.raises(RuntimeError, match=r"call reset\(rng\) before next_round\(\)"):
         LinearGaussianBandit().next_round()

@@ -348,9 +348,9 @@ def test_linucb_and_uniform_are_reproducible() -> None:
         (lambda: LinUCB(3, 2, tie_tolerance=-1e-9), "tie_tolerance must be >= 0, got -1e-09"),
         (lambda: UniformRandom(0), "n_arms must be >= 1, got 0"),
         (lambda: RidgeStatistics(0, 2), "n_models must be >= 1, got 0"),
-        (lambda: LinUCB(3, 2, layout="blocks"), "'blocks' is not a valid Layout"),
-        (lambda: LinUCB(3, 2, tie_break="first"), "'first' is not a valid TieBreak"),
-        (lambda: LinTS(3, 2, sampler="svd"), "'svd' is not a valid Sampler"),
+        (lambda: LinUCB(3, 2, layout="blocks"), "layout must be one of 'shared', 'disjoint', got 'blocks'"),
+        (lambda: LinUCB(3, 2, tie_break="first"), "tie_break must be one of 'lowest', 'random', got 'first'"),
+        (lambda: LinTS(3, 2, sampler="svd"), "sampler must be one of 'cholesky', 'eigh', got 'svd'"),
     ],
 )
 def test_constructor_errors(make, message: str) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import numpy as np
 import pytest
 
@@ -106,6 +108,14 @@ def test_store_rejects_foreign_files(tmp_path):
     path = tmp_path / "not-a-db.sqlite"
     path.write_text("hello, this is not SQLite" * 100)
     with pytest.raises(StoreError, match="is not a privbandits results store"):
+        ResultsStore(path)
+
+
+def test_store_refuses_a_newer_schema(tmp_path):
+    path = tmp_path / "future.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA user_version = 99")
+    with pytest.raises(StoreError, match="has schema version 99; this privbandits reads up to 1"):
         ResultsStore(path)
 
 

@@ -46,6 +46,15 @@ class Policy(Protocol):
         """Learn from the reward of the arm chosen on these contexts."""
 
 
+def named_choice(enum: type[StrEnum], value: str, name: str) -> StrEnum:
+    """``enum(value)``, or a ValueError naming the option and its allowed values."""
+    try:
+        return enum(value)
+    except ValueError:
+        allowed = ", ".join(repr(member.value) for member in enum)
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}") from None
+
+
 def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
     """A numpy Generator from a Generator, a seed, or None (fresh OS entropy)."""
     return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
@@ -105,8 +114,8 @@ class LinearBandit(ABC):
         if tie_tolerance < 0:
             raise ValueError(f"tie_tolerance must be >= 0, got {tie_tolerance}")
         self.n_arms, self.dim = n_arms, dim
-        self.layout = Layout(layout)
-        self.tie_break = TieBreak(tie_break)
+        self.layout = named_choice(Layout, layout, "layout")
+        self.tie_break = named_choice(TieBreak, tie_break, "tie_break")
         self.tie_tolerance = float(tie_tolerance)
         self.rng = as_generator(rng)
         n_models = 1 if self.layout is Layout.SHARED else n_arms
@@ -239,7 +248,7 @@ class LinTS(LinearBandit):
             raise ValueError(f"v must be >= 0, got {v}")
         super().__init__(n_arms, dim, **kwargs)
         self.v = float(v)
-        self.sampler = Sampler(sampler)
+        self.sampler = named_choice(Sampler, sampler, "sampler")
 
     def sample_parameters(self) -> np.ndarray:
         """Draw μ for every model, shape ``(n_models, dim)``."""
