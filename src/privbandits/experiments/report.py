@@ -103,12 +103,9 @@ def summarise(records: list[RunRecord]) -> list[PolicySummary]:
 def summary_table(experiment: str, summaries: list[PolicySummary]) -> Table:
     """A rich table of final cumulative regret and reward per policy."""
     table = Table(title=f"{experiment}: final values, mean ± 95% CI over seeds")
-    table.add_column("policy", style="bold")
-    table.add_column("seeds", justify="right")
-    table.add_column("rounds", justify="right")
-    table.add_column("cum. regret", justify="right")
-    table.add_column("cum. reward", justify="right")
-    table.add_column("s / run", justify="right")
+    table.add_column("policy", style="bold", ratio=1, overflow="fold")
+    for name in ("seeds", "rounds", "cum. regret", "cum. reward", "s / run"):
+        table.add_column(name, justify="right", no_wrap=True)
     for s in summaries:
         table.add_row(
             s.label,
