@@ -101,12 +101,8 @@ class SweepSummary:
 def pending_runs(config: ExperimentConfig, store: ResultsStore, force: bool = False) -> list[tuple[int, int]]:
     """``(policy_index, seed)`` pairs of ``config`` not yet in ``store``."""
     done = set() if force else store.finished_keys()
-    return [
-        (index, seed)
-        for index in range(len(config.policies))
-        for seed in config.seeds
-        if (config_hash(config.run_spec(index)), seed) not in done
-    ]
+    hashes = [config_hash(config.run_spec(index)) for index in range(len(config.policies))]
+    return [(index, seed) for index, chash in enumerate(hashes) for seed in config.seeds if (chash, seed) not in done]
 
 
 @contextmanager
