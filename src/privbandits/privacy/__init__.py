@@ -1,0 +1,5 @@
+"""Privacy mechanisms, accounting and audits.
+
+masks
+    Orthogonal masks of the O3M mechanism (vertical federated bandits).
+"""
