@@ -1,0 +1,76 @@
+"""Typed messages: frozen dataclasses whose fields are numpy arrays or scalars.
+
+A protocol declares each message it sends with :func:`message`, which makes
+the class a frozen, slotted dataclass and registers it under a ``kind`` name
+so that :mod:`privbandits.comm.codec` can rebuild it from bytes. The size a
+message costs on the wire is :meth:`Message.payload_bytes`: the bytes of its
+arrays plus 8 bytes per number, the count every paper's cost model uses
+(float64 elements); framing overhead is left to the transport.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+import numpy as np
+
+_REGISTRY: dict[str, type[Message]] = {}
+
+SCALAR_BYTES = 8
+"""Wire size of one int or float field (int64 / float64)."""
+
+
+class Message:
+    """Base class of every message; subclasses are made with :func:`message`."""
+
+    kind: ClassVar[str]
+    field_names: ClassVar[tuple[str, ...]]
+    __slots__ = ()
+
+    def payload_bytes(self) -> int:
+        """Bytes of payload: array data, 8 per number, UTF-8 length of strings."""
+        total = 0
+        for name in self.field_names:
+            value = getattr(self, name)
+            total += value.nbytes if isinstance(value, np.ndarray) else field_bytes(value)
+        return total
+
+
+def field_bytes(value: object) -> int:
+    """Payload size of one field value (see :class:`Message`)."""
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, bool):
+        return 1
+    if isinstance(value, int | float | np.integer | np.floating):
+        return SCALAR_BYTES
+    if isinstance(value, str):
+        return len(value.encode())
+    if value is None:
+        return 0
+    raise TypeError(f"message fields must be numpy arrays, numbers, booleans or strings, got {type(value).__name__}")
+
+
+def message(kind: str):
+    """Class decorator: a frozen slotted dataclass registered as message ``kind``."""
+
+    def register(cls: type) -> type[Message]:
+        if kind in _REGISTRY:
+            raise ValueError(f"message kind {kind!r} is already registered by {_REGISTRY[kind].__qualname__}")
+        made = dataclasses.dataclass(frozen=True, slots=True, eq=False)(cls)
+        made.kind = kind
+        made.field_names = tuple(f.name for f in dataclasses.fields(made))
+        _REGISTRY[kind] = made
+        return made
+
+    return register
+
+
+def message_class(kind: str) -> type[Message]:
+    """The class registered under ``kind``; KeyError with the known kinds otherwise."""
+    try:
+        return _REGISTRY[kind]
+    except KeyError:
+        known = ", ".join(sorted(_REGISTRY)) or "none"
+        raise KeyError(f"unknown message kind {kind!r}; known kinds: {known}") from None

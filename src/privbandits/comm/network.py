@@ -1,0 +1,186 @@
+"""Networks that carry messages between named parties and count what they carry.
+
+Protocol code talks only to :class:`Party` (``send`` / ``receive``), so the
+in-memory network used for simulation can be replaced by a real transport
+without touching it. Every network keeps a :class:`Traffic` ledger:
+messages, payload bytes and communication rounds per link and per phase.
+
+Rounds are counted with Lamport depths: inside one phase segment (one
+``with network.phase(...)`` block, e.g. one bandit round) a message sent by a
+party that has received messages of depth ``k`` gets depth ``k + 1``; the
+segment costs as many rounds as its deepest message. Messages that could be
+sent in parallel share a round.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import defaultdict, deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from privbandits.comm.codec import Envelope, decode, encode
+from privbandits.comm.messages import Message
+
+SETUP = "setup"
+ROUND = "round"
+
+
+class ProtocolError(RuntimeError):
+    """A party expected a message that was not sent (a protocol bug)."""
+
+
+@dataclass
+class LinkCounts:
+    """Totals for one (phase, sender, receiver) link or any aggregate of links."""
+
+    messages: int = 0
+    bytes: int = 0
+    rounds: int = 0
+
+    def __iadd__(self, other: LinkCounts) -> LinkCounts:
+        self.messages += other.messages
+        self.bytes += other.bytes
+        self.rounds += other.rounds
+        return self
+
+
+@dataclass
+class Traffic:
+    """What crossed the network, per ``(phase, sender, receiver)`` link.
+
+    ``segments[phase]`` counts the phase blocks entered (e.g. bandit rounds),
+    ``rounds[phase]`` the communication rounds they took in total.
+    """
+
+    links: dict[tuple[str, str, str], LinkCounts] = field(default_factory=lambda: defaultdict(LinkCounts))
+    segments: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    rounds: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+    def total(self, phase: str | None = None, sender: str | None = None, receiver: str | None = None) -> LinkCounts:
+        """Sum over the links matching every given filter (``rounds`` summed per link)."""
+        counts = LinkCounts()
+        for (p, s, r), link in self.links.items():
+            if (phase is None or p == phase) and (sender is None or s == sender) and (receiver is None or r == receiver):
+                counts += link
+        return counts
+
+    def per_segment(self, phase: str, sender: str | None = None, receiver: str | None = None) -> float:
+        """Mean payload bytes per segment of ``phase`` on the matching links."""
+        segments = self.segments.get(phase, 0)
+        return self.total(phase, sender, receiver).bytes / segments if segments else 0.0
+
+    def rows(self) -> list[tuple[str, str, str, int, int, int]]:
+        """``(phase, sender, receiver, messages, bytes, rounds)`` for every link, sorted."""
+        return [(p, s, r, c.messages, c.bytes, c.rounds) for (p, s, r), c in sorted(self.links.items())]
+
+
+class Network(ABC):
+    """Delivers envelopes between registered parties and keeps the traffic ledger."""
+
+    def __init__(self) -> None:
+        self.traffic = Traffic()
+        self.parties: set[str] = set()
+        self._phase: str | None = None
+        self._clock: dict[str, int] = defaultdict(int)
+        self._depths_seen: dict[tuple[str, str], set[int]] = defaultdict(set)
+        self._max_depth = 0
+
+    def register(self, name: str) -> None:
+        if name in self.parties:
+            raise ValueError(f"a party named {name!r} is already on this network")
+        self.parties.add(name)
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Count the messages sent inside the block as one segment of phase ``name``."""
+        if self._phase is not None:
+            raise ProtocolError(f"phase {name!r} opened inside phase {self._phase!r}")
+        self._phase, self._max_depth = name, 0
+        self._clock.clear()
+        self._depths_seen.clear()
+        try:
+            yield
+        finally:
+            traffic = self.traffic
+            traffic.segments[name] += 1
+            traffic.rounds[name] += self._max_depth
+            for (sender, receiver), depths in self._depths_seen.items():
+                traffic.links[(name, sender, receiver)].rounds += len(depths)
+            self._phase = None
+
+    def send(self, sender: str, receiver: str, message: Message) -> None:
+        if self._phase is None:
+            raise ProtocolError(f"{sender!r} sent a {message.kind!r} message outside any phase")
+        if receiver not in self.parties:
+            raise ProtocolError(f"{sender!r} sent a {message.kind!r} message to unknown party {receiver!r}")
+        depth = self._clock[sender] + 1
+        link = self.traffic.links[(self._phase, sender, receiver)]
+        link.messages += 1
+        link.bytes += message.payload_bytes()
+        self._depths_seen[(sender, receiver)].add(depth)
+        self._max_depth = max(self._max_depth, depth)
+        self._deliver(Envelope(sender, receiver, self._phase, message), depth)
+
+    def receive(self, receiver: str, kind: str, sender: str | None = None) -> Message:
+        envelope, depth = self._take(receiver, kind, sender)
+        self._clock[receiver] = max(self._clock[receiver], depth)
+        return envelope.message
+
+    @abstractmethod
+    def _deliver(self, envelope: Envelope, depth: int) -> None:
+        """Hand the envelope to the transport."""
+
+    @abstractmethod
+    def _take(self, receiver: str, kind: str, sender: str | None) -> tuple[Envelope, int]:
+        """The oldest waiting envelope for ``receiver`` of ``kind`` (from ``sender``)."""
+
+
+class InMemoryNetwork(Network):
+    """All parties in one process; messages wait in per-receiver queues.
+
+    Parameters
+    ----------
+    serialize : bool
+        Round-trip every message through :mod:`~privbandits.comm.codec` bytes,
+        as a real transport would (slower; proves nothing else is shared).
+    record : bool
+        Keep every envelope in :attr:`transcript` (for tests and audits).
+    """
+
+    def __init__(self, *, serialize: bool = False, record: bool = False) -> None:
+        super().__init__()
+        self.serialize, self.record = serialize, record
+        self.transcript: list[Envelope] = []
+        self._queues: dict[str, deque[tuple[Envelope, int]]] = defaultdict(deque)
+
+    def _deliver(self, envelope: Envelope, depth: int) -> None:
+        if self.serialize:
+            envelope = decode(encode(envelope))
+        if self.record:
+            self.transcript.append(envelope)
+        self._queues[envelope.receiver].append((envelope, depth))
+
+    def _take(self, receiver: str, kind: str, sender: str | None) -> tuple[Envelope, int]:
+        queue = self._queues[receiver]
+        for index, (envelope, depth) in enumerate(queue):
+            if envelope.message.kind == kind and (sender is None or envelope.sender == sender):
+                del queue[index]
+                return envelope, depth
+        source = f" from {sender!r}" if sender else ""
+        raise ProtocolError(f"{receiver!r} expected a {kind!r} message{source}, but none is waiting")
+
+
+class Party:
+    """A named participant; its only view of the others is the messages it receives."""
+
+    def __init__(self, name: str, network: Network) -> None:
+        self.name, self.network = name, network
+        network.register(name)
+
+    def send(self, receiver: str, message: Message) -> None:
+        self.network.send(self.name, receiver, message)
+
+    def receive(self, kind: str, sender: str | None = None) -> Message:
+        return self.network.receive(self.name, kind, sender)

@@ -1,0 +1,326 @@
+"""Vertical federated LinUCB / LinTS with orthogonal masks (O3M): VFUCB and VFTS.
+
+Spec ``vertical-o3m.md`` (Cao, Liang et al., KDD '23). Parties:
+
+* :class:`MaskGenerator` (the PMG): draws a Haar orthogonal ``Q`` once and
+  sends column block ``Q^j`` (d×d_j) to party j (setup, spec §3.1).
+* :class:`PassiveParty` (PP j ≥ 2): on each round request, masks its K
+  feature blocks, ``Q^j x^j_{t,a}``, and sends them to the active party
+  (Alg. 1 line 5). A user it does not know is sent as zeros (§8.4.11).
+* :class:`ActiveParty` (AP, participant 1): asks the PPs for the round (a
+  control message the paper leaves implicit, §8.4.10), adds its own masked
+  block, and runs plain LinUCB or LinTS on ``x̃ = Σ_j Q^j x^j = Q x``; the
+  reward never leaves it. Because ``Q^T Q = I`` its scores equal the
+  centralized ones (Thm 4.1, Eq. 3–4).
+
+:class:`VerticalFederatedBandit` wires them on one network and behaves like a
+policy (``select`` / ``update``) for the experiment runner. With
+``secure_aggregation=True`` the PPs add pairwise masks that cancel in the sum
+(Bonawitz et al. 2017, semi-honest, no dropouts), so the AP sees only
+``Σ_{j≥2} Q^j x^j`` instead of each party's masked vectors — an extension
+beyond the paper (spec §8.4.9); values travel as 64-bit fixed point.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from privbandits.comm import ROUND, SETUP, InMemoryNetwork, Message, Network, Party, message
+from privbandits.linear.policies import LinearBandit, Layout
+from privbandits.privacy.masks import MaskSource, block_slices, check_mask, check_partition, draw_mask
+
+FRACTION_BITS = 40
+"""Fixed-point fraction bits of secure aggregation: 2^-40 ≈ 9e-13 resolution, |sum| < 2^23."""
+
+
+@message("o3m.mask_block")
+class MaskBlock(Message):
+    """PMG → party j: the column block ``Q^j`` (d×d_j), once, over a secure channel."""
+
+    block: np.ndarray
+
+
+@message("o3m.round_request")
+class RoundRequest(Message):
+    """AP → PP: which aligned user and which K candidate items this round serves."""
+
+    round: int
+    user: int
+    items: np.ndarray
+
+
+@message("o3m.masked_contexts")
+class MaskedContexts(Message):
+    """PP → AP: ``Q^j x^j_{t,a}`` for the K arms, shape (K, d) float64."""
+
+    round: int
+    blocks: np.ndarray
+
+
+@message("o3m.pair_seed")
+class PairSeed(Message):
+    """PP i → PP j (i < j), setup: 256-bit seed of their pairwise aggregation mask."""
+
+    seed: np.ndarray
+
+
+@message("o3m.aggregation_share")
+class AggregationShare(Message):
+    """PP → AP under secure aggregation: fixed-point masked blocks plus pairwise masks, uint64 (K, d)."""
+
+    round: int
+    share: np.ndarray
+
+
+FeatureSource = Callable[[RoundRequest], np.ndarray | None]
+"""A party's local data: its (K, d_j) block for a request, or None for an unknown user."""
+
+
+class MaskGenerator(Party):
+    """The private mask generator (PMG); must not be, or collude with, the active party."""
+
+    def __init__(self, name: str, network: Network, partition: Sequence[int], mask: np.ndarray) -> None:
+        super().__init__(name, network)
+        check_mask(mask, partition)
+        self.partition = check_partition(partition, len(mask))
+        self._mask = mask
+
+    def distribute(self, parties: Sequence[str]) -> None:
+        """Send block j of the mask to ``parties[j]`` (spec §2.3, steps 2–3)."""
+        for party, block in zip(parties, block_slices(self.partition), strict=True):
+            self.send(party, MaskBlock(np.ascontiguousarray(self._mask[:, block])))
+
+
+def _pair_mask(seed: np.ndarray, round_index: int, shape: tuple[int, int]) -> np.ndarray:
+    """The pairwise mask of one round: uniform uint64 from the pair's seed and the round."""
+    stream = np.random.default_rng(np.random.SeedSequence([*seed.tolist(), round_index]))
+    return stream.integers(0, 2**64, size=shape, dtype=np.uint64, endpoint=False)
+
+
+def to_fixed_point(values: np.ndarray, fraction_bits: int = FRACTION_BITS) -> np.ndarray:
+    """Round to multiples of 2^-f and wrap into uint64 (two's complement)."""
+    scaled = np.rint(values * 2.0**fraction_bits)
+    if scaled.size and np.max(np.abs(scaled)) >= 2.0**62:
+        raise ValueError(f"values up to {np.max(np.abs(values)):.3g} overflow {fraction_bits}-bit fixed point")
+    return scaled.astype(np.int64).view(np.uint64)
+
+
+def from_fixed_point(words: np.ndarray, fraction_bits: int = FRACTION_BITS) -> np.ndarray:
+    """Inverse of :func:`to_fixed_point` for a (wrapped) sum of fixed-point words."""
+    return words.view(np.int64) * 2.0**-fraction_bits
+
+
+class PassiveParty(Party):
+    """A passive participant: holds features of the aligned users, never sees rewards."""
+
+    def __init__(self, name: str, network: Network, features: FeatureSource, *, active: str, generator: str) -> None:
+        super().__init__(name, network)
+        self.features, self.active, self.generator = features, active, generator
+        self._block_t: np.ndarray | None = None
+        self._pair_seeds: dict[str, tuple[int, np.ndarray]] = {}
+
+    def receive_mask(self) -> None:
+        block = self.receive(MaskBlock.kind, self.generator).block
+        self._block_t = np.ascontiguousarray(block.T)
+
+    @property
+    def dim(self) -> int:
+        return self._block_t.shape[0]
+
+    def offer_pair_seeds(self, later_parties: Sequence[str]) -> None:
+        """Secure aggregation setup: draw a seed with each later party and send it to it."""
+        for other in later_parties:
+            seed = np.frombuffer(secrets.token_bytes(32), dtype=np.uint64).copy()
+            self._pair_seeds[other] = (+1, seed)
+            self.send(other, PairSeed(seed))
+
+    def accept_pair_seeds(self, earlier_parties: Sequence[str]) -> None:
+        for other in earlier_parties:
+            self._pair_seeds[other] = (-1, self.receive(PairSeed.kind, other).seed)
+
+    def serve_round(self) -> None:
+        """Answer the AP's round request with this party's masked blocks (Alg. 1 line 5)."""
+        request = self.receive(RoundRequest.kind, self.active)
+        raw = self.features(request)
+        n_items = len(request.items)
+        if raw is None:  # unknown user: the dummy value is zero features (spec §8.4.11)
+            masked = np.zeros((n_items, self._block_t.shape[1]))
+        else:
+            if raw.shape != (n_items, self.dim):
+                raise ValueError(f"{self.name}: features have shape {raw.shape}, expected {(n_items, self.dim)}")
+            masked = raw @ self._block_t
+        if not self._pair_seeds:
+            self.send(self.active, MaskedContexts(request.round, masked))
+            return
+        share = to_fixed_point(masked)
+        for sign, seed in self._pair_seeds.values():
+            pad = _pair_mask(seed, request.round, share.shape)
+            share = share + pad if sign > 0 else share - pad  # uint64 arithmetic wraps mod 2^64
+        self.send(self.active, AggregationShare(request.round, share))
+
+
+class ActiveParty(Party):
+    """The active participant: serves users, owns rewards and the (masked) bandit state."""
+
+    def __init__(
+        self,
+        name: str,
+        network: Network,
+        learner: LinearBandit,
+        features: FeatureSource,
+        *,
+        passive: Sequence[str],
+        generator: str,
+        secure_aggregation: bool = False,
+    ) -> None:
+        super().__init__(name, network)
+        if learner.layout is not Layout.SHARED:
+            raise ValueError("the active party's learner must use the shared layout (one θ over masked contexts)")
+        self.learner, self.features = learner, features
+        self.passive, self.generator = tuple(passive), generator
+        self.secure_aggregation = secure_aggregation
+        self.masked_contexts: np.ndarray | None = None
+        self._block_t: np.ndarray | None = None
+        self._request: RoundRequest | None = None
+
+    def receive_mask(self) -> None:
+        self._block_t = np.ascontiguousarray(self.receive(MaskBlock.kind, self.generator).block.T)
+
+    def request_round(self, round_index: int, user: int, items: np.ndarray) -> None:
+        """Tell every PP which user and items to mask for this round."""
+        self._request = RoundRequest(round_index, user, items)
+        for party in self.passive:
+            self.send(party, self._request)
+
+    def choose(self) -> int:
+        """Aggregate ``x̃ = Σ_j Q^j x^j`` and pick an arm with the learner (Eq. 2)."""
+        own = self.features(self._request)
+        total = own @ self._block_t
+        if self.secure_aggregation:
+            words = np.zeros(total.shape, dtype=np.uint64)
+            for party in self.passive:
+                words += self.receive(AggregationShare.kind, party).share
+            total += from_fixed_point(words)
+        else:
+            for party in self.passive:
+                total += self.receive(MaskedContexts.kind, party).blocks
+        self.masked_contexts = total
+        return self.learner.select(total)
+
+    def learn(self, arm: int, reward: float) -> None:
+        """Update Λ̃, ũ, θ̃ with the chosen arm's masked context (Alg. 1 lines 8–10)."""
+        self.learner.update(self.masked_contexts, arm, reward)
+
+
+class _RoundFeed:
+    """Simulation glue: each party's view of the environment's contexts this round."""
+
+    def __init__(self, block: slice) -> None:
+        self.block = block
+        self.contexts: np.ndarray | None = None
+        self.present = True
+
+    def __call__(self, request: RoundRequest) -> np.ndarray | None:
+        return self.contexts[:, self.block] if self.present else None
+
+
+class VerticalFederatedBandit:
+    """VFUCB or VFTS among ``len(partition)`` parties, as one policy object.
+
+    Parameters
+    ----------
+    partition : sequence of int
+        Feature block sizes ``(d_1, ..., d_M)``; party 1 (the AP) holds the
+        first block (spec §1.4).
+    learner : LinearBandit
+        The AP's shared-layout LinUCB (VFUCB) or LinTS (VFTS), in dimension d.
+    mask_source : {"seeded", "os"}
+        Where the PMG draws Q from; ``rng`` seeds it when "seeded".
+    secure_aggregation : bool
+        Hide each PP's masked vectors from the AP behind pairwise masks.
+    network : Network, optional
+        Defaults to an :class:`~privbandits.comm.InMemoryNetwork`.
+    mask : ndarray, optional
+        Use this Q instead of drawing one (checked; for tests and audits).
+    """
+
+    def __init__(
+        self,
+        partition: Sequence[int],
+        learner: LinearBandit,
+        *,
+        mask_source: MaskSource | str = MaskSource.SEEDED,
+        rng: np.random.Generator | None = None,
+        secure_aggregation: bool = False,
+        network: Network | None = None,
+        mask: np.ndarray | None = None,
+    ) -> None:
+        self.partition = check_partition(partition, learner.dim)
+        if secure_aggregation and len(self.partition) < 3:
+            raise ValueError("secure aggregation needs at least 2 passive parties (a partition of 3 or more blocks)")
+        self.network = network if network is not None else InMemoryNetwork()
+        self.mask = draw_mask(self.partition, mask_source, rng) if mask is None else np.asarray(mask, dtype=float)
+        names = ["active"] + [f"passive{j}" for j in range(2, len(self.partition) + 1)]
+        self._feeds = [_RoundFeed(block) for block in block_slices(self.partition)]
+        self.generator = MaskGenerator("mask_generator", self.network, self.partition, self.mask)
+        self.active = ActiveParty(
+            names[0],
+            self.network,
+            learner,
+            self._feeds[0],
+            passive=names[1:],
+            generator=self.generator.name,
+            secure_aggregation=secure_aggregation,
+        )
+        self.passive = [
+            PassiveParty(name, self.network, feed, active=names[0], generator=self.generator.name)
+            for name, feed in zip(names[1:], self._feeds[1:], strict=True)
+        ]
+        with self.network.phase(SETUP):
+            self.generator.distribute(names)
+            self.active.receive_mask()
+            for party in self.passive:
+                party.receive_mask()
+            if secure_aggregation:
+                for index, party in enumerate(self.passive):
+                    party.offer_pair_seeds(names[index + 2 :])
+                for index, party in enumerate(self.passive):
+                    party.accept_pair_seeds(names[1 : index + 1])
+        self.n_arms, self.dim = learner.n_arms, learner.dim
+        self._round = 0
+        self._items = np.arange(self.n_arms, dtype=np.int64)
+
+    @property
+    def traffic(self):
+        return self.network.traffic
+
+    @property
+    def theta(self) -> np.ndarray:
+        """The AP's masked estimate θ̃ = Q θ̂ (same norm as the central θ̂)."""
+        return self.active.learner.theta
+
+    def select(self, contexts: np.ndarray, *, user: int | None = None, present: Sequence[bool] | None = None) -> int:
+        """Run one round of the protocol on the full (K, d) contexts; return the AP's arm.
+
+        Party j only ever reads columns ``block_j`` of ``contexts``. ``present[j]``
+        False means party j does not know this user and sends zeros.
+        """
+        if contexts.shape != (self.n_arms, self.dim):
+            raise ValueError(f"contexts have shape {contexts.shape}; expected {(self.n_arms, self.dim)}")
+        if present is not None and not present[0]:
+            raise ValueError("the active party always knows the user it serves (present[0] must be True)")
+        for j, feed in enumerate(self._feeds):
+            feed.contexts, feed.present = contexts, True if present is None else bool(present[j])
+        self._round += 1
+        with self.network.phase(ROUND):
+            self.active.request_round(self._round, self._round if user is None else user, self._items)
+            for party in self.passive:
+                party.serve_round()
+            return self.active.choose()
+
+    def update(self, contexts: np.ndarray, arm: int, reward: float) -> None:
+        """The user's reward reaches the AP only; nothing is sent (Alg. 1 lines 7–10)."""
+        self.active.learn(arm, reward)
