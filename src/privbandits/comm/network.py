@@ -62,7 +62,8 @@ class Traffic:
         """Sum over the links matching every given filter (``rounds`` summed per link)."""
         counts = LinkCounts()
         for (p, s, r), link in self.links.items():
-            if (phase is None or p == phase) and (sender is None or s == sender) and (receiver is None or r == receiver):
+            wanted = (phase, sender, receiver)
+            if all(want is None or want == have for want, have in zip(wanted, (p, s, r), strict=True)):
                 counts += link
         return counts
 

@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from privbandits.comm import ROUND, SETUP, InMemoryNetwork, Message, Network, Party, message
-from privbandits.linear.policies import LinearBandit, Layout
+from privbandits.linear.policies import Layout, LinearBandit
 from privbandits.privacy.masks import MaskSource, block_slices, check_mask, check_partition, draw_mask
 
 FRACTION_BITS = 40
@@ -54,9 +54,12 @@ class RoundRequest(Message):
 
 @message("o3m.masked_contexts")
 class MaskedContexts(Message):
-    """PP → AP: ``Q^j x^j_{t,a}`` for the K arms, shape (K, d) float64."""
+    """PP → AP: ``Q^j x^j_{t,a}`` for the K arms, shape (K, d) float64.
 
-    round: int
+    No round number: links deliver in order, so the payload is exactly the
+    8·K·d bytes of the paper's count (spec §3.2).
+    """
+
     blocks: np.ndarray
 
 
@@ -71,7 +74,6 @@ class PairSeed(Message):
 class AggregationShare(Message):
     """PP → AP under secure aggregation: fixed-point masked blocks plus pairwise masks, uint64 (K, d)."""
 
-    round: int
     share: np.ndarray
 
 
@@ -153,13 +155,13 @@ class PassiveParty(Party):
                 raise ValueError(f"{self.name}: features have shape {raw.shape}, expected {(n_items, self.dim)}")
             masked = raw @ self._block_t
         if not self._pair_seeds:
-            self.send(self.active, MaskedContexts(request.round, masked))
+            self.send(self.active, MaskedContexts(masked))
             return
         share = to_fixed_point(masked)
         for sign, seed in self._pair_seeds.values():
             pad = _pair_mask(seed, request.round, share.shape)
             share = share + pad if sign > 0 else share - pad  # uint64 arithmetic wraps mod 2^64
-        self.send(self.active, AggregationShare(request.round, share))
+        self.send(self.active, AggregationShare(share))
 
 
 class ActiveParty(Party):

@@ -1,0 +1,127 @@
+"""The message layer: payload sizes, codec round trips and errors, traffic and rounds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privbandits.comm import (
+    InMemoryNetwork,
+    Message,
+    MessageDecodeError,
+    Party,
+    ProtocolError,
+    decode,
+    encode,
+    message,
+)
+from privbandits.comm.codec import Envelope
+
+
+@message("test.sample")
+class Sample(Message):
+    round: int
+    label: str
+    values: np.ndarray
+
+
+@message("test.flag")
+class Flag(Message):
+    on: bool
+
+
+def test_payload_bytes_counts_arrays_numbers_and_text():
+    sample = Sample(3, "abc", np.zeros((4, 5)))
+    assert sample.payload_bytes() == 4 * 5 * 8 + 8 + 3
+    assert Flag(True).payload_bytes() == 1
+
+
+def test_registering_a_kind_twice_is_refused():
+    with pytest.raises(ValueError, match=r"^message kind 'test.flag' is already registered by Flag$"):
+
+        @message("test.flag")
+        class Other(Message):
+            on: bool
+
+
+def test_codec_round_trip_keeps_every_field():
+    values = np.arange(12, dtype=np.float64).reshape(3, 4) / 7
+    back = decode(encode(Envelope("a", "b", "round", Sample(7, "héllo", values))))
+    assert (back.sender, back.receiver, back.phase) == ("a", "b", "round")
+    assert isinstance(back.message, Sample)
+    assert back.message.round == 7 and back.message.label == "héllo"
+    np.testing.assert_array_equal(back.message.values, values)
+    ints = decode(encode(Envelope("a", "b", "setup", Sample(0, "", np.arange(3, dtype=np.uint64))))).message.values
+    assert ints.dtype == np.uint64 and ints.tolist() == [0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    ("mangle", "error"),
+    [
+        (lambda data: data[:2], "message too short: 2 bytes, need at least 4"),
+        (lambda data: data[:10], r"truncated header: need \d+ bytes, got 10"),
+        (lambda data: data[:-8], r"truncated array 'values': need 96 bytes at offset \d+"),
+        (lambda data: data + b"xy", "2 unexpected trailing bytes after the arrays"),
+        (lambda data: data.replace(b'"test.sample"', b'"test.nope!!"'), "bad message header: .*unknown message kind"),
+        (
+            lambda data: data.replace(b'"label"', b'"lobel"'),
+            r"'test.sample' message fields do not match: missing \['label'\], unexpected \['lobel'\]",
+        ),
+    ],
+)
+def test_decoding_bad_bytes_says_what_is_wrong(mangle, error):
+    data = encode(Envelope("a", "b", "round", Sample(1, "x", np.ones((3, 4)))))
+    with pytest.raises(MessageDecodeError, match=error):
+        decode(mangle(data))
+
+
+def test_network_errors_name_the_parties_and_kinds():
+    net = InMemoryNetwork()
+    a, b = Party("a", net), Party("b", net)
+    with pytest.raises(ValueError, match="^a party named 'a' is already on this network$"):
+        Party("a", net)
+    with pytest.raises(ProtocolError, match="^'a' sent a 'test.flag' message outside any phase$"):
+        a.send("b", Flag(True))
+    with net.phase("round"):
+        with pytest.raises(ProtocolError, match="^'a' sent a 'test.flag' message to unknown party 'c'$"):
+            a.send("c", Flag(True))
+        with pytest.raises(ProtocolError, match="^'b' expected a 'test.flag' message from 'a', but none is waiting$"):
+            b.receive("test.flag", "a")
+        with pytest.raises(ProtocolError, match="^phase 'inner' opened inside phase 'round'$"):
+            with net.phase("inner"):
+                pass
+
+
+def test_rounds_are_lamport_depths_and_parallel_messages_share_a_round():
+    net = InMemoryNetwork()
+    hub, left, right = Party("hub", net), Party("left", net), Party("right", net)
+    for _ in range(3):
+        with net.phase("round"):
+            hub.send("left", Flag(True))  # depth 1
+            hub.send("right", Flag(True))  # depth 1: parallel with the first
+            for spoke in (left, right):
+                spoke.receive("test.flag", "hub")
+                spoke.send("hub", Sample(0, "", np.zeros(5)))  # depth 2
+            hub.receive("test.sample", "left")
+            hub.receive("test.sample", "right")
+    traffic = net.traffic
+    assert traffic.segments["round"] == 3 and traffic.rounds["round"] == 6
+    down, up = traffic.total("round", sender="hub"), traffic.total("round", receiver="hub")
+    assert (down.messages, down.bytes, down.rounds) == (6, 6, 6)
+    assert (up.messages, up.bytes, up.rounds) == (6, 6 * (40 + 8), 6)
+    assert traffic.per_segment("round", receiver="hub") == 48 * 2
+    assert traffic.rows()[0] == ("round", "hub", "left", 3, 3, 3)
+
+
+def test_messages_wait_in_order_and_can_be_picked_by_kind_and_sender():
+    net = InMemoryNetwork(record=True, serialize=True)
+    a, b, c = Party("a", net), Party("b", net), Party("c", net)
+    with net.phase("setup"):
+        a.send("c", Sample(1, "first", np.zeros(1)))
+        b.send("c", Flag(False))
+        a.send("c", Sample(2, "second", np.zeros(1)))
+        assert c.receive("test.flag").on is False
+        assert c.receive("test.sample", "a").label == "first"
+        assert c.receive("test.sample").label == "second"
+    assert [e.message.kind for e in net.transcript] == ["test.sample", "test.flag", "test.sample"]
+    assert net.traffic.rounds["setup"] == 1
