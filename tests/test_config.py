@@ -39,7 +39,7 @@ BAD_CONFIGS = [
     ),
     (
         lambda d: d["policies"][1].update(kind="ucb"),
-        "policies[1].kind: must be one of 'linucb', 'lints', 'epsilon_greedy', 'random' (got 'ucb')",
+        "policies[1].kind: must be one of 'linucb', 'lints', 'epsilon_greedy', 'vfucb', 'vfts', 'random' (got 'ucb')",
     ),
     (lambda d: d["policies"][0].update(alpha=-1), "policies[0].alpha: must be >= 0.0 (got -1)"),
     (
@@ -71,6 +71,27 @@ BAD_CONFIGS = [
         lambda d: d["policies"][0].update(epsilon=0.1),
         "policies[0].epsilon: unknown key; allowed keys: label, visible_features, reg, "
         "refresh_every, tie_break, tie_tolerance, kind, layout, alpha",
+    ),
+    (
+        lambda d: d["policies"].append({"kind": "vfucb", "partition": [4, 3]}),
+        "policies[2].partition: block sizes must sum to the environment's context dimension 8 (got 7)",
+    ),
+    (
+        lambda d: d["policies"].append({"kind": "vfts", "partition": [4, 4], "secure_aggregation": True}),
+        "policies[2]: secure_aggregation needs at least 2 passive parties (3 or more partition blocks)",
+    ),
+    (
+        lambda d: d["policies"].append({"kind": "vfucb", "partition": [4, 4], "visible_features": 4}),
+        "policies[2].visible_features: not used by vertical protocols (every party's block is used); for a "
+        "partial baseline use kind 'linucb' or 'lints' with visible_features",
+    ),
+    (
+        lambda d: d["policies"].append({"kind": "vfucb", "partition": [8]}),
+        "policies[2].partition: must have at least 2 item(s) (got 1)",
+    ),
+    (
+        lambda d: d["policies"].append({"kind": "vfts", "partition": [4, 4], "mask_source": "dice"}),
+        "policies[2].mask_source: must be one of 'seeded' or 'os' (got 'dice')",
     ),
 ]
 

@@ -104,6 +104,29 @@ def test_store_round_trip_preserves_series_exactly(tmp_path, config_data):
     )
 
 
+def test_vertical_protocol_runs_like_central_linucb_and_reports_its_traffic(tmp_path, config_data):
+    config_data["policies"] = [
+        {"kind": "linucb", "label": "central", "alpha": 0.5},
+        {"kind": "vfucb", "label": "vf", "alpha": 0.5, "partition": [3, 3, 2]},
+        {"kind": "random", "label": "random"},
+    ]
+    config = parse_config(config_data)
+    central, federated, random = (run_single(config, index, seed=0) for index in range(3))
+    assert federated.actions_digest == central.actions_digest
+    np.testing.assert_allclose(federated.estimate_norm, central.estimate_norm, rtol=1e-12)
+    assert central.communication is None and random.estimate_norm is None
+    horizon, n_arms, dim = config.horizon, 4, 8
+    assert federated.communication["bytes_per_round"] == 8 * 2 * n_arms * dim + 2 * 8 * (2 + n_arms)
+    assert federated.communication["setup_bytes"] == 8 * dim * dim
+    assert federated.communication["round_messages"] == 4 * horizon
+    assert federated.communication["communication_rounds_per_round"] == 2
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        store.save(federated)
+        (loaded,) = store.load("tiny")
+    np.testing.assert_array_equal(loaded.estimate_norm, federated.estimate_norm)
+    assert loaded.communication == federated.communication
+
+
 def test_store_rejects_foreign_files(tmp_path):
     path = tmp_path / "not-a-db.sqlite"
     path.write_text("hello, this is not SQLite" * 100)

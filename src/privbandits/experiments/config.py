@@ -106,15 +106,60 @@ class EpsilonGreedyConfig(_LinearPolicyBase):
     epsilon: float = Field(0.1, ge=0, le=1)
 
 
+class _VerticalBase(_Strict):
+    """Fields shared by the vertical federated protocols (spec ``vertical-o3m.md``)."""
+
+    partition: list[Annotated[int, Field(ge=1)]] = Field(min_length=2)
+    mask_source: Literal["seeded", "os"] = "seeded"
+    secure_aggregation: bool = False
+
+    @field_validator("visible_features", check_fields=False)
+    @classmethod
+    def _all_features(cls, value: int | None) -> int | None:
+        if value is not None:
+            raise ValueError(
+                "not used by vertical protocols (every party's block is used); for a partial "
+                "baseline use kind 'linucb' or 'lints' with visible_features"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _enough_parties(self):
+        if self.secure_aggregation and len(self.partition) < 3:
+            raise ValueError("secure_aggregation needs at least 2 passive parties (3 or more partition blocks)")
+        return self
+
+
+class VerticalLinUCBConfig(_VerticalBase, LinUCBConfig):
+    """VFUCB: LinUCB at the active party on O3M-masked contexts from all parties (lossless)."""
+
+    kind: Literal["vfucb"]
+    layout: Literal["shared"] = "shared"
+
+
+class VerticalLinTSConfig(_VerticalBase, LinTSConfig):
+    """VFTS: LinTS at the active party on O3M-masked contexts (same distribution as LinTS)."""
+
+    kind: Literal["vfts"]
+    layout: Literal["shared"] = "shared"
+
+
 class RandomPolicyConfig(_PolicyBase):
     """A uniformly random arm every round (baseline)."""
 
     kind: Literal["random"]
 
 
-POLICY_CONFIGS = (LinUCBConfig, LinTSConfig, EpsilonGreedyConfig, RandomPolicyConfig)
+POLICY_CONFIGS = (
+    LinUCBConfig,
+    LinTSConfig,
+    EpsilonGreedyConfig,
+    VerticalLinUCBConfig,
+    VerticalLinTSConfig,
+    RandomPolicyConfig,
+)
 PolicyConfig = Annotated[
-    LinUCBConfig | LinTSConfig | EpsilonGreedyConfig | RandomPolicyConfig,
+    LinUCBConfig | LinTSConfig | EpsilonGreedyConfig | VerticalLinUCBConfig | VerticalLinTSConfig | RandomPolicyConfig,
     Field(discriminator="kind"),
 ]
 
@@ -160,6 +205,12 @@ class ExperimentConfig(_Strict):
                     f"policies[{i}].visible_features: must be <= the environment's context "
                     f"dimension {env.context_dim} (got {policy.visible_features})"
                 )
+            partition = getattr(policy, "partition", None)
+            if partition is not None and sum(partition) != env.context_dim:
+                raise ValueError(
+                    f"policies[{i}].partition: block sizes must sum to the environment's context "
+                    f"dimension {env.context_dim} (got {sum(partition)})"
+                )
             if getattr(policy, "layout", None) == "shared" and not env.per_arm_contexts:
                 raise ValueError(
                     f"policies[{i}].layout: 'shared' needs one context per arm, but environment "
@@ -198,8 +249,11 @@ def _split_location(loc: tuple[Any, ...]) -> tuple[str, type[BaseModel]]:
     path, model = "", ExperimentConfig
     for i, part in enumerate(loc):
         section = loc[0]
-        if i > 0 and section in _TAGS and part in _TAGS[section] and (
-            loc[i - 1] == "environment" or isinstance(loc[i - 1], int)
+        if (
+            i > 0
+            and section in _TAGS
+            and part in _TAGS[section]
+            and (loc[i - 1] == "environment" or isinstance(loc[i - 1], int))
         ):
             model = _TAGS[section][part]
         elif isinstance(part, int):

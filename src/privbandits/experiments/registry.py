@@ -17,9 +17,12 @@ from privbandits.experiments.config import (
     LinUCBConfig,
     PolicyConfig,
     RandomPolicyConfig,
+    VerticalLinTSConfig,
+    VerticalLinUCBConfig,
     by_kind,
 )
 from privbandits.linear import EpsilonGreedy, LinTS, LinUCB, Policy, UniformRandom
+from privbandits.protocols.vertical import VerticalFederatedBandit
 
 
 def _catalogue(models) -> dict[str, tuple[type, str]]:
@@ -62,6 +65,19 @@ def build_policy(config: PolicyConfig, n_arms: int, dim: int, rng: np.random.Gen
         tie_tolerance=config.tie_tolerance,
         rng=rng,
     )
+    if isinstance(config, VerticalLinUCBConfig | VerticalLinTSConfig):
+        mask_rng, common["rng"] = rng.spawn(2)
+        if isinstance(config, VerticalLinUCBConfig):
+            learner = LinUCB(n_arms, dim, alpha=config.alpha, **common)
+        else:
+            learner = LinTS(n_arms, dim, v=config.v, sampler=config.sampler, **common)
+        return VerticalFederatedBandit(
+            config.partition,
+            learner,
+            mask_source=config.mask_source,
+            rng=mask_rng,
+            secure_aggregation=config.secure_aggregation,
+        )
     if isinstance(config, LinUCBConfig):
         return LinUCB(n_arms, dim, alpha=config.alpha, **common)
     if isinstance(config, LinTSConfig):

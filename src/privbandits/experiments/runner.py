@@ -19,6 +19,7 @@ import numpy as np
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from threadpoolctl import threadpool_limits
 
+from privbandits.comm import ROUND, SETUP, Traffic
 from privbandits.experiments.config import ExperimentConfig, config_hash
 from privbandits.experiments.registry import build_environment, build_policy
 from privbandits.experiments.store import ResultsStore, RunRecord
@@ -32,6 +33,26 @@ def series_rounds(horizon: int, points: int) -> np.ndarray:
     return np.unique(np.linspace(1, horizon, min(points, horizon)).round().astype(np.int64))
 
 
+def _has_shared_estimate(policy) -> bool:
+    """Whether the policy exposes one estimate θ̂ (or the masked θ̃) as ``theta``."""
+    theta = getattr(policy, "theta", None)
+    return isinstance(theta, np.ndarray) and theta.ndim == 1
+
+
+def communication_summary(traffic: Traffic, rounds: int) -> dict[str, float]:
+    """Totals of a protocol's traffic ledger, and per bandit round."""
+    setup, per_round = traffic.total(SETUP), traffic.total(ROUND)
+    return {
+        "setup_bytes": setup.bytes,
+        "setup_messages": setup.messages,
+        "round_bytes": per_round.bytes,
+        "round_messages": per_round.messages,
+        "bytes_per_round": per_round.bytes / rounds,
+        "messages_per_round": per_round.messages / rounds,
+        "communication_rounds_per_round": traffic.rounds.get(ROUND, 0) / rounds,
+    }
+
+
 def run_single(
     config: ExperimentConfig,
     policy_index: int,
@@ -42,7 +63,8 @@ def run_single(
 
     Pseudo-regret per round is ``max_a E[r_a] - E[r_chosen]``; the reward is the
     realised one. ``progress`` (if given) is called with the number of rounds
-    done since its last call.
+    done since its last call. Protocols that talk over a network (they have a
+    ``traffic`` ledger) also report what they sent.
     """
     policy_config = config.policies[policy_index]
     env_seed, policy_seed = np.random.SeedSequence(seed).spawn(2)
@@ -52,12 +74,15 @@ def run_single(
     policy = build_policy(policy_config, env.n_arms, visible or env.dim, np.random.default_rng(policy_seed))
 
     horizon = config.horizon
+    keep = series_rounds(horizon, config.series_points) - 1
+    norms = np.empty(len(keep)) if _has_shared_estimate(policy) else None
     regret = np.empty(horizon)
     reward = np.empty(horizon)
     actions = np.empty(horizon, dtype=np.int64)
     start = time.perf_counter()
     # Per-round linear algebra is small: BLAS threads only add overhead and, with
     # several worker processes, oversubscribe the cores.
+    kept = 0
     with threadpool_limits(limits=1):
         for t in range(horizon):
             contexts, expected = env.next_round()
@@ -66,14 +91,17 @@ def run_single(
             r = env.reward(arm)
             policy.update(seen, arm, r)
             actions[t], regret[t], reward[t] = arm, expected.max() - expected[arm], r
+            if norms is not None and t == keep[kept]:
+                norms[kept] = np.linalg.norm(policy.theta)
+                kept += 1
             if progress is not None and (t + 1) % _PROGRESS_EVERY == 0:
                 progress(_PROGRESS_EVERY)
     wall = time.perf_counter() - start
     if progress is not None and horizon % _PROGRESS_EVERY:
         progress(horizon % _PROGRESS_EVERY)
 
-    keep = series_rounds(horizon, config.series_points) - 1
     spec = config.run_spec(policy_index)
+    traffic = getattr(policy, "traffic", None)
     return RunRecord(
         experiment=config.name,
         policy_index=policy_index,
@@ -87,6 +115,8 @@ def run_single(
         cumulative_reward=np.cumsum(reward)[keep],
         wall_time_s=wall,
         actions_digest=hashlib.sha256(actions.tobytes()).hexdigest(),
+        estimate_norm=norms,
+        communication=None if traffic is None else communication_summary(traffic, horizon),
     )
 
 

@@ -47,7 +47,10 @@ class RunRecord:
     """The outcome of one (policy, seed) run.
 
     ``rounds`` are the 1-based rounds at which the cumulative series were kept
-    (downsampled; the last round is always included).
+    (downsampled; the last round is always included). ``estimate_norm`` is
+    ‖θ̂‖₂ at those rounds for policies with one shared estimate (None
+    otherwise); ``communication`` totals what a protocol's parties sent
+    (None for plaintext policies).
     """
 
     experiment: str
@@ -62,6 +65,8 @@ class RunRecord:
     cumulative_reward: np.ndarray
     wall_time_s: float
     actions_digest: str
+    estimate_norm: np.ndarray | None = None
+    communication: dict[str, float] | None = None
     finished_at: str = ""
 
     @property
@@ -118,6 +123,10 @@ class ResultsStore:
             "cumulative_regret": record.cumulative_regret.tolist(),
             "cumulative_reward": record.cumulative_reward.tolist(),
         }
+        if record.estimate_norm is not None:
+            series["estimate_norm"] = record.estimate_norm.tolist()
+        if record.communication is not None:
+            series["communication"] = record.communication
         row = (
             record.config_hash,
             record.seed,
@@ -166,6 +175,8 @@ class ResultsStore:
                     cumulative_reward=np.asarray(series["cumulative_reward"]),
                     wall_time_s=wall,
                     actions_digest=digest,
+                    estimate_norm=None if "estimate_norm" not in series else np.asarray(series["estimate_norm"]),
+                    communication=series.get("communication"),
                     finished_at=when,
                 )
             )
