@@ -1,7 +1,8 @@
-"""Bandit problems: the papers' synthetic generators and classification→bandit."""
+"""Bandit problems: the papers' synthetic generators, classification→bandit, logged-data replay."""
 
 from privbandits.envs.base import BanditRound, ContextKind, Environment
 from privbandits.envs.classification import ClassificationBandit, ExampleOrder
+from privbandits.envs.replay import ReplayOrder, ReplayResult, check_uniform_logging, relative_ctr, replay
 from privbandits.envs.synthetic import LinearGaussianBandit, normalised_gaussian
 
 __all__ = [
@@ -11,5 +12,10 @@ __all__ = [
     "Environment",
     "ExampleOrder",
     "LinearGaussianBandit",
+    "ReplayOrder",
+    "ReplayResult",
+    "check_uniform_logging",
     "normalised_gaussian",
+    "relative_ctr",
+    "replay",
 ]
