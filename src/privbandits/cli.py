@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +12,7 @@ from rich.table import Table
 
 from privbandits import __version__
 from privbandits.experiments.config import ConfigError, load_config
+from privbandits.experiments.paper import PaperReport
 from privbandits.experiments.registry import ENVIRONMENTS, POLICIES
 from privbandits.experiments.report import (
     Metric,
@@ -20,7 +22,7 @@ from privbandits.experiments.report import (
     summary_table,
     write_summary_csv,
 )
-from privbandits.experiments.reproductions import list_reproductions, resolve_config
+from privbandits.experiments.reproductions import COMPUTED, PAPER_REPORTS, list_reproductions, resolve_config
 from privbandits.experiments.runner import run_experiment
 from privbandits.experiments.store import ResultsStore, StoreError
 
@@ -66,8 +68,32 @@ def _report(store: ResultsStore, experiment: str, out: Path, metrics: list[Metri
         written.append(
             plot_cumulative(records, metric, out / f"{experiment}-{metric}.png", title=title, log_y=log_y)
         )
+    if experiment in PAPER_REPORTS:
+        _show_paper_report(PAPER_REPORTS[experiment](records, out), out)
     for path in written:
         console.print(f"wrote {path}")
+
+
+def _show_paper_report(paper: PaperReport, out: Path) -> None:
+    console.print(paper.table())
+    for path in [*paper.figures, paper.write(out)]:
+        console.print(f"wrote {path}")
+
+
+def _run_computed(name: str, out: Path, progress: bool) -> None:
+    reproduction = COMPUTED[name]
+    console.print(f"[bold]{name}[/]: {reproduction.description}")
+    with console.status("starting", spinner="dots") if progress else nullcontext() as status:
+        step = (lambda message: status.update(message)) if progress else None
+        paper = reproduction.run(out, progress=step)
+    for caption, rows in paper.tables.items():
+        table = Table(title=caption, title_justify="left")
+        for column in rows[0]:
+            table.add_column(column, overflow="fold")
+        for row in rows[1:]:
+            table.add_row(*row)
+        console.print(table)
+    _show_paper_report(paper, out)
 
 
 @app.command()
@@ -85,10 +111,14 @@ def run(
     """Run every (policy, seed) of each config, skipping runs already stored.
 
     Each finished run is saved at once, so an interrupted command, run again,
-    continues where it stopped.
+    continues where it stopped. Computed reproductions (e.g. vertical-fig5)
+    run in full each time and write their report to --out.
     """
     try:
-        loaded = [load_config(resolve_config(c)) for c in configs]
+        computed = [c for c in configs if c in COMPUTED and not Path(c).is_file()]
+        loaded = [load_config(resolve_config(c)) for c in configs if c not in computed]
+        for name in computed:
+            _run_computed(name, out, progress)
         with ResultsStore(store) as results:
             for config in loaded:
                 console.print(f"[bold]{config.name}[/]: {config.description}")
@@ -106,7 +136,7 @@ def run(
                 )
                 if report:
                     _report(results, config.name, out, list(Metric), False, config.description or config.name)
-    except (ConfigError, StoreError) as exc:
+    except (ConfigError, StoreError, FileNotFoundError) as exc:
         _fail(str(exc))
 
 
@@ -160,6 +190,8 @@ def list_command() -> None:
         path = reproduction.path
         shown = path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
         table.add_row(reproduction.name, reproduction.description, str(shown))
+    for reproduction in COMPUTED.values():
+        table.add_row(reproduction.name, reproduction.description, "(computed)")
     console.print(table)
 
 

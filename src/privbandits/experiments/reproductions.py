@@ -1,12 +1,47 @@
-"""The ready configs shipped in ``configs/``, one per paper figure or table."""
+"""The paper reproductions: ready configs in ``configs/`` and computed reproductions.
+
+A config-based reproduction is a sweep; if its experiment name has a paper
+report (:data:`PAPER_REPORTS`), ``run`` and ``report`` also print the paper's
+claims beside ours. A computed reproduction (:data:`COMPUTED`) is a function
+that measures something other than a sweep (costs, replay on logged data).
+"""
 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from privbandits.experiments import vertical_paper
 from privbandits.experiments.config import ConfigError
+from privbandits.experiments.paper import PaperReport
+from privbandits.experiments.store import RunRecord
+
+PAPER_REPORTS: dict[str, Callable[[list[RunRecord], Path], PaperReport]] = dict(vertical_paper.PAPER_REPORTS)
+
+
+class ComputedReproduction(NamedTuple):
+    name: str
+    description: str
+    run: Callable[..., PaperReport]
+
+
+COMPUTED = {
+    r.name: r
+    for r in (
+        ComputedReproduction(
+            "vertical-fig5",
+            "Vertical O3M paper Fig. 5: relative cost (op-count model and measured) and bytes per step",
+            vertical_paper.fig5_reproduction,
+        ),
+        ComputedReproduction(
+            "vertical-obd",
+            "Vertical O3M paper Fig. 6(c) analogue: VFUCB vs the active party alone, replayed on the OBD sample",
+            vertical_paper.obd_reproduction,
+        ),
+    )
+}
 
 
 class Reproduction(NamedTuple):
@@ -44,5 +79,5 @@ def resolve_config(argument: str) -> Path:
     for reproduction in list_reproductions():
         if reproduction.name == argument:
             return reproduction.path
-    names = ", ".join(r.name for r in list_reproductions()) or "none found"
+    names = ", ".join([r.name for r in list_reproductions()] + list(COMPUTED)) or "none found"
     raise ConfigError(f"no config file or reproduction named {argument!r}; reproductions: {names}")

@@ -1,0 +1,60 @@
+"""Paper-versus-ours reports: each reproduction states the paper's claims beside our measurements."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.table import Table
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One statement of a paper, what it reports, what we measured, and whether they agree."""
+
+    where: str
+    statement: str
+    paper: str
+    ours: str
+    verdict: str
+
+
+@dataclass
+class PaperReport:
+    """The outcome of one reproduction: claims, figures written, and notes on the method."""
+
+    name: str
+    title: str
+    claims: list[Claim] = field(default_factory=list)
+    figures: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    tables: dict[str, list[list[str]]] = field(default_factory=dict)
+
+    def table(self) -> Table:
+        """The claims as a rich table."""
+        table = Table(title=f"{self.title}: paper vs ours", title_justify="left", show_lines=True)
+        for column in ("where", "claim", "paper", "ours", "verdict"):
+            table.add_column(column, overflow="fold")
+        for c in self.claims:
+            table.add_row(c.where, c.statement, c.paper, c.ours, c.verdict)
+        return table
+
+    def markdown(self) -> str:
+        """The whole report as Markdown (claims, extra tables, figures, notes)."""
+        lines = [f"# {self.title}", "", "| where | claim | paper | ours | verdict |", "|---|---|---|---|---|"]
+        lines += [f"| {c.where} | {c.statement} | {c.paper} | {c.ours} | {c.verdict} |" for c in self.claims]
+        for caption, rows in self.tables.items():
+            lines += ["", f"## {caption}", "", "| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+            lines += ["| " + " | ".join(row) + " |" for row in rows[1:]]
+        if self.figures:
+            lines += ["", "## Figures", ""] + [f"![{path.stem}]({path.name})" for path in self.figures]
+        if self.notes:
+            lines += ["", "## Notes", ""] + [f"- {note}" for note in self.notes]
+        return "\n".join(lines) + "\n"
+
+    def write(self, out: Path) -> Path:
+        """Write ``<out>/<name>-paper.md`` and return its path."""
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / f"{self.name}-paper.md"
+        path.write_text(self.markdown())
+        return path
