@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -26,8 +26,7 @@ class MessageDecodeError(ValueError):
     """Bytes that do not decode to a valid message."""
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class Envelope:
+class Envelope(NamedTuple):
     """A message in transit: who sent it, to whom, in which protocol phase."""
 
     sender: str

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import defaultdict, deque
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from privbandits.comm.codec import Envelope, decode, encode
@@ -77,6 +75,21 @@ class Traffic:
         return [(p, s, r, c.messages, c.bytes, c.rounds) for (p, s, r), c in sorted(self.links.items())]
 
 
+class _PhaseBlock:
+    """Context manager of :meth:`Network.phase` (a class: cheaper than a generator per bandit round)."""
+
+    __slots__ = ("network", "name")
+
+    def __init__(self, network: Network, name: str) -> None:
+        self.network, self.name = network, name
+
+    def __enter__(self) -> None:
+        self.network._open_phase(self.name)
+
+    def __exit__(self, *exc: object) -> None:
+        self.network._close_phase(self.name)
+
+
 class Network(ABC):
     """Delivers envelopes between registered parties and keeps the traffic ledger."""
 
@@ -84,8 +97,8 @@ class Network(ABC):
         self.traffic = Traffic()
         self.parties: set[str] = set()
         self._phase: str | None = None
-        self._clock: dict[str, int] = defaultdict(int)
-        self._depths_seen: dict[tuple[str, str], set[int]] = defaultdict(set)
+        self._clock: dict[str, int] = {}
+        self._link_depth: dict[tuple[str, str], int] = {}
         self._max_depth = 0
 
     def register(self, name: str) -> None:
@@ -93,40 +106,45 @@ class Network(ABC):
             raise ValueError(f"a party named {name!r} is already on this network")
         self.parties.add(name)
 
-    @contextmanager
-    def phase(self, name: str) -> Iterator[None]:
-        """Count the messages sent inside the block as one segment of phase ``name``."""
+    def phase(self, name: str) -> _PhaseBlock:
+        """``with network.phase(name):`` counts the messages sent inside as one segment of ``name``."""
+        return _PhaseBlock(self, name)
+
+    def _open_phase(self, name: str) -> None:
         if self._phase is not None:
             raise ProtocolError(f"phase {name!r} opened inside phase {self._phase!r}")
         self._phase, self._max_depth = name, 0
         self._clock.clear()
-        self._depths_seen.clear()
-        try:
-            yield
-        finally:
-            traffic = self.traffic
-            traffic.segments[name] += 1
-            traffic.rounds[name] += self._max_depth
-            for (sender, receiver), depths in self._depths_seen.items():
-                traffic.links[(name, sender, receiver)].rounds += len(depths)
-            self._phase = None
+        self._link_depth.clear()
+
+    def _close_phase(self, name: str) -> None:
+        self.traffic.segments[name] += 1
+        self.traffic.rounds[name] += self._max_depth
+        self._phase = None
 
     def send(self, sender: str, receiver: str, message: Message) -> None:
-        if self._phase is None:
+        phase = self._phase
+        if phase is None:
             raise ProtocolError(f"{sender!r} sent a {message.kind!r} message outside any phase")
         if receiver not in self.parties:
             raise ProtocolError(f"{sender!r} sent a {message.kind!r} message to unknown party {receiver!r}")
-        depth = self._clock[sender] + 1
-        link = self.traffic.links[(self._phase, sender, receiver)]
+        depth = self._clock.get(sender, 0) + 1
+        link = self.traffic.links[(phase, sender, receiver)]
         link.messages += 1
         link.bytes += message.payload_bytes()
-        self._depths_seen[(sender, receiver)].add(depth)
-        self._max_depth = max(self._max_depth, depth)
-        self._deliver(Envelope(sender, receiver, self._phase, message), depth)
+        # A sender's depths never decrease within a segment, so a new depth on a link is a new round on it.
+        pair = (sender, receiver)
+        if self._link_depth.get(pair) != depth:
+            self._link_depth[pair] = depth
+            link.rounds += 1
+        if depth > self._max_depth:
+            self._max_depth = depth
+        self._deliver(Envelope(sender, receiver, phase, message), depth)
 
     def receive(self, receiver: str, kind: str, sender: str | None = None) -> Message:
         envelope, depth = self._take(receiver, kind, sender)
-        self._clock[receiver] = max(self._clock[receiver], depth)
+        if depth > self._clock.get(receiver, 0):
+            self._clock[receiver] = depth
         return envelope.message
 
     @abstractmethod
@@ -165,6 +183,10 @@ class InMemoryNetwork(Network):
 
     def _take(self, receiver: str, kind: str, sender: str | None) -> tuple[Envelope, int]:
         queue = self._queues[receiver]
+        if queue:  # fast path: protocols mostly read messages in the order they were sent
+            envelope = queue[0][0]
+            if envelope.message.kind == kind and (sender is None or envelope.sender == sender):
+                return queue.popleft()
         for index, (envelope, depth) in enumerate(queue):
             if envelope.message.kind == kind and (sender is None or envelope.sender == sender):
                 del queue[index]
