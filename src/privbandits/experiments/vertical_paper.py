@@ -209,7 +209,8 @@ def fig6_report(records: list[RunRecord], out: Path) -> PaperReport:
         ax.set_yscale("log")
         ax.set(title=f"({'a' if family == 'UCB' else 'b'}) Lin{family}", xlabel="round t", ylabel="cumulative regret")
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=9)
+        if finals:
+            ax.legend(fontsize=9)
         if {"central", "partial 0.2", "partial 0.8"} <= set(finals):
             full = finals["central"].mean()
             report.claims.append(
