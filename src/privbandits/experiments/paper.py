@@ -8,6 +8,11 @@ from pathlib import Path
 from rich.table import Table
 
 
+def _row(cells: list[str]) -> str:
+    """A Markdown table row; pipes inside cells (e.g. |Δ|) are escaped."""
+    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+
 @dataclass(frozen=True)
 class Claim:
     """One statement of a paper, what it reports, what we measured, and whether they agree."""
@@ -42,10 +47,10 @@ class PaperReport:
     def markdown(self) -> str:
         """The whole report as Markdown (claims, extra tables, figures, notes)."""
         lines = [f"# {self.title}", "", "| where | claim | paper | ours | verdict |", "|---|---|---|---|---|"]
-        lines += [f"| {c.where} | {c.statement} | {c.paper} | {c.ours} | {c.verdict} |" for c in self.claims]
+        lines += [_row([c.where, c.statement, c.paper, c.ours, c.verdict]) for c in self.claims]
         for caption, rows in self.tables.items():
-            lines += ["", f"## {caption}", "", "| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
-            lines += ["| " + " | ".join(row) + " |" for row in rows[1:]]
+            lines += ["", f"## {caption}", "", _row(rows[0]), "|" + "---|" * len(rows[0])]
+            lines += [_row(row) for row in rows[1:]]
         if self.figures:
             lines += ["", "## Figures", ""] + [f"![{path.stem}]({path.name})" for path in self.figures]
         if self.notes:
