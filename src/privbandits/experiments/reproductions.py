@@ -36,6 +36,12 @@ COMPUTED = {
             vertical_paper.fig5_reproduction,
         ),
         ComputedReproduction(
+            "vertical-audit",
+            "Beyond the vertical paper: what the active party learns from O3M transcripts, with and without "
+            "secure aggregation",
+            vertical_paper.audit_reproduction,
+        ),
+        ComputedReproduction(
             "vertical-obd",
             "Vertical O3M paper Fig. 6(c) analogue: VFUCB vs the active party alone, replayed on the OBD sample",
             vertical_paper.obd_reproduction,

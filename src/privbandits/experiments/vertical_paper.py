@@ -18,14 +18,29 @@ import numpy as np
 from scipy import fft, stats
 from threadpoolctl import threadpool_limits
 
+from privbandits.comm import InMemoryNetwork
 from privbandits.datasets.obd import default_obd_path, load_obd, vertical_obd_contexts
 from privbandits.envs.replay import relative_ctr, replay
 from privbandits.experiments.paper import Claim, PaperReport
 from privbandits.experiments.report import CONFIDENCE, mean_interval
 from privbandits.experiments.store import RunRecord
 from privbandits.linear import LinTS, LinUCB, UniformRandom
+from privbandits.privacy.leakage import (
+    gram_from_masked,
+    ica_unmix,
+    matched_correlation,
+    recover_mask_block,
+    subspace_distance,
+    subspace_from_masked,
+    unmask,
+)
 from privbandits.privacy.masks import draw_mask
-from privbandits.protocols.vertical import VerticalFederatedBandit
+from privbandits.protocols.vertical import (
+    AggregationShare,
+    MaskedContexts,
+    VerticalFederatedBandit,
+    from_fixed_point,
+)
 
 FAMILIES = {"linucb": "UCB", "vfucb": "UCB", "lints": "TS", "vfts": "TS"}
 
@@ -566,6 +581,171 @@ def obd_reproduction(
         "one-hot features crossed with a public item descriptor (161 features). A user block that is the same for "
         "every arm could not change the chosen arm under one shared θ; the paper's Criteo 'outer addition' has "
         "this problem (it is separable), which the Criteo loader documents.",
+    ]
+    return report
+
+
+# -- privacy audit (beyond the paper) -----------------------------------------------------------
+def _transcript_run(contexts: np.ndarray, partition: list[int], secure: bool, seed: int) -> VerticalFederatedBandit:
+    """Run VFUCB over ``contexts`` (rounds, K, d) with a recorded transcript; rewards are irrelevant here."""
+    n_arms, dim = contexts.shape[1:]
+    network = InMemoryNetwork(record=True)
+    policy = VerticalFederatedBandit(
+        partition, LinUCB(n_arms, dim), rng=np.random.default_rng(seed), secure_aggregation=secure, network=network
+    )
+    for round_contexts in contexts:
+        policy.update(round_contexts, policy.select(round_contexts), 0.0)
+    return policy
+
+
+def _received(policy: VerticalFederatedBandit, sender: str | None, kind: str) -> np.ndarray:
+    """The payload arrays of ``kind`` the active party received (from ``sender``), stacked by round."""
+    return np.stack(
+        [
+            e.message.blocks if kind == MaskedContexts.kind else e.message.share
+            for e in policy.network.transcript
+            if e.receiver == policy.active.name and e.message.kind == kind and (sender is None or e.sender == sender)
+        ]
+    )
+
+
+def audit_reproduction(
+    out: Path,
+    *,
+    rounds: int = 200,
+    dim: int = 100,
+    n_arms: int = 10,
+    n_parties: int = 5,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> PaperReport:
+    """What the active party learns from real O3M transcripts, with and without secure aggregation.
+
+    Beyond the paper (spec §6): the paper's only privacy argument is Theorem 4.2.
+    Party 2 is audited; the audit knows the raw features (the AP does not).
+    """
+    partition = _even_partition(dim, n_parties)
+    d_j, block = partition[1], slice(partition[0], partition[0] + partition[1])
+    rng = np.random.default_rng(seed)
+    gaussian = _unit_rows(rng, (rounds, n_arms, dim))
+    uniform = gaussian.copy()
+    uniform[:, :, block] = rng.uniform(-1, 1, (rounds, n_arms, d_j))  # independent non-Gaussian features
+    report = PaperReport(
+        "vertical-audit", f"Privacy audit of O3M (beyond the paper): d={dim}, K={n_arms}, M={n_parties}"
+    )
+    if progress:
+        progress("running the protocol with recorded transcripts")
+    plain = _transcript_run(gaussian, partition, secure=False, seed=seed)
+    secure = _transcript_run(gaussian, partition, secure=True, seed=seed)
+    ica_run = _transcript_run(uniform, partition, secure=False, seed=seed)
+    raw = gaussian[:, :, block].reshape(-1, d_j)
+    true_block = plain.mask[:, block]
+    seen = _received(plain, "passive2", MaskedContexts.kind).reshape(-1, dim)
+    shares = _received(secure, None, AggregationShare.kind).reshape(rounds, n_parties - 1, n_arms, dim)
+    sums = from_fixed_point(shares.sum(axis=1, dtype=np.uint64)).reshape(-1, dim)  # the AP's only view: the sum
+    share_alone = from_fixed_point(shares[:, 0]).reshape(-1, dim)
+    secure_block = secure.mask[:, block]
+
+    if progress:
+        progress("attacking the transcripts")
+    gram_error = float(np.max(np.abs(gram_from_masked(seen[:500]) - raw[:500] @ raw[:500].T)))
+    span_error = subspace_distance(subspace_from_masked(seen, d_j), true_block)
+    counts = np.arange(1, 2 * d_j + 1)
+    held_out = slice(2 * d_j, None)
+
+    def curve(view: np.ndarray, truth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        mask_errors, unmask_errors = [], []
+        for n in counts:
+            estimate = recover_mask_block(raw[:n], view[:n])
+            mask_errors.append(np.max(np.abs(estimate - truth)))
+            recovered = unmask(estimate, view[held_out])
+            unmask_errors.append(np.sqrt(np.mean(np.sum((recovered - raw[held_out]) ** 2, axis=1))))
+        return np.array(mask_errors), np.array(unmask_errors)
+
+    plain_mask, plain_unmask = curve(seen, true_block)
+    secure_mask, secure_unmask = curve(sums, secure_block)
+    all_pairs = recover_mask_block(raw, sums)
+    others = gaussian[:, :, partition[0] :].reshape(-1, dim - partition[0])
+    joint = recover_mask_block(others[: dim - partition[0]], sums[: dim - partition[0]])
+    joint_error = float(np.max(np.abs(joint - secure.mask[:, partition[0] :])))
+    ica_raw = uniform[:, :, block].reshape(-1, d_j)
+    ica_seen = _received(ica_run, "passive2", MaskedContexts.kind).reshape(-1, dim)
+    ica_score = matched_correlation(ica_unmix(ica_seen, d_j, rng), ica_raw)
+    ica_control = matched_correlation(ica_unmix(seen, d_j, rng), raw)
+    share_error = float(np.max(np.abs(share_alone - raw @ secure_block.T)))
+    sum_gram_gap = float(np.max(np.abs(gram_from_masked(sums[:500]) - raw[:500] @ raw[:500].T)))
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=110)
+    ax.semilogy(counts, plain_mask, "o-", label="Alg. 1 (individual messages): max |Q̂ʲ − Qʲ|")
+    ax.semilogy(counts, plain_unmask, "s--", label="Alg. 1: RMS error unmasking held-out vectors")
+    ax.semilogy(counts, secure_mask, "o-", label="secure aggregation: max |Q̂ʲ − Qʲ|")
+    ax.semilogy(counts, secure_unmask, "s--", label="secure aggregation: RMS unmasking error")
+    ax.axvline(d_j, color="grey", linestyle=":", label=f"d_j = {d_j}")
+    ax.set(
+        xlabel="known (x, Qʲx) pairs of passive party 2",
+        ylabel="error",
+        title="Known-plaintext attack on a passive party's mask block",
+    )
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "vertical-audit.png"
+    fig.savefig(path)
+    plt.close(fig)
+    report.figures.append(path)
+
+    at = {int(n): i for i, n in enumerate(counts)}
+    report.claims += [
+        Claim(
+            "Thm 4.2",
+            "the AP cannot recover a passive party's raw x^j without knowing Q^j",
+            "infinitely many preimages",
+            f"from {d_j} known pairs the AP recovers Q^j to {plain_mask[at[d_j]]:.1e} and unmasks "
+            f"{len(raw) - 2 * d_j} other vectors to RMS error {plain_unmask[at[d_j]]:.1e}; with {d_j - 1} pairs "
+            f"the error is {plain_mask[at[d_j - 1]]:.2f}",
+            "weaker than it sounds",
+        ),
+        Claim(
+            "§4.3 [V2]",
+            "rotation hides the data distribution",
+            "protected",
+            f"ICA on the messages alone recovers independent uniform features with mean |corr| {ica_score:.3f} "
+            f"(Gaussian features: {ica_control:.3f}, nothing learned)",
+            "not true for non-Gaussian features",
+        ),
+        Claim(
+            "—",
+            "what the AP learns from each passive party's messages",
+            "not discussed",
+            f"every norm and inner product exactly (max |Gram error| {gram_error:.1e}); span(Q^j) "
+            f"(sin of largest principal angle {span_error:.1e})",
+            "leaks geometry",
+        ),
+        Claim(
+            "extension",
+            "secure aggregation (AP sees only the sum over passive parties)",
+            "—",
+            f"one share alone is noise (max error {share_error:.1e}); Gram of the sums differs from party 2's by "
+            f"{sum_gram_gap:.2f}; {d_j} pairs of party 2 give mask error {secure_mask[at[d_j]]:.2f}",
+            "per-party leakage removed",
+        ),
+        Claim(
+            "extension",
+            "what secure aggregation does not remove",
+            "—",
+            f"with all {len(raw)} known pairs of party 2 alone, error {np.max(np.abs(all_pairs - secure_block)):.2f} "
+            f"(others' features act as noise); with {dim - partition[0]} pairs of all passive parties jointly, "
+            f"[Q^2..Q^M] to {joint_error:.1e}",
+            "residual leakage",
+        ),
+    ]
+    report.notes += [
+        f"Transcripts of {rounds} rounds × {n_arms} arms of the real protocol (InMemoryNetwork(record=True)); the "
+        "attacks use only what the active party received, the raw features only to score them.",
+        "Known pairs model users whose party-2 attributes the AP also knows (spec §6 item 2).",
+        "Leakage that remains in every mode: d_j (the message layout), and which user is served when (the control "
+        "message); PMG + AP collusion breaks everything (excluded by the paper's assumption).",
     ]
     return report
 

@@ -1,5 +1,11 @@
-"""Privacy mechanisms, accounting and audits.
+"""Privacy mechanisms, audits and the alternatives they are compared with.
 
 masks
     Orthogonal masks of the O3M mechanism (vertical federated bandits).
+leakage
+    What the active party learns from O3M messages: Gram leakage, known-plaintext
+    mask recovery, subspace and ICA attacks, the secure-aggregation view.
+alternatives
+    The same round statistics computed with O3M, Paillier encryption and Gaussian
+    DP noise (the paper's App. C.3 comparison).
 """
