@@ -188,30 +188,33 @@ class ActiveParty(Party):
         self.masked_contexts: np.ndarray | None = None
         self._block_t: np.ndarray | None = None
         self._request: RoundRequest | None = None
+        self._total: np.ndarray | None = None
+        self._words: np.ndarray | None = None
 
     def receive_mask(self) -> None:
         self._block_t = np.ascontiguousarray(self.receive(MaskBlock.kind, self.generator).block.T)
 
     def request_round(self, round_index: int, user: int, items: np.ndarray) -> None:
-        """Tell every PP which user and items to mask for this round."""
-        self._request = RoundRequest(round_index, user, items)
+        """Tell every PP which user and items to mask for this round, and mask the AP's own block."""
+        self._request = request = RoundRequest(round_index, user, items)
         for party in self.passive:
-            self.send(party, self._request)
+            self.send(party, request)
+        self._total = self.features(request).dot(self._block_t)
+        self._words = np.zeros(self._total.shape, dtype=np.uint64) if self.secure_aggregation else None
+
+    def absorb(self, party: str) -> None:
+        """Add one PP's answer to the running sum ``Σ_j Q^j x^j`` (in arrival order)."""
+        if self._words is not None:
+            self._words += self.receive(AggregationShare.kind, party).share  # wraps mod 2^64
+        else:
+            self._total += self.receive(MaskedContexts.kind, party).blocks
 
     def choose(self) -> int:
-        """Aggregate ``x̃ = Σ_j Q^j x^j`` and pick an arm with the learner (Eq. 2)."""
-        own = self.features(self._request)
-        total = own.dot(self._block_t)
-        if self.secure_aggregation:
-            words = np.zeros(total.shape, dtype=np.uint64)
-            for party in self.passive:
-                words += self.receive(AggregationShare.kind, party).share
-            total += from_fixed_point(words)
-        else:
-            for party in self.passive:
-                total += self.receive(MaskedContexts.kind, party).blocks
-        self.masked_contexts = total
-        return self.learner.select(total)
+        """Pick an arm with the learner on ``x̃ = Σ_j Q^j x^j = Q x`` (Eq. 2), once every PP is absorbed."""
+        if self._words is not None:
+            self._total += from_fixed_point(self._words)
+        self.masked_contexts = self._total
+        return self.learner.select(self._total)
 
     def learn(self, arm: int, reward: float) -> None:
         """Update Λ̃, ũ, θ̃ with the chosen arm's masked context (Alg. 1 lines 8–10)."""
@@ -334,6 +337,9 @@ class VerticalFederatedBandit:
                 spent = clock() - start
                 seconds[party.name] += spent
                 slowest_passive = max(slowest_passive, spent)
+                start = clock()
+                self.active.absorb(party.name)  # at once, while the block is still in cache
+                active += clock() - start
             start = clock()
             arm = self.active.choose()
             active += clock() - start
