@@ -32,9 +32,11 @@ test: $(VENV)/.installed-test
 test-slow: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -n $(JOBS) -m slow || [ $$? -eq 5 ]
 
-## bench: speed against peer libraries (installs the bench extra)
+## bench: speed against peer libraries and the vertical protocol's costs (installs the bench extra)
 bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/linear_speed.py
+	$(BIN)/python benchmarks/vertical_overhead.py
+	$(BIN)/python benchmarks/vertical_alternatives.py
 
 clean:
 	rm -rf $(VENV) results .pytest_cache
