@@ -39,7 +39,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from privbandits.datasets.logged import EventContexts, LoggedBanditData
+from privbandits.datasets.logged import EventContexts, LoggedBanditData, collect_columns
 
 LABEL = "Label"
 NUMERIC_COLUMNS = tuple(f"I{j}" for j in range(1, 14))
@@ -153,18 +153,10 @@ def _read_rows(path: Path, nrows: int | None) -> tuple[dict[str, list[str]], int
                 )
             width, where, start = len(KAGGLE_COLUMNS), list(range(len(KAGGLE_COLUMNS))), 1
             handle.seek(0)
-        columns: dict[str, list[str]] = {column: [] for column in KAGGLE_COLUMNS}
-        rows = 0
-        for line, row in enumerate(csv.reader(handle, delimiter=delimiter), start=start):
-            if nrows is not None and rows == nrows:
-                break
-            if len(row) != width:
-                raise ValueError(f"{path} line {line} has {len(row)} fields, expected {width}")
-            for column, index in zip(KAGGLE_COLUMNS, where, strict=True):
-                columns[column].append(row[index])
-            rows += 1
-    if rows == 0:
-        raise ValueError(f"{path} has no data rows")
+        reader = csv.reader(handle, delimiter=delimiter)
+        columns, rows = collect_columns(
+            reader, KAGGLE_COLUMNS, where, width=width, path=path, first_line=start, nrows=nrows
+        )
     return columns, rows, start
 
 

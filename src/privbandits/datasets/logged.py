@@ -12,10 +12,41 @@ policy sees at one event, split into the blocks of the parties that own them
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+
+
+def collect_columns(
+    rows: Iterable[list[str]],
+    columns: Sequence[str],
+    positions: Sequence[int],
+    *,
+    width: int,
+    path: Path,
+    first_line: int,
+    nrows: int | None = None,
+) -> tuple[dict[str, list[str]], int]:
+    """String columns gathered by position from CSV rows, every row checked to have ``width`` fields.
+
+    Shared by the OBD and Criteo loaders; ``first_line`` numbers the rows in
+    error messages. Returns the columns and the number of rows read.
+    """
+    values: dict[str, list[str]] = {column: [] for column in columns}
+    count = 0
+    for line, row in enumerate(rows, start=first_line):
+        if nrows is not None and count == nrows:
+            break
+        if len(row) != width:
+            raise ValueError(f"{path} line {line} has {len(row)} fields, expected {width}")
+        for column, index in zip(columns, positions, strict=True):
+            values[column].append(row[index])
+        count += 1
+    if count == 0:
+        raise ValueError(f"{path} has no data rows")
+    return values, count
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:

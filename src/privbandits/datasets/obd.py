@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privbandits.datasets.logged import EventContexts, LoggedBanditData
+from privbandits.datasets.logged import EventContexts, LoggedBanditData, collect_columns
 
 EVENTS_FILE = "all.csv"
 ITEMS_FILE = "item_context.csv"
@@ -57,16 +57,7 @@ def _read_columns(path: Path, columns: tuple[str, ...]) -> tuple[dict[str, list[
         if missing:
             raise ValueError(f"{path} has no column {missing[0]!r}; required columns: {', '.join(columns)}")
         where = [header.index(column) for column in columns]
-        values: dict[str, list[str]] = {column: [] for column in columns}
-        rows = 0
-        for line, row in enumerate(reader, start=2):
-            if len(row) != len(header):
-                raise ValueError(f"{path} line {line} has {len(row)} fields; the header has {len(header)}")
-            for column, index in zip(columns, where, strict=True):
-                values[column].append(row[index])
-            rows += 1
-    if rows == 0:
-        raise ValueError(f"{path} has a header but no rows")
+        values, rows = collect_columns(reader, columns, where, width=len(header), path=path, first_line=2)
     return values, rows
 
 
