@@ -19,9 +19,9 @@ $(VENV)/.installed-bench: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	touch $@
 
-## demo: the vertical paper's synthetic setting, central vs partial LinUCB / LinTS, then the report
+## demo: the vertical paper's Fig. 4: central vs partial vs federated LinUCB / LinTS, then the report
 demo: $(VENV)/.installed-test
-	$(BIN)/privbandits run vertical-synthetic-demo --jobs $(JOBS)
+	$(BIN)/privbandits run vertical-fig4 --jobs $(JOBS)
 
 ## test: lint, then the default (fast) test suite
 test: $(VENV)/.installed-test
