@@ -23,6 +23,7 @@ beyond the paper (spec §8.4.9); values travel as 64-bit fixed point.
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -98,9 +99,14 @@ class MaskGenerator(Party):
 
 
 def _pair_mask(seed: np.ndarray, round_index: int, shape: tuple[int, int]) -> np.ndarray:
-    """The pairwise mask of one round: uniform uint64 from the pair's seed and the round."""
-    stream = np.random.default_rng(np.random.SeedSequence([*seed.tolist(), round_index]))
-    return stream.integers(0, 2**64, size=shape, dtype=np.uint64, endpoint=False)
+    """The pairwise mask of one round: uniform uint64 words from SHAKE-256(seed ‖ round).
+
+    An extendable-output hash keyed by the 256-bit pair seed is a
+    cryptographic PRG, so the mask is indistinguishable from uniform to the
+    active party (numpy's generators are not built for that).
+    """
+    stream = hashlib.shake_256(seed.tobytes() + round_index.to_bytes(8, "little"))
+    return np.frombuffer(stream.digest(8 * shape[0] * shape[1]), dtype="<u8").reshape(shape)
 
 
 def to_fixed_point(values: np.ndarray, fraction_bits: int = FRACTION_BITS) -> np.ndarray:
