@@ -97,7 +97,7 @@ def test_fig6_report_orders_feature_ratios(tmp_path, config_data):
 
 
 def test_computed_reproductions_are_registered():
-    assert set(COMPUTED) == {"vertical-fig5", "vertical-audit", "vertical-obd"}
+    assert {"vertical-fig5", "vertical-audit", "vertical-obd"} <= set(COMPUTED)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

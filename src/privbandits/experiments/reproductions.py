@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from privbandits.experiments import vertical_paper
+from privbandits.experiments import p2b_paper, vertical_paper
 from privbandits.experiments.config import ConfigError
 from privbandits.experiments.paper import PaperReport
 from privbandits.experiments.store import RunRecord
@@ -45,6 +45,11 @@ COMPUTED = {
             "vertical-obd",
             "Vertical O3M paper Fig. 6(c) analogue: VFUCB vs the active party alone, replayed on the OBD sample",
             vertical_paper.obd_reproduction,
+        ),
+        ComputedReproduction(
+            "p2b-fig3",
+            "P2B paper Fig. 3: ε of pre-sampling + crowd-blending versus the participation probability p",
+            p2b_paper.fig3_reproduction,
         ),
     )
 }
