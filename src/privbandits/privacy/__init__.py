@@ -8,4 +8,10 @@ leakage
 alternatives
     The same round statistics computed with O3M, Paillier encryption and Gaussian
     DP noise (the paper's App. C.3 comparison).
+encoding
+    P2B's context encoder: the normalised q-precision grid, k-means codes, caching.
+crowd_blending
+    P2B's guarantee: ε(p) of pre-sampling + crowd-blending (Eq. 2), δ for a given Ω.
+ledger
+    The privacy ledger every protocol records its releases in.
 """
