@@ -13,7 +13,6 @@ from privbandits.privacy import crowd_blending
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
 from privbandits.protocols.p2b import (
     Devices,
-    EncodedBatch,
     EncodedReport,
     Server,
     Shuffler,
@@ -97,16 +96,16 @@ def _run_shuffler(codes, actions, rewards, threshold, seed=0):
         rng=np.random.default_rng(seed),
         ledger=ledger,
     )
-    fits = []
-    server = Server("server", net, fit=lambda *batch: fits.append(batch) or (np.zeros(1), np.zeros(1)))
+    server = Server("server", net, n_arms=5)
     net.register("new_agents")
     devices = Devices(net)
     with net.phase("report"):
         for user, (c, a, r) in enumerate(zip(codes, actions, rewards, strict=True)):
             devices.send(user, "shuffler", EncodedReport(int(c), int(a), int(r)))
         shuffler.release_encoded(len(codes), "server")
-        server.update_and_publish(EncodedBatch.kind, "new_agents")
-    return net, ledger, fits[0], shuffler
+        server.publish_code_model(8, "new_agents")
+    batch = next(e.message for e in net.transcript if e.receiver == "server")
+    return net, ledger, (batch.codes, batch.actions, batch.rewards), shuffler
 
 
 def test_released_codes_all_have_a_crowd_of_at_least_l_and_carry_no_user_id():
@@ -159,3 +158,50 @@ def test_fig3_report_tabulates_epsilon_against_the_spec(tmp_path):
     assert all(row[1] == row[2] == row[3] for row in rows[1:])  # ours = Eq. 2 = the spec's table, to 4 decimals
     assert [c.verdict for c in report.claims] == ["reproduced"] * 3
     assert report.figures[0].is_file()
+
+
+# -- the simulation pipeline --------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def small_world():
+    from privbandits.envs.p2b_synthetic import p2b_synthetic_interactions
+    from privbandits.privacy.encoding import fit_encoder
+
+    encoder = fit_encoder(4, 1, 16, seed=0)
+    data = p2b_synthetic_interactions(3000, 8, 4, 5, mapping="linear", seed=3)
+    return encoder, data
+
+
+def test_without_participation_warm_equals_cold(small_world):
+    from privbandits.protocols.p2b import P2BConfig, simulate
+
+    encoder, data = small_world
+    out = simulate(data, encoder, P2BConfig(participation=0.0, tie_break="lowest"), seed=0)
+    assert out.raw_tuples_shared == out.encoded_tuples_shared == 0
+    assert out.warm_non_private == out.cold  # same cold model, same lowest-index ties: identical users
+    assert out.ledger.entries[-1].epsilon == 0.0
+
+
+def test_the_server_sees_only_anonymous_thresholded_batches(small_world):
+    from privbandits.protocols.p2b import P2BConfig, simulate
+
+    encoder, data = small_world
+    out = simulate(data, encoder, P2BConfig(threshold=10), seed=1)
+    traffic = out.traffic
+    to_server = {sender for (phase, sender, receiver) in traffic.links if receiver == "server"}
+    assert to_server == {"shuffler", "raw_shuffler"}  # no device talks to the server
+    assert traffic.total(sender="shuffler", receiver="server").messages == 1
+    devices = traffic.total("share_encoded", receiver="shuffler")
+    assert devices.messages == out.encoded_tuples_shared and devices.bytes == 24 * out.encoded_tuples_shared
+    assert out.release["min_released_crowd"] >= 10 or out.release["released"] == 0
+    assert out.release["released"] + out.release["dropped"] == out.encoded_tuples_shared
+    early_users = int(0.7 * data.n_users)
+    assert abs(out.encoded_tuples_shared - 0.5 * early_users) < 4 * math.sqrt(0.25 * early_users)
+
+
+def test_simulation_is_reproducible_and_warm_helps(small_world):
+    from privbandits.protocols.p2b import P2BConfig, simulate
+
+    encoder, data = small_world
+    first, again = (simulate(data, encoder, P2BConfig(), seed=5) for _ in range(2))
+    assert first.warm_private == again.warm_private and first.cold == again.cold
+    assert first.warm_non_private.mean > first.cold.mean

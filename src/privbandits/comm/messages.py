@@ -21,6 +21,8 @@ _REGISTRY: dict[str, type[Message]] = {}
 SCALAR_BYTES = 8
 """Wire size of one int or float field (int64 / float64)."""
 
+_NUMBERS = (int, float, np.integer, np.floating)
+
 
 class Message:
     """Base class of every message; subclasses are made with :func:`message`."""
@@ -47,7 +49,7 @@ def field_bytes(value: object) -> int:
         return value.nbytes
     if isinstance(value, bool):
         return 1
-    if isinstance(value, int | float | np.integer | np.floating):
+    if isinstance(value, _NUMBERS):
         return SCALAR_BYTES
     if isinstance(value, str):
         return len(value.encode())

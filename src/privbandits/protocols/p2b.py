@@ -22,11 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 
 import numpy as np
 
-from privbandits.comm import Message, Network, Party, message
+from privbandits.comm import InMemoryNetwork, Message, Network, Party, message
+from privbandits.datasets.interactions import UserInteractions
+from privbandits.linear.batched import CodeModel, DisjointModel, run_population
 from privbandits.privacy import crowd_blending
+from privbandits.privacy.encoding import ContextEncoder
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
 
 PRIVACY_UNIT = "one context vector (one interaction tuple per participating user)"
@@ -173,20 +177,25 @@ class Shuffler(Party):
 
 
 class Server(Party):
-    """The analyzer: fits the central model on the batch it receives and publishes it (§2.6)."""
+    """The analyzer: fits the central disjoint LinUCB model on the batch it receives and publishes it (§2.6)."""
 
-    def __init__(self, name: str, network: Network, fit: Callable[[np.ndarray, np.ndarray, np.ndarray], tuple]) -> None:
+    def __init__(self, name: str, network: Network, n_arms: int) -> None:
         super().__init__(name, network)
-        self.fit = fit
-        self.received: Message | None = None
+        self.n_arms = n_arms
 
-    def update_and_publish(self, kind: str, audience: str) -> tuple[np.ndarray, np.ndarray]:
-        """Fit on the batch of ``kind`` and send the model to ``audience``; return the model arrays."""
-        batch = self.receive(kind)
-        self.received = batch
-        first = batch.codes if isinstance(batch, EncodedBatch) else batch.contexts
-        model = self.fit(first, batch.actions, batch.rewards)
-        self.send(audience, ModelRelease(*model))
+    def publish_code_model(self, n_codes: int, audience: str) -> CodeModel:
+        """Fit per-(arm, code) tables on the shuffled encoded batch and send them to ``audience``."""
+        batch = self.receive(EncodedBatch.kind)
+        model = CodeModel.fit(batch.codes, batch.actions, batch.rewards, self.n_arms, n_codes)
+        self.send(audience, ModelRelease(model.counts, model.reward_sums))
+        return model
+
+    def publish_linear_model(self, audience: str, dim: int) -> DisjointModel:
+        """Fit ``A_a = I + Σ x xᵀ``, ``b_a = Σ r x`` on a raw (or scalar-code) batch and send it to ``audience``."""
+        batch = self.receive(RawBatch.kind)
+        contexts = batch.contexts if len(batch.contexts) else np.empty((0, dim))
+        model = DisjointModel.fit(contexts, batch.actions, batch.rewards, self.n_arms)
+        self.send(audience, ModelRelease(model.A, model.b))
         return model
 
 
@@ -202,3 +211,203 @@ class Devices:
         if name not in self.network.parties:
             self.network.register(name)
         self.network.send(name, receiver, report)
+
+
+# -- the experiment protocol (spec §2.7) ------------------------------------------------------------
+class Representation(StrEnum):
+    """How private agents use a code (spec §9 item 1).
+
+    ONE_HOT
+        a one-hot vector of length k: a per-(arm, code) model (default).
+    SCALAR_CODE
+        the code value as a 1-D real feature, as the reference code does;
+        effectively context-free (§4.5).
+    """
+
+    ONE_HOT = "one_hot"
+    SCALAR_CODE = "scalar_code"
+
+
+@dataclass(frozen=True)
+class P2BConfig:
+    """Parameters of one P2B simulation (defaults: the paper's and reference code's, spec §5.1).
+
+    ``shared_warm_agent`` carries ONE warm agent across the late users, as the
+    reference code does (§9 item 2); by default each late user gets its own copy.
+    ``omega`` (optional) turns the ledger's δ proxy on (Eq. 3).
+    """
+
+    participation: float = 0.5
+    negative_rate: float = 0.05
+    threshold: int = 10
+    alpha: float = 1.0
+    early_fraction: float = 0.7
+    representation: Representation = Representation.ONE_HOT
+    shared_warm_agent: bool = False
+    tie_break: str = "random"
+    omega: float | None = None
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.participation <= 1.0:
+            raise ValueError(f"participation must be in [0, 1], got {self.participation}")
+        if not 0.0 < self.early_fraction < 1.0:
+            raise ValueError(f"early_fraction must be in (0, 1), got {self.early_fraction}")
+        if self.threshold < 1:
+            raise ValueError(f"threshold must be >= 1, got {self.threshold}")
+        object.__setattr__(self, "representation", Representation(self.representation))
+
+
+@dataclass(frozen=True)
+class SettingResult:
+    """Mean and standard deviation over late users of their mean reward over t rounds (spec §2.7)."""
+
+    mean: float
+    std: float
+    n_users: int
+
+    @classmethod
+    def of(cls, per_user: np.ndarray) -> SettingResult:
+        return cls(float(per_user.mean()), float(per_user.std()), int(per_user.size))
+
+
+@dataclass
+class P2BOutcome:
+    """Cold, warm non-private and warm private results of one simulation, and what was shared."""
+
+    cold: SettingResult
+    warm_non_private: SettingResult
+    warm_private: SettingResult
+    raw_tuples_shared: int
+    encoded_tuples_shared: int
+    release: dict[str, float]
+    ledger: PrivacyLedger
+    traffic: object
+
+
+def _share(
+    network: Network,
+    shuffler: Shuffler,
+    log_rewards: np.ndarray,
+    make_report: Callable[[int, int], Message],
+    config: P2BConfig,
+    rng: np.random.Generator,
+    private: bool,
+) -> int:
+    """Devices choose and send their tuples; the shuffler releases the batch to the server."""
+    users, chosen = choose_reports(log_rewards, config.participation, config.negative_rate, rng)
+    devices = Devices(network, prefix="device" if private else "raw-device")
+    for user, index in zip(users.tolist(), chosen.tolist(), strict=True):
+        devices.send(user, shuffler.name, make_report(user, index))
+    if private:
+        shuffler.release_encoded(len(users), "server")
+    else:
+        shuffler.release_raw(len(users), "server")
+    return len(users)
+
+
+def simulate(
+    data: UserInteractions, encoder: ContextEncoder, config: P2BConfig, seed: int | np.random.SeedSequence
+) -> P2BOutcome:
+    """One P2B simulation: cold, warm non-private and warm private late users (spec §2.7).
+
+    Early users (the first ``early_fraction``) run cold agents for t rounds on
+    raw contexts, share one raw tuple each with probability p, and the server
+    fits the non-private model; they run again on encoded contexts and share
+    one encoded tuple through the thresholding shuffler for the private model.
+    Late users are then measured cold, warm from the non-private model and warm
+    (on codes) from the private one. Every tuple crosses the message layer.
+    """
+    early, late = data.split(config.early_fraction)
+    streams = (
+        [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(9)]
+        if isinstance(seed, int)
+        else [np.random.default_rng(s) for s in seed.spawn(9)]
+    )
+    run = dict(alpha=config.alpha, tie_break=config.tie_break)
+    n_arms, dim = data.n_actions, data.dim
+    network = InMemoryNetwork()
+    ledger = PrivacyLedger()
+    server = Server("server", network, n_arms)
+    network.register("new_agents")
+
+    # Non-private baseline: raw tuples, anonymised and shuffled, no thresholding (§5.1 setting 2).
+    raw_shuffler = Shuffler(
+        "raw_shuffler",
+        network,
+        threshold=None,
+        participation=config.participation,
+        n_codes=None,
+        rng=streams[0],
+        ledger=ledger,
+    )
+    early_raw = run_population(DisjointModel.cold(n_arms, dim), early.contexts, early.rewards, rng=streams[1], **run)
+    with network.phase("share_raw"):
+        raw_shared = _share(
+            network,
+            raw_shuffler,
+            early_raw.rewards,
+            lambda u, i: RawReport(
+                np.array(early.contexts[u, i]), int(early_raw.arms[u, i]), int(early_raw.rewards[u, i])
+            ),
+            config,
+            streams[2],
+            private=False,
+        )
+        non_private_model = server.publish_linear_model("new_agents", dim)
+    cold = run_population(DisjointModel.cold(n_arms, dim), late.contexts, late.rewards, rng=streams[3], **run)
+    warm_np = run_population(
+        non_private_model, late.contexts, late.rewards, rng=streams[4], shared_agent=config.shared_warm_agent, **run
+    )
+
+    # P2B: encoded contexts, thresholding shuffler (§5.1 setting 3).
+    early_codes = encoder.encode(early.contexts.reshape(-1, dim)).reshape(early.n_users, -1)
+    late_codes = encoder.encode(late.contexts.reshape(-1, dim)).reshape(late.n_users, -1)
+    scalar = config.representation is Representation.SCALAR_CODE
+    shuffler = Shuffler(
+        "shuffler",
+        network,
+        threshold=config.threshold,
+        participation=config.participation,
+        n_codes=encoder.n_codes,
+        rng=streams[5],
+        ledger=ledger,
+        omega=config.omega,
+    )
+    if scalar:
+        early_seen, late_seen = early_codes[..., None].astype(float), late_codes[..., None].astype(float)
+        cold_private = DisjointModel.cold(n_arms, 1)
+    else:
+        early_seen, late_seen = early_codes, late_codes
+        cold_private = CodeModel.cold(n_arms, encoder.n_codes)
+    early_private = run_population(cold_private, early_seen, early.rewards, rng=streams[6], **run)
+    with network.phase("share_encoded"):
+        encoded_shared = _share(
+            network,
+            shuffler,
+            early_private.rewards,
+            lambda u, i: EncodedReport(
+                int(early_codes[u, i]), int(early_private.arms[u, i]), int(early_private.rewards[u, i])
+            ),
+            config,
+            streams[7],
+            private=True,
+        )
+        if scalar:
+            batch = network.receive("server", EncodedBatch.kind)
+            private_model = DisjointModel.fit(batch.codes[:, None].astype(float), batch.actions, batch.rewards, n_arms)
+            server.send("new_agents", ModelRelease(private_model.A, private_model.b))
+        else:
+            private_model = server.publish_code_model(encoder.n_codes, "new_agents")
+    warm_p = run_population(
+        private_model, late_seen, late.rewards, rng=streams[8], shared_agent=config.shared_warm_agent, **run
+    )
+    return P2BOutcome(
+        cold=SettingResult.of(cold.mean_reward),
+        warm_non_private=SettingResult.of(warm_np.mean_reward),
+        warm_private=SettingResult.of(warm_p.mean_reward),
+        raw_tuples_shared=raw_shared,
+        encoded_tuples_shared=encoded_shared,
+        release=dict(shuffler.last_release),
+        ledger=ledger,
+        traffic=network.traffic,
+    )
