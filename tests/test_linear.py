@@ -384,3 +384,19 @@ def test_constructor_errors(make, message: str) -> None:
 def test_select_rejects_wrong_context_shape(policy, contexts: np.ndarray, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
         policy.select(contexts)
+
+
+def test_ridge_statistics_load_a_warm_start():
+    from privbandits.linear import RidgeStatistics
+
+    rng = np.random.default_rng(0)
+    source = RidgeStatistics(3, 4)
+    for _ in range(50):
+        source.update(int(rng.integers(3)), rng.standard_normal(4), float(rng.standard_normal()))
+    warm = RidgeStatistics(3, 4)
+    warm.load(source.A.copy(), source.b.copy())
+    np.testing.assert_allclose(warm.A_inv, np.linalg.inv(source.A), atol=1e-12)
+    np.testing.assert_allclose(warm.theta, source.theta, atol=1e-12)
+    expected = r"^A and b must have shapes \(3, 4, 4\) and \(3, 4\), got \(3, 4\) and \(3, 4\)$"
+    with pytest.raises(ValueError, match=expected):
+        warm.load(np.zeros((3, 4)), np.zeros((3, 4)))

@@ -120,6 +120,21 @@ class RidgeStatistics:
         self.A_inv[model] = 0.5 * (exact + exact.T)
         np.matmul(self.A_inv[model], self.b[model], out=self.theta[model])
 
+    def load(self, A: np.ndarray, b: np.ndarray) -> None:
+        """Start from given statistics (a warm start from a server model): ``A`` (n_models, d, d), ``b`` (n_models, d).
+
+        The inverses and estimates are recomputed exactly; the update counters restart at 0.
+        """
+        shape = (self.n_models, self.dim, self.dim)
+        if np.shape(A) != shape or np.shape(b) != shape[:2]:
+            raise ValueError(f"A and b must have shapes {shape} and {shape[:2]}, got {np.shape(A)} and {np.shape(b)}")
+        self._gram[:] = A
+        self._n_pending[:] = 0
+        self.b[:] = b
+        self.n_updates[:] = 0
+        for model in range(self.n_models):
+            self.refresh(model)
+
     def inverse_drift(self) -> float:
         """Largest absolute entry of ``A_inv - inv(A)`` over all models (diagnostic)."""
         exact = np.linalg.inv(self.A)
