@@ -51,6 +51,17 @@ COMPUTED = {
             "P2B paper Fig. 3: ε of pre-sampling + crowd-blending versus the participation probability p",
             p2b_paper.fig3_reproduction,
         ),
+        ComputedReproduction(
+            "p2b-fig4",
+            "P2B paper Fig. 4: cold / warm non-private / warm private reward vs users, |A| = 10, 20, 50 (~15 min; "
+            "resumable)",
+            p2b_paper.fig4_reproduction,
+        ),
+        ComputedReproduction(
+            "p2b-fig5",
+            "P2B paper Fig. 5: reward vs context dimension d = 6 … 20, 20,000 early users (resumable)",
+            p2b_paper.fig5_reproduction,
+        ),
     )
 }
 
