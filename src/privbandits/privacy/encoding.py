@@ -24,6 +24,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import numba
 import numpy as np
 from sklearn.cluster import KMeans, MiniBatchKMeans
 
@@ -214,25 +215,44 @@ def reindex_by_centroid_sum(centroids: np.ndarray) -> np.ndarray:
     return code
 
 
+@numba.njit(cache=True, parallel=True)
+def _nearest_kernel(
+    points: np.ndarray, centroids_t: np.ndarray, centroid_sq: np.ndarray, tolerance: float
+) -> np.ndarray:
+    """Fused nearest-centroid search: no distance matrix is written, so memory traffic stays per row.
+
+    ``centroids_t`` is (d, k): the inner loops run over centroids, contiguous, so they vectorise.
+    """
+    n, d, k = points.shape[0], centroids_t.shape[0], centroids_t.shape[1]
+    largest_sq = centroid_sq.max()
+    codes = np.empty(n, dtype=np.int64)
+    for i in numba.prange(n):
+        distance = centroid_sq.copy()
+        point_sq = 0.0
+        for j in range(d):
+            weight = -2.0 * points[i, j]
+            point_sq += points[i, j] * points[i, j]
+            for c in range(k):
+                distance[c] += weight * centroids_t[j, c]
+        limit = distance.min() + tolerance * (point_sq + largest_sq)
+        for c in range(k):
+            if distance[c] <= limit:
+                codes[i] = c
+                break
+    return codes
+
+
 def _nearest_centroid(points: np.ndarray, centroids: np.ndarray) -> np.ndarray:
     """Index of the nearest centroid of each point, ties (within :data:`TIE_TOLERANCE`) to the lowest.
 
-    Squared distances less ‖x‖², i.e. ``‖c‖² − 2x·c``, one block of
-    :data:`CHUNK_ELEMENTS` distances at a time so millions of points fit in memory.
+    Squared distances less ‖x‖², i.e. ``‖c‖² − 2x·c``, computed row by row in
+    a compiled kernel (parallel over rows) that never materialises the n×k
+    distance matrix: the search is bound by arithmetic, not memory traffic.
     """
+    points = np.ascontiguousarray(points, dtype=np.float64)
+    centroids = np.asarray(centroids, dtype=np.float64)
     centroid_sq = np.einsum("ij,ij->i", centroids, centroids)
-    largest_sq = centroid_sq.max()
-    minus_twice = -2.0 * centroids.T
-    codes = np.empty(len(points), dtype=np.int64)
-    step = max(1, CHUNK_ELEMENTS // len(centroids))
-    for start in range(0, len(points), step):
-        block = points[start : start + step]
-        distance = block @ minus_twice
-        distance += centroid_sq
-        slack = TIE_TOLERANCE * (np.einsum("ij,ij->i", block, block) + largest_sq)
-        nearest = distance.min(axis=1) + slack
-        codes[start : start + step] = np.argmax(distance <= nearest[:, None], axis=1)
-    return codes
+    return _nearest_kernel(points, np.ascontiguousarray(centroids.T), centroid_sq, TIE_TOLERANCE)
 
 
 @dataclass(frozen=True, eq=False)
