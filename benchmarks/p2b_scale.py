@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import argparse
 import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle kernel threads must not spin against the serial steps
+
 import resource
 import time
 from unittest import mock

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
+# The compiled kernels run in parallel between serial steps; on small machines their idle
+# OpenMP threads must sleep rather than spin (measured: the P2B pipeline runs ~20% faster).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated
