@@ -219,3 +219,14 @@ def test_fig4_and_fig5_reports_resume_from_their_points(tmp_path, monkeypatch):
     monkeypatch.setattr(p2b_paper, "_synthetic_point", lambda *a: calls.append(a))
     again = p2b_paper.fig4_reproduction(tmp_path, n_actions=(5,), early_users=(300, 3000), dim=4, n_codes=16)
     assert calls == [] and again.tables == report.tables  # every point came from the JSON file
+
+
+def test_fig6_runs_on_marked_stand_ins_without_the_real_files(tmp_path, monkeypatch):
+    from privbandits.experiments import p2b_paper
+
+    monkeypatch.setenv("PRIVBANDITS_CACHE", str(tmp_path / "cache"))
+    report = p2b_paper.fig6_reproduction(tmp_path, rounds=(2, 5), n_codes=8)
+    captions = list(report.tables)
+    assert len(captions) == 2 and all("NOT the real" in caption for caption in captions)
+    assert all("stand-in data" in c.ours for c in report.claims if c.statement.startswith("private trails"))
+    assert report.figures[0].is_file()

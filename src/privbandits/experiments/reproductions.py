@@ -62,6 +62,12 @@ COMPUTED = {
             "P2B paper Fig. 5: reward vs context dimension d = 6 … 20, 20,000 early users (resumable)",
             p2b_paper.fig5_reproduction,
         ),
+        ComputedReproduction(
+            "p2b-fig6",
+            "P2B paper Fig. 6: accuracy vs local interactions, MediaMill and TMC2007 (offline stand-ins unless "
+            "ARFF files are given)",
+            p2b_paper.fig6_reproduction,
+        ),
     )
 }
 
