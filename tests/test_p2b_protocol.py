@@ -221,6 +221,7 @@ def test_fig4_and_fig5_reports_resume_from_their_points(tmp_path, monkeypatch):
     assert calls == [] and again.tables == report.tables  # every point came from the JSON file
 
 
+@pytest.mark.slow
 def test_fig6_runs_on_marked_stand_ins_without_the_real_files(tmp_path, monkeypatch):
     from privbandits.experiments import p2b_paper
 
