@@ -75,12 +75,7 @@ def fig3_reproduction(out: Path, *, progress: Callable[[str], None] | None = Non
     )
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "p2b-fig3.png"
-    fig.savefig(path)
-    plt.close(fig)
-    report.figures.append(path)
+    report.add_figure(fig, out / "p2b-fig3.png")
     report.notes.append(
         "δ = exp(−Ω l (1 − p)²) (Eq. 3) needs Ω, which the paper never gives; it is reported only "
         "for an explicitly chosen Ω."
@@ -232,11 +227,7 @@ def fig4_reproduction(
         )
     )
     fig.suptitle("P2B Fig. 4 reproduced: mean reward of late users over their t = 10 rounds")
-    fig.tight_layout()
-    path = out / "p2b-fig4.png"
-    fig.savefig(path)
-    plt.close(fig)
-    report.figures.append(path)
+    report.add_figure(fig, out / "p2b-fig4.png")
     report.notes += [
         f"Generator: {mapping} ({'the reference code' if mapping == 'linear' else 'the paper'}'s, spec §9.5); "
         "one-hot codes, a copied warm model per late user, random tie-breaking (spec §9.1, §9.2).",
@@ -308,11 +299,7 @@ def fig5_reproduction(
     ax.set(xlabel="context dimension d", ylabel="average reward", title="P2B Fig. 5 (solid: ours, dotted: reference)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = out / "p2b-fig5.png"
-    fig.savefig(path)
-    plt.close(fig)
-    report.figures.append(path)
+    report.add_figure(fig, out / "p2b-fig5.png")
     report.notes.append(
         "Encoders for d ≤ 13 are fitted on the whole grid and for d ≥ 14 on a uniform grid sample "
         "(spec §9.8); the first run fits and caches them (minutes for d = 12, 13)."
@@ -406,12 +393,7 @@ def fig6_reproduction(
             )
         )
     fig.suptitle("P2B Fig. 6 reproduced (solid: ours; dotted: the reference code's TMC run)")
-    fig.tight_layout()
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "p2b-fig6.png"
-    fig.savefig(path)
-    plt.close(fig)
-    report.figures.append(path)
+    report.add_figure(fig, out / "p2b-fig6.png")
     report.notes += [
         "MediaMill and TMC2007 cannot be downloaded here. Without ARFF paths this reproduction runs on OFFLINE "
         "STAND-INS (scikit-learn's multi-label generator with the real shapes, through the reference's reduction); "

@@ -5,7 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rich.table import Table
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from rich.table import Table  # noqa: E402
 
 
 def _row(cells: list[str]) -> str:
@@ -34,6 +39,15 @@ class PaperReport:
     figures: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     tables: dict[str, list[list[str]]] = field(default_factory=dict)
+
+    def add_figure(self, figure: Figure, path: Path) -> Path:
+        """Lay out, save as PNG and close ``figure``; list it in the report."""
+        figure.tight_layout()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(path)
+        plt.close(figure)
+        self.figures.append(path)
+        return path
 
     def table(self) -> Table:
         """The claims as a rich table."""

@@ -188,12 +188,7 @@ def fig4_report(records: list[RunRecord], out: Path) -> PaperReport:
             )
         )
     fig.suptitle(f"Vertical O3M paper Fig. 4 reproduced: mean and {CONFIDENCE:.0%} t-interval over seeds")
-    fig.tight_layout()
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "vertical-fig4.png"
-    fig.savefig(path)
-    plt.close(fig)
-    report.figures.append(path)
+    report.add_figure(fig, out / "vertical-fig4.png")
     report.notes += [
         "Partial = the active party alone (first 20 of 100 features); regret always uses the full x and θ* (§8.4.13).",
         "Noise variance 0.05, λ = 1, β = 0.5, v = 0.01; lowest-index tie-breaking within 1e-9 (spec §8.4.1).",
@@ -248,12 +243,7 @@ def fig6_report(records: list[RunRecord], out: Path) -> PaperReport:
                 )
             )
     fig.suptitle(f"Vertical O3M paper Fig. 6 reproduced: mean and {CONFIDENCE:.0%} t-interval over seeds")
-    fig.tight_layout()
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "vertical-fig6.png"
-    fig.savefig(path)
-    plt.close(fig)
-    report.figures.append(path)
+    report.add_figure(fig, out / "vertical-fig6.png")
     report.notes.append("Ratio 0.2 = the active party's 20 features; 0.8 = the first 80 (AP + PPs 2-4), spec §8.4.13.")
     return report
 
@@ -422,12 +412,7 @@ def fig5_reproduction(
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
     fig.suptitle("Vertical O3M paper Fig. 5 reproduced (op model: spec §8.3; measured: this machine, 1 BLAS thread)")
-    fig.tight_layout()
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "vertical-fig5.png"
-    fig.savefig(path)
-    plt.close(fig)
-    report.figures.append(path)
+    report.add_figure(fig, out / "vertical-fig5.png")
 
     grid = [(d, k) for d in (100, 500, 1000, 5000) for k in (100, 500, 1000)]
     ucb_model = [op_counts(d, k, n_parties)["VFUCB"] / op_counts(d, k, n_parties)["LinUCB"] for d, k in grid]
@@ -688,12 +673,7 @@ def audit_reproduction(
     )
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "vertical-audit.png"
-    fig.savefig(path)
-    plt.close(fig)
-    report.figures.append(path)
+    report.add_figure(fig, out / "vertical-audit.png")
 
     at = {int(n): i for i, n in enumerate(counts)}
     report.claims += [

@@ -91,15 +91,21 @@ def shared_ucb_scores(X: np.ndarray, A_inv: np.ndarray, theta: np.ndarray, alpha
 
 
 @numba.njit(cache=True)
-def lowest_tied_index(scores: np.ndarray, tolerance: float) -> int:
-    """Lowest index with ``score >= max - tolerance * max(1, |max|)``; -1 if a score is NaN."""
+def tie_threshold(scores: np.ndarray, tolerance: float) -> float:
+    """The smallest score that ties with the best: ``max - tolerance * max(1, |max|)``; NaN if a score is NaN."""
     best = -np.inf
     for s in scores:
         if s != s:
-            return -1
+            return np.nan
         if s > best:
             best = s
-    threshold = best - tolerance * max(1.0, abs(best))
+    return best - tolerance * max(1.0, abs(best))
+
+
+@numba.njit(cache=True)
+def lowest_tied_index(scores: np.ndarray, tolerance: float) -> int:
+    """Lowest index with ``score >= max - tolerance * max(1, |max|)``; -1 if a score is NaN."""
+    threshold = tie_threshold(scores, tolerance)
     for a in range(scores.shape[0]):
         if scores[a] >= threshold:
             return a

@@ -50,6 +50,7 @@ import numpy as np
 import scipy.linalg
 from threadpoolctl import threadpool_limits
 
+from privbandits.linear._kernels import lowest_tied_index, tie_threshold
 from privbandits.linear.policies import as_generator, named_choice
 from privbandits.linear.ridge import DEFAULT_REFRESH_EVERY
 from privbandits.linear.tiebreak import _NAN_MESSAGE, DEFAULT_TIE_TOLERANCE, TieBreak
@@ -233,19 +234,12 @@ class CodeModel:
 @numba.njit(cache=True)
 def _pick(scores: np.ndarray, tolerance: float, uniform: float) -> int:
     """Lowest tied arm (``uniform < 0``) or the ``floor(uniform * m)``-th of the m tied arms; -1 on NaN."""
-    best = -np.inf
-    for s in scores:
-        if s != s:
-            return -1
-        if s > best:
-            best = s
-    threshold = best - tolerance * max(1.0, abs(best))
-    n_arms = scores.shape[0]
     if uniform < 0.0:
-        for a in range(n_arms):
-            if scores[a] >= threshold:
-                return a
+        return lowest_tied_index(scores, tolerance)
+    threshold = tie_threshold(scores, tolerance)
+    if threshold != threshold:
         return -1
+    n_arms = scores.shape[0]
     n_tied = 0
     for a in range(n_arms):
         if scores[a] >= threshold:
