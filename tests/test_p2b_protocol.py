@@ -231,3 +231,15 @@ def test_fig6_runs_on_marked_stand_ins_without_the_real_files(tmp_path, monkeypa
     assert len(captions) == 2 and all("NOT the real" in caption for caption in captions)
     assert all("stand-in data" in c.ours for c in report.claims if c.statement.startswith("private trails"))
     assert report.figures[0].is_file()
+
+
+def test_reference_compatible_mode_runs_scalar_codes_and_a_shared_warm_agent(small_world):
+    from privbandits.protocols.p2b import P2BConfig, simulate
+
+    encoder, data = small_world
+    out = simulate(data, encoder, P2BConfig(representation="scalar_code", shared_warm_agent=True), seed=2)
+    release = [e for e in out.traffic.links if e[1] == "server"]
+    assert ("share_encoded", "server", "new_agents") in release
+    assert 0.0 <= out.warm_private.mean <= 1.0 and out.warm_private.n_users == data.n_users - int(0.7 * data.n_users)
+    with pytest.raises(ValueError, match="^representation must be one of 'one_hot', 'scalar_code', got 'vector'$"):
+        P2BConfig(representation="vector")

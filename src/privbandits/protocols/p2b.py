@@ -29,6 +29,7 @@ import numpy as np
 from privbandits.comm import InMemoryNetwork, Message, Network, Party, message
 from privbandits.datasets.interactions import UserInteractions
 from privbandits.linear.batched import CodeModel, DisjointModel, run_population
+from privbandits.linear.policies import named_choice
 from privbandits.privacy import crowd_blending
 from privbandits.privacy.encoding import ContextEncoder
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
@@ -190,6 +191,13 @@ class Server(Party):
         self.send(audience, ModelRelease(model.counts, model.reward_sums))
         return model
 
+    def publish_scalar_code_model(self, audience: str) -> DisjointModel:
+        """Reference-compatible mode (§4.5): fit 1-D LinUCB on the code values of the encoded batch."""
+        batch = self.receive(EncodedBatch.kind)
+        model = DisjointModel.fit(batch.codes[:, None].astype(float), batch.actions, batch.rewards, self.n_arms)
+        self.send(audience, ModelRelease(model.A, model.b))
+        return model
+
     def publish_linear_model(self, audience: str, dim: int) -> DisjointModel:
         """Fit ``A_a = I + Σ x xᵀ``, ``b_a = Σ r x`` on a raw (or scalar-code) batch and send it to ``audience``."""
         batch = self.receive(RawBatch.kind)
@@ -254,7 +262,7 @@ class P2BConfig:
             raise ValueError(f"early_fraction must be in (0, 1), got {self.early_fraction}")
         if self.threshold < 1:
             raise ValueError(f"threshold must be >= 1, got {self.threshold}")
-        object.__setattr__(self, "representation", Representation(self.representation))
+        object.__setattr__(self, "representation", named_choice(Representation, self.representation, "representation"))
 
 
 @dataclass(frozen=True)
@@ -318,11 +326,8 @@ def simulate(
     (on codes) from the private one. Every tuple crosses the message layer.
     """
     early, late = data.split(config.early_fraction)
-    streams = (
-        [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(9)]
-        if isinstance(seed, int)
-        else [np.random.default_rng(s) for s in seed.spawn(9)]
-    )
+    sequence = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    streams = [np.random.default_rng(child) for child in sequence.spawn(9)]
     run = dict(alpha=config.alpha, tie_break=config.tie_break)
     n_arms, dim = data.n_actions, data.dim
     network = InMemoryNetwork()
@@ -393,9 +398,7 @@ def simulate(
             private=True,
         )
         if scalar:
-            batch = network.receive("server", EncodedBatch.kind)
-            private_model = DisjointModel.fit(batch.codes[:, None].astype(float), batch.actions, batch.rewards, n_arms)
-            server.send("new_agents", ModelRelease(private_model.A, private_model.b))
+            private_model = server.publish_scalar_code_model("new_agents")
         else:
             private_model = server.publish_code_model(encoder.n_codes, "new_agents")
     warm_p = run_population(
