@@ -113,10 +113,16 @@ SETTINGS = ("cold", "warm_non_private", "warm_private")
 EARLY_FRACTION = 0.7
 
 
-def _synthetic_point(early: int, rounds: int, dim: int, n_actions: int, n_codes: int, mapping: str, seed: int) -> dict:
+REFERENCE_MODE = P2BConfig(representation="scalar_code", shared_warm_agent=True)
+"""The reference code's private agents (scalar code) and warm agent (one, shared), spec §9.1–9.2."""
+
+
+def _synthetic_point(
+    early: int, rounds: int, dim: int, n_actions: int, n_codes: int, mapping: str, seed: int, config: P2BConfig
+) -> dict:
     """One simulation of the synthetic benchmark; early users as on the reference's x-axis (spec §9.17)."""
     data = p2b_synthetic_interactions(round(early / EARLY_FRACTION), rounds, dim, n_actions, mapping=mapping, seed=seed)
-    outcome = simulate(data, load_or_fit_encoder(dim, 1, n_codes), P2BConfig(), seed=seed)
+    outcome = simulate(data, load_or_fit_encoder(dim, 1, n_codes), config, seed=seed)
     return {
         **{name: getattr(outcome, name).mean for name in SETTINGS},
         **{f"{name}_std": getattr(outcome, name).std for name in SETTINGS},
@@ -174,8 +180,8 @@ def fig4_reproduction(
     out.mkdir(parents=True, exist_ok=True)
     keys = [f"A={a},early={u}" for a in n_actions for u in early_users]
     points = _resumable(out / f"p2b-fig4-{mapping}-points.json", keys, lambda key: _synthetic_point(
-        int(key.split(",")[1].split("=")[1]), 10, dim, int(key.split(",")[0].split("=")[1]), n_codes, mapping, seed),
-        progress)  # fmt: skip
+        int(key.split(",")[1].split("=")[1]), 10, dim, int(key.split(",")[0].split("=")[1]), n_codes, mapping, seed,
+        P2BConfig()), progress)  # fmt: skip
     fig, axes = plt.subplots(1, len(n_actions), figsize=(5.2 * len(n_actions), 4.2), dpi=110, squeeze=False)
     styles = {"cold": ("bs-", "Cold"), "warm_non_private": ("ko-", "Warm non-private"),
               "warm_private": ("r*-", "Warm private (P2B)")}  # fmt: skip
@@ -245,16 +251,23 @@ def fig5_reproduction(
     early: int = 20_000,
     mapping: str = "linear",
     n_codes: int = 1024,
+    reference_mode: bool = False,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
 ) -> PaperReport:
-    """Fig. 5: average reward vs context dimension d = 6 … 20 (u = 20,000 early users, |A| = 20, t = 20)."""
-    report = PaperReport("p2b-fig5", f"P2B paper, Fig. 5 (synthetic, 20,000 early users, |A| = 20, t = 20, {mapping})")
+    """Fig. 5: average reward vs context dimension d = 6 … 20 (u = 20,000 early users, |A| = 20, t = 20).
+
+    ``reference_mode`` runs the reference code's scalar codes and shared warm agent (:data:`REFERENCE_MODE`).
+    """
+    name = "p2b-fig5-reference" if reference_mode else "p2b-fig5"
+    mode = "reference-compatible mode" if reference_mode else "one-hot codes, a warm copy per user"
+    report = PaperReport(name, f"P2B paper, Fig. 5 (20,000 early users, |A| = 20, t = 20, {mapping}; {mode})")
     out.mkdir(parents=True, exist_ok=True)
+    config = REFERENCE_MODE if reference_mode else P2BConfig()
     points = _resumable(
-        out / f"p2b-fig5-{mapping}-points.json",
+        out / f"{name}-{mapping}-points.json",
         [f"d={d}" for d in dims],
-        lambda key: _synthetic_point(early, 20, int(key[2:]), 20, 1024, mapping, seed),
+        lambda key: _synthetic_point(early, 20, int(key[2:]), 20, n_codes, mapping, seed, config),
         progress,
     )
     rows = [["d", "cold", "warm NP", "warm P", "reference (cold / NP / P)", "released"]]
@@ -299,7 +312,7 @@ def fig5_reproduction(
     ax.set(xlabel="context dimension d", ylabel="average reward", title="P2B Fig. 5 (solid: ours, dotted: reference)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    report.add_figure(fig, out / "p2b-fig5.png")
+    report.add_figure(fig, out / f"{name}.png")
     report.notes.append(
         "Encoders for d ≤ 13 are fitted on the whole grid and for d ≥ 14 on a uniform grid sample "
         "(spec §9.8); the first run fits and caches them (minutes for d = 12, 13)."

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -61,6 +62,11 @@ COMPUTED = {
             "p2b-fig5",
             "P2B paper Fig. 5: reward vs context dimension d = 6 … 20, 20,000 early users (resumable)",
             p2b_paper.fig5_reproduction,
+        ),
+        ComputedReproduction(
+            "p2b-fig5-reference",
+            "P2B paper Fig. 5 in the reference code's mode (scalar codes, one shared warm agent)",
+            partial(p2b_paper.fig5_reproduction, reference_mode=True),
         ),
         ComputedReproduction(
             "p2b-fig6",
