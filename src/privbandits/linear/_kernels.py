@@ -14,6 +14,37 @@ import numpy as np
 
 
 @numba.njit(cache=True)
+def inverse_step(A_inv: np.ndarray, theta: np.ndarray, x: np.ndarray, reward: float, v: np.ndarray) -> None:
+    """Sherman–Morrison and recursive least squares for one observation, in place (``v`` is scratch).
+
+    With ``v = A^{-1}x`` and ``c = 1 + x^T v``: ``A^{-1} -= w w^T`` for
+    ``w = v / sqrt(c)``, so entries (i, j) and (j, i) get the same product and a
+    symmetric inverse stays exactly symmetric; ``theta += (v / c)(reward - x^T theta)``,
+    the recursive form of ``theta = A^{-1} b`` (O(d) instead of O(d^2)).
+    """
+    d = x.shape[0]
+    for i in range(d):
+        s = 0.0
+        for j in range(d):
+            s += A_inv[i, j] * x[j]
+        v[i] = s
+    c = 1.0
+    residual = reward
+    for i in range(d):
+        c += x[i] * v[i]
+        residual -= x[i] * theta[i]
+    gain = residual / c
+    scale = 1.0 / np.sqrt(c)
+    for i in range(d):
+        theta[i] += gain * v[i]
+        v[i] *= scale
+    for i in range(d):
+        vi = v[i]
+        for j in range(d):
+            A_inv[i, j] -= vi * v[j]
+
+
+@numba.njit(cache=True)
 def sherman_morrison_step(
     gram: np.ndarray,
     pending: np.ndarray,
@@ -28,37 +59,16 @@ def sherman_morrison_step(
 ) -> int:
     """Add ``(x, reward)`` to model ``model`` of stacked statistics, in place.
 
-    With ``v = A^{-1}x`` and ``c = 1 + x^T v`` (Sherman–Morrison):
-    ``A^{-1} -= w w^T`` for ``w = v / sqrt(c)``, so entries (i, j) and (j, i)
-    get the same product ``w_i w_j`` and a symmetric inverse stays exactly
-    symmetric; ``theta += (v / c)(reward - x^T theta)``, the recursive
-    least-squares form of ``theta = A^{-1} b`` (O(d) instead of O(d^2));
-    ``b += reward x``. The Gram matrix ``A = gram + P^T P`` gains ``x`` as a
-    row of the pending block ``P``, folded into ``gram`` by one matrix product
-    when the block is full. Returns the model's new update count.
+    :func:`inverse_step` updates ``A^{-1}`` and ``theta``; ``b += reward x``.
+    The Gram matrix ``A = gram + P^T P`` gains ``x`` as a row of the pending
+    block ``P``, folded into ``gram`` by one matrix product when the block is
+    full. Returns the model's new update count.
     """
-    Ai = A_inv[model]
-    th = theta[model]
-    d = x.shape[0]
-    v = Ai @ x
-    c = 1.0
-    residual = reward
-    for i in range(d):
-        c += x[i] * v[i]
-        residual -= x[i] * th[i]
-    gain = residual / c
-    scale = 1.0 / np.sqrt(c)
+    inverse_step(A_inv[model], theta[model], x, reward, np.empty(x.shape[0]))
     row = pending[model, n_pending[model]]
-    for i in range(d):
-        th[i] += gain * v[i]
-        v[i] *= scale
+    for i in range(x.shape[0]):
         b[model, i] += reward * x[i]
         row[i] = x[i]
-    for i in range(d):
-        inverse_row = Ai[i]
-        vi = v[i]
-        for j in range(d):
-            inverse_row[j] -= vi * v[j]
     n_pending[model] += 1
     if n_pending[model] == pending.shape[1]:
         fold_pending(gram, pending, n_pending, model)

@@ -50,7 +50,7 @@ import numpy as np
 import scipy.linalg
 from threadpoolctl import threadpool_limits
 
-from privbandits.linear._kernels import lowest_tied_index, tie_threshold
+from privbandits.linear._kernels import inverse_step, lowest_tied_index, tie_threshold
 from privbandits.linear.policies import as_generator, named_choice
 from privbandits.linear.ridge import DEFAULT_REFRESH_EVERY
 from privbandits.linear.tiebreak import _NAN_MESSAGE, DEFAULT_TIE_TOLERANCE, TieBreak
@@ -332,24 +332,7 @@ def _dense_update(
     Ai = A_inv[arm]
     th = theta[arm]
     d = x.shape[0]
-    for i in range(d):
-        s = 0.0
-        for j in range(d):
-            s += Ai[i, j] * x[j]
-        v[i] = s
-    c = 1.0
-    residual = reward
-    for i in range(d):
-        c += x[i] * v[i]
-        residual -= x[i] * th[i]
-    gain = residual / c
-    scale = 1.0 / np.sqrt(c)
-    for i in range(d):
-        th[i] += gain * v[i]
-        v[i] *= scale
-    for i in range(d):
-        for j in range(d):
-            Ai[i, j] -= v[i] * v[j]
+    inverse_step(Ai, th, x, reward, v)
     n_updates[arm] += 1
     for i in range(d):
         b[arm, i] += reward * x[i]
