@@ -15,19 +15,15 @@ import numpy as np
 
 @numba.njit(cache=True)
 def inverse_step(A_inv: np.ndarray, theta: np.ndarray, x: np.ndarray, reward: float, v: np.ndarray) -> None:
-    """Sherman–Morrison and recursive least squares for one observation, in place (``v`` is scratch).
+    """Sherman–Morrison and recursive least squares for one observation, in place.
 
-    With ``v = A^{-1}x`` and ``c = 1 + x^T v``: ``A^{-1} -= w w^T`` for
-    ``w = v / sqrt(c)``, so entries (i, j) and (j, i) get the same product and a
-    symmetric inverse stays exactly symmetric; ``theta += (v / c)(reward - x^T theta)``,
-    the recursive form of ``theta = A^{-1} b`` (O(d) instead of O(d^2)).
+    ``v`` holds ``A^{-1}x`` on entry (callers compute it the fastest way for
+    their size) and is overwritten. With ``c = 1 + x^T v``: ``A^{-1} -= w w^T``
+    for ``w = v / sqrt(c)``, so entries (i, j) and (j, i) get the same product
+    and a symmetric inverse stays exactly symmetric; ``theta += (v / c)(reward
+    - x^T theta)``, the recursive form of ``theta = A^{-1} b`` (O(d), not O(d^2)).
     """
     d = x.shape[0]
-    for i in range(d):
-        s = 0.0
-        for j in range(d):
-            s += A_inv[i, j] * x[j]
-        v[i] = s
     c = 1.0
     residual = reward
     for i in range(d):
@@ -64,7 +60,7 @@ def sherman_morrison_step(
     block ``P``, folded into ``gram`` by one matrix product when the block is
     full. Returns the model's new update count.
     """
-    inverse_step(A_inv[model], theta[model], x, reward, np.empty(x.shape[0]))
+    inverse_step(A_inv[model], theta[model], x, reward, A_inv[model] @ x)
     row = pending[model, n_pending[model]]
     for i in range(x.shape[0]):
         b[model, i] += reward * x[i]

@@ -332,6 +332,11 @@ def _dense_update(
     Ai = A_inv[arm]
     th = theta[arm]
     d = x.shape[0]
+    for i in range(d):  # v = A⁻¹x by loops: at P2B's small d a BLAS call costs more than it saves
+        s = 0.0
+        for j in range(d):
+            s += Ai[i, j] * x[j]
+        v[i] = s
     inverse_step(Ai, th, x, reward, v)
     n_updates[arm] += 1
     for i in range(d):
