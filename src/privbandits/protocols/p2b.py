@@ -26,7 +26,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from privbandits.comm import InMemoryNetwork, Message, Network, Party, message
+from privbandits.comm import InMemoryNetwork, Message, Network, Party, Traffic, message
 from privbandits.datasets.interactions import UserInteractions
 from privbandits.linear.batched import CodeModel, DisjointModel, run_population
 from privbandits.linear.policies import named_choice
@@ -289,7 +289,7 @@ class P2BOutcome:
     encoded_tuples_shared: int
     release: dict[str, float]
     ledger: PrivacyLedger
-    traffic: object
+    traffic: Traffic
 
 
 def _share(
