@@ -70,7 +70,8 @@ def play(policy: LinUCB, contexts: np.ndarray, rewards: np.ndarray) -> np.ndarra
     arms = np.empty(len(contexts), dtype=np.int64)
     for t, x in enumerate(contexts):
         arms[t] = policy.select(x)
-        policy.update(x, int(arms[t]), float(rewards[t, arms[t]]))
+        if not np.isnan(rewards[t, arms[t]]):  # an unknown reward (replay) teaches nothing
+            policy.update(x, int(arms[t]), float(rewards[t, arms[t]]))
     return arms
 
 
@@ -113,6 +114,33 @@ def test_dense_population_equals_per_user_linucb(dim: int, warm: bool) -> None:
         np.testing.assert_allclose(agents.scores(np.tile(x, (n_users, 1)))[u], policy.scores(x), rtol=0, atol=1e-12)
     np.testing.assert_array_equal(log.rewards, np.take_along_axis(table, log.arms[:, :, None], axis=2)[:, :, 0])
     np.testing.assert_array_equal(log.mean_reward, log.rewards.mean(axis=1))
+
+
+@pytest.mark.parametrize("codes", [False, True])
+def test_replay_skips_unknown_rewards_as_per_user_linucb_does(codes: bool) -> None:
+    """NaN rewards (one logged arm per round, as in OBD) teach nothing and leave the users' means."""
+    rng = np.random.default_rng(31 + codes)
+    n_users, n_rounds, n_codes = 30, 40, 6
+    logged = rng.integers(0, K, (n_users, n_rounds))
+    table = np.full((n_users, n_rounds, K), np.nan)
+    np.put_along_axis(table, logged[:, :, None], rng.integers(0, 2, (n_users, n_rounds, 1)), axis=2)
+    if codes:
+        model, contexts = code_model(rng, n_codes, warm=True), rng.integers(0, n_codes, (n_users, n_rounds))
+        reference, seen = (lambda: code_linucb(model)), one_hot(contexts, n_codes)
+    else:
+        model, contexts = dense_model(rng, 3, warm=True), contexts_for(rng, 3, n_users, n_rounds)
+        reference, seen = (lambda: linucb_from(model.A, model.b)), contexts
+
+    log = run_population(model, contexts, table)
+    for u in range(n_users):
+        assert np.array_equal(play(reference(), seen[u], table[u]), log.arms[u])
+    matched = log.arms == logged
+    assert np.array_equal(log.known, matched.sum(axis=1)) and 0 < matched.mean() < 0.5
+    expected = np.array([log.rewards[u, matched[u]].mean() if matched[u].any() else np.nan for u in range(n_users)])
+    np.testing.assert_array_equal(log.mean_reward, expected)
+    shared = run_population(model, contexts, table, shared_agent=True)
+    sequence = (seen if codes else contexts).reshape(n_users * n_rounds, -1)
+    assert np.array_equal(play(reference(), sequence, table.reshape(-1, K)), shared.arms.ravel())
 
 
 def test_dense_population_in_many_blocks_and_with_refreshes() -> None:

@@ -83,6 +83,19 @@ def test_reports_prefer_positive_tuples_and_follow_the_fallbacks():
     assert nobody.size == 0
 
 
+def test_reports_never_carry_an_unknown_replayed_reward():
+    rng = np.random.default_rng(4)
+    rewards = np.full((3000, 5), np.nan)
+    rewards[:1000, 1] = 1.0  # one known positive tuple
+    rewards[1000:2000, 3] = 0.0  # one known negative tuple
+    users, index = choose_reports(rewards, 1.0, 0.05, rng)
+    sent = rewards[users, index]
+    assert not np.isnan(sent).any() and users.max() < 2000  # users with no known reward send nothing
+    assert np.all(index[users < 1000] == 1) and np.all(index[users >= 1000] == 3)
+    assert (users >= 1000).sum() == 1000  # no positive tuple: the known negative one is sent
+    assert abs((users < 1000).sum() - 950) < 4 * math.sqrt(1000 * 0.05 * 0.95)  # asked for a negative: none known
+
+
 # -- shuffler and server -------------------------------------------------------------------
 def _run_shuffler(codes, actions, rewards, threshold, seed=0):
     net = InMemoryNetwork(record=True)
@@ -243,3 +256,25 @@ def test_reference_compatible_mode_runs_scalar_codes_and_a_shared_warm_agent(sma
     assert 0.0 <= out.warm_private.mean <= 1.0 and out.warm_private.n_users == data.n_users - int(0.7 * data.n_users)
     with pytest.raises(ValueError, match="^representation must be one of 'one_hot', 'scalar_code', got 'vector'$"):
         P2BConfig(representation="vector")
+
+
+def test_replay_on_a_partially_observed_table_counts_only_known_rounds(small_world):
+    """OBD-style data (one observed action per row): means are over matched rounds (replay), not zeros."""
+    from privbandits.datasets.interactions import UserInteractions
+    from privbandits.protocols.p2b import P2BConfig, simulate
+
+    encoder, data = small_world
+    rng = np.random.default_rng(6)
+    logged = rng.integers(0, data.n_actions, data.rewards.shape[:2])
+    observed = np.zeros(data.rewards.shape, dtype=bool)
+    np.put_along_axis(observed, logged[:, :, None], True, axis=2)
+    logged_data = UserInteractions(data.contexts, np.where(observed, data.rewards, 0), "logged", data.source, observed)
+    assert np.isnan(logged_data.reward_table[~observed]).all() and logged_data.reward_table.dtype == np.float64
+    out = simulate(logged_data, encoder, P2BConfig(), seed=0)
+    late_rounds = (data.n_users - int(0.7 * data.n_users)) * data.n_interactions
+    for result in (out.cold, out.warm_non_private, out.warm_private):
+        assert 0 < result.rounds < 0.5 * late_rounds  # about 1/K of the rounds are matched
+        assert result.n_users <= data.n_users - int(0.7 * data.n_users)
+    # The zeros of the unobserved entries are not counted: the replayed means match the full table's scale.
+    full = simulate(data, encoder, P2BConfig(), seed=0)
+    assert abs(out.cold.mean - full.cold.mean) < 0.1 and full.cold.rounds == late_rounds

@@ -116,6 +116,33 @@ def item_labels(components: np.ndarray) -> np.ndarray:
     return cantor_pair(p1, cantor_pair(p1, components[:, 2]))
 
 
+class RankedLabels(NamedTuple):
+    """The rows whose label is among the most frequent, and each one's arm (frequency rank)."""
+
+    rows: np.ndarray
+    actions: np.ndarray
+    labels: np.ndarray
+    first_rows: np.ndarray
+
+
+def rank_item_labels(row_labels: np.ndarray, n_items: int) -> RankedLabels:
+    """Keep the ``n_items`` most frequent labels as arms 0, 1, … by frequency (ties: smaller label first).
+
+    Returns the kept rows (in order), their arms, the arms' labels and the
+    first row carrying each arm's label (P2B's plain "top 40 by frequency",
+    spec ``p2b.md`` §9.14).
+    """
+    distinct, first, counts = np.unique(row_labels, return_index=True, return_counts=True)
+    if distinct.size < n_items:
+        raise ValueError(f"n_items must be <= {distinct.size}, the number of distinct item labels, got {n_items}")
+    top = np.lexsort((distinct, -counts))[:n_items]
+    rank = np.full(distinct.size, -1)
+    rank[top] = np.arange(n_items)
+    row_rank = rank[np.searchsorted(distinct, row_labels)]
+    rows = np.flatnonzero(row_rank >= 0)
+    return RankedLabels(rows, row_rank[rows], distinct[top], first[top])
+
+
 def fill_forward_backward(missing: np.ndarray) -> np.ndarray:
     """Row whose value each row takes: the last present row before it, else the first present row.
 
@@ -259,17 +286,11 @@ def load_criteo(
     if rows.size == 0:
         raise ValueError(f"{path}: no clicked rows among the {n_rows} rows read; clicked_only=True needs some")
     components = hash_encode(np.stack(codes, axis=1)[rows])
-    row_labels = item_labels(components)
-    distinct, first, counts = np.unique(row_labels, return_index=True, return_counts=True)
-    if distinct.size < n_items:
-        raise ValueError(f"n_items must be <= {distinct.size}, the number of distinct item labels, got {n_items}")
-    top = np.lexsort((distinct, -counts))[:n_items]
-    arm_of = {int(label): arm for arm, label in enumerate(distinct[top])}
-    keep = np.flatnonzero(np.isin(row_labels, distinct[top]))
-    actions = np.array([arm_of[int(label)] for label in row_labels[keep]], dtype=np.int64)
+    ranked = rank_item_labels(item_labels(components), n_items)
+    keep, actions = ranked.rows, ranked.actions
 
     users = np.stack(numeric, axis=1)[rows[keep]]
-    items = components[first[top]].astype(np.float64)
+    items = components[ranked.first_rows].astype(np.float64)
     if scale:
         users, items = _min_max(users), _min_max(items)
     data = LoggedBanditData(
@@ -282,7 +303,7 @@ def load_criteo(
         user_feature_names=tuple(kept_numeric),
         item_feature_names=HASH_NAMES,
     )
-    return CriteoLog(data, distinct[top], tuple(dropped))
+    return CriteoLog(data, ranked.labels, tuple(dropped))
 
 
 def criteo_contexts(

@@ -133,6 +133,17 @@ class UserInteractions:
         return self.rewards.shape[2]
 
     @property
+    def reward_table(self) -> np.ndarray:
+        """``rewards`` for a simulation: as is when fully observed, else float64 with NaN where unobserved.
+
+        NaN is the "unknown reward" of :func:`privbandits.linear.batched.run_population`,
+        which replays such rounds (Li et al. 2011): they teach nothing and are not counted.
+        """
+        if self.observed is None:
+            return self.rewards
+        return np.where(self.observed, self.rewards, np.nan)
+
+    @property
     def is_real(self) -> bool:
         """True when the source is real data (not a stand-in nor synthetic)."""
         return self.source.startswith(REAL)

@@ -34,6 +34,9 @@ logged entry only. A simulation must choose how to read it:
   of the user, so every policy then earns CTR/K in expectation: the problem has
   no learnable signal.
 
+The Criteo log cannot be downloaded here, so :func:`criteo_stand_in` makes an
+offline stand-in with the log's shape and P2B's label mechanism (see there).
+
 The 10,000-row sample has 38 clicks (CTR ≈ 0.4 %), so neither reading makes it
 a meaningful P2B benchmark; it serves as a real-data run of the pipeline, not
 as a reproduction of any figure.
@@ -45,8 +48,8 @@ from pathlib import Path
 
 import numpy as np
 
-from privbandits.datasets.criteo import load_criteo
-from privbandits.datasets.interactions import REAL, UserInteractions, interactions_from_rows
+from privbandits.datasets.criteo import item_labels, load_criteo, rank_item_labels
+from privbandits.datasets.interactions import REAL, STAND_IN, UserInteractions, interactions_from_rows
 from privbandits.datasets.obd import load_obd
 
 
@@ -156,4 +159,67 @@ def obd_interactions(
         ),
         decimals=decimals,
         observed=observed,
+    )
+
+
+def criteo_stand_in(
+    seed: int = 0,
+    *,
+    n_users: int = 3000,
+    n_interactions: int = 300,
+    n_actions: int = 40,
+    dim: int = 10,
+    n_categorical: int = 20,
+    dependence: float = 0.15,
+    decimals: int | None = 1,
+) -> UserInteractions:
+    """An offline stand-in for P2B's Criteo users: Criteo's shape and label mechanism, made-up statistics.
+
+    Each clicked row has a latent z ~ N(0, I_3). Its ``dim`` numerical features
+    are heavy-tailed counts ``⌊exp(μ_j + (zM)_j + 0.7 ε_j)⌋`` (Criteo's integer
+    features are counts). Its label is built as P2B builds Criteo's: the
+    ``n_categorical`` categorical cells fall into the 3 hash components,
+    here a Multinomial(``n_categorical``, softmax(zB)) draw with B of scale
+    ``dependence`` (so the label depends weakly on the context through z), the
+    components are Cantor-paired (:func:`~privbandits.datasets.criteo.item_labels`)
+    and the ``n_actions`` most frequent labels are kept
+    (:func:`~privbandits.datasets.criteo.rank_item_labels`). As on the real log
+    the labels are skewed but flat at the top (the most frequent of 40 has
+    ≈ 4 % of the rows), which is what a context-free agent can exploit.
+
+    Rows are generated until ``n_users · n_interactions`` carry a kept label;
+    users are consecutive chunks; contexts are normalised and rounded to q.
+    """
+    if dependence < 0:
+        raise ValueError(f"dependence must be >= 0, got {dependence}")
+    if n_users < 1 or n_interactions < 1:
+        raise ValueError(f"n_users and n_interactions must be >= 1, got {n_users} and {n_interactions}")
+    rng = np.random.default_rng(seed)
+    mixing, location = 0.8 * rng.standard_normal((3, dim)), rng.uniform(0.0, 3.0, dim)
+    bucket_weights = dependence * rng.standard_normal((3, 3))
+    needed = n_users * n_interactions
+    n_rows = needed
+    while True:
+        latent = rng.standard_normal((n_rows, 3))
+        counts = np.floor(np.exp(location + latent @ mixing + 0.7 * rng.standard_normal((n_rows, dim))))
+        logits = latent @ bucket_weights
+        shares = np.exp(logits - logits.max(axis=1, keepdims=True))
+        components = rng.multinomial(n_categorical, shares / shares.sum(axis=1, keepdims=True))
+        ranked = rank_item_labels(item_labels(components), n_actions)
+        if ranked.rows.size >= needed:
+            break
+        n_rows = 2 * n_rows
+    rows, actions = ranked.rows[:needed], ranked.actions[:needed]
+    rewards = np.zeros((needed, n_actions), dtype=np.int8)
+    rewards[np.arange(needed), actions] = 1
+    return interactions_from_rows(
+        counts[rows],
+        rewards,
+        n_users,
+        name="criteo-stand-in",
+        source=(
+            f"{STAND_IN} (Criteo-like generator, seed {seed}: {dim} count features, labels from "
+            f"{n_categorical} categorical cells hashed into 3 components, top {n_actions}); NOT the Criteo log"
+        ),
+        decimals=decimals,
     )

@@ -371,7 +371,10 @@ def _dense_play(
     uniforms: np.ndarray,
     refresh_every: int,
 ) -> None:
-    """One user's rounds: score ``X[t]``, pick ``arms[t]``, learn ``R[t, arms[t]]``; stops at a NaN score."""
+    """One user's rounds: score ``X[t]``, pick ``arms[t]``, learn ``R[t, arms[t]]`` unless it is NaN (unknown).
+
+    Stops at a NaN score.
+    """
     n_arms, d = theta.shape
     scores, v, outer = np.empty(n_arms), np.empty(d), np.empty(d * d)
     for t in range(X.shape[0]):
@@ -381,7 +384,8 @@ def _dense_play(
         arms[t] = arm
         if arm < 0:
             return
-        _dense_update(A, A_inv, b, theta, n_updates, arm, x, R[t, arm], refresh_every, v)
+        if R[t, arm] == R[t, arm]:
+            _dense_update(A, A_inv, b, theta, n_updates, arm, x, R[t, arm], refresh_every, v)
 
 
 @numba.njit(cache=True)
@@ -452,7 +456,10 @@ def _code_play(
     random: bool,
     uniforms: np.ndarray,
 ) -> int:
-    """One user's rounds on codes ``Y``; returns its number of slots (stops at a NaN score)."""
+    """One user's rounds on codes ``Y``, skipping NaN (unknown) rewards; returns its number of slots.
+
+    Stops at a NaN score.
+    """
     scores = np.empty(base_counts.shape[1])
     for t in range(Y.shape[0]):
         code = Y[t]
@@ -462,7 +469,8 @@ def _code_play(
         arms[t] = arm
         if arm < 0:
             break
-        n_slots = _code_update(slot_codes, n_slots, local_counts, local_sums, code, arm, R[t, arm])
+        if R[t, arm] == R[t, arm]:
+            n_slots = _code_update(slot_codes, n_slots, local_counts, local_sums, code, arm, R[t, arm])
     return n_slots
 
 
@@ -554,7 +562,7 @@ def _dense_population(
     made (callers use it only when none would fall in the rounds). The start
     comes as ``A_inv_by_cell`` (d², K) with ``[i d + j, a] = A_0a⁻¹[i, j]``,
     ``A_inv_by_row`` (d, K d) with ``[j, a d + i] = A_0a⁻¹[i, j]``, and
-    ``theta_by_dim`` (d, K).
+    ``theta_by_dim`` (d, K). A NaN reward (unknown, replay) is not learnt.
     """
     n_users, n_rounds, d = X.shape
     n_arms = theta_by_dim.shape[1]
@@ -583,6 +591,8 @@ def _dense_population(
                     quad[a] = start_quad[row, a]
                     mean[a] = start_mean[row, a]
                 for s in range(t):
+                    if arm_of[s] < 0:
+                        continue
                     z = 0.0
                     for i in range(d):
                         z += vs[s, i] * x[i]
@@ -595,6 +605,9 @@ def _dense_population(
                 arms[u, t] = arm
                 if arm < 0:
                     break
+                if R[u, t, arm] != R[u, t, arm]:  # an unknown reward (replay): nothing is learnt
+                    arm_of[t] = -1
+                    continue
                 v = vs[t]  # A_a⁻¹ x = A_0a⁻¹ x − Σ_s v_s z_s / c_s over the arm's earlier updates
                 for i in range(d):
                     v[i] = start_v[row, arm * d + i]
@@ -764,7 +777,8 @@ class BatchedAgents(ABC):
         Same decisions and statistics as a loop of :meth:`select` and
         :meth:`update`, in one compiled call. ``reward_table[u, t, a]`` is the
         pre-drawn reward of arm a in user u's round t; only the chosen arm's is
-        learnt. Under ``tie_break="random"`` the call draws
+        learnt, and not at all when it is NaN (unknown: replay of a log, where
+        a round whose chosen arm was not logged is skipped). Under ``tie_break="random"`` the call draws
         ``rng.random((n_users, n_rounds))`` once, user-major (unlike the loop,
         which draws round by round), so splitting the users into consecutive
         chunks consumes the generator exactly like one call on all of them.
@@ -1008,15 +1022,25 @@ def batched_agents(model: DisjointModel | CodeModel, n_users: int, **options) ->
 # -- populations ----------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class PopulationLog:
-    """What every user did: ``arms`` (int64) and revealed ``rewards``, both of shape (n_users, n_rounds)."""
+    """What every user did: ``arms`` (int64) and revealed ``rewards``, both of shape (n_users, n_rounds).
+
+    A NaN reward marks a round whose chosen arm's reward was unknown (replay).
+    """
 
     arms: np.ndarray
     rewards: np.ndarray
 
     @property
+    def known(self) -> np.ndarray:
+        """Number of rounds with a known reward, per user."""
+        return np.count_nonzero(~np.isnan(self.rewards), axis=1)
+
+    @property
     def mean_reward(self) -> np.ndarray:
-        """Each user's cumulative mean reward over its rounds (the metric of spec §2.7), shape (n_users,)."""
-        return self.rewards.mean(axis=1)
+        """Each user's cumulative mean reward over its rounds with a known reward (spec §2.7); NaN if none."""
+        known = self.known
+        totals = np.nansum(self.rewards, axis=1)
+        return np.divide(totals, known, out=np.full(totals.shape, np.nan), where=known > 0)
 
 
 def run_population(
@@ -1052,7 +1076,10 @@ def run_population(
         n_rounds)`` integer codes in ``[0, n_codes)`` for a CodeModel; any real
         or integer dtype (chunks are converted to float64 / int64 as they run).
     reward_table : ndarray of shape (n_users, n_rounds, n_arms)
-        Pre-drawn reward of every arm in every round; a user learns only its chosen arm's.
+        Pre-drawn reward of every arm in every round; a user learns only its
+        chosen arm's. NaN marks an unknown reward: a round whose chosen arm's
+        reward is NaN teaches nothing and is left out of the user's mean
+        (replay of a logged data set, Li et al. 2011).
     alpha, tie_break, tie_tolerance, rng
         As in :class:`BatchedAgents`. Under ``tie_break="random"`` the draws
         are ``rng.random((n_users, n_rounds))``, user-major, in both modes and

@@ -20,6 +20,7 @@ The server only ever sees the arrays of the shuffled batch message.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -28,7 +29,7 @@ import numpy as np
 
 from privbandits.comm import InMemoryNetwork, Message, Network, Party, Traffic, message
 from privbandits.datasets.interactions import UserInteractions
-from privbandits.linear.batched import CodeModel, DisjointModel, run_population
+from privbandits.linear.batched import CodeModel, DisjointModel, PopulationLog, run_population
 from privbandits.linear.policies import named_choice
 from privbandits.privacy import crowd_blending
 from privbandits.privacy.encoding import ContextEncoder
@@ -86,7 +87,8 @@ def choose_reports(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Which user sends which of its interactions (spec §2.3, reference rule), vectorised.
 
-    ``rewards`` is the (U, t) 0/1 log of each user's own interactions. Each user
+    ``rewards`` is the (U, t) 0/1 log of each user's own interactions (NaN: a
+    replayed round whose reward is unknown, never sent). Each user
     takes part with probability ``participation``; a participant sends, with
     probability ``negative_rate``, a uniformly chosen zero-reward tuple (none
     if it has none), otherwise a uniformly chosen reward-1 tuple (a random
@@ -104,10 +106,10 @@ def choose_reports(
     takes_part = rng.random(n_users) < participation
     wants_negative = rng.random(n_users) < negative_rate
     keys = rng.random(rewards.shape)  # a uniform choice among eligible tuples = the largest key among them
-    positive = rewards > 0
-    has_positive, has_negative = positive.any(axis=1), (~positive).any(axis=1)
+    positive, negative = rewards > 0, rewards == 0  # NaN is neither
+    has_positive, has_negative = positive.any(axis=1), negative.any(axis=1)
     use_negative = wants_negative | ~has_positive
-    eligible = np.where(use_negative[:, None], ~positive, positive)
+    eligible = np.where(use_negative[:, None], negative, positive)
     chosen = np.argmax(np.where(eligible, keys, -1.0), axis=1)
     sends = takes_part & np.where(use_negative, has_negative, True)
     users = np.flatnonzero(sends)
@@ -267,15 +269,26 @@ class P2BConfig:
 
 @dataclass(frozen=True)
 class SettingResult:
-    """Mean and standard deviation over late users of their mean reward over t rounds (spec §2.7)."""
+    """Mean and standard deviation over late users of their mean reward over t rounds (spec §2.7).
+
+    Under replay (a partially observed reward table) a user's mean is over its
+    rounds with a known reward, and users with none are left out: ``n_users``
+    counts the users behind the mean and ``rounds`` their known rounds.
+    """
 
     mean: float
     std: float
     n_users: int
+    rounds: int
 
     @classmethod
-    def of(cls, per_user: np.ndarray) -> SettingResult:
-        return cls(float(per_user.mean()), float(per_user.std()), int(per_user.size))
+    def of(cls, log: PopulationLog) -> SettingResult:
+        per_user = log.mean_reward
+        measured = ~np.isnan(per_user)
+        if not measured.any():
+            return cls(math.nan, math.nan, 0, 0)
+        values = per_user[measured]
+        return cls(float(values.mean()), float(values.std()), int(values.size), int(log.known.sum()))
 
 
 @dataclass
@@ -345,7 +358,9 @@ def simulate(
         rng=streams[0],
         ledger=ledger,
     )
-    early_raw = run_population(DisjointModel.cold(n_arms, dim), early.contexts, early.rewards, rng=streams[1], **run)
+    early_raw = run_population(
+        DisjointModel.cold(n_arms, dim), early.contexts, early.reward_table, rng=streams[1], **run
+    )
     with network.phase("share_raw"):
         raw_shared = _share(
             network,
@@ -359,9 +374,14 @@ def simulate(
             private=False,
         )
         non_private_model = server.publish_linear_model("new_agents", dim)
-    cold = run_population(DisjointModel.cold(n_arms, dim), late.contexts, late.rewards, rng=streams[3], **run)
+    cold = run_population(DisjointModel.cold(n_arms, dim), late.contexts, late.reward_table, rng=streams[3], **run)
     warm_np = run_population(
-        non_private_model, late.contexts, late.rewards, rng=streams[4], shared_agent=config.shared_warm_agent, **run
+        non_private_model,
+        late.contexts,
+        late.reward_table,
+        rng=streams[4],
+        shared_agent=config.shared_warm_agent,
+        **run,
     )
 
     # P2B: encoded contexts, thresholding shuffler (§5.1 setting 3).
@@ -384,7 +404,7 @@ def simulate(
     else:
         early_seen, late_seen = early_codes, late_codes
         cold_private = CodeModel.cold(n_arms, encoder.n_codes)
-    early_private = run_population(cold_private, early_seen, early.rewards, rng=streams[6], **run)
+    early_private = run_population(cold_private, early_seen, early.reward_table, rng=streams[6], **run)
     with network.phase("share_encoded"):
         encoded_shared = _share(
             network,
@@ -402,12 +422,12 @@ def simulate(
         else:
             private_model = server.publish_code_model(encoder.n_codes, "new_agents")
     warm_p = run_population(
-        private_model, late_seen, late.rewards, rng=streams[8], shared_agent=config.shared_warm_agent, **run
+        private_model, late_seen, late.reward_table, rng=streams[8], shared_agent=config.shared_warm_agent, **run
     )
     return P2BOutcome(
-        cold=SettingResult.of(cold.mean_reward),
-        warm_non_private=SettingResult.of(warm_np.mean_reward),
-        warm_private=SettingResult.of(warm_p.mean_reward),
+        cold=SettingResult.of(cold),
+        warm_non_private=SettingResult.of(warm_np),
+        warm_private=SettingResult.of(warm_p),
         raw_tuples_shared=raw_shared,
         encoded_tuples_shared=encoded_shared,
         release=dict(shuffler.last_release),
