@@ -1,0 +1,130 @@
+"""Tree-based (binary) mechanism with symmetric Gaussian matrix noise.
+
+FCLUB's privatizer PVT(ℓ, j) (spec ``fclub.md`` §4.2, the paper's Alg. 5; Shariff &
+Sheffet 2018; Dubey & Pentland 2020): the running sum of augmented outer products
+``z zᵀ``, ``z = [x; y]``, is released as prefix sums, and the k-th release carries
+the noise of the dyadic cover of ``[1..k]``: one cached node per set bit of k. Each
+node is a symmetric Gaussian matrix ``N = (N̄ + N̄ᵀ)/√2`` with i.i.d.
+``N̄_pq ~ N(0, σ²)``, so off-diagonal entries have variance σ² and diagonal ones 2σ².
+
+Accounting: one datum enters at most one node per level, so a tree whose releases
+use ``levels`` levels is ``levels`` Gaussian mechanisms per datum. Replacing one
+``(x, y)`` (‖x‖ ≤ 1, |y| ≤ 1) moves ``z zᵀ`` by at most ``2√2`` in Frobenius norm;
+on the independent coordinates of symmetric noise (the upper triangle, the diagonal
+scaled by 1/√2) that is an L2 sensitivity of :data:`REPLACE_SENSITIVITY` = 2 with
+per-coordinate noise σ. :func:`accounted_epsilon` composes these with
+``dp-accounting`` (Rényi DP).
+"""
+
+from __future__ import annotations
+
+import math
+from enum import StrEnum
+
+import numpy as np
+
+REPLACE_SENSITIVITY = 2.0
+"""L2 sensitivity of ``z zᵀ`` under symmetric noise when one (x, y) is replaced (see module doc)."""
+
+
+class NoiseVariance(StrEnum):
+    """Which printed form of the per-node variance σ² (spec §4.2, §8 A4).
+
+    SQUARED_LOG
+        ``64 ν (ln(2/δ))² / ε²`` (Section 3 of the paper; recommended).
+    ALGORITHM5
+        ``64 ν ln(2/δ) / ε²`` (Algorithm 5 as printed).
+    """
+
+    SQUARED_LOG = "squared_log"
+    ALGORITHM5 = "algorithm5"
+
+
+def node_variance(epsilon: float, delta: float, depth: int, form: NoiseVariance = NoiseVariance.SQUARED_LOG) -> float:
+    """Per-entry variance σ² of a node's noise for a depth-``depth`` tree that is (ε, δ)-DP (§4.2)."""
+    if not (epsilon > 0 and 0 < delta < 1 and depth >= 1):
+        raise ValueError(f"need epsilon > 0, 0 < delta < 1, depth >= 1; got {epsilon}, {delta}, {depth}")
+    log = math.log(2.0 / delta)
+    return 64.0 * depth * (log * log if form is NoiseVariance.SQUARED_LOG else log) / epsilon**2
+
+
+def symmetric_gaussian(rng: np.random.Generator, size: int, std: float) -> np.ndarray:
+    """``(N̄ + N̄ᵀ)/√2`` with ``N̄_pq ~ N(0, std²)`` i.i.d.: symmetric, off-diagonal var std², diagonal 2 std²."""
+    draw = rng.normal(0.0, std, size=(size, size))
+    return (draw + draw.T) * (1.0 / math.sqrt(2.0))
+
+
+def dyadic_cover(k: int) -> list[tuple[int, int]]:
+    """Nodes ``(level, block)`` whose intervals ``((block-1)·2^level, block·2^level]`` tile ``[1..k]``."""
+    if k < 1:
+        raise ValueError(f"prefix length must be >= 1, got {k}")
+    return [(level, k >> level) for level in range(k.bit_length()) if (k >> level) & 1]
+
+
+class TreeMechanism:
+    """A binary mechanism that releases the noise of successive prefixes ``[1..k]``.
+
+    Parameters
+    ----------
+    size : int
+        Side of the noise matrices, d + 1 for FCLUB's augmented statistic.
+    std : float
+        Per-entry standard deviation σ of ``N̄``.
+    rng : numpy.random.Generator
+        Source of the node noise (each node drawn once, at first use, then cached).
+
+    Attributes
+    ----------
+    releases : int
+        Number of prefixes released so far.
+    nodes : dict
+        The live cached nodes ``{(level, block): matrix}``: at most one per level,
+        since a node is never needed again once k has moved past its interval.
+    """
+
+    def __init__(self, size: int, std: float, rng: np.random.Generator) -> None:
+        if size < 1 or not std >= 0:
+            raise ValueError(f"need size >= 1 and std >= 0, got size={size}, std={std}")
+        self.size, self.std, self.rng = size, float(std), rng
+        self.releases = 0
+        self.nodes: dict[tuple[int, int], np.ndarray] = {}
+        self._live: dict[int, tuple[int, int]] = {}  # level -> its live (level, block) key
+
+    def release(self) -> np.ndarray:
+        """Noise of the next prefix ``[1..k]``: the sum of its dyadic cover's node noises (a new array)."""
+        self.releases += 1
+        total = np.zeros((self.size, self.size))
+        for key in dyadic_cover(self.releases):
+            node = self.nodes.get(key)
+            if node is None:
+                stale = self._live.get(key[0])
+                if stale is not None:
+                    del self.nodes[stale]
+                node = self.nodes[key] = symmetric_gaussian(self.rng, self.size, self.std)
+                self._live[key[0]] = key
+            total += node
+        return total
+
+    @property
+    def levels_used(self) -> int:
+        """Tree levels touched so far: the most nodes any one datum has entered."""
+        return self.releases.bit_length()
+
+
+def accounted_epsilon(std: float, compositions: int, delta: float, sensitivity: float = REPLACE_SENSITIVITY) -> float:
+    """ε at ``delta`` of ``compositions`` Gaussian mechanisms with noise ``std`` (dp-accounting, RDP).
+
+    ``compositions`` is the number of tree nodes one datum entered (summed over
+    every tree that released it); 0 compositions cost ε = 0, std = 0 costs ∞.
+    """
+    if compositions == 0:
+        return 0.0
+    if std == 0:
+        return math.inf
+    import dp_accounting
+    from dp_accounting import rdp
+
+    event = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(std / sensitivity), compositions)
+    accountant = rdp.RdpAccountant()
+    accountant.compose(event)
+    return float(accountant.get_epsilon(delta))

@@ -1,0 +1,780 @@
+"""FCLUB: federated online clustering of bandits with cluster DP (spec ``fclub.md``).
+
+Liu, Zhao, Yu, Li & Lui, UAI 2022. Parties and messages:
+
+* :class:`LocalServer` ℓ holds its users' raw statistics ``(V_i, b_i, T_i)``,
+  which never leave it, the user graph ``G^ℓ`` (edges deleted by Eq. 3; local
+  clusters are its connected components) and, per local cluster, the
+  synchronized copy ``(S, u, T)``, the upload buffer and the privatizers. At a
+  phase start it sends one :class:`PhaseUpload` per local cluster (Alg. 2 line 5);
+  in a round it sends an :class:`Upload` when Eq. 5 fires (Alg. 3).
+* :class:`GlobalServer` merges local clusters into global clusters by Eq. 4
+  (Alg. 2 line 7), keeps the global statistics and one download buffer per local
+  cluster, pushes a :class:`Renewal` to every local cluster when the partition
+  changes (lines 8–16) and a :class:`Download` when Eq. 6 fires (Alg. 4). It only
+  ever sees these messages, which carry opaque cluster ids, sizes and privatized
+  (or, in the non-private variants, shifted) cluster sums.
+* :class:`FederatedClusteredBandit` wires them on one network and plays rounds.
+
+One communication round of the paper is one message between a local server and
+the global server: phase uploads and asynchronous uploads count as uploads,
+renewal pushes and asynchronous downloads as downloads (§8 A23).
+
+Trigger checks cost O(d²) per round: each local cluster keeps ``M⁻¹`` for
+``M = S + ΔS`` and ``log det M`` up to date with Sherman–Morrison and the matrix
+determinant lemma ``det(M + xxᵀ) = det(M)(1 + xᵀM⁻¹x)``; full factorizations
+happen only at uploads, downloads and phase starts. Eq. 6 is evaluated by the
+global server, which can compute ``S^ℓ_j = S^g − ΔS^{−ℓ}_j`` (§2.5) itself; its
+value changes only when an upload reaches the global cluster, so it is checked
+then (equivalent to checking every round).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numba
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
+
+from privbandits.comm import InMemoryNetwork, Message, Network, Party, Traffic, message
+from privbandits.envs.clustered import ClusteredLinearBandit, assign_groups
+from privbandits.linear._kernels import inverse_step, shared_ucb_scores
+from privbandits.linear.tiebreak import break_ties
+from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
+from privbandits.privacy.tree_mechanism import REPLACE_SENSITIVITY, TreeMechanism, accounted_epsilon
+from privbandits.protocols.fclub_config import Calibration, FCLUBConfig, Lifecycle, PDRepair, Recommendation
+
+GLOBAL = "global"
+DETECT = "detect"
+ASYNC = "async"
+PRIVACY_UNIT = "one (x, y) pair of a local cluster, against parties outside its server (cluster DP)"
+
+
+@message("fclub.phase_upload")
+class PhaseUpload(Message):
+    """Local → global at a phase start: ``(Ṽ, b̃, T̃)`` of one local cluster and its size (Alg. 2 line 5)."""
+
+    cluster: int
+    size: int
+    gram: np.ndarray
+    moment: np.ndarray
+    count: int
+
+
+@message("fclub.upload")
+class Upload(Message):
+    """Local → global when Eq. 5 fires: the upload buffer ``(ΔS, Δu, ΔT)`` (Alg. 3 line 4)."""
+
+    cluster: int
+    gram: np.ndarray
+    moment: np.ndarray
+    count: int
+
+
+@message("fclub.renewal")
+class Renewal(Message):
+    """Global → local after a partition change: ``(S^g, u^g, T^g)`` and L' (Alg. 2 lines 11–13)."""
+
+    cluster: int
+    gram: np.ndarray
+    moment: np.ndarray
+    count: int
+    sharing: int
+
+
+@message("fclub.download")
+class Download(Message):
+    """Global → local when Eq. 6 fires: the download buffer ``(ΔS^{−ℓ}, Δu^{−ℓ}, ΔT^{−ℓ})`` (Alg. 4)."""
+
+    cluster: int
+    gram: np.ndarray
+    moment: np.ndarray
+    count: int
+
+
+@numba.njit(cache=True)
+def _absorb(x, y, V, b, raw_S, raw_u, M_inv, v, R_inv, theta_R):
+    """One observation of a round, in place; returns ``c = 1 + xᵀM⁻¹x`` (matrix determinant lemma).
+
+    ``V, b`` (the user) and ``raw_S, raw_u`` (the upload buffer) gain ``xxᵀ, yx``;
+    ``M⁻¹ −= (M⁻¹x)(M⁻¹x)ᵀ/c`` (Sherman–Morrison, valid for any invertible M);
+    with a non-empty ``R_inv`` the own-buffer recommendation statistics are updated too.
+    """
+    d = x.shape[0]
+    c = 1.0
+    for i in range(d):
+        s = 0.0
+        for j in range(d):
+            s += M_inv[i, j] * x[j]
+        v[i] = s
+        c += x[i] * s
+    for i in range(d):
+        vi = v[i] / c
+        xi = x[i]
+        for j in range(d):
+            M_inv[i, j] -= vi * v[j]
+            xx = xi * x[j]
+            V[i, j] += xx
+            raw_S[i, j] += xx
+        b[i] += y * xi
+        raw_u[i] += y * xi
+    if R_inv.shape[0] > 0:
+        inverse_step(R_inv, theta_R, x, y, R_inv @ x)
+    return c
+
+
+@dataclass
+class Repairs:
+    """Numerical events (§8 A15): Gram matrices repaired to be positive definite, and
+    releases whose noise had ‖H‖_op > ρ (the w.h.p. bound of Eq. 7 failed)."""
+
+    not_positive_definite: int = 0
+    rho_exceeded: int = 0
+
+
+def _spd_inverse(matrix: np.ndarray, repair: PDRepair, floor: float, repairs: Repairs) -> tuple[np.ndarray, float]:
+    """(inverse, log det) of a symmetric matrix, repaired first if it is not positive definite."""
+    try:
+        lower = np.linalg.cholesky(matrix)
+        lower_inv = np.linalg.inv(lower)
+        return lower_inv.T @ lower_inv, 2.0 * float(np.log(np.diagonal(lower)).sum())
+    except np.linalg.LinAlgError:
+        repairs.not_positive_definite += 1
+        w, U = np.linalg.eigh(0.5 * (matrix + matrix.T))
+        w = np.maximum(w, floor) if repair is PDRepair.CLIP else w + (floor - w.min())
+        return (U / w) @ U.T, float(np.log(w).sum())
+
+
+class _LocalCluster:
+    """State of one local cluster (ℓ, j) on its server (spec §2.3)."""
+
+    def __init__(self, uid: int, users: np.ndarray, dim: int, with_own_buffer: bool) -> None:
+        self.uid, self.users = uid, users
+        zeros, vector = np.zeros((dim, dim)), np.zeros(dim)
+        self.S, self.u, self.T = zeros.copy(), vector.copy(), 0
+        self.S_inv, self.theta, self.logdet_S = zeros.copy(), vector.copy(), 0.0
+        self.raw_S, self.raw_u, self.raw_T = zeros.copy(), vector.copy(), 0
+        self.P, self.p = zeros.copy(), vector.copy()  # privacy part of the upload buffer (sent)
+        self.P_trigger = self.P  # what Eq. 5 adds to the buffer (differs only with noise_in_trigger_only)
+        self.M_inv, self.M_sign, self.M_logabs, self.sm_steps = zeros.copy(), 1.0, 0.0, 0
+        rows = dim if with_own_buffer else 0
+        self.R_inv, self.theta_R = np.zeros((rows, rows)), np.zeros(rows)
+        self.H, self.h = zeros.copy(), vector.copy()  # tentative perturbation (in the buffer)
+        self.H_bar, self.h_bar = zeros.copy(), vector.copy()  # current: the one last sent
+        self.H_tilde, self.h_tilde = zeros.copy(), vector.copy()  # historical: phase-start release
+        self.tree_ids: dict[str, str] = {}
+        self.async_tree: TreeMechanism | None = None
+        self.phase_tree: TreeMechanism | None = None
+        self.depth = 1
+        self.sharing = 1
+        self.uploads_since_renewal = 0
+        self._beta_key: tuple[int, int] = (-1, -1)
+        self.beta = 0.0
+
+
+class LocalServer(Party):
+    """Local server ℓ: serves its users, detects local clusters, uploads cluster statistics.
+
+    Parameters
+    ----------
+    name : str
+    network : Network
+    users : ndarray of int
+        Global ids of the users this server holds (disjoint across servers).
+    dim : int
+    calibration : Calibration
+    rng : numpy.random.Generator
+        The server's own randomness (its privatizers' noise).
+    ledger : PrivacyLedger
+        Where every privatized release is recorded.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        network: Network,
+        users: np.ndarray,
+        dim: int,
+        calibration: Calibration,
+        rng: np.random.Generator,
+        ledger: PrivacyLedger,
+        repairs: Repairs,
+    ) -> None:
+        super().__init__(name, network)
+        self.users, self.dim, self.cal, self.config = users, dim, calibration, calibration.config
+        self.ledger, self.repairs = ledger, repairs
+        self.rng, self.tie_rng = rng.spawn(2)
+        n = len(users)
+        self.V, self.b, self.T = np.zeros((n, dim, dim)), np.zeros((n, dim)), np.zeros(n, dtype=np.int64)
+        self.index = {int(user): i for i, user in enumerate(users)}
+        self.graph = ~np.eye(n, dtype=bool)  # G^ℓ_0: the complete graph
+        self.clusters: dict[int, _LocalCluster] = {}
+        self.cluster_of: list[_LocalCluster] = []
+        self.lineage: list[set[str]] = [set() for _ in range(n)]  # privatizers each user's data went through
+        self.release_counts: dict[str, tuple[int, float]] = {}  # privatizer -> (releases, noise std)
+        self._next_uid = 0
+        self._v = np.zeros(dim)
+        self._eye = np.eye(dim)
+        self._noisy = self.config.private
+        self._with_own = self.config.recommendation is Recommendation.WITH_OWN_BUFFER
+
+    # -- rounds --------------------------------------------------------------------
+    def recommend(self, user: int, contexts: np.ndarray) -> int:
+        """Arm of the UCB on the cluster's statistics (§3.7), ties broken by the configured rule."""
+        cluster = self.cluster_of[self.index[user]]
+        count = cluster.T + (cluster.raw_T if self._with_own else 0)
+        key = (count, cluster.sharing)
+        if key != cluster._beta_key:
+            cluster._beta_key, cluster.beta = key, self.cal.beta(count, cluster.sharing, cluster.depth)
+        if self._with_own:
+            scores = shared_ucb_scores(contexts, cluster.R_inv, cluster.theta_R, cluster.beta)
+        else:
+            scores = shared_ucb_scores(contexts, cluster.S_inv, cluster.theta, cluster.beta)
+        return break_ties(scores, self.config.tie_break, self.tie_rng)
+
+    def observe(self, user: int, x: np.ndarray, y: float) -> _LocalCluster | None:
+        """Update the user and its cluster's buffer (Alg. 1, Alg. 3 line 1); the cluster if Eq. 5 fires."""
+        i = self.index[user]
+        cluster = self.cluster_of[i]
+        self.T[i] += 1
+        c = _absorb(x, y, self.V[i], self.b[i], cluster.raw_S, cluster.raw_u, cluster.M_inv, self._v,
+                    cluster.R_inv, cluster.theta_R)  # fmt: skip
+        cluster.raw_T += 1
+        cluster.sm_steps += 1
+        if abs(c) <= 1e-12 or (self.config.refresh_every and cluster.sm_steps >= self.config.refresh_every):
+            self._refactor_trigger(cluster)
+        elif c > 0:
+            cluster.M_logabs += math.log(c)
+        else:  # M indefinite (noise only in the trigger): det changes sign
+            cluster.M_logabs += math.log(-c)
+            cluster.M_sign = -cluster.M_sign
+        if self.config.synchronous:
+            return cluster
+        fires = cluster.M_sign > 0 and cluster.M_logabs - cluster.logdet_S >= math.log(self.config.upload_threshold)
+        return cluster if fires else None
+
+    def upload(self, cluster: _LocalCluster) -> None:
+        """Send the upload buffer, absorb it, and start the next one (Alg. 3 lines 4–10)."""
+        sent = Upload(cluster.uid, cluster.raw_S + cluster.P, cluster.raw_u + cluster.p, cluster.raw_T)
+        self.send(GLOBAL, sent)
+        if self._noisy and not self.config.noise_in_trigger_only:
+            self._record(cluster, "async")
+        else:
+            self._record_raw(cluster)
+        cluster.S += sent.gram
+        cluster.u += sent.moment
+        cluster.T += sent.count
+        cluster.uploads_since_renewal += 1
+        cluster.H_bar, cluster.h_bar = cluster.H, cluster.h
+        if self._noisy:
+            cluster.H, cluster.h = self._draw(cluster, cluster.async_tree, "async")
+        self._start_buffer(cluster)
+
+    def receive_download(self) -> None:
+        """Absorb one download (Alg. 4) into the cluster's synchronized copy."""
+        msg = self.receive(Download.kind, GLOBAL)
+        cluster = self.clusters[msg.cluster]
+        cluster.S += msg.gram
+        cluster.u += msg.moment
+        cluster.T += msg.count
+        self._refactor(cluster)
+
+    # -- phase start ---------------------------------------------------------------
+    def detect(self, t_phase: int) -> None:
+        """Delete edges by Eq. 3, take connected components, send a phase upload per cluster (Alg. 2 lines 3–5)."""
+        cfg = self.config
+        n = len(self.users)
+        if cfg.detect_clusters and n > 1:
+            eye = cfg.ridge * self._eye
+            estimates = np.linalg.solve(self.V + eye, self.b[..., None])[..., 0]
+            distance = np.linalg.norm(estimates[:, None, :] - estimates[None, :, :], axis=-1)
+            width = self.cal.deletion_width(self.T)
+            delete = distance > width[:, None] + width[None, :]
+            if cfg.skip_unseen_users:
+                seen = self.T > 0
+                delete &= seen[:, None] & seen[None, :]
+            self.graph &= ~delete
+        _, labels = connected_components(csr_matrix(self.graph), directed=False)
+        previous = {frozenset(c.users.tolist()): c for c in self.clusters.values()}
+        reset = cfg.lifecycle is Lifecycle.RESET_EVERY_PHASE
+        self.clusters, self.cluster_of = {}, [None] * n
+        for label in range(labels.max() + 1):
+            members = np.flatnonzero(labels == label)
+            cluster = previous.get(frozenset(members.tolist()))
+            if cluster is None:
+                cluster = _LocalCluster(self._next_uid, members, self.dim, self._with_own)
+                self._next_uid += 1
+            if self._noisy and (reset or cluster.async_tree is None):
+                self._new_trees(cluster, t_phase, reset)
+            self.clusters[cluster.uid] = cluster
+            for i in members:
+                self.cluster_of[i] = cluster
+            self._phase_upload(cluster)
+
+    def _phase_upload(self, cluster: _LocalCluster) -> None:
+        """Line 4 (draw H̃) and line 5 (send Ṽ = shift·I + H̃ + ΣV_i, b̃ = h̃ + Σb_i, T̃ = ΣT_i)."""
+        members = cluster.users
+        gram = self.V[members].sum(axis=0)
+        moment = self.b[members].sum(axis=0)
+        phase_shift, _ = self.cal.shifts(cluster.depth)
+        gram += phase_shift * self._eye
+        if self._noisy and not self.config.noise_in_trigger_only:
+            tree = cluster.phase_tree if cluster.phase_tree is not None else cluster.async_tree
+            cluster.H_tilde, cluster.h_tilde = self._draw(cluster, tree, "phase" if cluster.phase_tree else "async")
+            gram += cluster.H_tilde
+            moment += cluster.h_tilde
+            self._record(cluster, "phase" if cluster.phase_tree else "async")
+        elif self._noisy:
+            self._record_raw(cluster)
+        self.send(GLOBAL, PhaseUpload(cluster.uid, len(members), gram, moment, int(self.T[members].sum())))
+
+    def receive_renewal(self) -> None:
+        """Lines 13–16: take the global statistics, draw a new H, start the upload buffer."""
+        msg = self.receive(Renewal.kind, GLOBAL)
+        cluster = self.clusters[msg.cluster]
+        cluster.S[:] = msg.gram
+        cluster.u[:] = msg.moment
+        cluster.T, cluster.sharing = msg.count, msg.sharing
+        cluster.uploads_since_renewal = 0
+        cluster.raw_S[:] = 0.0
+        cluster.raw_u[:] = 0.0
+        cluster.raw_T = 0
+        if self._noisy:
+            cluster.H_bar, cluster.h_bar = cluster.H_tilde, cluster.h_tilde
+            cluster.H, cluster.h = self._draw(cluster, cluster.async_tree, "async")
+        self._start_buffer(cluster)
+
+    # -- privatizers -----------------------------------------------------------------
+    def _new_trees(self, cluster: _LocalCluster, t_phase: int, single: bool) -> None:
+        """Fresh privatizers for a cluster: the asynchronous tree, plus a phase-start tree unless ``single``."""
+        cluster.depth = self.cal.depth(t_phase)
+        std = self.cal.noise_std(cluster.depth)
+        cluster.async_tree = TreeMechanism(self.dim + 1, std, self.rng)
+        cluster.phase_tree = None if single else TreeMechanism(self.dim + 1, std, self.rng)
+        cluster.tree_ids = {}
+        for kind, tree in (("async", cluster.async_tree), ("phase", cluster.phase_tree)):
+            if tree is not None:
+                cluster.tree_ids[kind] = tree_id = f"{self.name}/{cluster.uid}/{kind}@{t_phase}"
+                self.release_counts[tree_id] = (0, std)
+                for i in cluster.users:
+                    self.lineage[i].add(tree_id)
+
+    def _draw(self, cluster: _LocalCluster, tree: TreeMechanism, kind: str) -> tuple[np.ndarray, np.ndarray]:
+        """The next release of ``tree``, split into (H, h) (§4.2); counts ‖H‖_op > ρ events."""
+        noise = tree.release()
+        self.release_counts[cluster.tree_ids[kind]] = (tree.releases, tree.std)
+        d = self.dim
+        H = np.ascontiguousarray(noise[:d, :d])
+        h = np.ascontiguousarray(noise[:d, d - 1 if self.config.reference_h_column else d])
+        if np.abs(np.linalg.eigvalsh(H)).max() > self.cal.rho(cluster.depth):
+            if self.repairs.rho_exceeded == 0:
+                warnings.warn("FCLUB: privatizer noise exceeded the spectral bound ρ (Eq. 7)", stacklevel=2)
+            self.repairs.rho_exceeded += 1
+        return H, h
+
+    def _record(self, cluster: _LocalCluster, kind: str) -> None:
+        """Ledger entry of a privatized release: the paper's per-privatizer claim (ε, δ) (Thm 3)."""
+        tree_id = cluster.tree_ids[kind]
+        releases, std = self.release_counts[tree_id]
+        details = {"privatizer": tree_id, "release": releases, "noise_std": std, "depth": cluster.depth}
+        self.ledger.record(LedgerEntry("fclub.pvt", self.config.epsilon, self.config.delta, PRIVACY_UNIT, details))
+
+    def _record_raw(self, cluster: _LocalCluster) -> None:
+        """Ledger entry of an upload sent without noise (noise only in the trigger): no DP guarantee."""
+        self.ledger.record(LedgerEntry("fclub.raw_upload", math.inf, None, PRIVACY_UNIT, {"cluster": cluster.uid}))
+
+    # -- factorizations ------------------------------------------------------------------
+    def _start_buffer(self, cluster: _LocalCluster) -> None:
+        """Privacy part of a fresh upload buffer (``shift·I + H − H̄``, ``h − h̄``), then refactor."""
+        _, upload_shift = self.cal.shifts(cluster.depth)
+        cluster.raw_S[:] = 0.0
+        cluster.raw_u[:] = 0.0
+        cluster.raw_T = 0
+        if self._noisy:
+            difference = cluster.H - cluster.H_bar
+            if self.config.noise_in_trigger_only:
+                cluster.P, cluster.p, cluster.P_trigger = np.zeros_like(difference), np.zeros(self.dim), difference
+            else:
+                cluster.P = cluster.P_trigger = difference + upload_shift * self._eye
+                cluster.p = cluster.h - cluster.h_bar
+        self._refactor(cluster)
+
+    def _refactor(self, cluster: _LocalCluster) -> None:
+        """Exact ``S⁻¹``, ``log det S``, θ̂ = S⁻¹u, and the trigger and recommendation statistics."""
+        cluster.S_inv, cluster.logdet_S = _spd_inverse(cluster.S, self.config.pd_repair, self.config.ridge, self.repairs)
+        cluster.theta = cluster.S_inv @ cluster.u
+        self._refactor_trigger(cluster)
+        if self._with_own:
+            R_inv, _ = _spd_inverse(cluster.S + cluster.raw_S, self.config.pd_repair, self.config.ridge, self.repairs)
+            cluster.R_inv[:] = R_inv
+            cluster.theta_R[:] = R_inv @ (cluster.u + cluster.raw_u)
+
+    def _refactor_trigger(self, cluster: _LocalCluster) -> None:
+        """Exact ``M⁻¹`` and ``sign, log|det M|`` for ``M = S + ΔS`` (the numerator of Eq. 5)."""
+        M = cluster.S + cluster.raw_S + cluster.P_trigger
+        cluster.M_sign, cluster.M_logabs = np.linalg.slogdet(M)
+        cluster.M_inv = np.linalg.inv(M) if cluster.M_sign != 0 else np.linalg.pinv(M)
+        cluster.sm_steps = 0
+
+
+class _GlobalCluster:
+    """Global statistics ``(S^g, u^g, T^g)`` of one global cluster and its members (§2.4)."""
+
+    def __init__(self, members: list[tuple[str, int]], gram: np.ndarray, moment: np.ndarray, count: int) -> None:
+        self.members, self.S, self.u, self.T = members, gram, moment, count
+        self.logdet = float(np.linalg.slogdet(gram)[1])
+
+
+class _Member:
+    """Global-side record of a local cluster: its global cluster, download buffer and log det S^ℓ_j."""
+
+    def __init__(self, dim: int) -> None:
+        self.cluster: _GlobalCluster | None = None
+        self.dS, self.du, self.dT = np.zeros((dim, dim)), np.zeros(dim), 0
+        self.pending = False
+        self.logdet_local = 0.0
+
+
+class GlobalServer(Party):
+    """The global server: merges local clusters (Eq. 4), keeps global statistics and download buffers."""
+
+    def __init__(self, network: Network, servers: list[str], dim: int, calibration: Calibration) -> None:
+        super().__init__(GLOBAL, network)
+        self.servers, self.dim, self.cal, self.config = servers, dim, calibration, calibration.config
+        self.members: dict[tuple[str, int], _Member] = {}
+        self.partition: frozenset[frozenset[tuple[str, int]]] = frozenset()
+        self.uploads: dict[tuple[str, int], PhaseUpload] = {}
+
+    def receive_phase_uploads(self, counts: dict[str, int]) -> None:
+        """Take ``counts[server]`` phase uploads from each server (Alg. 2 line 5)."""
+        self.uploads = {}
+        for server in self.servers:
+            for _ in range(counts[server]):
+                msg = self.receive(PhaseUpload.kind, server)
+                self.uploads[(server, msg.cluster)] = msg
+
+    def merge(self, depth: int) -> frozenset[frozenset[tuple[str, int]]]:
+        """Global partition P_s: connected components of the Eq. 4 graph over local clusters (§8 A7)."""
+        keys = list(self.uploads)
+        if not self.config.detect_clusters:
+            return frozenset([frozenset(keys)])
+        grams = np.stack([self.uploads[k].gram for k in keys])
+        moments = np.stack([self.uploads[k].moment for k in keys])
+        estimates = _solve(grams, moments)
+        counts = np.array([self.uploads[k].count for k in keys], dtype=float)
+        width = self.cal.merge_width(counts, depth)
+        distance = np.linalg.norm(estimates[:, None, :] - estimates[None, :, :], axis=-1)
+        edges = distance < width[:, None] + width[None, :]
+        if not self.config.merge_same_server:
+            server = np.array([k[0] for k in keys])
+            edges &= server[:, None] != server[None, :]
+        _, labels = connected_components(csr_matrix(edges), directed=False)
+        return frozenset(frozenset(k for k, label in zip(keys, labels, strict=True) if label == g) for g in set(labels))
+
+    def renew(self, partition: frozenset[frozenset[tuple[str, int]]]) -> None:
+        """Lines 11–16: global sums of the phase uploads, pushed to every member; buffers emptied."""
+        self.partition = partition
+        self.members = {}
+        for group in sorted(partition, key=sorted):
+            members = sorted(group)
+            gram = sum(self.uploads[k].gram for k in members)
+            moment = sum(self.uploads[k].moment for k in members)
+            count = sum(self.uploads[k].count for k in members)
+            cluster = _GlobalCluster(members, gram, moment, count)
+            for key in members:
+                member = self.members[key] = _Member(self.dim)
+                member.cluster, member.logdet_local = cluster, cluster.logdet
+                self.send(key[0], Renewal(key[1], gram.copy(), moment.copy(), count, len(members)))
+
+    def receive_upload(self, server: str) -> list[str]:
+        """Alg. 3 lines 4–7 and Alg. 4: absorb an upload, fill the others' buffers, send due downloads.
+
+        Returns the servers a download was sent to, in order.
+        """
+        msg = self.receive(Upload.kind, server)
+        uploader = self.members[(server, msg.cluster)]
+        cluster = uploader.cluster
+        cluster.S += msg.gram
+        cluster.u += msg.moment
+        cluster.T += msg.count
+        cluster.logdet = float(np.linalg.slogdet(cluster.S)[1])
+        for key in cluster.members:
+            member = self.members[key]
+            if member is not uploader:
+                member.dS += msg.gram
+                member.du += msg.moment
+                member.dT += msg.count
+                member.pending = True
+        if uploader.pending:  # S^ℓ = S^g − ΔS^{−ℓ} (§2.5)
+            uploader.logdet_local = float(np.linalg.slogdet(cluster.S - uploader.dS)[1])
+        else:
+            uploader.logdet_local = cluster.logdet
+        recipients = []
+        log_threshold = math.log(self.config.download_threshold)
+        for key in cluster.members:
+            member = self.members[key]
+            due = member.dT > 0 if self.config.synchronous else cluster.logdet - member.logdet_local >= log_threshold
+            if member.pending and due:
+                self.send(key[0], Download(key[1], member.dS, member.du, member.dT))
+                member.dS, member.du, member.dT = np.zeros((self.dim, self.dim)), np.zeros(self.dim), 0
+                member.pending, member.logdet_local = False, cluster.logdet
+                recipients.append(key[0])
+        return recipients
+
+
+def _solve(grams: np.ndarray, moments: np.ndarray) -> np.ndarray:
+    """``θ̂ = Ṽ⁻¹ b̃`` per local cluster; least squares for a (numerically) singular Ṽ."""
+    try:
+        return np.linalg.solve(grams, moments[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        return np.stack([np.linalg.lstsq(g, m, rcond=None)[0] for g, m in zip(grams, moments, strict=True)])
+
+
+@dataclass
+class Communication:
+    """Messages between local servers and the global server, by kind (§1.4, §8 A23).
+
+    ``total`` is the paper's C(T) with renewal pushes counted as downloads;
+    ``reference`` is the reference code's count: asynchronous events plus one per
+    phase whose partition changed (synchronous: one per round).
+    """
+
+    phase_uploads: int = 0
+    renewals: int = 0
+    uploads: int = 0
+    downloads: int = 0
+    changed_phases: int = 0
+    rounds: int = 0
+    synchronous: bool = False
+
+    @property
+    def total(self) -> int:
+        return self.phase_uploads + self.renewals + self.uploads + self.downloads
+
+    @property
+    def reference(self) -> int:
+        return self.rounds if self.synchronous else self.uploads + self.downloads + self.changed_phases
+
+
+@dataclass
+class PrivacyReport:
+    """Guarantees of a run: the paper's per-privatizer claim next to dp-accounting's numbers."""
+
+    claimed_epsilon: float
+    claimed_delta: float
+    privatizers: int
+    releases: int
+    max_levels_per_privatizer: int
+    accounted_epsilon_per_privatizer: float
+    max_nodes_per_datum: int
+    accounted_epsilon_per_datum: float
+    notes: list[str] = field(default_factory=list)
+
+
+class FederatedClusteredBandit:
+    """CDP-FCLUB-DC (Algorithm 1) and its variants among ``L`` local servers and a global server.
+
+    Parameters
+    ----------
+    config : FCLUBConfig
+    server_of_user : ndarray of int, shape (n_users,)
+        The local server of each user (disjoint user sets, §1.1).
+    dim, n_arms : int
+    rng : numpy.random.Generator
+        Seeds each local server's privatizers.
+    network : Network, optional
+        Defaults to an :class:`~privbandits.comm.InMemoryNetwork`.
+    event_hook : callable, optional
+        Called with the bandit after every phase detection, upload and download
+        (for tests of the §2.5 invariant).
+    """
+
+    def __init__(
+        self,
+        config: FCLUBConfig,
+        server_of_user: np.ndarray,
+        dim: int,
+        n_arms: int,
+        *,
+        rng: np.random.Generator,
+        network: Network | None = None,
+        event_hook: Callable[[FederatedClusteredBandit], None] | None = None,
+    ) -> None:
+        server_of_user = np.asarray(server_of_user, dtype=np.int64)
+        n_servers = int(server_of_user.max()) + 1
+        if set(np.unique(server_of_user)) != set(range(n_servers)):
+            raise ValueError("server_of_user must use every server index 0..L-1 at least once")
+        self.config, self.dim, self.n_arms = config, dim, n_arms
+        self.calibration = Calibration(config, dim, len(server_of_user), n_servers)
+        self.network = network if network is not None else InMemoryNetwork()
+        self.ledger = PrivacyLedger()
+        self.repairs = Repairs()
+        self.server_of_user = server_of_user
+        names = [f"local{ell}" for ell in range(n_servers)]
+        seeds = rng.spawn(n_servers)
+        self.servers = [
+            LocalServer(name, self.network, np.flatnonzero(server_of_user == ell), dim, self.calibration,
+                        seeds[ell], self.ledger, self.repairs)
+            for ell, name in enumerate(names)
+        ]  # fmt: skip
+        self._by_name = dict(zip(names, self.servers, strict=True))
+        self.global_server = GlobalServer(self.network, names, dim, self.calibration)
+        self.communication = Communication(synchronous=config.synchronous)
+        self.event_hook = event_hook
+        self.t = 0
+        self.phase = 0
+        self.phase_starts: list[int] = []
+        self._next_phase_start = 1
+        self._user = -1
+        self._contexts: np.ndarray | None = None
+        self._arm = -1
+
+    # -- rounds ------------------------------------------------------------------------------
+    def select(self, user: int, contexts: np.ndarray) -> int:
+        """Round t: run cluster detection first if t = 2^s − 1 (§3.2), then recommend for ``user``."""
+        self.t += 1
+        if self.t == self._next_phase_start:
+            self.phase += 1
+            self._detect(self.t)
+            self._next_phase_start = 2 ** (self.phase + 1) - 1
+        self._user, self._contexts = user, contexts
+        self._arm = self.servers[self.server_of_user[user]].recommend(user, contexts)
+        return self._arm
+
+    def update(self, reward: float) -> None:
+        """The reward of the selected arm: user update, CheckUpload and CheckDownload (Alg. 3, 4)."""
+        server = self.servers[self.server_of_user[self._user]]
+        cluster = server.observe(self._user, self._contexts[self._arm], reward)
+        self.communication.rounds += 1
+        if cluster is None:
+            return
+        network, communication = self.network, self.communication
+        with network.phase(ASYNC):
+            server.upload(cluster)
+            communication.uploads += 1
+            self._event()
+            for name in self.global_server.receive_upload(server.name):
+                self._by_name[name].receive_download()
+                communication.downloads += 1
+                self._event()
+
+    def _detect(self, t_phase: int) -> None:
+        """Algorithm 2 at t = 2^s − 1: local detection, phase uploads, global merge, renewal if changed."""
+        self.phase_starts.append(t_phase)
+        communication, glob = self.communication, self.global_server
+        with self.network.phase(DETECT):
+            for server in self.servers:
+                server.detect(t_phase)
+            glob.receive_phase_uploads({s.name: len(s.clusters) for s in self.servers})
+            communication.phase_uploads += len(glob.uploads)
+            partition = glob.merge(self.calibration.depth(t_phase))
+            changed = partition != glob.partition
+            communication.changed_phases += changed
+            if changed or (self.config.lifecycle is Lifecycle.RESET_EVERY_PHASE and self.config.private):
+                glob.renew(partition)
+                for server in self.servers:
+                    for _ in server.clusters:
+                        server.receive_renewal()
+                        communication.renewals += 1
+        self._event()
+
+    def _event(self) -> None:
+        if self.event_hook is not None:
+            self.event_hook(self)
+
+    # -- introspection (simulation only: joins what the parties know separately) -------------
+    def partition(self) -> frozenset[frozenset[int]]:
+        """The global clusters as sets of user ids."""
+        users = {(s.name, c.uid): c.users for s in self.servers for c in s.clusters.values()}
+        by_name = self._by_name
+        return frozenset(
+            frozenset(int(by_name[k[0]].users[i]) for k in group for i in users[k])
+            for group in self.global_server.partition
+        )
+
+    def privacy_report(self) -> PrivacyReport:
+        """The paper's (ε, δ) per privatizer beside the guarantee composed with dp-accounting (RDP).
+
+        Per privatizer: its tree's levels used, as Gaussian mechanisms of sensitivity
+        :data:`~privbandits.privacy.tree_mechanism.REPLACE_SENSITIVITY`. Per datum: every
+        node of every privatizer its user's data has gone through (new clusters after a
+        split, phase-start trees), composed, for the worst user: the paper does not
+        compose across privatizers (§4.5, §8 A9).
+        """
+        cfg = self.config
+        notes = []
+        counts = {k: v for s in self.servers for k, v in s.release_counts.items()}
+        if not cfg.private:
+            notes.append("non-private variant: nothing is privatized")
+        if cfg.noise_in_trigger_only:
+            notes.append("noise only in the upload trigger: uploads are raw, no DP guarantee (reference code, §7)")
+        levels = {k: releases.bit_length() for k, (releases, _) in counts.items()}
+        std = min((s for _, s in counts.values()), default=0.0)
+        worst_tree = max(levels.values(), default=0)
+        per_datum = max((sum(levels[k] for k in lineage) for s in self.servers for lineage in s.lineage), default=0)
+        uploads_raw = cfg.noise_in_trigger_only or not cfg.private
+        return PrivacyReport(
+            claimed_epsilon=cfg.epsilon if cfg.private else math.inf,
+            claimed_delta=cfg.delta,
+            privatizers=len(counts),
+            releases=sum(r for r, _ in counts.values()),
+            max_levels_per_privatizer=worst_tree,
+            accounted_epsilon_per_privatizer=math.inf if uploads_raw else accounted_epsilon(std, worst_tree, cfg.delta),
+            max_nodes_per_datum=per_datum,
+            accounted_epsilon_per_datum=math.inf if uploads_raw else accounted_epsilon(std, per_datum, cfg.delta),
+            notes=notes + [f"sensitivity {REPLACE_SENSITIVITY} (replace one (x, y), ‖x‖ ≤ 1, |y| ≤ 1)"],
+        )
+
+    @property
+    def traffic(self) -> Traffic:
+        return self.network.traffic
+
+
+@dataclass
+class FCLUBOutcome:
+    """One run: cumulative pseudo-regret and communication per round, and what was measured."""
+
+    regret: np.ndarray
+    communication: np.ndarray
+    seconds: float
+    bandit: FederatedClusteredBandit
+
+    @property
+    def ms_per_round(self) -> float:
+        return 1000.0 * self.seconds / len(self.regret)
+
+
+def run_fclub(
+    config: FCLUBConfig,
+    env: ClusteredLinearBandit,
+    n_servers: int,
+    seed: int,
+    *,
+    event_hook: Callable[[FederatedClusteredBandit], None] | None = None,
+) -> FCLUBOutcome:
+    """Play ``config.horizon`` rounds of ``env`` with users on ``n_servers`` servers in blocks (§6.2).
+
+    The environment and the protocol get independent generators spawned from ``seed``.
+    """
+    env_rng, protocol_rng = np.random.default_rng(seed).spawn(2)
+    env.reset(env_rng)
+    servers = assign_groups(env.n_users, n_servers, remainder_last=True)
+    bandit = FederatedClusteredBandit(config, servers, env.dim, env.n_arms, rng=protocol_rng, event_hook=event_hook)
+    horizon = config.horizon
+    regret, comm = np.empty(horizon), np.empty(horizon, dtype=np.int64)
+    counts = bandit.communication
+    start = time.perf_counter()
+    for t in range(horizon):
+        contexts, expected = env.next_round()
+        arm = bandit.select(env.user, contexts)
+        bandit.update(env.reward(arm))
+        regret[t] = expected.max() - expected[arm]
+        comm[t] = counts.phase_uploads + counts.renewals + counts.uploads + counts.downloads
+    seconds = time.perf_counter() - start
+    return FCLUBOutcome(np.cumsum(regret), comm, seconds, bandit)

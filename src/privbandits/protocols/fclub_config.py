@@ -1,0 +1,350 @@
+"""Configuration and calibration of FCLUB (spec ``fclub.md``; Liu et al., UAI 2022).
+
+:class:`FCLUBConfig` holds every knob of Algorithm 1 with the spec's §8
+recommendations as defaults and each printed alternative as a named option;
+:class:`Calibration` turns it into the numbers a run uses (σ_noise, ρ, κ, ν, β,
+the detection thresholds), so the protocol code never re-derives a formula.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+from enum import StrEnum
+
+import numpy as np
+
+from privbandits.linear.tiebreak import TieBreak
+from privbandits.privacy.tree_mechanism import NoiseVariance, node_variance
+
+
+class Variant(StrEnum):
+    """The algorithms of the paper's experiments that differ only in options (§6.1)."""
+
+    CDP_FCLUB_DC = "cdp-fclub-dc"
+    FCLUB_DC = "fclub-dc"
+    FCLUB = "fclub"
+    HOMO_DC = "homo-dc"
+    HOMO = "homo"
+
+
+class RhoFormula(StrEnum):
+    """Spectral bound ρ on the tree noise (§4.2, §8 A5).
+
+    EQ7: ``8√(2ν) ln(4/δ)(4√d + 2 ln(2mL/α))/ε``; APPENDIX_B1: ``8√2·ν`` in place of
+    ``8√(2ν)``; CONSISTENT: ``c·√ν·σ_noise·(4√d + 2 ln(2mL/α))`` with c = ``rho_constant``.
+    """
+
+    EQ7 = "eq7"
+    APPENDIX_B1 = "appendix_b1"
+    CONSISTENT = "consistent"
+
+
+class TreeDepth(StrEnum):
+    """Tree depth ν (§8 A6): HORIZON ``⌈log2(T+1)⌉+1``; THEORY with t_max = phases +
+    ``⌈d ln T / ln min(U, D)⌉``; REFERENCE ``⌊ln(t_phase+1)⌋+1`` at each phase start."""
+
+    HORIZON = "horizon"
+    THEORY = "theory"
+    REFERENCE = "reference"
+
+
+class Lifecycle(StrEnum):
+    """Privatizer lifecycle (§8 A9).
+
+    PERSISTENT
+        PVT(ℓ, j) lives while the cluster's user set is unchanged; phase-start
+        releases draw from a second, phase-start tree of the same cluster, so
+        they never disturb the asynchronous chain.
+    RESET_EVERY_PHASE
+        Renew at every phase and start a fresh tree per cluster: its first release
+        is the phase-start one (H̃), its second the renewal draw (line 14).
+    """
+
+    PERSISTENT = "persistent"
+    RESET_EVERY_PHASE = "reset_every_phase"
+
+
+class Recommendation(StrEnum):
+    """Statistics behind the UCB (§3.7, §8 A11): the synchronized copy, or it plus
+    the cluster's own raw data not yet uploaded (the reference code)."""
+
+    SYNCHRONIZED = "synchronized"
+    WITH_OWN_BUFFER = "with_own_buffer"
+
+
+class BetaForm(StrEnum):
+    """Confidence radius: LEMMA1 (private; OFUL for non-private variants, §8 A16) or
+    REFERENCE (the reference code's β_CDP and 0.5·√(…) forms, §6.3)."""
+
+    LEMMA1 = "lemma1"
+    REFERENCE = "reference"
+
+
+class Thresholds(StrEnum):
+    """Deletion/merge tests: PRACTICAL (Eqs. 3/4 with α1, α2) or THEORETICAL (w, w̃ of §5.2)."""
+
+    PRACTICAL = "practical"
+    THEORETICAL = "theoretical"
+
+
+class PDRepair(StrEnum):
+    """What to do with a synchronized Gram matrix that is not positive definite (§8 A15):
+    CLIP its eigenvalues at ``ridge``, or SHIFT it by ``(ridge − λ_min) I``."""
+
+    CLIP = "clip"
+    SHIFT = "shift"
+
+
+_CHOICES = {
+    "noise_variance": NoiseVariance,
+    "rho_formula": RhoFormula,
+    "tree_depth": TreeDepth,
+    "lifecycle": Lifecycle,
+    "recommendation": Recommendation,
+    "beta_form": BetaForm,
+    "thresholds": Thresholds,
+    "pd_repair": PDRepair,
+    "tie_break": TieBreak,
+}
+
+
+@dataclass(frozen=True)
+class FCLUBConfig:
+    """Every option of Algorithm 1 (CDP-FCLUB-DC) and its variants; see the report table.
+
+    Defaults are the spec's recommendations (§8) at the paper's experimental
+    setting; :meth:`for_variant` and :meth:`reference_compatible` give the named
+    presets. Invalid values raise ValueError naming the field and the allowed range.
+    """
+
+    horizon: int = 2**17 - 2
+    private: bool = True
+    synchronous: bool = False
+    detect_clusters: bool = True
+    epsilon: float = 1.0
+    delta: float = 0.1
+    upload_threshold: float = 1.01
+    download_threshold: float = 1.01
+    alpha: float | None = None
+    alpha1: float = 1.5
+    alpha2: float = 2.0
+    ridge: float = 1.0
+    sigma0: float = 0.5
+    m_bound: int | None = None
+    lambda_x: float | None = None
+    noise_variance: NoiseVariance = NoiseVariance.SQUARED_LOG
+    rho_formula: RhoFormula = RhoFormula.EQ7
+    rho_constant: float = 2.0
+    tree_depth: TreeDepth = TreeDepth.HORIZON
+    lifecycle: Lifecycle = Lifecycle.PERSISTENT
+    recommendation: Recommendation = Recommendation.SYNCHRONIZED
+    beta_form: BetaForm = BetaForm.LEMMA1
+    beta_scale: float = 1.0
+    thresholds: Thresholds = Thresholds.PRACTICAL
+    noise_in_trigger_only: bool = False
+    reference_h_column: bool = False
+    skip_unseen_users: bool = False
+    merge_same_server: bool = False
+    pd_repair: PDRepair = PDRepair.CLIP
+    refresh_every: int = 1000
+    tie_break: TieBreak = TieBreak.LOWEST
+
+    def __post_init__(self) -> None:
+        for name, enum in _CHOICES.items():
+            value = getattr(self, name)
+            try:
+                object.__setattr__(self, name, enum(value))
+            except ValueError:
+                allowed = ", ".join(repr(m.value) for m in enum)
+                raise ValueError(f"{name} must be one of {allowed}, got {value!r}") from None
+        checks = [
+            ("horizon", self.horizon >= 1, ">= 1"),
+            ("epsilon", self.epsilon > 0, "> 0"),
+            ("delta", 0 < self.delta < 1, "in (0, 1)"),
+            ("upload_threshold", self.upload_threshold > 1, "> 1"),
+            ("download_threshold", self.download_threshold > 1, "> 1"),
+            ("alpha", self.alpha is None or 0 < self.alpha < 1, "in (0, 1) or None (= 1/(8T))"),
+            ("alpha1", self.alpha1 > 0, "> 0"),
+            ("alpha2", self.alpha2 > 0, "> 0"),
+            ("ridge", self.ridge > 0, "> 0"),
+            ("sigma0", self.sigma0 >= 0, ">= 0"),
+            ("m_bound", self.m_bound is None or self.m_bound >= 1, ">= 1 or None (= n users)"),
+            ("lambda_x", self.lambda_x is None or 0 < self.lambda_x <= 1, "in (0, 1] or None (= 1/d)"),
+            ("rho_constant", self.rho_constant > 0, "> 0"),
+            ("beta_scale", self.beta_scale >= 0, ">= 0"),
+            ("refresh_every", self.refresh_every >= 0, ">= 0 (0 = never)"),
+        ]
+        for name, ok, allowed in checks:
+            if not ok:
+                raise ValueError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
+        if self.noise_in_trigger_only and not self.private:
+            raise ValueError("noise_in_trigger_only needs private=True (it places the privatizer's noise)")
+
+    @classmethod
+    def for_variant(cls, variant: Variant | str, **overrides) -> FCLUBConfig:
+        """The options of a named algorithm (§6.1), then ``overrides``."""
+        try:
+            variant = Variant(variant)
+        except ValueError:
+            allowed = ", ".join(repr(v.value) for v in Variant)
+            raise ValueError(f"variant must be one of {allowed}, got {variant!r}") from None
+        preset = {
+            Variant.CDP_FCLUB_DC: {},
+            Variant.FCLUB_DC: {"private": False},
+            Variant.FCLUB: {"private": False, "synchronous": True},
+            Variant.HOMO_DC: {"private": False, "detect_clusters": False},
+            Variant.HOMO: {"private": False, "synchronous": True, "detect_clusters": False},
+        }[variant]
+        return cls(**{**preset, **overrides})
+
+    @classmethod
+    def reference_compatible(cls, variant: Variant | str = Variant.CDP_FCLUB_DC, **overrides) -> FCLUBConfig:
+        """The reference code's behaviour (§7) as far as these options express it (see report)."""
+        base = cls.for_variant(variant)
+        rc = {
+            "ridge": 2.0,
+            "beta_form": BetaForm.REFERENCE,
+            "beta_scale": 0.005 if base.private else 1.0,
+            "recommendation": Recommendation.WITH_OWN_BUFFER,
+            "skip_unseen_users": True,
+            "merge_same_server": True,
+        }
+        if base.private:
+            rc |= {
+                "noise_in_trigger_only": True,
+                "reference_h_column": True,
+                "tree_depth": TreeDepth.REFERENCE,
+                "lifecycle": Lifecycle.RESET_EVERY_PHASE,
+            }
+        return replace(base, **{**rc, **overrides})
+
+    def describe(self) -> dict[str, object]:
+        """Field → value, enums as their strings (for reports and result keys)."""
+        return {f.name: str(v) if isinstance(v := getattr(self, f.name), StrEnum) else v for f in fields(self)}
+
+
+def F(x: np.ndarray | float) -> np.ndarray | float:
+    """``F(x) = sqrt((1 + ln(1 + x)) / (1 + x))`` of Eqs. 3 and 4."""
+    return np.sqrt((1.0 + np.log1p(x)) / (1.0 + x))
+
+
+class Calibration:
+    """The numbers one run uses, derived once from a config and the problem size.
+
+    Parameters
+    ----------
+    config : FCLUBConfig
+    dim, n_users, n_servers : int
+        d, n and L.
+
+    Attributes
+    ----------
+    alpha, m_bound, lambda_x : float
+        α (default 1/(8T)), m in the logs (default n), λ_x (default 1/d).
+    """
+
+    def __init__(self, config: FCLUBConfig, dim: int, n_users: int, n_servers: int) -> None:
+        self.config, self.dim, self.n_users, self.n_servers = config, dim, n_users, n_servers
+        T = config.horizon
+        self.alpha = config.alpha if config.alpha is not None else 1.0 / (8 * T)
+        self.m_bound = config.m_bound if config.m_bound is not None else n_users
+        self.lambda_x = config.lambda_x if config.lambda_x is not None else 1.0 / dim
+        self.log_min_threshold = math.log(min(config.upload_threshold, config.download_threshold))
+        self._mL_over_alpha = self.m_bound * n_servers / self.alpha
+        self._fixed_depth = self._depth_for(T)
+
+    # -- privacy noise ---------------------------------------------------------------
+    def _depth_for(self, t_phase: int) -> int:
+        cfg = self.config
+        if cfg.tree_depth is TreeDepth.HORIZON:
+            t_max = cfg.horizon
+        elif cfg.tree_depth is TreeDepth.THEORY:
+            phases = max(1, (cfg.horizon + 2).bit_length() - 2)
+            t_max = phases + math.ceil(self.dim * math.log(max(cfg.horizon, 2)) / self.log_min_threshold)
+        else:
+            return math.floor(math.log(t_phase + 1)) + 1
+        return math.ceil(math.log2(t_max + 1)) + 1
+
+    def depth(self, t_phase: int) -> int:
+        """Tree depth ν for a privatizer created at phase start ``t_phase``."""
+        return self._fixed_depth if self.config.tree_depth is not TreeDepth.REFERENCE else self._depth_for(t_phase)
+
+    def noise_std(self, depth: int) -> float:
+        """Per-node σ_noise of a depth-ν tree (§4.2)."""
+        cfg = self.config
+        return math.sqrt(node_variance(cfg.epsilon, cfg.delta, depth, cfg.noise_variance))
+
+    def rho(self, depth: int) -> float:
+        """ρ of §4.2 (Eq. 7 by default), the shift that keeps noisy Gram matrices positive definite."""
+        cfg, d = self.config, self.dim
+        spread = 4 * math.sqrt(d) + 2 * math.log(2 * self._mL_over_alpha)
+        if cfg.rho_formula is RhoFormula.CONSISTENT:
+            return cfg.rho_constant * math.sqrt(depth) * self.noise_std(depth) * spread
+        root = math.sqrt(2 * depth) if cfg.rho_formula is RhoFormula.EQ7 else math.sqrt(2) * depth
+        return 8 * root * math.log(4 / cfg.delta) * spread / cfg.epsilon
+
+    def kappa(self, depth: int) -> float:
+        """κ = √ν·σ_noise·(√d + 2 ln(2mL/α))/√ρ (§8 A13)."""
+        spread = math.sqrt(self.dim) + 2 * math.log(2 * self._mL_over_alpha)
+        return math.sqrt(depth) * self.noise_std(depth) * spread / math.sqrt(self.rho(depth))
+
+    def shifts(self, depth: int) -> tuple[float, float]:
+        """(phase-start shift, per-upload shift) of the uploaded Gram matrices: (2ρ, 3ρ) when the
+        noise is uploaded, (λ, 0) otherwise (§3.4, §8 A16)."""
+        if self.config.private and not self.config.noise_in_trigger_only:
+            rho = self.rho(depth)
+            return 2 * rho, 3 * rho
+        return self.config.ridge, 0.0
+
+    # -- confidence radius -----------------------------------------------------------
+    def beta(self, count: int, sharing: int, depth: int) -> float:
+        """β of the UCB for a cluster with ``count`` samples sharing with L' = ``sharing`` clusters."""
+        cfg, d = self.config, self.dim
+        if cfg.beta_form is BetaForm.REFERENCE:
+            return cfg.beta_scale * self._reference_beta(count)
+        if cfg.private and not cfg.noise_in_trigger_only:  # Lemma 1
+            rho = self.rho(depth)
+            rho_max = 3 * rho + 3 * rho * d * math.log(cfg.horizon) / self.log_min_threshold
+            width = 2 * math.log(self._mL_over_alpha) + d * math.log(rho_max / rho + count / (d * sharing * rho))
+            radius = cfg.sigma0 * math.sqrt(width) + math.sqrt(sharing * rho_max)
+            return cfg.beta_scale * (radius + math.sqrt(sharing) * self.kappa(depth))
+        lam = sharing * cfg.ridge  # OFUL with the L'·λI regulariser (§8 A16)
+        width = 2 * math.log(1 / self.alpha) + d * math.log(1 + count / (lam * d))
+        return cfg.beta_scale * (cfg.sigma0 * math.sqrt(width) + math.sqrt(lam))
+
+    def _reference_beta(self, count: int) -> float:
+        """The reference code's β (§6.3), before ``beta_scale``."""
+        cfg, d, L = self.config, self.dim, self.n_servers
+        if cfg.private:
+            t = max(count, 1)
+            rho = math.sqrt(32) * (math.log(t) + 1) * 2 * math.log(4 / cfg.delta)
+            rho *= (4 * math.sqrt(d) + 2 * math.log(2 * t)) / cfg.epsilon
+            upsilon = math.sqrt((math.log(t) + 1) * 2 * (math.sqrt(d) + 2 * math.log(2 * t)) / math.sqrt(2 * cfg.epsilon))
+            return math.sqrt(2 * math.log(2) + d * math.log(1 + t / (d * rho))) + math.sqrt(L * rho) + math.sqrt(L) * upsilon
+        servers, t = (L, count + 1) if cfg.synchronous else (1, count)
+        return 0.5 * math.sqrt(2 * math.log(2 / 1.5) + d * math.log(3 + t * servers**2 / d))
+
+    # -- cluster detection -----------------------------------------------------------
+    def deletion_width(self, counts: np.ndarray) -> np.ndarray:
+        """Per-user half-threshold of the edge deletion: α1·F(T_i) (Eq. 3) or w(T_i) (§5.2)."""
+        cfg = self.config
+        if cfg.thresholds is Thresholds.PRACTICAL:
+            return cfg.alpha1 * F(counts)
+        lam, d = cfg.ridge, self.dim
+        beta = cfg.sigma0 * np.sqrt(2 * math.log(self.n_users / self.alpha) + d * np.log1p(counts / (lam * d)))
+        return (beta + math.sqrt(lam)) / np.sqrt(lam + counts * self.lambda_x / 8)
+
+    def merge_width(self, counts: np.ndarray, depth: int) -> np.ndarray:
+        """Per-local-cluster half-threshold of the global merge: α2·F(T̃) (Eq. 4) or w̃(T̃) (§5.2)."""
+        cfg = self.config
+        if cfg.thresholds is Thresholds.PRACTICAL:
+            return cfg.alpha2 * F(counts)
+        phase_shift, _ = self.shifts(depth)
+        noisy = cfg.private and not cfg.noise_in_trigger_only
+        rho_min = phase_shift / 2 if noisy else phase_shift
+        rho0_max = 3 * rho_min if noisy else phase_shift
+        kappa = self.kappa(depth) if noisy else 0.0
+        width = 2 * math.log(self._mL_over_alpha) + self.dim * np.log(3 + counts / (rho_min * self.dim))
+        beta = cfg.sigma0 * np.sqrt(width) + math.sqrt(rho0_max) + kappa
+        return beta / np.sqrt(rho_min + counts * self.lambda_x / 8)
