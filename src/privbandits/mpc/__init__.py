@@ -1,0 +1,50 @@
+"""Secure multi-party computation over Z_2^64 for the private ε-greedy bandit (spec mpc-bandit §3).
+
+fixed_point
+    Fixed-point encoding with L fractional bits.
+ring, sharing
+    Ring helpers (wrap counts); arithmetic and XOR shares with local operations.
+dealer
+    The trusted dealer: Beaver triples, square pairs, daBits, wrap pairs, private
+    Bernoulli / uniform samples, random permutations.
+channel
+    Openings and inputs as messages on :mod:`privbandits.comm`, so rounds and bytes are measured.
+arithmetic, truncation
+    Beaver multiplication, square, matmul; division by 2^k (local, Alg. 3, exact).
+binary, comparison
+    AND, the log-depth adder, A2B / B2A; comparison, sign, AllMax, argmax (Alg. 2).
+approximations
+    Exponential and the Newton–Raphson reciprocal.
+engine
+    :class:`Engine`, which gathers all of the above as methods.
+"""
+
+from privbandits.mpc.dealer import Dealer
+from privbandits.mpc.engine import Engine
+from privbandits.mpc.fixed_point import DEFAULT_PRECISION, decode, encode
+from privbandits.mpc.sharing import (
+    ArithmeticShares,
+    BinaryShares,
+    concatenate,
+    reconstruct,
+    reconstruct_xor,
+    share,
+    share_xor,
+    stack,
+)
+
+__all__ = [
+    "DEFAULT_PRECISION",
+    "ArithmeticShares",
+    "BinaryShares",
+    "Dealer",
+    "Engine",
+    "concatenate",
+    "decode",
+    "encode",
+    "reconstruct",
+    "reconstruct_xor",
+    "share",
+    "share_xor",
+    "stack",
+]

@@ -1,0 +1,53 @@
+"""Exponential and Newton–Raphson reciprocal on fixed-point shares (spec §3.10, A9).
+
+The reciprocal is only needed for the Sherman–Morrison denominator d ∈ [1, c] with
+c < 10 (in this application d ∈ [1, 2]); no sign pre-pass is done.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from privbandits.mpc.arithmetic import mul, square
+from privbandits.mpc.sharing import ArithmeticShares
+from privbandits.mpc.truncation import truncate
+
+if TYPE_CHECKING:
+    from privbandits.mpc.engine import Engine
+
+EXP_ITERATIONS = 8
+"""Squarings of the limit approximation e^u ≈ (1 + u/2^8)^(2^8) (CrypTen's default)."""
+
+NR_ITERATIONS = 7
+"""Newton–Raphson iterations of the paper's experiments (spec §6.3)."""
+
+
+def _check_fixed_point(ctx: Engine, x: ArithmeticShares, name: str) -> None:
+    if x.scale != ctx.precision:
+        raise ValueError(f"{name} needs fixed-point shares of scale {ctx.precision}, got scale {x.scale}")
+
+
+def exp(ctx: Engine, x: ArithmeticShares, iterations: int = EXP_ITERATIONS) -> ArithmeticShares:
+    """``[e^x]`` ≈ (1 + x/2^k)^(2^k): one public division, then k squarings (k rounds for 2 parties)."""
+    _check_fixed_point(ctx, x, "exp")
+    if iterations < 0:
+        raise ValueError(f"exp iterations must be >= 0, got {iterations}")
+    y = 1.0 + truncate(ctx, x, iterations)
+    for _ in range(iterations):
+        y = square(ctx, y)
+    return y
+
+
+def reciprocal(ctx: Engine, d: ArithmeticShares, iterations: int = NR_ITERATIONS) -> ArithmeticShares:
+    """``[1/d]`` for d in [1, 10]: y_0 = 3·e^(0.5−d) + 0.003, then y_{k+1} = y_k(2 − d·y_k).
+
+    The paper's initial value (not modern CrypTen's); relative error |1 − d·y_k|
+    follows the table of spec §3.10. 2 rounds per iteration for 2 parties.
+    """
+    _check_fixed_point(ctx, d, "reciprocal")
+    if iterations < 0:
+        raise ValueError(f"Newton-Raphson iterations must be >= 0, got {iterations}")
+    y = exp(ctx, 0.5 - d) * 3 + 0.003
+    for _ in range(iterations):
+        y = mul(ctx, y, 2.0 - mul(ctx, d, y))
+    return y

@@ -1,0 +1,74 @@
+"""Beaver multiplication, square and matrix product on fixed-point shares (spec §3.4).
+
+The product of scales s and t has scale s + t and is truncated by min(s, t) bits,
+so two fixed-point operands (scale L) give scale L after one division by 2^L, and
+an integer operand (scale 0, e.g. a bit or a one-hot) needs no truncation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from privbandits.mpc.fixed_point import encode
+from privbandits.mpc.ring import WORD
+from privbandits.mpc.sharing import ArithmeticShares, expand
+from privbandits.mpc.truncation import divide_shares
+
+if TYPE_CHECKING:
+    from privbandits.mpc.engine import Engine
+
+
+def _rescale(ctx: Engine, shares: np.ndarray, scale_x: int, scale_y: int) -> ArithmeticShares:
+    return ArithmeticShares(divide_shares(ctx, shares, min(scale_x, scale_y)), max(scale_x, scale_y))
+
+
+def mul(ctx: Engine, x: ArithmeticShares, y: ArithmeticShares) -> ArithmeticShares:
+    """Elementwise ``[x·y]`` (numpy broadcasting): open α = x − a, β = y − b in 1 round,
+    then [c] + α[b] + β[a] + αβ, then truncation."""
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    a, b, c = ctx.dealer.triple(shape)
+    xs, ys = expand(x.shares, shape), expand(y.shares, shape)
+    alpha, beta = ctx.channel.open_many([xs - a.shares, ys - b.shares])
+    z = c.shares + alpha * b.shares + beta * a.shares
+    z[0] += alpha * beta
+    return _rescale(ctx, z, x.scale, y.scale)
+
+
+def square(ctx: Engine, x: ArithmeticShares) -> ArithmeticShares:
+    """``[x²]`` from a square pair: open α = x − a (1 round), [a²] + 2α[a] + α², truncation."""
+    a, b = ctx.dealer.square_pair(x.shape)
+    alpha = ctx.channel.open(x.shares - a.shares)
+    z = b.shares + WORD(2) * alpha * a.shares
+    z[0] += alpha * alpha
+    return _rescale(ctx, z, x.scale, x.scale)
+
+
+def matmul(ctx: Engine, x: ArithmeticShares, y: ArithmeticShares) -> ArithmeticShares:
+    """``[x @ y]`` (numpy matmul shapes) with one matrix triple: opens x − A and y − B
+    together (1 round), one truncation per output element (spec §3.4, recommended [D])."""
+    if x.shape == () or y.shape == ():
+        raise ValueError("matmul needs operands with at least one axis; use mul for scalars")
+    x_vector, y_vector = len(x.shape) == 1, len(y.shape) == 1
+    if x_vector:
+        x = x[None, :]
+    if y_vector:
+        y = y[:, None]
+    if x.shape[-1] != y.shape[-2]:
+        raise ValueError(f"matmul shapes {x.shape} and {y.shape} do not match: {x.shape[-1]} != {y.shape[-2]}")
+    np.broadcast_shapes(x.shape[:-2], y.shape[:-2])  # raises on incompatible batch axes
+    a, b, c = ctx.dealer.matrix_triple(x.shape, y.shape)
+    alpha, beta = ctx.channel.open_many([x.shares - a.shares, y.shares - b.shares])
+    z = c.shares + np.matmul(alpha, b.shares) + np.matmul(a.shares, beta)
+    z[0] += np.matmul(alpha, beta)
+    if x_vector:
+        z = z[..., 0, :]
+    if y_vector:
+        z = z[..., 0]
+    return _rescale(ctx, z, x.scale, y.scale)
+
+
+def mul_public(ctx: Engine, x: ArithmeticShares, value: np.typing.ArrayLike) -> ArithmeticShares:
+    """``[x·c]`` for public reals ``c``: local product with c at precision L, then truncation."""
+    return _rescale(ctx, x.shares * encode(value, ctx.precision), x.scale, ctx.precision)

@@ -1,0 +1,137 @@
+"""Every value that leaves a party goes through :mod:`privbandits.comm` (spec §8 point 9).
+
+One message per sending party and receiver carries a whole array, so the traffic
+ledger counts rounds (Lamport depth inside a ``network.phase`` block) and payload
+bytes exactly, with a few Python calls per opening rather than per element.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from privbandits.comm import Message, Network, Party, message
+from privbandits.mpc.ring import WORD
+from privbandits.mpc.sharing import reconstruct, reconstruct_xor, share
+
+
+@message("mpc.words")
+class Words(Message):
+    """A party's shares of a flat array of ring words (an opening or an input)."""
+
+    words: np.ndarray
+
+
+@message("mpc.bits")
+class PackedBits(Message):
+    """A party's XOR shares of single bits, packed eight to a byte (B2A openings)."""
+
+    bits: np.ndarray
+
+
+class Channel:
+    """The computing parties of one engine on a :class:`~privbandits.comm.Network`."""
+
+    def __init__(self, network: Network, names: Sequence[str]) -> None:
+        if len(names) < 2:
+            raise ValueError(f"MPC needs at least 2 computing parties, got {len(names)}")
+        if len(set(names)) != len(names):
+            raise ValueError(f"party names must be distinct, got {list(names)}")
+        self.network = network
+        self.parties = [Party(name, network) for name in names]
+        self.names = tuple(names)
+
+    def _all_to_all(self, payloads: Sequence[Message], kind: str) -> list[Message]:
+        """Each party sends its payload to every other; returns what party 0 received.
+
+        Every party receives (so the queues drain and the Lamport clocks advance);
+        all of them get the same messages, so one list stands for everyone's view.
+        """
+        for sender, payload in zip(self.parties, payloads, strict=True):
+            for receiver in self.names:
+                if receiver != sender.name:
+                    sender.send(receiver, payload)
+        first: list[Message] = []
+        for index, receiver in enumerate(self.parties):
+            for sender in self.names:
+                if sender != receiver.name:
+                    received = receiver.receive(kind, sender)
+                    if index == 0:
+                        first.append(received)
+        return first
+
+    def gather(self, shares: np.ndarray) -> np.ndarray:
+        """Every party broadcasts its share (party axis 0) in 1 round; returns all shares as received."""
+        received = self._all_to_all([Words(np.ascontiguousarray(row)) for row in shares], "mpc.words")
+        return np.stack([shares[0], *(msg.words for msg in received)])
+
+    def open(self, shares: np.ndarray, *, xor: bool = False) -> np.ndarray:
+        """Public value of ``shares`` opened to all parties in 1 round (Σ in Z_2^64, or ⊕ when ``xor``)."""
+        gathered = self.gather(shares)
+        return reconstruct_xor(gathered) if xor else reconstruct(gathered)
+
+    def open_many(self, arrays: Sequence[np.ndarray], *, xor: bool = False) -> list[np.ndarray]:
+        """Open several share arrays in one round: one message per link carries them all."""
+        n = len(self.parties)
+        flat = np.concatenate([a.reshape(n, -1) for a in arrays], axis=1)
+        value = self.open(flat, xor=xor)
+        sizes = np.cumsum([a[0].size for a in arrays])[:-1]
+        return [part.reshape(a.shape[1:]) for part, a in zip(np.split(value, sizes), arrays, strict=True)]
+
+    def open_bits(self, shares: np.ndarray) -> np.ndarray:
+        """Public bits of XOR-shared bits (bit 0 of each word), packed on the wire; 1 round."""
+        shape = shares.shape[1:]
+        packed = [np.packbits((row & WORD(1)).astype(np.uint8).ravel()) for row in shares]
+        received = self._all_to_all([PackedBits(bits) for bits in packed], "mpc.bits")
+        value = packed[0]
+        for msg in received:
+            value = value ^ msg.bits
+        count = int(np.prod(shape, dtype=np.int64))
+        return np.unpackbits(value, count=count).astype(WORD).reshape(shape)
+
+    def reveal_to(self, shares: np.ndarray, receiver: str) -> np.ndarray:
+        """Open ``shares`` to ``receiver`` only (a computing party or another party on the network)."""
+        if receiver not in self.network.parties:
+            raise ValueError(f"unknown receiver {receiver!r}; parties on the network: {sorted(self.network.parties)}")
+        value = np.zeros(shares.shape[1:], dtype=WORD)
+        for sender, row in zip(self.parties, shares, strict=True):
+            if sender.name == receiver:
+                value += row
+            else:
+                sender.send(receiver, Words(np.ascontiguousarray(row)))
+        for sender in self.names:
+            if sender != receiver:
+                value += self.network.receive(receiver, "mpc.words", sender).words
+        return value
+
+    def distribute(self, secrets: Sequence[tuple[np.ndarray, str]], rng: np.random.Generator) -> list[np.ndarray]:
+        """Each ``(words, owner)``: the owner secret-shares ``words`` to the computing parties.
+
+        Owners may be computing parties (they keep one share) or any other party on
+        the network (they send all of them). All inputs are sent before any is
+        received, so independent inputs share one round. Returns the share arrays
+        (party axis 0) as received.
+        """
+        n = len(self.parties)
+        dealt = []
+        for words, owner in secrets:
+            if owner not in self.network.parties:
+                raise ValueError(
+                    f"unknown input owner {owner!r}; parties on the network: {sorted(self.network.parties)}"
+                )
+            keeper = self.names.index(owner) if owner in self.names else 0
+            shares = share(words, n, rng, owner=keeper)
+            for name, row in zip(self.names, shares, strict=True):
+                if name != owner:
+                    self.network.send(owner, name, Words(row))
+            dealt.append((shares, owner))
+        return [
+            np.stack(
+                [
+                    shares[index] if name == owner else self.network.receive(name, "mpc.words", owner).words
+                    for index, name in enumerate(self.names)
+                ]
+            )
+            for shares, owner in dealt
+        ]

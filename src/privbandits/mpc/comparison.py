@@ -1,0 +1,71 @@
+"""Comparison, sign, AllMax and argmax with random tie-breaking (spec §3.8–3.9, Alg. 2).
+
+Results are integer shares (scale 0) of bits, so multiplying them into fixed-point
+values needs no truncation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from privbandits.mpc.arithmetic import mul
+from privbandits.mpc.binary import a2b, bit_to_arithmetic
+from privbandits.mpc.sharing import ArithmeticShares, concatenate
+
+if TYPE_CHECKING:
+    from privbandits.mpc.engine import Engine
+
+
+def ltz(ctx: Engine, x: ArithmeticShares) -> ArithmeticShares:
+    """``[x < 0]``: the most significant bit of ⟨x⟩ converted back (A2B + one daBit); 8 rounds for 2 parties."""
+    return bit_to_arithmetic(ctx, a2b(ctx, x) >> 63)
+
+
+def ge(ctx: Engine, x: ArithmeticShares, y: ArithmeticShares) -> ArithmeticShares:
+    """``[x ≥ y]`` = 1 − [x − y < 0]; exact while x − y does not overflow (|x|, |y| < 2^62 as words)."""
+    return 1 - ltz(ctx, x - y)
+
+
+def lt(ctx: Engine, x: ArithmeticShares, y: ArithmeticShares) -> ArithmeticShares:
+    """``[x < y]`` = [x − y < 0]."""
+    return ltz(ctx, x - y)
+
+
+def sign(ctx: Engine, x: ArithmeticShares) -> ArithmeticShares:
+    """``[sign(x)]`` in {−1, +1} (scale 0), with sign(0) = +1 (the paper's x ≥ 0 test)."""
+    return 1 - 2 * ltz(ctx, x)
+
+
+def allmax(ctx: Engine, x: ArithmeticShares) -> ArithmeticShares:
+    """Alg. 2, AllMax over the last axis: bit i is 1 iff x_i is a maximum.
+
+    All |A|(|A|−1) comparisons x_i ≥ x_j (j ≠ i, as cyclic rolls) run in one batch,
+    then a product tree over j takes ⌈log2(|A|−1)⌉ rounds.
+    """
+    if x.shape == () or x.shape[-1] == 0:
+        raise ValueError(f"allmax needs a non-empty last axis, got shape {x.shape}")
+    size = x.shape[-1]
+    if size == 1:
+        ones = np.zeros_like(x.shares)
+        ones[0] = 1
+        return ArithmeticShares(ones, 0)
+    others = (np.arange(size)[:, None] + np.arange(1, size)[None, :]) % size
+    bits = ge(ctx, x[..., None], x[..., others])
+    while bits.shape[-1] > 1:
+        half = bits.shape[-1] // 2
+        product = mul(ctx, bits[..., :half], bits[..., half : 2 * half])
+        bits = concatenate([product, bits[..., 2 * half :]]) if bits.shape[-1] % 2 else product
+    return bits[..., 0]
+
+
+def argmax(ctx: Engine, x: ArithmeticShares) -> ArithmeticShares:
+    """One-hot ``[z]`` of a maximum of the last axis, ties broken uniformly at random (§3.9).
+
+    AllMax, times a fresh secret permutation γ of 1..|A| from the dealer, then AllMax
+    again: the γ values are distinct, so exactly one maximum survives.
+    """
+    maxima = allmax(ctx, x)
+    gamma = ctx.dealer.permutation(x.shape[-1], x.shape[:-1])
+    return allmax(ctx, mul(ctx, maxima, gamma))

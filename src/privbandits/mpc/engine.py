@@ -1,0 +1,167 @@
+"""The MPC engine: parties, dealer, message channel and every protocol as a method.
+
+Example
+-------
+>>> engine = Engine(2, seed=0)
+>>> with engine.phase("demo"):
+...     x, y = engine.input_many([([1.5, -2.0], "p0"), ([2.0, 0.25], "p1")])
+...     product = engine.open(engine.mul(x, y))
+>>> product.round(4).tolist()
+[3.0, -0.5]
+>>> engine.traffic.rounds["demo"]
+3
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+
+import numpy as np
+
+from privbandits.comm import InMemoryNetwork, Network, Traffic
+from privbandits.mpc import approximations, arithmetic, binary, comparison, truncation
+from privbandits.mpc.channel import Channel
+from privbandits.mpc.dealer import Dealer
+from privbandits.mpc.fixed_point import DEFAULT_PRECISION, decode, encode
+from privbandits.mpc.sharing import ArithmeticShares, BinaryShares
+from privbandits.mpc.truncation import TRUNCATION_MODES
+
+_MAX_PRECISION = 30
+
+
+class Engine:
+    """Secure computation among ``parties`` over Z_2^64 with a trusted dealer (spec §3).
+
+    Parameters
+    ----------
+    parties : int or sequence of str
+        Number of computing parties (≥ 2, named ``p0, p1, …``) or their names.
+    precision : int
+        Fixed-point fractional bits L (default 20, spec §6.3), 1 … 30.
+    truncation : {"auto", "local", "wraps", "exact"}
+        Division after products (:mod:`~privbandits.mpc.truncation`). ``"auto"``
+        is the paper's choice: local for 2 parties, Alg. 3 with η_xr skipped for more.
+    seed : int, SeedSequence or None
+        Seeds the parties' and the dealer's generators; ``None`` draws OS entropy.
+    network : Network or None
+        Where the parties talk; a fresh :class:`~privbandits.comm.InMemoryNetwork`
+        by default. Other parties (e.g. the arm puller) may live on it too.
+
+    Protocol methods (all need an open :meth:`phase`) take and return
+    :class:`~privbandits.mpc.sharing.ArithmeticShares` or ``BinaryShares``.
+    """
+
+    def __init__(
+        self,
+        parties: int | Sequence[str] = 2,
+        *,
+        precision: int = DEFAULT_PRECISION,
+        truncation: str = "auto",
+        seed: int | np.random.SeedSequence | None = None,
+        network: Network | None = None,
+    ) -> None:
+        if isinstance(parties, int):
+            if parties < 2:
+                raise ValueError(f"MPC needs at least 2 computing parties, got {parties}")
+            parties = [f"p{index}" for index in range(parties)]
+        if not 1 <= precision <= _MAX_PRECISION:
+            raise ValueError(f"precision must be in [1, {_MAX_PRECISION}] bits, got {precision}")
+        modes = ("auto", *TRUNCATION_MODES)
+        if truncation not in modes:
+            raise ValueError(f"truncation must be one of {modes}, got {truncation!r}")
+        if truncation == "auto":
+            truncation = "local" if len(parties) == 2 else "wraps"
+        if truncation == "local" and len(parties) != 2:
+            raise ValueError(f"local truncation is for 2 parties, got {len(parties)}: use 'wraps' or 'exact'")
+        self.network = network if network is not None else InMemoryNetwork()
+        self.channel = Channel(self.network, list(parties))
+        self.precision, self.truncation = precision, truncation
+        sequence = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+        party_seed, dealer_seed = sequence.spawn(2)
+        self.rng = np.random.default_rng(party_seed)
+        self.dealer = Dealer(len(parties), np.random.default_rng(dealer_seed))
+
+    @property
+    def n_parties(self) -> int:
+        return len(self.channel.names)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Names of the computing parties."""
+        return self.channel.names
+
+    @property
+    def traffic(self) -> Traffic:
+        """The network's ledger: messages, bytes and rounds per phase and link."""
+        return self.network.traffic
+
+    def phase(self, name: str) -> AbstractContextManager[None]:
+        """``with engine.phase(name):`` counts the messages inside as one segment of ``name``."""
+        return self.network.phase(name)
+
+    # -- inputs and outputs --------------------------------------------------------
+
+    def input(
+        self, values: np.typing.ArrayLike, owner: str | None = None, *, scale: int | None = None
+    ) -> ArithmeticShares:
+        """``owner`` (default the first party) secret-shares its plaintext ``values``; 1 round.
+
+        ``scale`` is the fixed-point precision (default L); 0 for integers and bits.
+        """
+        return self.input_many([(values, owner)], scale=scale)[0]
+
+    def input_many(
+        self, inputs: Sequence[tuple[np.typing.ArrayLike, str | None]], *, scale: int | None = None
+    ) -> list[ArithmeticShares]:
+        """Several ``(values, owner)`` inputs shared in parallel (one round in all), e.g. each
+        party's features x_{t,p} (Alg. 1 step 1)."""
+        scale = self.precision if scale is None else scale
+        secrets = [(encode(values, scale), owner or self.names[0]) for values, owner in inputs]
+        return [ArithmeticShares(shares, scale) for shares in self.channel.distribute(secrets, self.rng)]
+
+    def open(self, x: ArithmeticShares) -> np.ndarray:
+        """The plaintext (float64) of ``[x]``, revealed to every computing party; 1 round."""
+        return decode(self.channel.open(x.shares), x.scale)
+
+    def open_to(self, x: ArithmeticShares, receiver: str) -> np.ndarray:
+        """The plaintext of ``[x]`` revealed to ``receiver`` only (e.g. the arm puller p′); 1 round."""
+        return decode(self.channel.reveal_to(x.shares, receiver), x.scale)
+
+    def open_binary(self, x: BinaryShares) -> np.ndarray:
+        """The words (uint64) of ``⟨x⟩``, revealed to every computing party; 1 round."""
+        return self.channel.open(x.shares, xor=True)
+
+    # -- private randomness from the dealer (no communication) ---------------------
+
+    def bernoulli(self, p: float, shape: tuple[int, ...] = ()) -> ArithmeticShares:
+        """Private Bernoulli(p) bits, integers (the exploration coin [y_t] of Alg. 1)."""
+        return self.dealer.bernoulli(p, shape)
+
+    def uniform(self, shape: tuple[int, ...] = ()) -> ArithmeticShares:
+        """Private Uniform[0, 1) values at precision L (the [v_a] of Alg. 1)."""
+        return self.dealer.uniform(shape, self.precision)
+
+    def permutation(self, size: int, batch: tuple[int, ...] = ()) -> ArithmeticShares:
+        """Secret random permutations of 1..size along the last axis, integers."""
+        return self.dealer.permutation(size, batch)
+
+    # -- protocols -----------------------------------------------------------------
+
+    mul = arithmetic.mul
+    square = arithmetic.square
+    matmul = arithmetic.matmul
+    mul_public = arithmetic.mul_public
+    truncate = truncation.truncate
+    and_ = binary.and_
+    add_binary = binary.add
+    a2b = binary.a2b
+    b2a = binary.b2a
+    ltz = comparison.ltz
+    ge = comparison.ge
+    lt = comparison.lt
+    sign = comparison.sign
+    allmax = comparison.allmax
+    argmax = comparison.argmax
+    exp = approximations.exp
+    reciprocal = approximations.reciprocal

@@ -1,0 +1,40 @@
+"""Fixed-point encoding of reals into the ring Z_2^64 (spec §3.1, paper App. B).
+
+A real x is stored as the two's-complement word of round(x · 2^L); a product of
+two encoded values carries scale 2^(2L) and must be divided by 2^L afterwards
+(:mod:`privbandits.mpc.truncation`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+DEFAULT_PRECISION = 20
+"""L, the fractional bits of the paper's experiments (spec §6.3)."""
+
+RING_BITS = 64
+
+
+def encode(values: np.typing.ArrayLike, precision: int = DEFAULT_PRECISION) -> np.ndarray:
+    """Ring words (uint64) of ``round(values · 2^precision)``, round to nearest.
+
+    Raises
+    ------
+    ValueError
+        If a value is not finite or ``|value| · 2^precision`` does not fit in a
+        signed 64-bit word.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    scaled = np.rint(np.ldexp(x, precision))
+    limit = 2.0**63
+    if not np.all(np.isfinite(scaled)) or np.any(scaled >= limit) or np.any(scaled < -limit):
+        bound = 2.0 ** (RING_BITS - 1 - precision)
+        raise ValueError(
+            f"values must be finite with |x| < 2^{RING_BITS - 1 - precision} = {bound:g} at precision {precision}"
+        )
+    return scaled.astype(np.int64).view(np.uint64)
+
+
+def decode(words: np.ndarray, precision: int = DEFAULT_PRECISION) -> np.ndarray:
+    """Reals (float64) of ring words read as signed integers at scale ``2^precision``."""
+    return np.ldexp(np.asarray(words, dtype=np.uint64).view(np.int64).astype(np.float64), -precision)

@@ -1,0 +1,251 @@
+"""Arithmetic and binary (XOR) secret sharing over Z_2^64 (spec §3.2–3.3, paper App. A).
+
+A shared array is one uint64 numpy array whose axis 0 is the party: row ``p`` is
+party ``p``'s share, so every local operation is one vectorised numpy call over all
+parties at once. :class:`ArithmeticShares` also carries the fixed-point ``scale``
+(fractional bits) of the secret: ``L`` for encoded reals, 0 for integers and bits.
+Only the linear operations that need no communication live here (spec §3.2:
+addition, public constants, public integer factors, concatenation, sums).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from privbandits.mpc.fixed_point import encode
+from privbandits.mpc.ring import WORD, random_words
+
+
+def share(secret: np.ndarray, n_parties: int, rng: np.random.Generator, owner: int = 0) -> np.ndarray:
+    """Additive shares ``(n_parties, *secret.shape)`` of ring words ``secret``.
+
+    The owner keeps ``secret − Σ_{q≠owner} s_q``; the others' shares are uniform.
+    """
+    _check_parties(n_parties)
+    secret = np.asarray(secret, dtype=WORD)
+    shares = random_words(rng, (n_parties, *secret.shape))
+    shares[owner] = 0
+    shares[owner] = secret - shares.sum(axis=0, dtype=WORD)
+    return shares
+
+
+def reconstruct(shares: np.ndarray) -> np.ndarray:
+    """The ring words ``Σ_p s_p mod 2^64`` shared by ``shares``."""
+    return np.asarray(shares, dtype=WORD).sum(axis=0, dtype=WORD)
+
+
+def share_xor(secret: np.ndarray, n_parties: int, rng: np.random.Generator, owner: int = 0) -> np.ndarray:
+    """XOR shares ``(n_parties, *secret.shape)`` of ring words ``secret``."""
+    _check_parties(n_parties)
+    secret = np.asarray(secret, dtype=WORD)
+    shares = random_words(rng, (n_parties, *secret.shape))
+    shares[owner] = 0
+    shares[owner] = secret ^ np.bitwise_xor.reduce(shares, axis=0)
+    return shares
+
+
+def reconstruct_xor(shares: np.ndarray) -> np.ndarray:
+    """The words ``⊕_p s_p`` shared by XOR ``shares``."""
+    return np.bitwise_xor.reduce(np.asarray(shares, dtype=WORD), axis=0)
+
+
+def _check_parties(n_parties: int) -> None:
+    if n_parties < 2:
+        raise ValueError(f"secret sharing needs n_parties >= 2, got {n_parties}")
+
+
+def expand(shares: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Broadcast share array ``shares`` (party axis 0) to secret shape ``shape`` (read-only view)."""
+    missing = len(shape) - (shares.ndim - 1)
+    aligned = shares.reshape(shares.shape[:1] + (1,) * missing + shares.shape[1:])
+    return np.broadcast_to(aligned, (shares.shape[0], *shape))
+
+
+def _value_axis(axis: int) -> int:
+    """Axis of the share array for value axis ``axis`` (axis 0 is the party)."""
+    return axis + 1 if axis >= 0 else axis
+
+
+class ArithmeticShares:
+    """``[x]``: additive shares of a fixed-point array with ``scale`` fractional bits."""
+
+    __slots__ = ("shares", "scale")
+    __array_ufunc__ = None  # numpy operands defer to our reflected operators
+
+    def __init__(self, shares: np.ndarray, scale: int) -> None:
+        if shares.dtype != WORD or shares.ndim < 1 or shares.shape[0] < 2:
+            raise ValueError(
+                f"shares must be uint64 with a party axis of length >= 2, got {shares.dtype} {shares.shape}"
+            )
+        self.shares, self.scale = shares, scale
+
+    @property
+    def n_parties(self) -> int:
+        return self.shares.shape[0]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of the secret (without the party axis)."""
+        return self.shares.shape[1:]
+
+    def __repr__(self) -> str:
+        return f"ArithmeticShares(parties={self.n_parties}, shape={self.shape}, scale={self.scale})"
+
+    def _like(self, shares: np.ndarray) -> ArithmeticShares:
+        return ArithmeticShares(shares, self.scale)
+
+    def _public(self, value: np.typing.ArrayLike) -> ArithmeticShares:
+        """Shares of a public value at this scale: party 0 holds it, the others 0."""
+        words = encode(value, self.scale)
+        shares = np.zeros((self.n_parties, *words.shape), dtype=WORD)
+        shares[0] = words
+        return self._like(shares)
+
+    def _pair(self, other: object) -> tuple[np.ndarray, np.ndarray]:
+        """Both operands' shares broadcast to their common secret shape."""
+        operand = self._operand(other)
+        shape = np.broadcast_shapes(self.shape, operand.shape)
+        return expand(self.shares, shape), expand(operand.shares, shape)
+
+    def _operand(self, other: object) -> ArithmeticShares:
+        if isinstance(other, ArithmeticShares):
+            if other.scale != self.scale or other.n_parties != self.n_parties:
+                raise ValueError(
+                    f"cannot combine shares of scale {self.scale} over {self.n_parties} parties "
+                    f"with shares of scale {other.scale} over {other.n_parties} parties"
+                )
+            return other
+        if isinstance(other, BinaryShares):
+            raise TypeError("cannot mix arithmetic and binary shares; convert with a2b or b2a")
+        return self._public(other)
+
+    def __add__(self, other: object) -> ArithmeticShares:
+        mine, theirs = self._pair(other)
+        return self._like(mine + theirs)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: object) -> ArithmeticShares:
+        mine, theirs = self._pair(other)
+        return self._like(mine - theirs)
+
+    def __rsub__(self, other: object) -> ArithmeticShares:
+        mine, theirs = self._pair(other)
+        return self._like(theirs - mine)
+
+    def __neg__(self) -> ArithmeticShares:
+        return self._like(np.negative(self.shares))
+
+    def __mul__(self, factor: object) -> ArithmeticShares:
+        """Product with a public *integer* (local, spec §3.2); use ``Engine.mul`` for shares."""
+        value = None if isinstance(factor, ArithmeticShares | BinaryShares) else np.asarray(factor)
+        if value is None or value.dtype.kind not in "iub":
+            raise TypeError(
+                "shares can be multiplied locally only by public integers; "
+                "use Engine.mul for shares and Engine.mul_public for real factors"
+            )
+        factor = value.astype(np.int64).view(WORD)
+        return self._like(expand(self.shares, np.broadcast_shapes(self.shape, factor.shape)) * factor)
+
+    __rmul__ = __mul__
+
+    def __getitem__(self, key: object) -> ArithmeticShares:
+        key = key if isinstance(key, tuple) else (key,)
+        return self._like(self.shares[(slice(None), *key)])
+
+    def reshape(self, *shape: int) -> ArithmeticShares:
+        return self._like(self.shares.reshape(self.n_parties, *shape))
+
+    def swapaxes(self, a: int, b: int) -> ArithmeticShares:
+        return self._like(self.shares.swapaxes(_value_axis(a), _value_axis(b)))
+
+    @property
+    def mT(self) -> ArithmeticShares:  # noqa: N802 (numpy's name for the matrix transpose)
+        """Transpose of the last two axes."""
+        return self.swapaxes(-1, -2)
+
+    def sum(self, axis: int | None = None) -> ArithmeticShares:
+        """Sum over a value axis (all of them if ``None``); local."""
+        if axis is None:
+            return self._like(self.shares.reshape(self.n_parties, -1).sum(axis=1, dtype=WORD))
+        return self._like(self.shares.sum(axis=_value_axis(axis), dtype=WORD))
+
+
+class BinaryShares:
+    """``⟨x⟩``: XOR shares of 64-bit words (spec §3.3)."""
+
+    __slots__ = ("shares",)
+    __array_ufunc__ = None
+
+    def __init__(self, shares: np.ndarray) -> None:
+        if shares.dtype != WORD or shares.ndim < 1 or shares.shape[0] < 2:
+            raise ValueError(
+                f"shares must be uint64 with a party axis of length >= 2, got {shares.dtype} {shares.shape}"
+            )
+        self.shares = shares
+
+    @property
+    def n_parties(self) -> int:
+        return self.shares.shape[0]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.shares.shape[1:]
+
+    def __repr__(self) -> str:
+        return f"BinaryShares(parties={self.n_parties}, shape={self.shape})"
+
+    def __xor__(self, other: object) -> BinaryShares:
+        """XOR with shares (local) or with public words (party 0 applies it)."""
+        if isinstance(other, BinaryShares):
+            shape = np.broadcast_shapes(self.shape, other.shape)
+            return BinaryShares(expand(self.shares, shape) ^ expand(other.shares, shape))
+        public = np.asarray(other, dtype=WORD)
+        if public.ndim > len(self.shape) or public.shape != self.shape[len(self.shape) - public.ndim :]:
+            raise ValueError(f"public operand of shape {public.shape} does not fit shares of shape {self.shape}")
+        shares = self.shares.copy()
+        shares[0] ^= public
+        return BinaryShares(shares)
+
+    __rxor__ = __xor__
+
+    def __and__(self, mask: object) -> BinaryShares:
+        """AND with public words (local); use ``Engine.and_`` for two shared operands."""
+        if isinstance(mask, BinaryShares | ArithmeticShares):
+            raise TypeError("AND of two shared values needs a protocol: use Engine.and_")
+        return BinaryShares(self.shares & np.asarray(mask, dtype=WORD))
+
+    __rand__ = __and__
+
+    def __lshift__(self, bits: int) -> BinaryShares:
+        return BinaryShares(self.shares << WORD(bits))
+
+    def __rshift__(self, bits: int) -> BinaryShares:
+        """Logical right shift of every share (linear over XOR)."""
+        return BinaryShares(self.shares >> WORD(bits))
+
+    def __getitem__(self, key: object) -> BinaryShares:
+        key = key if isinstance(key, tuple) else (key,)
+        return BinaryShares(self.shares[(slice(None), *key)])
+
+
+def concatenate(parts: Sequence[ArithmeticShares], axis: int = -1) -> ArithmeticShares:
+    """Concatenate shared arrays of one scale along a value axis (local, spec §3.2)."""
+    if not parts:
+        raise ValueError("concatenate needs at least one shared array")
+    scales = {part.scale for part in parts}
+    if len(scales) != 1:
+        raise ValueError(f"cannot concatenate shares of different scales {sorted(scales)}")
+    return ArithmeticShares(np.concatenate([p.shares for p in parts], axis=_value_axis(axis)), parts[0].scale)
+
+
+def stack(parts: Sequence[ArithmeticShares], axis: int = 0) -> ArithmeticShares:
+    """Stack shared arrays of one scale along a new value axis (local)."""
+    if not parts:
+        raise ValueError("stack needs at least one shared array")
+    scales = {part.scale for part in parts}
+    if len(scales) != 1:
+        raise ValueError(f"cannot stack shares of different scales {sorted(scales)}")
+    return ArithmeticShares(np.stack([p.shares for p in parts], axis=_value_axis(axis)), parts[0].scale)
