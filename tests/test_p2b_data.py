@@ -25,7 +25,7 @@ from privbandits.datasets.multilabel import (
     top_features,
 )
 from privbandits.datasets.obd import default_obd_path
-from privbandits.datasets.p2b_criteo import criteo_interactions, obd_interactions
+from privbandits.datasets.p2b_criteo import criteo_interactions, criteo_stand_in, obd_interactions
 from privbandits.envs.p2b_synthetic import BLOCK_USERS, P2BSynthetic, p2b_synthetic_chunks, p2b_synthetic_interactions
 
 
@@ -495,3 +495,16 @@ def test_obd_interactions_on_the_real_sample():
     assert top.n_actions == 10 and top.observed.sum(axis=(0, 1))[0] >= top.observed.sum(axis=(0, 1))[-1]
     with pytest.raises(ValueError, match=r"n_items must be in \[1, 80\] or None, got 0"):
         obd_interactions(REAL_OBD, n_items=0)
+
+
+def test_criteo_stand_in_has_criteo_shapes_and_a_skewed_label_mechanism():
+    users = criteo_stand_in(3, n_users=50, n_interactions=40)
+    assert users.contexts.shape == (50, 40, 10) and users.rewards.shape == (50, 40, 40)
+    assert not users.is_real and "NOT the Criteo log" in users.source and on_grid(users.contexts)
+    np.testing.assert_array_equal(users.rewards.sum(axis=2), 1)  # one label per row
+    shares = users.rewards.reshape(-1, 40).mean(axis=0)
+    assert shares[0] == shares.max() and 0.02 < shares[0] < 0.08  # flat at the top, as the hashed labels are
+    again = criteo_stand_in(3, n_users=50, n_interactions=40)
+    np.testing.assert_array_equal(again.contexts, users.contexts)
+    with pytest.raises(ValueError, match="^dependence must be >= 0, got -1$"):
+        criteo_stand_in(dependence=-1)

@@ -278,3 +278,20 @@ def test_replay_on_a_partially_observed_table_counts_only_known_rounds(small_wor
     # The zeros of the unobserved entries are not counted: the replayed means match the full table's scale.
     full = simulate(data, encoder, P2BConfig(), seed=0)
     assert abs(out.cold.mean - full.cold.mean) < 0.1 and full.cold.rounds == late_rounds
+
+
+def test_fig7_runs_both_modes_on_the_marked_stand_in_and_obd(tmp_path, monkeypatch):
+    from privbandits.datasets.p2b_criteo import criteo_stand_in
+    from privbandits.experiments import p2b_paper
+
+    monkeypatch.setenv("PRIVBANDITS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(
+        p2b_paper, "criteo_stand_in", lambda seed: criteo_stand_in(seed, n_users=200, n_interactions=10)
+    )
+    report = p2b_paper.fig7_reproduction(tmp_path, rounds=(5, 10), n_codes=(8,))
+    assert list(report.tables)[:2] == ["k = 8, " + p2b_paper.FIG7_MODE_TITLES[m] for m in ("default", "reference")]
+    assert [row[0] for row in report.tables["k = 8, " + p2b_paper.FIG7_MODE_TITLES["default"]][1:]] == ["5", "10"]
+    assert len(report.claims) == 6 and "NOT the Criteo log" in report.notes[0]
+    obd = [caption for caption in report.tables if caption.startswith("Open Bandit")]
+    assert len(obd) == (p2b_paper.default_obd_path() is not None)
+    assert report.figures[0].is_file()

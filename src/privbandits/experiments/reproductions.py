@@ -74,6 +74,12 @@ COMPUTED = {
             "ARFF files are given)",
             p2b_paper.fig6_reproduction,
         ),
+        ComputedReproduction(
+            "p2b-fig7",
+            "P2B paper Fig. 7: CTR vs local interactions on Criteo (a Criteo-like offline stand-in unless a Kaggle "
+            "file is given), k = 32 and 128, default and reference-compatible modes; then the OBD sample (resumable)",
+            p2b_paper.fig7_reproduction,
+        ),
     )
 }
 
