@@ -1,0 +1,165 @@
+"""Beaver products, truncation (local, Alg. 3, exact), exp and reciprocal; their communication cost."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privbandits.mpc import Engine
+
+L = 20
+ULP = 2.0**-L
+SETTINGS = [(2, "auto"), (3, "auto"), (5, "auto"), (2, "exact"), (3, "exact")]
+
+
+def _engine(n, truncation="auto", seed=0):
+    return Engine(n, truncation=truncation, seed=seed)
+
+
+@pytest.mark.parametrize(("n", "truncation"), SETTINGS)
+def test_products_match_float64_within_fixed_point_tolerance(n, truncation):
+    rng = np.random.default_rng(n)
+    a, b = rng.normal(scale=3, size=(4, 6)), rng.normal(scale=3, size=(6, 5))
+    vector = rng.normal(size=6)
+    engine = _engine(n, truncation)
+    with engine.phase("test"):
+        x, y, v = engine.input_many([(a, None), (b, engine.names[-1]), (vector, None)])
+        tolerance = (np.abs(a).max() + np.abs(b).max() + n) * ULP
+        assert np.abs(engine.open(engine.mul(x, x)) - a * a).max() <= tolerance
+        assert np.abs(engine.open(engine.mul(x, v)) - a * vector).max() <= tolerance  # broadcasting
+        assert np.abs(engine.open(engine.square(x)) - a * a).max() <= tolerance
+        assert np.abs(engine.open(engine.matmul(x, y)) - a @ b).max() <= 6 * tolerance
+        assert np.abs(engine.open(engine.matmul(x, v)) - a @ vector).max() <= 6 * tolerance
+        assert np.abs(engine.open(engine.matmul(v, y)) - vector @ b).max() <= 6 * tolerance
+        assert np.abs(engine.open(engine.mul_public(x, 0.1)) - 0.1 * a).max() <= tolerance
+        assert np.abs(engine.open(engine.truncate(x, 3)) - a / 8).max() <= n * ULP
+
+
+def test_batched_matmul_and_integer_operands_need_no_truncation_error():
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(size=(3, 4, 4)), rng.normal(size=(3, 4, 1))
+    bits = rng.integers(0, 2, size=(3, 4, 4))
+    engine = _engine(3)
+    with engine.phase("test"):
+        x, y = engine.input_many([(a, None), (b, None)])
+        onehot = engine.input(bits, scale=0)
+        assert np.abs(engine.open(engine.matmul(x, y)) - a @ b).max() <= 20 * ULP
+        np.testing.assert_array_equal(engine.open(engine.mul(onehot, x)), bits * np.rint(a * 2**L) / 2**L)
+        product = engine.mul(onehot, onehot)
+        assert product.scale == 0
+        np.testing.assert_array_equal(engine.open(product), bits)
+
+
+def test_matmul_refuses_mismatched_shapes():
+    engine = _engine(2)
+    with engine.phase("test"):
+        x, y = engine.input_many([(np.ones((2, 3)), None), (np.ones((2, 3)), None)])
+        with pytest.raises(ValueError, match=r"matmul shapes \(2, 3\) and \(2, 3\) do not match: 3 != 2"):
+            engine.matmul(x, y)
+        with pytest.raises(ValueError, match=r"at least one axis"):
+            engine.matmul(x[0, 0], y)
+
+
+def _truncation_failures(n, truncation, raw_bits, count=4000, seed=1):
+    """Truncate ``count`` copies of ±2^raw_bits (a word of scale L) by L bits; return the errors in words."""
+    engine = _engine(n, truncation, seed)
+    signs = np.where(np.arange(count) % 2 == 0, 1.0, -1.0)
+    with engine.phase("test"):
+        x = engine.input(signs * 2.0 ** (raw_bits - L))
+        result = engine.open(engine.truncate(x, L)) * 2**L  # the words of x / 2^L
+    return result - signs * 2.0 ** (raw_bits - L), signs
+
+
+@pytest.mark.parametrize(("n", "truncation"), [(2, "local"), (3, "wraps"), (5, "wraps")])
+def test_skipping_the_wrap_correction_fails_with_probability_x_over_q_by_q_over_2_to_l(n, truncation):
+    """Spec §3.6: P(η_xr ≠ 0) = |x|/Q for any |P|; a failure is off by ∓Q/2^L in words."""
+    count = 4000
+    errors, signs = _truncation_failures(n, truncation, raw_bits=60, count=count)
+    failed = np.abs(errors) > n
+    p = 2.0**60 / 2.0**64
+    assert abs(failed.sum() - p * count) <= 4 * np.sqrt(count * p * (1 - p))
+    np.testing.assert_allclose(errors[failed], -signs[failed] * 2.0 ** (64 - L), rtol=1e-12)
+    small, _ = _truncation_failures(n, truncation, raw_bits=40, count=count)
+    assert np.abs(small).max() <= n  # at |x| = 2^40 a failure has probability 2^-24: none expected
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_exact_truncation_never_fails_while_x_is_below_2_to_62(n):
+    errors, _ = _truncation_failures(n, "exact", raw_bits=61, count=2000)
+    assert np.abs(errors).max() <= n
+
+
+def test_reciprocal_error_follows_the_spec_table():
+    """Spec §3.10: |1 − d·y_k| for y_0 = 3e^(0.5−d) + 0.003; at the fixed-point floor after 7 on [1, 5]."""
+    d = np.array([1.0, 1.5, 2.0, 5.0, 10.0])
+    table = {3: [0.21, 0.036, 2.0e-4, 0.20, 0.77], 5: [1.9e-3, 1.7e-6, 0.0, 1.6e-3, 0.35]}
+    engine = _engine(2, seed=3)
+    with engine.phase("test"):
+        shared = engine.input(d)
+        for iterations, expected in table.items():
+            residual = np.abs(1 - d * engine.open(engine.reciprocal(shared, iterations)))
+            np.testing.assert_allclose(residual, expected, rtol=0.35, atol=1e-5)
+        residual = np.abs(1 - d * engine.open(engine.reciprocal(shared)))
+    assert residual[:4].max() <= 1e-5
+    assert residual[4] == pytest.approx(0.015, rel=0.1)
+
+
+def test_exp_is_the_limit_approximation():
+    u = np.array([-9.5, -2.0, -0.5, 0.0, 1.0])
+    engine = _engine(3, seed=5)
+    with engine.phase("test"):
+        result = engine.open(engine.exp(engine.input(u)))
+    limit = (1 + u / 256) ** 256
+    np.testing.assert_allclose(result, limit, rtol=1e-3, atol=5e-5)
+    assert np.abs(result / np.exp(u) - 1)[1:].max() < 0.01  # (1 + u/256)^256 is within u²/512 of e^u
+
+
+def test_exp_and_reciprocal_refuse_integer_shares_and_negative_iterations():
+    engine = _engine(2)
+    with engine.phase("test"):
+        bits = engine.input([1, 0], scale=0)
+        with pytest.raises(ValueError, match=r"reciprocal needs fixed-point shares of scale 20, got scale 0"):
+            engine.reciprocal(bits)
+        with pytest.raises(ValueError, match=r"Newton-Raphson iterations must be >= 0, got -1"):
+            engine.reciprocal(engine.input([2.0]), -1)
+        with pytest.raises(ValueError, match=r"truncation bits must be in \[0, 62\), got 70"):
+            engine.truncate(bits, 70)
+
+
+def _cost(engine, name, operation):
+    with engine.phase(name):
+        operation()
+    return engine.traffic.rounds[name], engine.traffic.total(name).bytes
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_communication_matches_the_cost_formulas(n):
+    """Per link-direction pair, n(n−1) messages; 8 bytes per opened word; 1 round per opening."""
+    engine, k, links = _engine(n), 12, n * (n - 1)
+    with engine.phase("input"):
+        x, y, m, w = engine.input_many(
+            [(np.ones(k), None), (np.ones(k), engine.names[1]), (np.ones((3, 4)), None), (np.ones((4, 5)), None)]
+        )
+    assert engine.traffic.rounds["input"] == 1
+    assert engine.traffic.total("input").bytes == 8 * (2 * k + 12 + 20) * (n - 1)
+    truncation = (0, 0) if n == 2 else (1, 8 * links)  # rounds, bytes per truncated word
+    assert _cost(engine, "open", lambda: engine.open(x)) == (1, 8 * k * links)
+    assert _cost(engine, "mul", lambda: engine.mul(x, y)) == (1 + truncation[0], (16 * links + truncation[1]) * k)
+    assert _cost(engine, "square", lambda: engine.square(x)) == (1 + truncation[0], (8 * links + truncation[1]) * k)
+    assert _cost(engine, "matmul", lambda: engine.matmul(m, w)) == (
+        1 + truncation[0],
+        8 * (12 + 20) * links + 15 * truncation[1],
+    )
+    assert _cost(engine, "reciprocal", lambda: engine.reciprocal(y)) == (
+        22 * (1 + truncation[0]),
+        (8 * (8 * links + truncation[1]) + 14 * (16 * links + truncation[1]) + truncation[1]) * k,
+    )
+    assert engine.dealer.issued["triple"] == 3 * n * 8 * (k + 14 * k)
+
+
+def test_exact_truncation_costs_an_opening_a_prefix_carry_and_a_dabit():
+    """1 + 6 + 1 = 8 rounds; 8 bytes (z) + 11 ANDs x 16 bytes + 1 bit per word and link."""
+    engine, k = _engine(3, "exact"), 16
+    with engine.phase("input"):
+        x = engine.input(np.ones(k))
+    assert _cost(engine, "truncate", lambda: engine.truncate(x, L)) == (8, (8 * k + 11 * 16 * k + k // 8) * 6)
