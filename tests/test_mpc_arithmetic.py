@@ -151,7 +151,7 @@ def test_communication_matches_the_cost_formulas(n):
         8 * (12 + 20) * links + 15 * truncation[1],
     )
     assert _cost(engine, "reciprocal", lambda: engine.reciprocal(y)) == (
-        22 * (1 + truncation[0]),
+        22 * (1 + truncation[0]) + truncation[0],  # exp starts with a division by 2^8
         (8 * (8 * links + truncation[1]) + 14 * (16 * links + truncation[1]) + truncation[1]) * k,
     )
     assert engine.dealer.issued["triple"] == 3 * n * 8 * (k + 14 * k)
