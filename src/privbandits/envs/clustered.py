@@ -100,7 +100,7 @@ class ClusteredLinearBandit(Environment):
         if not 1 <= n_clusters <= n_users:
             raise ValueError(f"need 1 <= n_clusters <= n_users, got {n_clusters} and {n_users}")
         if self.construction is Construction.PAPER and n_clusters > dim:
-            raise ValueError(f"the paper construction needs n_clusters <= dim for orthonormal θ, got {n_clusters} > {dim}")
+            raise ValueError(f"paper construction: n_clusters must be <= dim (orthonormal θ), got {n_clusters} > {dim}")
         if not noise_std >= 0:
             raise ValueError(f"noise_std must be >= 0, got {noise_std}")
         self.n_users, self.n_clusters, self.dim, self.n_arms = n_users, n_clusters, dim, n_arms

@@ -138,17 +138,63 @@ class Repairs:
     rho_exceeded: int = 0
 
 
+@numba.njit(cache=True)
+def _cholesky_inverse(A, out):
+    """``out = A⁻¹`` and ``log det A`` by Cholesky, in place; NaN (``out`` garbage) if A is not positive definite.
+
+    Hand-written loops: at the papers' small d a compiled O(d³) loop costs less than
+    the Python overhead of two LAPACK calls, and factorizations run at every event.
+    """
+    d = A.shape[0]
+    L = np.zeros((d, d))
+    logdet = 0.0
+    for j in range(d):
+        s = A[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not s > 0.0:
+            return np.nan
+        L[j, j] = np.sqrt(s)
+        logdet += 2.0 * np.log(L[j, j])
+        for i in range(j + 1, d):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / L[j, j]
+    W = np.zeros((d, d))  # W = L⁻¹ (lower triangular), column by column
+    for j in range(d):
+        W[j, j] = 1.0 / L[j, j]
+        for i in range(j + 1, d):
+            s = 0.0
+            for k in range(j, i):
+                s -= L[i, k] * W[k, j]
+            W[i, j] = s / L[i, i]
+    for i in range(d):  # A⁻¹ = Wᵀ W, symmetric by construction
+        for j in range(i + 1):
+            s = 0.0
+            for k in range(i, d):
+                s += W[k, i] * W[k, j]
+            out[i, j] = s
+            out[j, i] = s
+    return logdet
+
+
 def _spd_inverse(matrix: np.ndarray, repair: PDRepair, floor: float, repairs: Repairs) -> tuple[np.ndarray, float]:
     """(inverse, log det) of a symmetric matrix, repaired first if it is not positive definite."""
-    try:
-        lower = np.linalg.cholesky(matrix)
-        lower_inv = np.linalg.inv(lower)
-        return lower_inv.T @ lower_inv, 2.0 * float(np.log(np.diagonal(lower)).sum())
-    except np.linalg.LinAlgError:
-        repairs.not_positive_definite += 1
-        w, U = np.linalg.eigh(0.5 * (matrix + matrix.T))
-        w = np.maximum(w, floor) if repair is PDRepair.CLIP else w + (floor - w.min())
-        return (U / w) @ U.T, float(np.log(w).sum())
+    inverse = np.empty_like(matrix)
+    logdet = _cholesky_inverse(matrix, inverse)
+    if logdet == logdet:
+        return inverse, logdet
+    repairs.not_positive_definite += 1
+    w, U = np.linalg.eigh(0.5 * (matrix + matrix.T))
+    w = np.maximum(w, floor) if repair is PDRepair.CLIP else w + (floor - w.min())
+    return (U / w) @ U.T, float(np.log(w).sum())
+
+
+def _logdet(matrix: np.ndarray, scratch: np.ndarray) -> float:
+    """``log |det|`` of a symmetric matrix (Cholesky when positive definite, LU otherwise)."""
+    logdet = _cholesky_inverse(matrix, scratch)
+    return logdet if logdet == logdet else float(np.linalg.slogdet(matrix)[1])
 
 
 class _LocalCluster:
@@ -407,20 +453,29 @@ class LocalServer(Party):
 
     def _refactor(self, cluster: _LocalCluster) -> None:
         """Exact ``S⁻¹``, ``log det S``, θ̂ = S⁻¹u, and the trigger and recommendation statistics."""
-        cluster.S_inv, cluster.logdet_S = _spd_inverse(cluster.S, self.config.pd_repair, self.config.ridge, self.repairs)
+        repair, floor = self.config.pd_repair, self.config.ridge
+        cluster.S_inv, cluster.logdet_S = _spd_inverse(cluster.S, repair, floor, self.repairs)
         cluster.theta = cluster.S_inv @ cluster.u
         self._refactor_trigger(cluster)
         if self._with_own:
-            R_inv, _ = _spd_inverse(cluster.S + cluster.raw_S, self.config.pd_repair, self.config.ridge, self.repairs)
+            R_inv, _ = _spd_inverse(cluster.S + cluster.raw_S, repair, floor, self.repairs)
             cluster.R_inv[:] = R_inv
             cluster.theta_R[:] = R_inv @ (cluster.u + cluster.raw_u)
 
     def _refactor_trigger(self, cluster: _LocalCluster) -> None:
         """Exact ``M⁻¹`` and ``sign, log|det M|`` for ``M = S + ΔS`` (the numerator of Eq. 5)."""
-        M = cluster.S + cluster.raw_S + cluster.P_trigger
-        cluster.M_sign, cluster.M_logabs = np.linalg.slogdet(M)
-        cluster.M_inv = np.linalg.inv(M) if cluster.M_sign != 0 else np.linalg.pinv(M)
         cluster.sm_steps = 0
+        if not self._noisy and cluster.raw_T == 0:  # M = S
+            cluster.M_inv[:] = cluster.S_inv
+            cluster.M_sign, cluster.M_logabs = 1.0, cluster.logdet_S
+            return
+        M = cluster.S + cluster.raw_S + cluster.P_trigger
+        logdet = _cholesky_inverse(M, cluster.M_inv)
+        if logdet == logdet:
+            cluster.M_sign, cluster.M_logabs = 1.0, logdet
+            return
+        cluster.M_sign, cluster.M_logabs = np.linalg.slogdet(M)  # indefinite: noise only in the trigger
+        cluster.M_inv = np.linalg.inv(M) if cluster.M_sign != 0 else np.linalg.pinv(M)
 
 
 class _GlobalCluster:
@@ -428,7 +483,8 @@ class _GlobalCluster:
 
     def __init__(self, members: list[tuple[str, int]], gram: np.ndarray, moment: np.ndarray, count: int) -> None:
         self.members, self.S, self.u, self.T = members, gram, moment, count
-        self.logdet = float(np.linalg.slogdet(gram)[1])
+        self.scratch = np.empty_like(gram)
+        self.logdet = _logdet(gram, self.scratch)
 
 
 class _Member:
@@ -503,7 +559,7 @@ class GlobalServer(Party):
         cluster.S += msg.gram
         cluster.u += msg.moment
         cluster.T += msg.count
-        cluster.logdet = float(np.linalg.slogdet(cluster.S)[1])
+        cluster.logdet = _logdet(cluster.S, cluster.scratch)
         for key in cluster.members:
             member = self.members[key]
             if member is not uploader:
@@ -512,7 +568,7 @@ class GlobalServer(Party):
                 member.dT += msg.count
                 member.pending = True
         if uploader.pending:  # S^ℓ = S^g − ΔS^{−ℓ} (§2.5)
-            uploader.logdet_local = float(np.linalg.slogdet(cluster.S - uploader.dS)[1])
+            uploader.logdet_local = _logdet(cluster.S - uploader.dS, cluster.scratch)
         else:
             uploader.logdet_local = cluster.logdet
         recipients = []

@@ -320,8 +320,10 @@ class Calibration:
             t = max(count, 1)
             rho = math.sqrt(32) * (math.log(t) + 1) * 2 * math.log(4 / cfg.delta)
             rho *= (4 * math.sqrt(d) + 2 * math.log(2 * t)) / cfg.epsilon
-            upsilon = math.sqrt((math.log(t) + 1) * 2 * (math.sqrt(d) + 2 * math.log(2 * t)) / math.sqrt(2 * cfg.epsilon))
-            return math.sqrt(2 * math.log(2) + d * math.log(1 + t / (d * rho))) + math.sqrt(L * rho) + math.sqrt(L) * upsilon
+            spread = math.sqrt(d) + 2 * math.log(2 * t)
+            upsilon = math.sqrt((math.log(t) + 1) * 2 * spread / math.sqrt(2 * cfg.epsilon))
+            width = 2 * math.log(2) + d * math.log(1 + t / (d * rho))
+            return math.sqrt(width) + math.sqrt(L * rho) + math.sqrt(L) * upsilon
         servers, t = (L, count + 1) if cfg.synchronous else (1, count)
         return 0.5 * math.sqrt(2 * math.log(2 / 1.5) + d * math.log(3 + t * servers**2 / d))
 
