@@ -81,6 +81,14 @@ def test_allmax_marks_every_maximum_and_argmax_is_one_hot():
     np.testing.assert_array_equal(single, [1.0])
 
 
+def test_argmax_equals_numpys_on_distinct_random_scores():
+    scores = np.random.default_rng(8).normal(size=(200, 7))
+    engine = Engine(2, seed=8)
+    with engine.phase("test"):
+        onehot = engine.open(engine.argmax(engine.input(scores)))
+    np.testing.assert_array_equal(onehot, np.eye(7)[scores.argmax(axis=1)])
+
+
 def test_argmax_breaks_ties_uniformly_at_random():
     """Spec §8 point 4: each of k tied maxima wins with frequency 1/k (chi-square)."""
     rows = 3000

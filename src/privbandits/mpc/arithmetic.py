@@ -58,6 +58,8 @@ def matmul(ctx: Engine, x: ArithmeticShares, y: ArithmeticShares) -> ArithmeticS
     if x.shape[-1] != y.shape[-2]:
         raise ValueError(f"matmul shapes {x.shape} and {y.shape} do not match: {x.shape[-1]} != {y.shape[-2]}")
     np.broadcast_shapes(x.shape[:-2], y.shape[:-2])  # raises on incompatible batch axes
+    ndim = max(len(x.shape), len(y.shape))  # equal ranks, so the party axes line up in broadcasting
+    x, y = x.reshape(*(1,) * (ndim - len(x.shape)), *x.shape), y.reshape(*(1,) * (ndim - len(y.shape)), *y.shape)
     a, b, c = ctx.dealer.matrix_triple(x.shape, y.shape)
     alpha, beta = ctx.channel.open_many([x.shares - a.shares, y.shares - b.shares])
     z = c.shares + np.matmul(alpha, b.shares) + np.matmul(a.shares, beta)

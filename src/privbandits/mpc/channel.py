@@ -13,7 +13,7 @@ import numpy as np
 
 from privbandits.comm import Message, Network, Party, message
 from privbandits.mpc.ring import WORD
-from privbandits.mpc.sharing import reconstruct, reconstruct_xor, share
+from privbandits.mpc.sharing import share
 
 
 @message("mpc.words")
@@ -61,23 +61,35 @@ class Channel:
                         first.append(received)
         return first
 
+    def _broadcast(self, shares: np.ndarray) -> list[np.ndarray]:
+        """Every party sends its share (party axis 0) to all others in 1 round; the others' shares as received."""
+        payloads = [Words(np.ascontiguousarray(row)) for row in shares]
+        return [msg.words for msg in self._all_to_all(payloads, "mpc.words")]
+
     def gather(self, shares: np.ndarray) -> np.ndarray:
-        """Every party broadcasts its share (party axis 0) in 1 round; returns all shares as received."""
-        received = self._all_to_all([Words(np.ascontiguousarray(row)) for row in shares], "mpc.words")
-        return np.stack([shares[0], *(msg.words for msg in received)])
+        """All parties' shares, opened to every party in 1 round (Alg. 3 needs them one by one)."""
+        return np.stack([shares[0], *self._broadcast(shares)])
 
     def open(self, shares: np.ndarray, *, xor: bool = False) -> np.ndarray:
         """Public value of ``shares`` opened to all parties in 1 round (Σ in Z_2^64, or ⊕ when ``xor``)."""
-        gathered = self.gather(shares)
-        return reconstruct_xor(gathered) if xor else reconstruct(gathered)
+        value = shares[0].copy()
+        for words in self._broadcast(shares):
+            if xor:
+                value ^= words
+            else:
+                value += words
+        return value
 
     def open_many(self, arrays: Sequence[np.ndarray], *, xor: bool = False) -> list[np.ndarray]:
         """Open several share arrays in one round: one message per link carries them all."""
         n = len(self.parties)
-        flat = np.concatenate([a.reshape(n, -1) for a in arrays], axis=1)
-        value = self.open(flat, xor=xor)
-        sizes = np.cumsum([a[0].size for a in arrays])[:-1]
-        return [part.reshape(a.shape[1:]) for part, a in zip(np.split(value, sizes), arrays, strict=True)]
+        value = self.open(np.concatenate([a.reshape(n, -1) for a in arrays], axis=1), xor=xor)
+        parts, start = [], 0
+        for a in arrays:
+            size = a[0].size
+            parts.append(value[start : start + size].reshape(a.shape[1:]))
+            start += size
+        return parts
 
     def open_bits(self, shares: np.ndarray) -> np.ndarray:
         """Public bits of XOR-shared bits (bit 0 of each word), packed on the wire; 1 round."""

@@ -14,8 +14,8 @@ WORD = np.uint64
 
 
 def random_words(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-    """Uniform ring elements of ``shape``."""
-    return rng.integers(0, 2**64, size=shape, dtype=WORD)
+    """Uniform ring elements of ``shape`` (the generator's raw 64-bit outputs)."""
+    return rng.bit_generator.random_raw(shape)
 
 
 def add_with_wraps(a: np.ndarray, b: np.ndarray, *, signed: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -58,6 +58,8 @@ def _check_parties(n_parties: int) -> None:
 
 def expand(shares: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """Broadcast share array ``shares`` (party axis 0) to secret shape ``shape`` (read-only view)."""
+    if shares.shape[1:] == shape:
+        return shares
     missing = len(shape) - (shares.ndim - 1)
     aligned = shares.reshape(shares.shape[:1] + (1,) * missing + shares.shape[1:])
     return np.broadcast_to(aligned, (shares.shape[0], *shape))
