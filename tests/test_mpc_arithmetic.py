@@ -44,6 +44,8 @@ def test_batched_matmul_and_integer_operands_need_no_truncation_error():
         x, y = engine.input_many([(a, None), (b, None)])
         onehot = engine.input(bits, scale=0)
         assert np.abs(engine.open(engine.matmul(x, y)) - a @ b).max() <= 20 * ULP
+        assert np.abs(engine.open(engine.matmul(x, y[0])) - a @ b[0]).max() <= 20 * ULP  # batch axes broadcast
+        assert np.abs(engine.open(engine.matmul(x, y[0, :, 0])) - a @ b[0, :, 0]).max() <= 20 * ULP
         np.testing.assert_array_equal(engine.open(engine.mul(onehot, x)), bits * np.rint(a * 2**L) / 2**L)
         product = engine.mul(onehot, onehot)
         assert product.scale == 0
