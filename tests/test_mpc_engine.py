@@ -65,7 +65,7 @@ def test_transcript_shows_only_masked_openings_and_targeted_reveals():
     assert network.traffic.total("round", sender="rewarder").messages == 3
 
 
-def test_unknown_parties_are_refused():
+def test_unknown_parties_and_scales_are_refused():
     engine = Engine(2, seed=0)
     with engine.phase("round"):
         x = engine.input([1.0])
@@ -73,6 +73,8 @@ def test_unknown_parties_are_refused():
             engine.open_to(x, "nobody")
         with pytest.raises(ValueError, match=r"unknown input owner 'ghost'"):
             engine.input([1.0], owner="ghost")
+        with pytest.raises(ValueError, match=r"input scale must be in \[0, 20\] fractional bits, got 21"):
+            engine.input([1.0], scale=21)
 
 
 def _run(parties, seed, truncation="auto"):

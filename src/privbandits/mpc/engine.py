@@ -117,6 +117,8 @@ class Engine:
         """Several ``(values, owner)`` inputs shared in parallel (one round in all), e.g. each
         party's features x_{t,p} (Alg. 1 step 1)."""
         scale = self.precision if scale is None else scale
+        if not 0 <= scale <= self.precision:
+            raise ValueError(f"input scale must be in [0, {self.precision}] fractional bits, got {scale}")
         secrets = [(encode(values, scale), owner or self.names[0]) for values, owner in inputs]
         return [ArithmeticShares(shares, scale) for shares in self.channel.distribute(secrets, self.rng)]
 
