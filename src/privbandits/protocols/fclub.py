@@ -309,10 +309,10 @@ class LocalServer(Party):
         """Send the upload buffer, absorb it, and start the next one (Alg. 3 lines 4–10)."""
         sent = Upload(cluster.uid, cluster.raw_S + cluster.P, cluster.raw_u + cluster.p, cluster.raw_T)
         self.send(GLOBAL, sent)
-        if self._noisy and not self.config.noise_in_trigger_only:
-            self._record(cluster, "async")
-        else:
+        if self.config.noise_in_trigger_only:
             self._record_raw(cluster)
+        elif self._noisy:
+            self._record(cluster, "async")
         cluster.S += sent.gram
         cluster.u += sent.moment
         cluster.T += sent.count
@@ -548,10 +548,10 @@ class GlobalServer(Party):
                 member.cluster, member.logdet_local = cluster, cluster.logdet
                 self.send(key[0], Renewal(key[1], gram.copy(), moment.copy(), count, len(members)))
 
-    def receive_upload(self, server: str) -> list[str]:
-        """Alg. 3 lines 4–7 and Alg. 4: absorb an upload, fill the others' buffers, send due downloads.
+    def receive_upload(self, server: str) -> list[tuple[str, int]]:
+        """Alg. 3 lines 4–7 and the test of Alg. 4: absorb an upload, fill the others' buffers.
 
-        Returns the servers a download was sent to, in order.
+        Returns the local clusters whose download is due (Eq. 6), for :meth:`send_download`.
         """
         msg = self.receive(Upload.kind, server)
         uploader = self.members[(server, msg.cluster)]
@@ -571,17 +571,24 @@ class GlobalServer(Party):
             uploader.logdet_local = _logdet(cluster.S - uploader.dS, cluster.scratch)
         else:
             uploader.logdet_local = cluster.logdet
-        recipients = []
         log_threshold = math.log(self.config.download_threshold)
+        due = []
         for key in cluster.members:
             member = self.members[key]
-            due = member.dT > 0 if self.config.synchronous else cluster.logdet - member.logdet_local >= log_threshold
-            if member.pending and due:
-                self.send(key[0], Download(key[1], member.dS, member.du, member.dT))
-                member.dS, member.du, member.dT = np.zeros((self.dim, self.dim)), np.zeros(self.dim), 0
-                member.pending, member.logdet_local = False, cluster.logdet
-                recipients.append(key[0])
-        return recipients
+            if self.config.synchronous:
+                fires = member.dT > 0
+            else:
+                fires = cluster.logdet - member.logdet_local >= log_threshold
+            if member.pending and fires:
+                due.append(key)
+        return due
+
+    def send_download(self, key: tuple[str, int]) -> None:
+        """Send a local cluster its download buffer and empty it (Alg. 4)."""
+        member = self.members[key]
+        self.send(key[0], Download(key[1], member.dS, member.du, member.dT))
+        member.dS, member.du, member.dT = np.zeros((self.dim, self.dim)), np.zeros(self.dim), 0
+        member.pending, member.logdet_local = False, member.cluster.logdet
 
 
 def _solve(grams: np.ndarray, moments: np.ndarray) -> np.ndarray:
@@ -714,9 +721,11 @@ class FederatedClusteredBandit:
         with network.phase(ASYNC):
             server.upload(cluster)
             communication.uploads += 1
+            due = self.global_server.receive_upload(server.name)
             self._event()
-            for name in self.global_server.receive_upload(server.name):
-                self._by_name[name].receive_download()
+            for key in due:
+                self.global_server.send_download(key)
+                self._by_name[key[0]].receive_download()
                 communication.downloads += 1
                 self._event()
 

@@ -1,0 +1,205 @@
+"""FCLUB's protocol (spec fclub.md §3, §9 checks 1, 2, 3, 5 and 7)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privbandits.comm import InMemoryNetwork
+from privbandits.envs.clustered import ClusteredLinearBandit
+from privbandits.privacy.tree_mechanism import dyadic_cover
+from privbandits.protocols.fclub import ASYNC, DETECT, FederatedClusteredBandit, run_fclub
+from privbandits.protocols.fclub_config import FCLUBConfig, Lifecycle
+
+
+def small_env(**kwargs) -> ClusteredLinearBandit:
+    return ClusteredLinearBandit(**{"n_users": 12, "n_clusters": 3, "dim": 5, "n_arms": 6, **kwargs})
+
+
+def play(bandit: FederatedClusteredBandit, env: ClusteredLinearBandit, rounds: int, seed: int = 0) -> None:
+    env.reset(np.random.default_rng(seed))
+    for _ in range(rounds):
+        contexts, _ = env.next_round()
+        arm = bandit.select(env.user, contexts)
+        bandit.update(env.reward(arm))
+
+
+@pytest.mark.parametrize(("horizon", "starts"), [(62, [1, 3, 7, 15, 31]), (70, [1, 3, 7, 15, 31, 63])])
+def test_detection_runs_at_phase_starts(horizon, starts):
+    """Detection at t = 2^s − 1; phase s has 2^s rounds; a last partial phase is allowed (§3.2, A1)."""
+    out = run_fclub(FCLUBConfig.for_variant("fclub-dc", horizon=horizon), small_env(), 3, seed=0)
+    assert out.bandit.phase_starts == starts
+    assert np.diff(starts).tolist() == [2**s for s in range(1, len(starts))]
+    assert out.bandit.communication.phase_uploads >= 3 * len(starts)
+
+
+def _invariant_hook(events: list[str]):
+    def check(bandit: FederatedClusteredBandit) -> None:
+        servers = {s.name: s for s in bandit.servers}
+        for (name, uid), member in bandit.global_server.members.items():
+            local, glob = servers[name].clusters[uid], member.cluster
+            scale = np.abs(glob.S).max()
+            np.testing.assert_allclose(local.S + member.dS, glob.S, rtol=0, atol=1e-11 * scale)
+            np.testing.assert_allclose(local.u + member.du, glob.u, rtol=0, atol=1e-11 * max(scale, 1.0))
+            assert local.T + member.dT == glob.T
+        events.append("checked")
+
+    return check
+
+
+@pytest.mark.parametrize("variant", ["cdp-fclub-dc", "fclub-dc", "fclub"])
+def test_global_statistics_equal_local_copy_plus_download_buffer_after_every_event(variant):
+    """§2.5: S^g_k = S^ℓ_j + ΔS^{−ℓ}_j (and u, T) for every member, after every event, with and without noise."""
+    events: list[str] = []
+    out = run_fclub(FCLUBConfig.for_variant(variant, horizon=510), small_env(), 3, seed=1,
+                    event_hook=_invariant_hook(events))  # fmt: skip
+    counts = out.bandit.communication
+    assert counts.uploads > 0 and counts.downloads > 0
+    assert len(events) == counts.uploads + counts.downloads + len(out.bandit.phase_starts)
+
+
+@pytest.mark.parametrize("lifecycle", [Lifecycle.PERSISTENT, Lifecycle.RESET_EVERY_PHASE])
+def test_noise_telescopes_after_c_uploads(lifecycle):
+    """§3.5/§9.3: contribution − raw data = (2 + 3c)ρI + H^{(c+1)}, the binary-mechanism prefix noise.
+
+    One server and one cluster, so the global sum is that cluster's contribution.
+    With a fresh tree per phase the k-th draw since renewal is the prefix [1..k]
+    (k = 1 is H̃); with a persistent tree the phase-start draw comes from the
+    phase tree and the k-th asynchronous draw is prefix [1..k] of the other tree.
+    """
+    config = FCLUBConfig.for_variant("cdp-fclub-dc", horizon=300, detect_clusters=False, lifecycle=lifecycle)
+    uploads_seen = []
+
+    def check(bandit: FederatedClusteredBandit) -> None:
+        server = bandit.servers[0]
+        (cluster,) = server.clusters.values()
+        glob = bandit.global_server.members[(server.name, cluster.uid)].cluster
+        c, d = cluster.uploads_since_renewal, bandit.dim
+        rho = bandit.calibration.rho(cluster.depth)
+        uploaded_S = server.V.sum(axis=0) - cluster.raw_S
+        uploaded_u = server.b.sum(axis=0) - cluster.raw_u
+        noise_S = glob.S - uploaded_S - (2 + 3 * c) * rho * np.eye(d)
+        np.testing.assert_allclose(noise_S, cluster.H_bar, rtol=0, atol=1e-9 * np.abs(glob.S).max())
+        np.testing.assert_allclose(glob.u - uploaded_u, cluster.h_bar, rtol=0, atol=1e-9)
+        tree = cluster.async_tree
+        offset = 1 if lifecycle is Lifecycle.RESET_EVERY_PHASE else 0
+        assert tree.releases == c + 1 + offset
+        prefix = {k: sum(tree.nodes[key] for key in dyadic_cover(k)) for k in (c + offset, c + 1 + offset) if k}
+        np.testing.assert_allclose(cluster.H, prefix[c + 1 + offset][:d, :d], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(cluster.h, prefix[c + 1 + offset][:d, d], rtol=0, atol=1e-12)
+        if c + offset:
+            np.testing.assert_allclose(cluster.H_bar, prefix[c + offset][:d, :d], rtol=0, atol=1e-12)
+        uploads_seen.append(c)
+
+    bandit = FederatedClusteredBandit(config, np.zeros(12, dtype=int), 5, 6, rng=np.random.default_rng(3),
+                                      event_hook=check)  # fmt: skip
+    play(bandit, small_env(), 300)
+    assert max(uploads_seen) >= 5
+
+
+def test_without_noise_and_thresholds_near_one_fclub_dc_is_synchronized_clustered_linucb():
+    """§9.5: with every upload and download firing, each round's arm is the one of LinUCB on
+    ``L'λI + Σ_{users of the global cluster} x xᵀ`` for the current partition."""
+    config = FCLUBConfig.for_variant("fclub-dc", horizon=510, upload_threshold=1 + 1e-12, download_threshold=1 + 1e-12)
+    env = small_env()
+    servers = np.repeat(np.arange(3), 4)
+    bandit = FederatedClusteredBandit(config, servers, env.dim, env.n_arms, rng=np.random.default_rng(0))
+    env.reset(np.random.default_rng(5))
+    V, b, counts = np.zeros((12, env.dim, env.dim)), np.zeros((12, env.dim)), np.zeros(12, dtype=int)
+    sizes = set()
+    for _ in range(config.horizon):
+        contexts, _ = env.next_round()
+        user = env.user
+        arm = bandit.select(user, contexts)
+        (group,) = [g for g in bandit.global_server.partition if any(user in _users(bandit, k) for k in g)]
+        users = sorted(u for k in group for u in _users(bandit, k))
+        sharing = len(group)
+        sizes.add(len(users))
+        A = sharing * config.ridge * np.eye(env.dim) + V[users].sum(axis=0)
+        theta = np.linalg.solve(A, b[users].sum(axis=0))
+        beta = bandit.calibration.beta(int(counts[users].sum()), sharing, 1)
+        widths = np.sqrt(np.einsum("ki,ij,kj->k", contexts, np.linalg.inv(A), contexts))
+        scores = contexts @ theta + beta * widths
+        assert scores[arm] >= scores.max() - 1e-9 * max(1.0, abs(scores.max()))
+        reward = env.reward(arm)
+        bandit.update(reward)
+        x = contexts[arm]
+        V[user] += np.outer(x, x)
+        b[user] += reward * x
+        counts[user] += 1
+    assert len(sizes) > 1  # the partition changed during the run: the check covered several clusterings
+
+
+def _users(bandit: FederatedClusteredBandit, key: tuple[str, int]) -> list[int]:
+    server = next(s for s in bandit.servers if s.name == key[0])
+    return server.users[server.clusters[key[1]].users].tolist()
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_without_privacy_the_detected_partition_becomes_the_true_clusters(seed):
+    """§9.7 on the paper's synthetic setting (n = 40, m = 4, L = 5, d = K = 10): correct after a few phases, then stable."""
+    env = ClusteredLinearBandit()
+    history = []
+
+    def record(bandit: FederatedClusteredBandit) -> None:
+        if bandit.t == bandit.phase_starts[-1] and (not history or history[-1][0] != bandit.t):
+            truth = frozenset(frozenset(np.flatnonzero(env.cluster_of == c).tolist()) for c in range(4))
+            history.append((bandit.t, bandit.partition() == truth))
+
+    run_fclub(FCLUBConfig.for_variant("fclub-dc", horizon=2**14 - 2), env, 5, seed, event_hook=record)
+    correct = [ok for _, ok in history]
+    assert correct[-2:] == [True, True]  # phases 12 and 13 (t = 4095, 8191)
+    first = correct.index(True)
+    assert all(correct[first:]) and first >= 3  # never correct by luck at the start, never lost once found
+
+
+def test_communication_counts_are_the_messages_on_the_network():
+    network = InMemoryNetwork()
+    config = FCLUBConfig.for_variant("cdp-fclub-dc", horizon=254)
+    bandit = FederatedClusteredBandit(config, np.repeat(np.arange(3), 4), 5, 6, rng=np.random.default_rng(0),
+                                      network=network)  # fmt: skip
+    play(bandit, small_env(), 254)
+    counts, traffic = bandit.communication, network.traffic
+    assert traffic.total(DETECT).messages == counts.phase_uploads + counts.renewals
+    assert traffic.total(ASYNC).messages == counts.uploads + counts.downloads
+    assert traffic.total(ASYNC, receiver="global").bytes == counts.uploads * 8 * (5 * 5 + 5 + 2)
+    assert len(bandit.ledger.entries) == counts.phase_uploads + counts.uploads
+
+
+def test_synchronous_variant_uploads_every_round():
+    out = run_fclub(FCLUBConfig.for_variant("fclub", horizon=126), small_env(), 3, seed=0)
+    counts = out.bandit.communication
+    assert counts.uploads == 126 and counts.reference == 126
+    assert not out.bandit.ledger.entries
+
+
+def test_privacy_report_puts_the_paper_claim_beside_the_accounted_guarantee():
+    out = run_fclub(FCLUBConfig.for_variant("cdp-fclub-dc", horizon=254), small_env(), 3, seed=0)
+    report = out.bandit.privacy_report()
+    assert (report.claimed_epsilon, report.claimed_delta) == (1.0, 0.1)
+    assert report.releases > 0 and report.max_nodes_per_datum >= report.max_levels_per_privatizer > 0
+    assert 0 <= report.accounted_epsilon_per_privatizer <= report.accounted_epsilon_per_datum < np.inf
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"upload_threshold": 1.0}, "upload_threshold must be > 1"),
+        ({"delta": 1.5}, "delta must be in"),
+        ({"rho_formula": "bogus"}, "rho_formula must be one of"),
+        ({"private": False, "noise_in_trigger_only": True}, "noise_in_trigger_only needs private"),
+        ({"alpha": 0.0}, "alpha must be"),
+    ],
+)
+def test_config_rejects_bad_values_with_the_field_name(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        FCLUBConfig(**overrides)
+
+
+def test_variants_and_the_reference_preset():
+    with pytest.raises(ValueError, match="variant must be one of"):
+        FCLUBConfig.for_variant("club")
+    reference = FCLUBConfig.reference_compatible()
+    assert reference.noise_in_trigger_only and reference.beta_scale == 0.005 and reference.ridge == 2.0
+    out = run_fclub(FCLUBConfig.reference_compatible(horizon=126), small_env(construction="reference"), 3, seed=0)
+    assert np.isfinite(out.regret[-1]) and out.bandit.privacy_report().accounted_epsilon_per_datum == np.inf
