@@ -137,7 +137,10 @@ def _users(bandit: FederatedClusteredBandit, key: tuple[str, int]) -> list[int]:
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_without_privacy_the_detected_partition_becomes_the_true_clusters(seed):
-    """§9.7 on the paper's synthetic setting (n = 40, m = 4, L = 5, d = K = 10): correct after a few phases, then stable."""
+    """§9.7 on the paper's synthetic setting (n = 40, m = 4, L = 5, d = K = 10).
+
+    The partition is correct after a few phases and stays correct.
+    """
     env = ClusteredLinearBandit()
     history = []
 
