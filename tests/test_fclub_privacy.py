@@ -38,7 +38,7 @@ def test_each_release_is_the_sum_of_its_cached_cover_nodes():
         expected = sum(tree.nodes[key] for key in dyadic_cover(k))
         np.testing.assert_array_equal(release, expected)
         assert tree.levels_used == k.bit_length()
-    assert len(tree.nodes) <= 40 .bit_length()  # one live node per level
+    assert len(tree.nodes) <= (40).bit_length()  # one live node per level
 
 
 def test_consecutive_releases_share_the_higher_nodes():
