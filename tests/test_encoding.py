@@ -15,6 +15,7 @@ from privbandits.privacy.encoding import (
     cache_path,
     default_cache_dir,
     fit_encoder,
+    grid_rank,
     grid_size,
     load_or_fit_encoder,
     reindex_by_centroid_sum,
@@ -254,6 +255,28 @@ def test_encode_breaks_ties_to_the_lowest_code_and_accepts_one_context():
     assert encoder.encode([0.3, 0.7]) == 1  # equidistant from the duplicated centroids 1 and 2
     assert encoder.encode(np.array([[0.7, 0.3], [0.2, 0.8]])).tolist() == [0, 1]
     assert encoder.min_crowd == 0
+
+
+@pytest.mark.parametrize(("dim", "precision"), [(1, 1), (2, 3), (3, 1), (5, 2), (10, 1)])
+def test_grid_rank_is_the_row_of_simplex_grid(dim, precision):
+    grid = simplex_grid(dim, precision)
+    np.testing.assert_array_equal(grid_rank(units(grid, precision), precision), np.arange(len(grid)))
+
+
+def test_grid_contexts_are_encoded_by_lookup_as_the_kernel_would(monkeypatch):
+    encoder = fit_encoder(5, 1, 40, seed=1)
+    rng = np.random.default_rng(2)
+    on_grid = round_to_grid(rng.dirichlet(np.ones(5), size=3000), 1)
+    off_grid = rng.dirichlet(np.ones(5), size=3000)
+    mixed = np.concatenate([on_grid, off_grid, on_grid + 1e-12])[rng.permutation(9000)]
+    monkeypatch.setattr(encoding, "LOOKUP_BLOCK", 700)
+    expected = squared_distances(mixed, encoder.centroids).argmin(axis=1)
+    np.testing.assert_array_equal(encoder.encode(mixed), expected)
+    assert encoder._grid_codes is not None
+    monkeypatch.setattr(encoding, "GRID_TABLE_MAX", 10)  # a fresh encoder over a larger grid has no table
+    big = ContextEncoder(encoder.centroids, 1, encoder.grid_points_per_code, True)
+    assert big._grid_codes is None
+    np.testing.assert_array_equal(big.encode(mixed), expected)
 
 
 def test_encode_in_chunks_matches_brute_force(monkeypatch, figure_2):
