@@ -117,7 +117,9 @@ def test_without_noise_and_thresholds_near_one_fclub_dc_is_synchronized_clustere
         sizes.add(len(users))
         A = sharing * config.ridge * np.eye(env.dim) + V[users].sum(axis=0)
         theta = np.linalg.solve(A, b[users].sum(axis=0))
-        beta = bandit.calibration.beta(int(counts[users].sum()), sharing, 1)
+        lam, samples = sharing * config.ridge, counts[users].sum()  # OFUL radius with α = 1/(8T) (spec A16)
+        beta = config.sigma0 * np.sqrt(2 * np.log(8 * config.horizon) + env.dim * np.log1p(samples / (lam * env.dim)))
+        beta += np.sqrt(lam)
         widths = np.sqrt(np.einsum("ki,ij,kj->k", contexts, np.linalg.inv(A), contexts))
         scores = contexts @ theta + beta * widths
         assert scores[arm] >= scores.max() - 1e-9 * max(1.0, abs(scores.max()))
