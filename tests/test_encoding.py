@@ -279,10 +279,9 @@ def test_grid_contexts_are_encoded_by_lookup_as_the_kernel_would(monkeypatch):
     np.testing.assert_array_equal(big.encode(mixed), expected)
 
 
-def test_encode_in_chunks_matches_brute_force(monkeypatch, figure_2):
+def test_encode_matches_brute_force(figure_2):
     contexts = np.random.default_rng(5).dirichlet(np.ones(3), size=1_000)
     expected = squared_distances(contexts, figure_2.centroids).argmin(axis=1)
-    monkeypatch.setattr(encoding, "CHUNK_ELEMENTS", 6 * 7)  # 7 contexts per block
     np.testing.assert_array_equal(figure_2.encode(contexts), expected)
     assert figure_2.encode(np.zeros((0, 3))).shape == (0,)
 

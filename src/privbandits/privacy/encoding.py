@@ -65,10 +65,6 @@ TIE_TOLERANCE = 1e-10
 """Squared distances within this fraction of ``‖x‖² + max ‖c‖²`` of the nearest
 count as ties; ties go to the lowest code, whatever the floating-point noise."""
 
-CHUNK_ELEMENTS = 1 << 18
-"""Contexts × codes per distance block in :meth:`ContextEncoder.encode` (2 MB of float64: cache-sized,
-which measured faster than larger blocks)."""
-
 GRID_TABLE_MAX = 200_000
 """Largest grid whose every point's code :class:`ContextEncoder` tabulates (on first use) to encode grid
 contexts by lookup: d = 10, q = 1 (92,378 points) takes about 0.3 s once, then O(d) per context."""
