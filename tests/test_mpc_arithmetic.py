@@ -52,6 +52,30 @@ def test_batched_matmul_and_integer_operands_need_no_truncation_error():
         np.testing.assert_array_equal(engine.open(product), bits)
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_mul_many_runs_independent_products_in_the_rounds_of_one(n):
+    rng = np.random.default_rng(6)
+    u, x, bits = rng.normal(size=(3, 4)), rng.normal(size=4), rng.integers(0, 2, size=3)
+    engine = _engine(n)
+    with engine.phase("input"):
+        su, sx = engine.input_many([(u, None), (x, None)])
+        sbits = engine.input(bits, scale=0)
+    with engine.phase("many"):
+        outer, scaled, masked = engine.mul_many([(su[:, :, None], su[:, None, :]), (su, sx), (sbits, sx[:3])])
+    assert [p.shape for p in (outer, scaled, masked)] == [(3, 4, 4), (3, 4), (3,)]
+    assert (outer.scale, scaled.scale, masked.scale) == (L, L, L)
+    words = 3 * 16 + 3 * 4 + 3
+    truncated = (0, 0) if n == 2 else (1, 8 * n * (n - 1) * (3 * 16 + 3 * 4))  # bit x real needs none
+    assert engine.traffic.rounds["many"] == 1 + truncated[0]
+    assert engine.traffic.total("many").bytes == 16 * n * (n - 1) * words + truncated[1]
+    with engine.phase("open"):
+        assert np.abs(engine.open(outer) - u[:, :, None] * u[:, None, :]).max() <= 4 * ULP
+        assert np.abs(engine.open(scaled) - u * x).max() <= 4 * ULP
+        np.testing.assert_array_equal(engine.open(masked), bits * np.rint(x[:3] * 2**L) / 2**L)
+    with pytest.raises(ValueError, match=r"at least one pair"):
+        engine.mul_many([])
+
+
 def test_matmul_refuses_mismatched_shapes():
     engine = _engine(2)
     with engine.phase("test"):

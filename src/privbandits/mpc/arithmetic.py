@@ -7,13 +7,15 @@ an integer operand (scale 0, e.g. a bit or a one-hot) needs no truncation.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from privbandits.mpc.fixed_point import encode
 from privbandits.mpc.ring import WORD
-from privbandits.mpc.sharing import ArithmeticShares, expand
+from privbandits.mpc.sharing import ArithmeticShares, common_shape, expand
 from privbandits.mpc.truncation import divide_shares
 
 if TYPE_CHECKING:
@@ -27,13 +29,42 @@ def _rescale(ctx: Engine, shares: np.ndarray, scale_x: int, scale_y: int) -> Ari
 def mul(ctx: Engine, x: ArithmeticShares, y: ArithmeticShares) -> ArithmeticShares:
     """Elementwise ``[x·y]`` (numpy broadcasting): open α = x − a, β = y − b in 1 round,
     then [c] + α[b] + β[a] + αβ, then truncation."""
-    shape = np.broadcast_shapes(x.shape, y.shape)
-    a, b, c = ctx.dealer.triple(shape)
-    xs, ys = expand(x.shares, shape), expand(y.shares, shape)
+    return mul_many(ctx, [(x, y)])[0]
+
+
+def mul_many(ctx: Engine, pairs: Sequence[tuple[ArithmeticShares, ArithmeticShares]]) -> list[ArithmeticShares]:
+    """Independent elementwise products of any shapes with one opening (and one truncation
+    per distinct scale pair) for all of them: the rounds of a single :func:`mul`."""
+    if not pairs:
+        raise ValueError("mul_many needs at least one pair of operands")
+    n = ctx.n_parties
+    shapes, left, right, cuts = [], [], [], [0]
+    for x, y in pairs:
+        shape = common_shape(x.shape, y.shape)
+        shapes.append(shape)
+        left.append(expand(x.shares, shape).reshape(n, -1))
+        right.append(expand(y.shares, shape).reshape(n, -1))
+        cuts.append(cuts[-1] + math.prod(shape))
+    xs, ys = (np.concatenate(side, axis=1) if len(pairs) > 1 else side[0] for side in (left, right))
+    a, b, c = ctx.dealer.triple(xs.shape[1:])
     alpha, beta = ctx.channel.open_many([xs - a.shares, ys - b.shares])
     z = c.shares + alpha * b.shares + beta * a.shares
     z[0] += alpha * beta
-    return _rescale(ctx, z, x.scale, y.scale)
+    scales = [(x.scale, y.scale) for x, y in pairs]
+    products: list[ArithmeticShares | None] = [None] * len(pairs)
+    for scale_x, scale_y in dict.fromkeys(scales):  # one truncation per distinct pair of scales
+        members = [index for index, scales_here in enumerate(scales) if scales_here == (scale_x, scale_y)]
+        if len(members) < len(pairs):
+            columns = np.concatenate([np.arange(cuts[index], cuts[index + 1]) for index in members])
+            rescaled = _rescale(ctx, z[:, columns], scale_x, scale_y)
+        else:
+            rescaled = _rescale(ctx, z, scale_x, scale_y)
+        offset = 0
+        for index in members:
+            size = cuts[index + 1] - cuts[index]
+            products[index] = rescaled[offset : offset + size].reshape(*shapes[index])
+            offset += size
+    return products
 
 
 def square(ctx: Engine, x: ArithmeticShares) -> ArithmeticShares:

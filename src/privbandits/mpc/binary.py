@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from privbandits.mpc.ring import WORD
-from privbandits.mpc.sharing import ArithmeticShares, BinaryShares, expand
+from privbandits.mpc.sharing import ArithmeticShares, BinaryShares, common_shape, expand
 
 if TYPE_CHECKING:
     from privbandits.mpc.engine import Engine
@@ -27,7 +27,7 @@ _PREFIX_SHIFTS = (1, 2, 4, 8, 16, 32)
 
 def and_(ctx: Engine, x: BinaryShares, y: BinaryShares) -> BinaryShares:
     """``⟨x ∧ y⟩`` by Beaver's protocol over XOR/AND triples; 1 round."""
-    shape = np.broadcast_shapes(x.shape, y.shape)
+    shape = common_shape(x.shape, y.shape)
     xs, ys = expand(x.shares, shape), expand(y.shares, shape)
     a, b, c = ctx.dealer.binary_triple(shape)
     e, f = ctx.channel.open_many([xs ^ a.shares, ys ^ b.shares], xor=True)

@@ -151,6 +151,7 @@ class Engine:
     # -- protocols -----------------------------------------------------------------
 
     mul = arithmetic.mul
+    mul_many = arithmetic.mul_many
     square = arithmetic.square
     matmul = arithmetic.matmul
     mul_public = arithmetic.mul_public

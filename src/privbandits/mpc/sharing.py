@@ -56,6 +56,11 @@ def _check_parties(n_parties: int) -> None:
         raise ValueError(f"secret sharing needs n_parties >= 2, got {n_parties}")
 
 
+def common_shape(first: tuple[int, ...], second: tuple[int, ...]) -> tuple[int, ...]:
+    """The broadcast shape of two secret shapes (fast when they are equal)."""
+    return first if first == second else np.broadcast_shapes(first, second)
+
+
 def expand(shares: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """Broadcast share array ``shares`` (party axis 0) to secret shape ``shape`` (read-only view)."""
     if shares.shape[1:] == shape:
@@ -108,7 +113,7 @@ class ArithmeticShares:
     def _pair(self, other: object) -> tuple[np.ndarray, np.ndarray]:
         """Both operands' shares broadcast to their common secret shape."""
         operand = self._operand(other)
-        shape = np.broadcast_shapes(self.shape, operand.shape)
+        shape = common_shape(self.shape, operand.shape)
         return expand(self.shares, shape), expand(operand.shares, shape)
 
     def _operand(self, other: object) -> ArithmeticShares:
@@ -149,7 +154,7 @@ class ArithmeticShares:
                 "use Engine.mul for shares and Engine.mul_public for real factors"
             )
         factor = value.astype(np.int64).view(WORD)
-        return self._like(expand(self.shares, np.broadcast_shapes(self.shape, factor.shape)) * factor)
+        return self._like(expand(self.shares, common_shape(self.shape, factor.shape)) * factor)
 
     __rmul__ = __mul__
 
@@ -202,7 +207,7 @@ class BinaryShares:
     def __xor__(self, other: object) -> BinaryShares:
         """XOR with shares (local) or with public words (party 0 applies it)."""
         if isinstance(other, BinaryShares):
-            shape = np.broadcast_shapes(self.shape, other.shape)
+            shape = common_shape(self.shape, other.shape)
             return BinaryShares(expand(self.shares, shape) ^ expand(other.shares, shape))
         public = np.asarray(other, dtype=WORD)
         if public.ndim > len(self.shape) or public.shape != self.shape[len(self.shape) - public.ndim :]:
