@@ -169,7 +169,7 @@ class ArithmeticShares:
         return self._like(self.shares.swapaxes(_value_axis(a), _value_axis(b)))
 
     @property
-    def mT(self) -> ArithmeticShares:  # noqa: N802 (numpy's name for the matrix transpose)
+    def mT(self) -> ArithmeticShares:
         """Transpose of the last two axes."""
         return self.swapaxes(-1, -2)
 
