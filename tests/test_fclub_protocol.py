@@ -208,3 +208,46 @@ def test_variants_and_the_reference_preset():
     assert reference.noise_in_trigger_only and reference.beta_scale == 0.005 and reference.ridge == 2.0
     out = run_fclub(FCLUBConfig.reference_compatible(horizon=126), small_env(construction="reference"), 3, seed=0)
     assert np.isfinite(out.regret[-1]) and out.bandit.privacy_report().accounted_epsilon_per_datum == np.inf
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"noise_variance": "algorithm5"},
+        {"rho_formula": "appendix_b1"},
+        {"rho_formula": "consistent", "rho_constant": 1.0},
+        {"tree_depth": "theory"},
+        {"tree_depth": "reference"},
+        {"lifecycle": "reset_every_phase"},
+        {"recommendation": "with_own_buffer"},
+        {"beta_form": "reference", "beta_scale": 0.005},
+        {"thresholds": "theoretical"},
+        {"reference_h_column": True, "skip_unseen_users": True, "merge_same_server": True},
+        {"noise_in_trigger_only": True},
+        {"pd_repair": "shift", "refresh_every": 0, "tie_break": "random"},
+        {"synchronous": True},
+        {"private": False, "detect_clusters": False},
+    ],
+)
+def test_every_option_plays_and_keeps_the_invariant(overrides):
+    events: list[str] = []
+    config = FCLUBConfig.for_variant("cdp-fclub-dc", horizon=126, **overrides)
+    out = run_fclub(config, small_env(), 3, seed=2, event_hook=_invariant_hook(events))
+    assert np.isfinite(out.regret[-1]) and out.bandit.communication.uploads > 0 and events
+
+
+def test_own_buffer_recommendation_tracks_the_local_copy_plus_raw_buffer():
+    """§8 A11: with the own-buffer option the UCB uses (S + ΔS_raw)⁻¹ and its ridge estimate."""
+    config = FCLUBConfig.for_variant("fclub-dc", horizon=200, recommendation="with_own_buffer", upload_threshold=2.0)
+    checked = []
+
+    def check(bandit: FederatedClusteredBandit) -> None:
+        for server in bandit.servers:
+            for cluster in server.clusters.values():
+                R = cluster.S + cluster.raw_S
+                np.testing.assert_allclose(cluster.R_inv @ R, np.eye(bandit.dim), atol=1e-8)
+                np.testing.assert_allclose(cluster.theta_R, np.linalg.solve(R, cluster.u + cluster.raw_u), atol=1e-8)
+                checked.append(cluster.raw_T)
+
+    check(run_fclub(config, small_env(), 3, seed=0, event_hook=check).bandit)
+    assert max(checked) > 0  # some clusters held unsent data when checked

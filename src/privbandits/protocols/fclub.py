@@ -139,8 +139,8 @@ class Repairs:
 
 
 @numba.njit(cache=True)
-def _cholesky_inverse(A, out):
-    """``out = A⁻¹`` and ``log det A`` by Cholesky, in place; NaN (``out`` garbage) if A is not positive definite.
+def _cholesky_inverse(A, out, invert=True):
+    """``out = A⁻¹`` (if ``invert``) and ``log det A`` by Cholesky; NaN if A is not positive definite.
 
     Hand-written loops: at the papers' small d a compiled O(d³) loop costs less than
     the Python overhead of two LAPACK calls, and factorizations run at every event.
@@ -161,6 +161,8 @@ def _cholesky_inverse(A, out):
             for k in range(j):
                 s -= L[i, k] * L[j, k]
             L[i, j] = s / L[j, j]
+    if not invert:
+        return logdet
     W = np.zeros((d, d))  # W = L⁻¹ (lower triangular), column by column
     for j in range(d):
         W[j, j] = 1.0 / L[j, j]
@@ -191,9 +193,9 @@ def _spd_inverse(matrix: np.ndarray, repair: PDRepair, floor: float, repairs: Re
     return (U / w) @ U.T, float(np.log(w).sum())
 
 
-def _logdet(matrix: np.ndarray, scratch: np.ndarray) -> float:
+def _logdet(matrix: np.ndarray) -> float:
     """``log |det|`` of a symmetric matrix (Cholesky when positive definite, LU otherwise)."""
-    logdet = _cholesky_inverse(matrix, scratch)
+    logdet = _cholesky_inverse(matrix, matrix, False)
     return logdet if logdet == logdet else float(np.linalg.slogdet(matrix)[1])
 
 
@@ -257,8 +259,9 @@ class LocalServer(Party):
         self.ledger, self.repairs = ledger, repairs
         self.rng, self.tie_rng = rng.spawn(2)
         n = len(users)
-        self.V, self.b, self.T = np.zeros((n, dim, dim)), np.zeros((n, dim)), np.zeros(n, dtype=np.int64)
-        self.index = {int(user): i for i, user in enumerate(users)}
+        self.V, self.b = np.zeros((n, dim, dim)), np.zeros((n, dim))
+        self.counts = [0] * n  # T_i (a list: cheaper than numpy scalars in the round loop)
+        self._rows = list(zip(self.V, self.b, strict=True))  # per-user views, made once
         self.graph = ~np.eye(n, dtype=bool)  # G^ℓ_0: the complete graph
         self.clusters: dict[int, _LocalCluster] = {}
         self.cluster_of: list[_LocalCluster] = []
@@ -269,11 +272,13 @@ class LocalServer(Party):
         self._eye = np.eye(dim)
         self._noisy = self.config.private
         self._with_own = self.config.recommendation is Recommendation.WITH_OWN_BUFFER
+        self._log_upload = -math.inf if self.config.synchronous else math.log(self.config.upload_threshold)
+        self._refresh_every = self.config.refresh_every or math.inf
 
     # -- rounds --------------------------------------------------------------------
-    def recommend(self, user: int, contexts: np.ndarray) -> int:
-        """Arm of the UCB on the cluster's statistics (§3.7), ties broken by the configured rule."""
-        cluster = self.cluster_of[self.index[user]]
+    def recommend(self, i: int, contexts: np.ndarray) -> int:
+        """Arm of the UCB for this server's user ``i`` on its cluster's statistics (§3.7)."""
+        cluster = self.cluster_of[i]
         count = cluster.T + (cluster.raw_T if self._with_own else 0)
         key = (count, cluster.sharing)
         if key != cluster._beta_key:
@@ -284,25 +289,25 @@ class LocalServer(Party):
             scores = shared_ucb_scores(contexts, cluster.S_inv, cluster.theta, cluster.beta)
         return break_ties(scores, self.config.tie_break, self.tie_rng)
 
-    def observe(self, user: int, x: np.ndarray, y: float) -> _LocalCluster | None:
-        """Update the user and its cluster's buffer (Alg. 1, Alg. 3 line 1); the cluster if Eq. 5 fires."""
-        i = self.index[user]
+    def observe(self, i: int, x: np.ndarray, y: float) -> _LocalCluster | None:
+        """Update user ``i`` and its cluster's buffer (Alg. 1, Alg. 3 line 1); the cluster if Eq. 5 fires.
+
+        Synchronous variants (U = D → 1⁺) upload every round.
+        """
         cluster = self.cluster_of[i]
-        self.T[i] += 1
-        c = _absorb(x, y, self.V[i], self.b[i], cluster.raw_S, cluster.raw_u, cluster.M_inv, self._v,
-                    cluster.R_inv, cluster.theta_R)  # fmt: skip
+        self.counts[i] += 1
+        V, b = self._rows[i]
+        c = _absorb(x, y, V, b, cluster.raw_S, cluster.raw_u, cluster.M_inv, self._v, cluster.R_inv, cluster.theta_R)
         cluster.raw_T += 1
         cluster.sm_steps += 1
-        if abs(c) <= 1e-12 or (self.config.refresh_every and cluster.sm_steps >= self.config.refresh_every):
+        if abs(c) <= 1e-12 or cluster.sm_steps >= self._refresh_every:
             self._refactor_trigger(cluster)
         elif c > 0:
             cluster.M_logabs += math.log(c)
         else:  # M indefinite (noise only in the trigger): det changes sign
             cluster.M_logabs += math.log(-c)
             cluster.M_sign = -cluster.M_sign
-        if self.config.synchronous:
-            return cluster
-        fires = cluster.M_sign > 0 and cluster.M_logabs - cluster.logdet_S >= math.log(self.config.upload_threshold)
+        fires = cluster.M_sign > 0 and cluster.M_logabs - cluster.logdet_S >= self._log_upload
         return cluster if fires else None
 
     def upload(self, cluster: _LocalCluster) -> None:
@@ -336,14 +341,15 @@ class LocalServer(Party):
         """Delete edges by Eq. 3, take connected components, send a phase upload per cluster (Alg. 2 lines 3–5)."""
         cfg = self.config
         n = len(self.users)
+        counts = np.asarray(self.counts)
         if cfg.detect_clusters and n > 1:
             eye = cfg.ridge * self._eye
             estimates = np.linalg.solve(self.V + eye, self.b[..., None])[..., 0]
             distance = np.linalg.norm(estimates[:, None, :] - estimates[None, :, :], axis=-1)
-            width = self.cal.deletion_width(self.T)
+            width = self.cal.deletion_width(counts)
             delete = distance > width[:, None] + width[None, :]
             if cfg.skip_unseen_users:
-                seen = self.T > 0
+                seen = counts > 0
                 delete &= seen[:, None] & seen[None, :]
             self.graph &= ~delete
         _, labels = connected_components(csr_matrix(self.graph), directed=False)
@@ -378,7 +384,8 @@ class LocalServer(Party):
             self._record(cluster, "phase" if cluster.phase_tree else "async")
         elif self._noisy:
             self._record_raw(cluster)
-        self.send(GLOBAL, PhaseUpload(cluster.uid, len(members), gram, moment, int(self.T[members].sum())))
+        count = sum(self.counts[i] for i in members)
+        self.send(GLOBAL, PhaseUpload(cluster.uid, len(members), gram, moment, count))
 
     def receive_renewal(self) -> None:
         """Lines 13–16: take the global statistics, draw a new H, start the upload buffer."""
@@ -483,8 +490,7 @@ class _GlobalCluster:
 
     def __init__(self, members: list[tuple[str, int]], gram: np.ndarray, moment: np.ndarray, count: int) -> None:
         self.members, self.S, self.u, self.T = members, gram, moment, count
-        self.scratch = np.empty_like(gram)
-        self.logdet = _logdet(gram, self.scratch)
+        self.logdet = _logdet(gram)
 
 
 class _Member:
@@ -559,7 +565,7 @@ class GlobalServer(Party):
         cluster.S += msg.gram
         cluster.u += msg.moment
         cluster.T += msg.count
-        cluster.logdet = _logdet(cluster.S, cluster.scratch)
+        cluster.logdet = _logdet(cluster.S)
         for key in cluster.members:
             member = self.members[key]
             if member is not uploader:
@@ -568,7 +574,7 @@ class GlobalServer(Party):
                 member.dT += msg.count
                 member.pending = True
         if uploader.pending:  # S^ℓ = S^g − ΔS^{−ℓ} (§2.5)
-            uploader.logdet_local = _logdet(cluster.S - uploader.dS, cluster.scratch)
+            uploader.logdet_local = _logdet(cluster.S - uploader.dS)
         else:
             uploader.logdet_local = cluster.logdet
         log_threshold = math.log(self.config.download_threshold)
@@ -687,6 +693,10 @@ class FederatedClusteredBandit:
             for ell, name in enumerate(names)
         ]  # fmt: skip
         self._by_name = dict(zip(names, self.servers, strict=True))
+        self._route = [None] * len(server_of_user)  # user -> (its server, its index there)
+        for server in self.servers:
+            for i, user in enumerate(server.users):
+                self._route[user] = (server, i)
         self.global_server = GlobalServer(self.network, names, dim, self.calibration)
         self.communication = Communication(synchronous=config.synchronous)
         self.event_hook = event_hook
@@ -707,13 +717,14 @@ class FederatedClusteredBandit:
             self._detect(self.t)
             self._next_phase_start = 2 ** (self.phase + 1) - 1
         self._user, self._contexts = user, contexts
-        self._arm = self.servers[self.server_of_user[user]].recommend(user, contexts)
+        server, i = self._route[user]
+        self._arm = server.recommend(i, contexts)
         return self._arm
 
     def update(self, reward: float) -> None:
         """The reward of the selected arm: user update, CheckUpload and CheckDownload (Alg. 3, 4)."""
-        server = self.servers[self.server_of_user[self._user]]
-        cluster = server.observe(self._user, self._contexts[self._arm], reward)
+        server, i = self._route[self._user]
+        cluster = server.observe(i, self._contexts[self._arm], reward)
         self.communication.rounds += 1
         if cluster is None:
             return
