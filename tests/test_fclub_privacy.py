@@ -78,6 +78,7 @@ def test_node_variance_forms_and_the_spec_table():
     assert math.sqrt(node_variance(1.0, 0.1, 18)) == pytest.approx(101.7, abs=0.1)
     log = math.log(20)
     assert node_variance(1.0, 0.1, 18, NoiseVariance.ALGORITHM5) == pytest.approx(64 * 18 * log)
+    assert node_variance(1.0, 0.1, 3, NoiseVariance.REFERENCE_STD) == pytest.approx((64 * 3 * log**2) ** 2)
     with pytest.raises(ValueError, match="epsilon"):
         node_variance(0.0, 0.1, 3)
 

@@ -34,10 +34,14 @@ class NoiseVariance(StrEnum):
         ``64 ν (ln(2/δ))² / ε²`` (Section 3 of the paper; recommended).
     ALGORITHM5
         ``64 ν ln(2/δ) / ε²`` (Algorithm 5 as printed).
+    REFERENCE_STD
+        ``64 ν (ln(2/δ))² / ε²`` used as the *standard deviation*, as the reference
+        code does (spec §7.1): the variance is that number squared.
     """
 
     SQUARED_LOG = "squared_log"
     ALGORITHM5 = "algorithm5"
+    REFERENCE_STD = "reference_std"
 
 
 def node_variance(epsilon: float, delta: float, depth: int, form: NoiseVariance = NoiseVariance.SQUARED_LOG) -> float:
@@ -45,7 +49,8 @@ def node_variance(epsilon: float, delta: float, depth: int, form: NoiseVariance 
     if not (epsilon > 0 and 0 < delta < 1 and depth >= 1):
         raise ValueError(f"need epsilon > 0, 0 < delta < 1, depth >= 1; got {epsilon}, {delta}, {depth}")
     log = math.log(2.0 / delta)
-    return 64.0 * depth * (log * log if form is NoiseVariance.SQUARED_LOG else log) / epsilon**2
+    value = 64.0 * depth * (log if form is NoiseVariance.ALGORITHM5 else log * log) / epsilon**2
+    return value * value if form is NoiseVariance.REFERENCE_STD else value
 
 
 def symmetric_gaussian(rng: np.random.Generator, size: int, std: float) -> np.ndarray:

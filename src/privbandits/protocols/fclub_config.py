@@ -9,7 +9,7 @@ the detection thresholds), so the protocol code never re-derives a formula.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 import numpy as np
@@ -215,13 +215,10 @@ class FCLUBConfig:
                 "noise_in_trigger_only": True,
                 "reference_h_column": True,
                 "tree_depth": TreeDepth.REFERENCE,
+                "noise_variance": NoiseVariance.REFERENCE_STD,
                 "lifecycle": Lifecycle.RESET_EVERY_PHASE,
             }
         return replace(base, **{**rc, **overrides})
-
-    def describe(self) -> dict[str, object]:
-        """Field → value, enums as their strings (for reports and result keys)."""
-        return {f.name: str(v) if isinstance(v := getattr(self, f.name), StrEnum) else v for f in fields(self)}
 
 
 def F(x: np.ndarray | float) -> np.ndarray | float:
