@@ -106,6 +106,14 @@ def main() -> None:
         loop_users, loop_gen, loop_sim, _ = point(PerUserEncoder(encoder), round(args.loop_users * 0.7))
     loop_rate = loop_users / (loop_gen + loop_sim)
     print(f"plain per-user loop: {loop_users} users in {loop_gen + loop_sim:.1f} s = {loop_rate:,.0f} users/s")
+    sample = p2b_synthetic_interactions(100_000, ROUNDS, DIM, N_ACTIONS, mapping="linear", seed=1).contexts
+    start = time.perf_counter()
+    encoder.encode(sample.reshape(-1, DIM))
+    encode_rate = len(sample) / (time.perf_counter() - start)
+    print(
+        f"encoding alone (each user's {ROUNDS} contexts, nearest of {N_CODES} centroids): {encode_rate:,.0f} users/s, "
+        f"so a pipeline that encodes every context is at most {encode_rate / loop_rate:.0f}x the plain loop"
+    )
 
     columns = "   cold    warm NP  warm P   shared  released"
     header = f"{'early':>9} {'total':>9} {'gen s':>7} {'sim s':>7} {'users/s':>9}{columns}"
