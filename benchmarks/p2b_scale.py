@@ -15,7 +15,11 @@ tables) stepped in Python, and each user's device encodes its own t contexts
 server are the same code in both. Targets (issue 4): sweep ≤ 10 minutes on 2
 cores, peak memory ≤ 8 GiB, batched ≥ 50x the plain loop.
 
-    python benchmarks/p2b_scale.py [--max-early 1000000] [--loop-users 700]
+    python benchmarks/p2b_scale.py [--max-early 1000000] [--loop-users 2000] [--decimals 1]
+
+``--decimals 1`` rounds every context to the q = 1 grid first, as the paper's
+devices do (spec §2.4; the reference code does not for synthetic data): the
+encoder then looks codes up instead of searching 1,024 centroids.
 """
 
 from __future__ import annotations
@@ -77,10 +81,10 @@ class PerUserEncoder:
         return np.concatenate([self.encoder.encode(rows) for rows in np.split(contexts, len(contexts) // ROUNDS)])
 
 
-def point(encoder, early: int, seed: int = 0):
+def point(encoder, early: int, decimals: int | None, seed: int = 0):
     total = round(early / 0.7)
     start = time.perf_counter()
-    data = p2b_synthetic_interactions(total, ROUNDS, DIM, N_ACTIONS, mapping="linear", seed=seed)
+    data = p2b_synthetic_interactions(total, ROUNDS, DIM, N_ACTIONS, mapping="linear", seed=seed, decimals=decimals)
     generated = time.perf_counter()
     outcome = p2b.simulate(data, encoder, p2b.P2BConfig(), seed=seed)
     done = time.perf_counter()
@@ -91,8 +95,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-early", type=int, default=1_000_000)
     parser.add_argument("--loop-users", type=int, default=2000, help="total users of the plain-loop baseline")
+    parser.add_argument(
+        "--decimals",
+        type=int,
+        default=None,
+        help="round the contexts to q digits, as the paper's devices do (default: unrounded, as the reference code)",
+    )
     args = parser.parse_args()
-    print(f"P2B scale, |A| = {N_ACTIONS}, d = {DIM}, t = {ROUNDS}, k = {N_CODES}; {os.cpu_count()} cores")
+    contexts = "unrounded contexts" if args.decimals is None else f"contexts rounded to q = {args.decimals}"
+    print(f"P2B scale, |A| = {N_ACTIONS}, d = {DIM}, t = {ROUNDS}, k = {N_CODES}, {contexts}; {os.cpu_count()} cores")
     start = time.perf_counter()
     encoder = load_or_fit_encoder(DIM, 1, N_CODES)
     print(
@@ -100,13 +111,15 @@ def main() -> None:
         f"(cached after the first run; min grid points per code {encoder.min_crowd})"
     )
 
-    point(encoder, 700)  # compile the kernels outside the timings
+    point(encoder, 700, args.decimals)  # compile the kernels outside the timings
     with mock.patch.object(p2b, "run_population", plain_run_population):
-        point(PerUserEncoder(encoder), 70)  # load the plain learner's kernels too
-        loop_users, loop_gen, loop_sim, _ = point(PerUserEncoder(encoder), round(args.loop_users * 0.7))
+        point(PerUserEncoder(encoder), 70, args.decimals)  # load the plain learner's kernels too
+        loop_users, loop_gen, loop_sim, _ = point(PerUserEncoder(encoder), round(args.loop_users * 0.7), args.decimals)
     loop_rate = loop_users / (loop_gen + loop_sim)
     print(f"plain per-user loop: {loop_users} users in {loop_gen + loop_sim:.1f} s = {loop_rate:,.0f} users/s")
-    sample = p2b_synthetic_interactions(100_000, ROUNDS, DIM, N_ACTIONS, mapping="linear", seed=1).contexts
+    sample = p2b_synthetic_interactions(
+        100_000, ROUNDS, DIM, N_ACTIONS, mapping="linear", seed=1, decimals=args.decimals
+    ).contexts
     start = time.perf_counter()
     encoder.encode(sample.reshape(-1, DIM))
     encode_rate = len(sample) / (time.perf_counter() - start)
@@ -121,7 +134,7 @@ def main() -> None:
     print("-" * len(header))
     sweep_start, users = time.perf_counter(), 0
     for early in (e for e in EARLY_USERS if e <= args.max_early):
-        total, gen, sim, out = point(encoder, early)
+        total, gen, sim, out = point(encoder, early, args.decimals)
         users += total
         print(
             f"{early:>9,} {total:>9,} {gen:>7.1f} {sim:>7.1f} {total / (gen + sim):>9,.0f}   "

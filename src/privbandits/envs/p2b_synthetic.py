@@ -155,12 +155,17 @@ class P2BSynthetic:
     def reward_probabilities(self, contexts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Noisy, clipped probability of reward 1 for every action, shape (n, K)."""
         scores = contexts @ self.weights.T
-        noise = rng.standard_normal(scores.shape) * self.noise_std
+        noise = rng.standard_normal(scores.shape)
+        noise *= self.noise_std
         if self.mapping is RewardMapping.SOFTMAX:
-            probabilities = self.beta * softmax(scores) + noise
+            probabilities = softmax(scores)
+            probabilities *= self.beta
+            probabilities += noise
         else:
-            probabilities = self.beta * (scores + noise)
-        return np.clip(probabilities, 0.0, 1.0)
+            probabilities = scores
+            probabilities += noise
+            probabilities *= self.beta
+        return np.clip(probabilities, 0.0, 1.0, out=probabilities)
 
     def _block(self, index: int, t: int) -> tuple[np.ndarray, np.ndarray]:
         """Contexts (B, t, d) and rewards (B, t, K) of the B = BLOCK_USERS users of block ``index``."""

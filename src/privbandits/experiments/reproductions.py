@@ -75,6 +75,11 @@ COMPUTED = {
             p2b_paper.fig6_reproduction,
         ),
         ComputedReproduction(
+            "p2b-fig6-reference",
+            "P2B paper Fig. 6 in the reference code's mode (scalar codes, one shared warm agent)",
+            partial(p2b_paper.fig6_reproduction, reference_mode=True),
+        ),
+        ComputedReproduction(
             "p2b-fig7",
             "P2B paper Fig. 7: CTR vs local interactions on Criteo (a Criteo-like offline stand-in unless a Kaggle "
             "file is given), k = 32 and 128, default and reference-compatible modes; then the OBD sample (resumable)",
