@@ -819,11 +819,30 @@ class FCLUBOutcome:
     regret: np.ndarray
     communication: np.ndarray
     seconds: float
-    bandit: FederatedClusteredBandit
+    bandit: object
 
     @property
     def ms_per_round(self) -> float:
         return 1000.0 * self.seconds / len(self.regret)
+
+
+def play(bandit, env: ClusteredLinearBandit, horizon: int) -> FCLUBOutcome:
+    """Play ``horizon`` rounds of a reset ``env`` with a clustered-users bandit.
+
+    ``bandit`` has ``select(user, contexts)``, ``update(reward)`` and a
+    :class:`Communication` as ``communication``; the clock covers the rounds only.
+    """
+    regret, comm = np.empty(horizon), np.empty(horizon, dtype=np.int64)
+    counts = bandit.communication
+    start = time.perf_counter()
+    for t in range(horizon):
+        contexts, expected = env.next_round()
+        arm = bandit.select(env.user, contexts)
+        bandit.update(env.reward(arm))
+        regret[t] = expected.max() - expected[arm]
+        comm[t] = counts.total
+    seconds = time.perf_counter() - start
+    return FCLUBOutcome(np.cumsum(regret), comm, seconds, bandit)
 
 
 def run_fclub(
@@ -842,15 +861,4 @@ def run_fclub(
     env.reset(env_rng)
     servers = assign_groups(env.n_users, n_servers, remainder_last=True)
     bandit = FederatedClusteredBandit(config, servers, env.dim, env.n_arms, rng=protocol_rng, event_hook=event_hook)
-    horizon = config.horizon
-    regret, comm = np.empty(horizon), np.empty(horizon, dtype=np.int64)
-    counts = bandit.communication
-    start = time.perf_counter()
-    for t in range(horizon):
-        contexts, expected = env.next_round()
-        arm = bandit.select(env.user, contexts)
-        bandit.update(env.reward(arm))
-        regret[t] = expected.max() - expected[arm]
-        comm[t] = counts.phase_uploads + counts.renewals + counts.uploads + counts.downloads
-    seconds = time.perf_counter() - start
-    return FCLUBOutcome(np.cumsum(regret), comm, seconds, bandit)
+    return play(bandit, env, config.horizon)
