@@ -195,7 +195,7 @@ def _spd_inverse(matrix: np.ndarray, repair: PDRepair, floor: float, repairs: Re
 
 def _logdet(matrix: np.ndarray) -> float:
     """``log |det|`` of a symmetric matrix (Cholesky when positive definite, LU otherwise)."""
-    logdet = _cholesky_inverse(matrix, matrix, False)
+    logdet = _cholesky_inverse(matrix, matrix, False)  # ``out`` is not written without ``invert``
     return logdet if logdet == logdet else float(np.linalg.slogdet(matrix)[1])
 
 
@@ -377,11 +377,11 @@ class LocalServer(Party):
         phase_shift, _ = self.cal.shifts(cluster.depth)
         gram += phase_shift * self._eye
         if self._noisy and not self.config.noise_in_trigger_only:
-            tree = cluster.phase_tree if cluster.phase_tree is not None else cluster.async_tree
-            cluster.H_tilde, cluster.h_tilde = self._draw(cluster, tree, "phase" if cluster.phase_tree else "async")
+            kind, tree = ("async", cluster.async_tree) if cluster.phase_tree is None else ("phase", cluster.phase_tree)
+            cluster.H_tilde, cluster.h_tilde = self._draw(cluster, tree, kind)
             gram += cluster.H_tilde
             moment += cluster.h_tilde
-            self._record(cluster, "phase" if cluster.phase_tree else "async")
+            self._record(cluster, kind)
         elif self._noisy:
             self._record_raw(cluster)
         count = sum(self.counts[i] for i in members)
@@ -395,9 +395,6 @@ class LocalServer(Party):
         cluster.u[:] = msg.moment
         cluster.T, cluster.sharing = msg.count, msg.sharing
         cluster.uploads_since_renewal = 0
-        cluster.raw_S[:] = 0.0
-        cluster.raw_u[:] = 0.0
-        cluster.raw_T = 0
         if self._noisy:
             cluster.H_bar, cluster.h_bar = cluster.H_tilde, cluster.h_tilde
             cluster.H, cluster.h = self._draw(cluster, cluster.async_tree, "async")
