@@ -10,6 +10,7 @@ import pytest
 from privbandits.privacy.tree_mechanism import (
     NoiseVariance,
     TreeMechanism,
+    accounted_delta,
     accounted_epsilon,
     dyadic_cover,
     node_variance,
@@ -88,3 +89,5 @@ def test_accounting_composes_more_nodes_into_a_larger_epsilon():
     assert 0 < one < many < math.inf
     assert accounted_epsilon(2.0, 0, 1e-5) == 0.0
     assert accounted_epsilon(0.0, 3, 1e-5) == math.inf
+    assert 0 < accounted_delta(2.0, 1, 1.0) < accounted_delta(2.0, 16, 1.0) < 1
+    assert accounted_delta(0.0, 3, 1.0) == 1.0

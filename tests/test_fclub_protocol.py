@@ -184,6 +184,7 @@ def test_privacy_report_puts_the_paper_claim_beside_the_accounted_guarantee():
     assert (report.claimed_epsilon, report.claimed_delta) == (1.0, 0.1)
     assert report.releases > 0 and report.max_nodes_per_datum >= report.max_levels_per_privatizer > 0
     assert 0 <= report.accounted_epsilon_per_privatizer <= report.accounted_epsilon_per_datum < np.inf
+    assert 0 < report.accounted_delta_per_privatizer <= report.accounted_delta_per_datum < report.claimed_delta
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,8 @@ use ``levels`` levels is ``levels`` Gaussian mechanisms per datum. Replacing one
 ``(x, y)`` (‖x‖ ≤ 1, |y| ≤ 1) moves ``z zᵀ`` by at most ``2√2`` in Frobenius norm;
 on the independent coordinates of symmetric noise (the upper triangle, the diagonal
 scaled by 1/√2) that is an L2 sensitivity of :data:`REPLACE_SENSITIVITY` = 2 with
-per-coordinate noise σ. :func:`accounted_epsilon` composes these with
-``dp-accounting`` (Rényi DP).
+per-coordinate noise σ. :func:`accounted_epsilon` and :func:`accounted_delta`
+compose these with ``dp-accounting`` (Rényi DP).
 """
 
 from __future__ import annotations
@@ -116,6 +116,17 @@ class TreeMechanism:
         return self.releases.bit_length()
 
 
+def _accountant(std: float, compositions: int, sensitivity: float):
+    """An RDP accountant holding ``compositions`` Gaussian mechanisms with noise multiplier std/sensitivity."""
+    import dp_accounting
+    from dp_accounting import rdp
+
+    event = dp_accounting.GaussianDpEvent(std / sensitivity)
+    accountant = rdp.RdpAccountant()
+    accountant.compose(dp_accounting.SelfComposedDpEvent(event, compositions))
+    return accountant
+
+
 def accounted_epsilon(std: float, compositions: int, delta: float, sensitivity: float = REPLACE_SENSITIVITY) -> float:
     """ε at ``delta`` of ``compositions`` Gaussian mechanisms with noise ``std`` (dp-accounting, RDP).
 
@@ -126,10 +137,13 @@ def accounted_epsilon(std: float, compositions: int, delta: float, sensitivity: 
         return 0.0
     if std == 0:
         return math.inf
-    import dp_accounting
-    from dp_accounting import rdp
+    return float(_accountant(std, compositions, sensitivity).get_epsilon(delta))
 
-    event = dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(std / sensitivity), compositions)
-    accountant = rdp.RdpAccountant()
-    accountant.compose(event)
-    return float(accountant.get_epsilon(delta))
+
+def accounted_delta(std: float, compositions: int, epsilon: float, sensitivity: float = REPLACE_SENSITIVITY) -> float:
+    """δ at ``epsilon`` of the same composition as :func:`accounted_epsilon` (1 when std = 0)."""
+    if compositions == 0:
+        return 0.0
+    if std == 0:
+        return 1.0
+    return float(_accountant(std, compositions, sensitivity).get_delta(epsilon))

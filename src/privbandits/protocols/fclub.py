@@ -47,7 +47,12 @@ from privbandits.envs.clustered import ClusteredLinearBandit, assign_groups
 from privbandits.linear._kernels import inverse_step, shared_ucb_scores
 from privbandits.linear.tiebreak import break_ties
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
-from privbandits.privacy.tree_mechanism import REPLACE_SENSITIVITY, TreeMechanism, accounted_epsilon
+from privbandits.privacy.tree_mechanism import (
+    REPLACE_SENSITIVITY,
+    TreeMechanism,
+    accounted_delta,
+    accounted_epsilon,
+)
 from privbandits.protocols.fclub_config import Calibration, FCLUBConfig, Lifecycle, PDRepair, Recommendation
 
 GLOBAL = "global"
@@ -630,7 +635,10 @@ class Communication:
 
 @dataclass
 class PrivacyReport:
-    """Guarantees of a run: the paper's per-privatizer claim next to dp-accounting's numbers."""
+    """Guarantees of a run: the paper's per-privatizer claim next to dp-accounting's numbers.
+
+    ``accounted_epsilon_*`` are at the claimed δ, ``accounted_delta_*`` at the claimed ε.
+    """
 
     claimed_epsilon: float
     claimed_delta: float
@@ -638,8 +646,10 @@ class PrivacyReport:
     releases: int
     max_levels_per_privatizer: int
     accounted_epsilon_per_privatizer: float
+    accounted_delta_per_privatizer: float
     max_nodes_per_datum: int
     accounted_epsilon_per_datum: float
+    accounted_delta_per_datum: float
     notes: list[str] = field(default_factory=list)
 
 
@@ -791,16 +801,19 @@ class FederatedClusteredBandit:
         std = min((s for _, s in counts.values()), default=0.0)
         worst_tree = max(levels.values(), default=0)
         per_datum = max((sum(levels[k] for k in lineage) for s in self.servers for lineage in s.lineage), default=0)
-        uploads_raw = cfg.noise_in_trigger_only or not cfg.private
+        if cfg.noise_in_trigger_only or not cfg.private:
+            std = 0.0  # uploads are raw: no guarantee
         return PrivacyReport(
             claimed_epsilon=cfg.epsilon if cfg.private else math.inf,
             claimed_delta=cfg.delta,
             privatizers=len(counts),
             releases=sum(r for r, _ in counts.values()),
             max_levels_per_privatizer=worst_tree,
-            accounted_epsilon_per_privatizer=math.inf if uploads_raw else accounted_epsilon(std, worst_tree, cfg.delta),
+            accounted_epsilon_per_privatizer=accounted_epsilon(std, max(worst_tree, 1), cfg.delta),
+            accounted_delta_per_privatizer=accounted_delta(std, max(worst_tree, 1), cfg.epsilon),
             max_nodes_per_datum=per_datum,
-            accounted_epsilon_per_datum=math.inf if uploads_raw else accounted_epsilon(std, per_datum, cfg.delta),
+            accounted_epsilon_per_datum=accounted_epsilon(std, max(per_datum, 1), cfg.delta),
+            accounted_delta_per_datum=accounted_delta(std, max(per_datum, 1), cfg.epsilon),
             notes=notes + [f"sensitivity {REPLACE_SENSITIVITY} (replace one (x, y), ‖x‖ ≤ 1, |y| ≤ 1)"],
         )
 
