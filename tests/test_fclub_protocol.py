@@ -9,7 +9,7 @@ from privbandits.comm import InMemoryNetwork
 from privbandits.envs.clustered import ClusteredLinearBandit
 from privbandits.privacy.tree_mechanism import dyadic_cover
 from privbandits.protocols.fclub import ASYNC, DETECT, FederatedClusteredBandit, run_fclub
-from privbandits.protocols.fclub_config import FCLUBConfig, Lifecycle
+from privbandits.protocols.fclub_config import Calibration, FCLUBConfig, Lifecycle
 
 
 def small_env(**kwargs) -> ClusteredLinearBandit:
@@ -255,3 +255,15 @@ def test_own_buffer_recommendation_tracks_the_local_copy_plus_raw_buffer():
 
     check(run_fclub(config, small_env(), 3, seed=0, event_hook=check).bandit)
     assert max(checked) > 0  # some clusters held unsent data when checked
+
+
+@pytest.mark.parametrize(("depth", "rho", "sigma"), [(5, 4.5e3, 54), (8, 5.6e3, 68), (18, 8.5e3, 102)])
+def test_calibration_matches_the_spec_table(depth, rho, sigma):
+    """§4.4 table (d = 10, m = 4, L = 5, ε = 1, δ = 0.1, α = 1/(8T)); ρ by Eq. 7, shifts (2ρ, 3ρ)."""
+    calibration = Calibration(FCLUBConfig(horizon=2**17 - 2, m_bound=4), dim=10, n_users=40, n_servers=5)
+    assert calibration.depth(1) == 18
+    assert calibration.rho(depth) == pytest.approx(rho, rel=0.02)
+    assert calibration.noise_std(depth) == pytest.approx(sigma, rel=0.02)
+    assert calibration.shifts(depth) == pytest.approx((2 * calibration.rho(depth), 3 * calibration.rho(depth)))
+    b1 = Calibration(FCLUBConfig(m_bound=4, rho_formula="appendix_b1"), 10, 40, 5)
+    assert b1.rho(depth) == pytest.approx(calibration.rho(depth) * np.sqrt(depth))  # √2·ν instead of √(2ν)
