@@ -64,7 +64,8 @@ class Channel:
     def _broadcast(self, shares: np.ndarray) -> list[np.ndarray]:
         """Every party sends its share (party axis 0) to all others in 1 round; the others' shares as received."""
         payloads = [Words(np.ascontiguousarray(row)) for row in shares]
-        return [msg.words for msg in self._all_to_all(payloads, "mpc.words")]
+        shape = shares.shape[1:]  # ascontiguousarray makes 0-d rows 1-d
+        return [msg.words.reshape(shape) for msg in self._all_to_all(payloads, "mpc.words")]
 
     def gather(self, shares: np.ndarray) -> np.ndarray:
         """All parties' shares, opened to every party in 1 round (Alg. 3 needs them one by one)."""
@@ -114,7 +115,7 @@ class Channel:
                 sender.send(receiver, Words(np.ascontiguousarray(row)))
         for sender in self.names:
             if sender != receiver:
-                value += self.network.receive(receiver, "mpc.words", sender).words
+                value += self.network.receive(receiver, "mpc.words", sender).words.reshape(value.shape)
         return value
 
     def distribute(self, secrets: Sequence[tuple[np.ndarray, str]], rng: np.random.Generator) -> list[np.ndarray]:

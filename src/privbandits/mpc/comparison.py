@@ -60,12 +60,14 @@ def allmax(ctx: Engine, x: ArithmeticShares) -> ArithmeticShares:
     return bits[..., 0]
 
 
-def argmax(ctx: Engine, x: ArithmeticShares) -> ArithmeticShares:
+def argmax(ctx: Engine, x: ArithmeticShares, gamma: ArithmeticShares | None = None) -> ArithmeticShares:
     """One-hot ``[z]`` of a maximum of the last axis, ties broken uniformly at random (§3.9).
 
-    AllMax, times a fresh secret permutation γ of 1..|A| from the dealer, then AllMax
-    again: the γ values are distinct, so exactly one maximum survives.
+    AllMax, times a secret permutation γ of 1..|A| (fresh from the dealer unless given,
+    integer shares), then AllMax again: the γ values are distinct, so exactly one maximum
+    survives.
     """
     maxima = allmax(ctx, x)
-    gamma = ctx.dealer.permutation(x.shape[-1], x.shape[:-1])
+    if gamma is None:
+        gamma = ctx.dealer.permutation(x.shape[-1], x.shape[:-1])
     return allmax(ctx, mul(ctx, maxima, gamma))

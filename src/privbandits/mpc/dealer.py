@@ -135,6 +135,11 @@ class Dealer:
         """XOR sharing of zero words: each party's input to A2B (CrypTen's PRZS, spec §3.2)."""
         return BinaryShares(self._share_xor("zero_xor", np.zeros(shape, dtype=WORD)))
 
+    def deal(self, kind: str, words: np.ndarray, scale: int) -> ArithmeticShares:
+        """Shares of secrets the dealer drew elsewhere, counted under ``kind`` (e.g. Alg. 1's
+        exploration samples from a seeded stream that a plaintext twin replays)."""
+        return ArithmeticShares(self._share(kind, np.asarray(words, dtype=WORD)), scale)
+
     def bernoulli(self, p: float, shape: tuple[int, ...]) -> ArithmeticShares:
         """Private Bernoulli(p) bits (integers, scale 0): the coin ``[y_t]`` of Alg. 1."""
         if not 0.0 <= p <= 1.0:

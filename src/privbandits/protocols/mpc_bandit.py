@@ -1,0 +1,316 @@
+"""The private multi-party ε-greedy contextual bandit (MPC paper Alg. 1, spec mpc-bandit §4).
+
+Computing parties ``p0 … p{n-1}`` each hold a block of every context (the
+``partition``). Per-arm ridge statistics W_a^{-1} (initialised to I, so λ = 1) and
+b_a stay secret-shared forever. One round (:meth:`PrivateEpsilonGreedy.step`):
+
+1. every party secret-shares its block x_{t,p}; the shares are concatenated;
+2. u_a = W_a^{-1} x (one batched matmul); then, in one multiplication round,
+   s_a = b_a·u_a (= w_a^⊤x, scores), d_a = 1 + u_a·x (the Sherman–Morrison
+   denominator) and u_a u_a^⊤;
+3. s̃ = s + y(v − s) with the private coin y ~ Bernoulli(ε) and uniforms v_a;
+4. o = Argmax(s̃) (Alg. 2, tie-breaking permutation γ); only the arm index is
+   opened, and only to the puller p′, which pulls it;
+5. the reward holder p″ secret-shares r_t;
+6. every arm is updated, masked by the one-hot o (Eq. 1):
+   W_a^{-1} ← W_a^{-1} − o_a/d_a · u_a u_a^⊤ and b_a ← b_a + o_a r_t x.
+
+Scores are kept at 2L fractional bits (sums of untruncated products, then exact
+ring operations), so tied scores (e.g. arms never rewarded, whose b_a = 0) stay
+exactly tied as in float64 and the γ tie-breaking decides, as in the plaintext
+twin. :class:`PlaintextEpsilonGreedy` runs the same algorithm in float64 on the
+same exploration samples (:class:`ExplorationStream`), updating only the pulled
+arm (spec §4.5).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from privbandits.comm import ROUND, SETUP, Network, Party
+from privbandits.mpc import Engine
+from privbandits.mpc.approximations import NR_ITERATIONS
+from privbandits.mpc.sharing import ArithmeticShares, concatenate
+from privbandits.mpc.truncation import TRUNCATION_MODES
+from privbandits.privacy import epsilon_greedy
+from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
+
+MAX_PRECISION = 26
+"""Scores are compared at 2L fractional bits inside the 62-bit range of an exact comparison."""
+
+CHECKPOINT = "checkpoint"
+"""Phase (and ledger mechanism suffix) of a decrypted model checkpoint (spec §6.5)."""
+
+
+@dataclass(frozen=True)
+class MPCBanditConfig:
+    """Settings of Alg. 1.
+
+    Parameters
+    ----------
+    n_arms : int
+        |A| ≥ 2.
+    partition : tuple of int
+        Context features held by each computing party, as contiguous blocks in
+        context order (spec A2); its length is |P| ≥ 2 and its sum is D. A party
+        may hold no features.
+    epsilon : float
+        Exploration probability ε ∈ [0, 1]; each opened action is log(|A|/ε)-DP.
+    precision : int
+        Fixed-point bits L, 1 … 26 (paper: 20).
+    nr_iterations : int
+        Newton–Raphson iterations of the reciprocal (paper: 7).
+    truncation : str
+        ``"auto"`` (paper: local for 2 parties, Alg. 3 for more), ``"local"``,
+        ``"wraps"`` or ``"exact"``.
+    puller, rewarder : str
+        p′ (learns a_t and initialises the model) and p″ (inputs r_t): a computing
+        party's name (``"p0"`` …) or an outside party (default, Alg. 1: p′, p″ ∉ P).
+    binary_rewards : bool
+        Rewards are 0/1 (all the paper's settings) and enter as integers, so r_t x_t
+        is exact; ``False`` enters real rewards at L bits.
+    """
+
+    n_arms: int = 10
+    partition: tuple[int, ...] = (10, 10)
+    epsilon: float = 0.01
+    precision: int = 20
+    nr_iterations: int = NR_ITERATIONS
+    truncation: str = "auto"
+    puller: str = "puller"
+    rewarder: str = "rewarder"
+    binary_rewards: bool = True
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.n_arms, int) and self.n_arms >= 2):
+            raise ValueError(f"n_arms must be an integer >= 2, got {self.n_arms!r}")
+        partition = tuple(self.partition)
+        if len(partition) < 2 or any(not isinstance(n, int) or n < 0 for n in partition) or sum(partition) < 1:
+            raise ValueError(
+                f"partition must give >= 2 parties a non-negative number of features, at least one in all; "
+                f"got {self.partition!r}"
+            )
+        object.__setattr__(self, "partition", partition)
+        if not 0.0 <= self.epsilon <= 1.0:
+            raise ValueError(f"epsilon must be in [0, 1], got {self.epsilon}")
+        if not 1 <= self.precision <= MAX_PRECISION:
+            raise ValueError(f"precision must be in [1, {MAX_PRECISION}] bits, got {self.precision}")
+        if not (isinstance(self.nr_iterations, int) and self.nr_iterations >= 0):
+            raise ValueError(f"nr_iterations must be an integer >= 0, got {self.nr_iterations!r}")
+        if self.truncation not in ("auto", *TRUNCATION_MODES):
+            raise ValueError(f"truncation must be one of {('auto', *TRUNCATION_MODES)}, got {self.truncation!r}")
+        if self.truncation == "local" and len(partition) != 2:
+            raise ValueError(f"local truncation is for 2 parties, got {len(partition)}: use 'wraps' or 'exact'")
+        for role in ("puller", "rewarder"):
+            if not (isinstance(getattr(self, role), str) and getattr(self, role)):
+                raise ValueError(f"{role} must be a non-empty party name, got {getattr(self, role)!r}")
+
+    @property
+    def dim(self) -> int:
+        """D, the length of the concatenated context."""
+        return sum(self.partition)
+
+    @property
+    def parties(self) -> tuple[str, ...]:
+        """Names of the computing parties P."""
+        return tuple(f"p{index}" for index in range(len(self.partition)))
+
+    @property
+    def privacy_loss(self) -> float:
+        """η = log(|A|/ε) per opened action (Theorem 1)."""
+        return epsilon_greedy.action_privacy_loss(self.n_arms, self.epsilon)
+
+
+class ExplorationDraw(NamedTuple):
+    """One round's private samples: coin y_t, uniforms v_a (grid integers k, v = k/2^L), γ (1..|A|)."""
+
+    coin: int
+    uniforms: np.ndarray
+    permutation: np.ndarray
+
+
+class ExplorationStream:
+    """The dealer's store of exploration samples (Alg. 1 input), one draw per round.
+
+    Seeded on its own, so the private learner (whose dealer shares the draws) and the
+    plaintext twin see exactly the same coins, uniforms and tie-breaking permutations.
+    """
+
+    def __init__(self, n_arms: int, epsilon: float, precision: int, seed: np.random.SeedSequence) -> None:
+        self.n_arms, self.epsilon, self.grid = n_arms, epsilon, 1 << precision
+        self.rng = np.random.default_rng(seed)
+
+    def draw(self) -> ExplorationDraw:
+        rng = self.rng
+        return ExplorationDraw(
+            int(rng.random() < self.epsilon),
+            rng.integers(0, self.grid, self.n_arms, dtype=np.uint64),
+            rng.permutation(self.n_arms).astype(np.uint64) + np.uint64(1),
+        )
+
+
+def _seeds(seed: int | np.random.SeedSequence | None) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
+    """(engine seed, exploration seed): the twin derives the same exploration seed."""
+    sequence = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    engine, exploration = sequence.spawn(2)
+    return engine, exploration
+
+
+def _check_context(x: np.ndarray, dim: int) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    if x.shape != (dim,):
+        raise ValueError(f"context must have shape ({dim},), got {x.shape}")
+    return x
+
+
+class PrivateEpsilonGreedy:
+    """Alg. 1 on the MPC engine: all state secret-shared, a_t to p′ only, r_t from p″ only.
+
+    Parameters
+    ----------
+    config : MPCBanditConfig
+    seed : int, SeedSequence or None
+        Seeds the engine (parties, dealer) and the exploration stream.
+    network : Network or None
+        Where the parties talk (default: a fresh in-memory network).
+    ledger : PrivacyLedger or None
+        Receives one entry per opened action (η of Theorem 1) and per checkpoint.
+    """
+
+    def __init__(
+        self,
+        config: MPCBanditConfig,
+        *,
+        seed: int | np.random.SeedSequence | None = None,
+        network: Network | None = None,
+        ledger: PrivacyLedger | None = None,
+    ) -> None:
+        self.config = config
+        engine_seed, exploration_seed = _seeds(seed)
+        self.engine = engine = Engine(
+            config.parties,
+            precision=config.precision,
+            truncation=config.truncation,
+            seed=engine_seed,
+            network=network,
+        )
+        for role in {config.puller, config.rewarder} - set(config.parties):
+            if role not in engine.network.parties:
+                Party(role, engine.network)
+        self.exploration = ExplorationStream(config.n_arms, config.epsilon, config.precision, exploration_seed)
+        self.ledger = ledger if ledger is not None else PrivacyLedger()
+        self.rounds = 0
+        bounds = np.cumsum((0, *config.partition))
+        self._blocks = [
+            (name, start, stop)
+            for name, start, stop in zip(config.parties, bounds[:-1], bounds[1:], strict=True)
+            if stop > start
+        ]
+        self._arm_index = np.arange(config.n_arms, dtype=np.uint64)
+        self._score_scale = 2 * config.precision
+        self._to_score_scale = np.uint64(1 << config.precision)
+        self._reward_scale = 0 if config.binary_rewards else config.precision
+        a, d = config.n_arms, config.dim
+        with engine.phase(SETUP):  # p′ initialises W_a^{-1} = I, b_a = 0 and shares them (Alg. 1)
+            self.inverse, self.b = engine.input_many(
+                [(np.broadcast_to(np.eye(d), (a, d, d)), config.puller), (np.zeros((a, d)), config.puller)]
+            )
+
+    def step(self, x: np.ndarray, pull: Callable[[int], float]) -> int:
+        """Play one round on context ``x`` (D,); ``pull(arm)`` is the environment, whose
+        reward only p″ sees. Returns a_t as learned by p′."""
+        config, engine = self.config, self.engine
+        x = _check_context(x, config.dim)
+        draw = self.exploration.draw()
+        dealer, precision = engine.dealer, config.precision
+        with engine.phase(ROUND):
+            # 1. each party shares its block; 2. u = W^{-1}x, then s, d and uu^T in one round
+            context = concatenate(engine.input_many([(x[start:stop], name) for name, start, stop in self._blocks]))
+            u = engine.matmul(self.inverse, context)
+            scores, quadratic, outer = engine.mul_many(
+                [(_integers(self.b), u), (_integers(u), context), (u[:, :, None], u[:, None, :])]
+            )
+            scores = ArithmeticShares(scores.sum(axis=-1).shares, self._score_scale)  # b·u at scale 2L
+            denominator = 1.0 + engine.truncate(quadratic.sum(axis=-1), precision)
+            # 3. exploration: s̃ = s + y (v − s) with the dealer's coin and uniforms
+            coin = dealer.deal("bernoulli", np.uint64(draw.coin), 0)
+            uniforms = dealer.deal("uniform", draw.uniforms * self._to_score_scale, self._score_scale)
+            noisy = scores + engine.mul(coin, uniforms - scores)
+            # 4. argmax with the dealer's tie-breaking permutation; a_t opened to p′ only
+            gamma = dealer.deal("permutation", draw.permutation, 0)
+            onehot = engine.argmax(noisy, gamma)
+            arm = int(engine.open_to((onehot * self._arm_index).sum(), config.puller))
+            # 5. p′ pulls the arm, p″ observes and shares the reward
+            reward = engine.input(self._reward(pull(arm)), config.rewarder, scale=self._reward_scale)
+            # 6. Sherman–Morrison (Eq. 1) and b updates on every arm; the integer mask o
+            # multiplies last, so arms not pulled change by exactly 0 (no truncation)
+            inverse_d = engine.reciprocal(denominator, config.nr_iterations)
+            scaled, rewarded = engine.mul_many([(inverse_d[:, None, None], outer), (reward, context)])
+            downdate, increment = engine.mul_many([(onehot[:, None, None], scaled), (onehot[:, None], rewarded)])
+            self.inverse = self.inverse - downdate
+            self.b = self.b + increment
+        epsilon_greedy.record_action(self.ledger, config.n_arms, config.epsilon, self.rounds)
+        self.rounds += 1
+        return arm
+
+    def _reward(self, reward: float) -> float:
+        if self.config.binary_rewards and reward not in (0, 1):
+            raise ValueError(f"binary_rewards is set, so rewards must be 0 or 1, got {reward!r}")
+        return reward
+
+    def checkpoint(self) -> tuple[np.ndarray, np.ndarray]:
+        """Decrypted (W^{-1}, b) for evaluation only (spec §6.5); outside the DP guarantee,
+        so the ledger records it with η = ∞."""
+        with self.engine.phase(CHECKPOINT):
+            inverse, b = self.engine.open(self.inverse), self.engine.open(self.b)
+        self.ledger.record(
+            LedgerEntry(f"mpc_bandit.{CHECKPOINT}", math.inf, None, "the whole history", {"round": self.rounds})
+        )
+        return inverse, b
+
+
+def _integers(x: ArithmeticShares) -> ArithmeticShares:
+    """The same shares read at scale 0, so a product with them is kept untruncated (scale 2L)."""
+    return ArithmeticShares(x.shares, 0)
+
+
+class PlaintextEpsilonGreedy:
+    """The float64 twin of Alg. 1 with the private learner's exploration samples (spec §4.5).
+
+    Only the pulled arm is updated (Sherman–Morrison on W_a^{-1}, then w_a = W_a^{-1} b_a).
+    Ties among maximal scores go to the largest γ, as the private argmax does.
+    """
+
+    def __init__(self, config: MPCBanditConfig, *, seed: int | np.random.SeedSequence | None = None) -> None:
+        self.config = config
+        a, d = config.n_arms, config.dim
+        self.exploration = ExplorationStream(config.n_arms, config.epsilon, config.precision, _seeds(seed)[1])
+        self.inverse = np.tile(np.eye(d), (a, 1, 1))
+        self.b = np.zeros((a, d))
+        self.weights = np.zeros((a, d))
+        self._grid = float(1 << config.precision)
+        self.rounds = 0
+
+    def step(self, x: np.ndarray, pull: Callable[[int], float]) -> int:
+        """Play one round; same contract as :meth:`PrivateEpsilonGreedy.step`."""
+        x = _check_context(x, self.config.dim)
+        draw = self.exploration.draw()
+        scores = draw.uniforms / self._grid if draw.coin else self.weights @ x
+        arm = int(np.argmax(np.where(scores == scores.max(), draw.permutation, 0)))
+        reward = pull(arm)
+        inverse = self.inverse[arm]
+        u = inverse @ x
+        inverse -= np.outer(u, u / (1.0 + u @ x))
+        self.b[arm] += reward * x
+        self.weights[arm] = inverse @ self.b[arm]
+        self.rounds += 1
+        return arm
+
+    def checkpoint(self) -> tuple[np.ndarray, np.ndarray]:
+        """(W^{-1}, b), copies."""
+        return self.inverse.copy(), self.b.copy()
