@@ -15,6 +15,7 @@ def pytest_configure(config: pytest.Config) -> None:
     the small matrices here gain nothing from threads but lose much to oversubscription."""
     threadpool_limits(limits=1)
 
+
 BASE_CONFIG = {
     "name": "tiny",
     "description": "a tiny synthetic experiment",

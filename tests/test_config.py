@@ -30,8 +30,7 @@ BAD_CONFIGS = [
     ),
     (
         lambda d: d.update(colour="red"),
-        "colour: unknown key; allowed keys: name, description, horizon, seeds, series_points, "
-        "environment, policies",
+        "colour: unknown key; allowed keys: name, description, horizon, seeds, series_points, environment, policies",
     ),
     (
         lambda d: d["environment"].update(kind="criteo"),

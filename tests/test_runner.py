@@ -162,6 +162,7 @@ def test_sweep_resumes_after_a_crash_without_redoing_or_losing_runs(tmp_path, co
         assert len(pending_runs(config, store)) == 2
 
     executed.clear()
+
     def counting_run_single(cfg, index, seed, progress=None):
         executed.append((index, seed))
         return real_run_single(cfg, index, seed, progress)

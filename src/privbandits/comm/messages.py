@@ -22,6 +22,8 @@ SCALAR_BYTES = 8
 """Wire size of one int or float field (int64 / float64)."""
 
 _NUMBERS = (int, float, np.integer, np.floating)
+_SIZE_OF_TYPE = {int: SCALAR_BYTES, float: SCALAR_BYTES, bool: 1, np.int64: SCALAR_BYTES, np.float64: SCALAR_BYTES}
+"""Payload sizes of the commonest scalar types, looked up before :func:`field_bytes`'s general checks."""
 
 
 class Message:
@@ -39,7 +41,9 @@ class Message:
         for name in self._array_fields:
             total += getattr(self, name).nbytes
         for name in self._other_fields:
-            total += field_bytes(getattr(self, name))
+            value = getattr(self, name)
+            size = _SIZE_OF_TYPE.get(type(value))
+            total += field_bytes(value) if size is None else size
         return total
 
 

@@ -29,7 +29,7 @@ class ProtocolError(RuntimeError):
     """A party expected a message that was not sent (a protocol bug)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class LinkCounts:
     """Totals for one (phase, sender, receiver) link or any aggregate of links."""
 
