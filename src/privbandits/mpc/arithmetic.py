@@ -37,6 +37,15 @@ def mul_many(ctx: Engine, pairs: Sequence[tuple[ArithmeticShares, ArithmeticShar
     per distinct scale pair) for all of them: the rounds of a single :func:`mul`."""
     if not pairs:
         raise ValueError("mul_many needs at least one pair of operands")
+    if len(pairs) == 1:  # fast path: no packing
+        x, y = pairs[0]
+        shape = common_shape(x.shape, y.shape)
+        xs, ys = expand(x.shares, shape), expand(y.shares, shape)
+        a, b, c = ctx.dealer.triple(shape)
+        alpha, beta = ctx.channel.open_many([xs - a.shares, ys - b.shares])
+        z = c.shares + alpha * b.shares + beta * a.shares
+        z[0] += alpha * beta
+        return [_rescale(ctx, z, x.scale, y.scale)]
     n = ctx.n_parties
     shapes, left, right, cuts = [], [], [], [0]
     for x, y in pairs:

@@ -89,8 +89,9 @@ class Dealer:
 
     def triple(self, shape: tuple[int, ...]) -> Triple:
         """Elementwise Beaver triple of ``shape`` (integers; scale set by the caller)."""
-        a, b = self._random("triple", shape), self._random("triple", shape)
-        c = self._share("triple", reconstruct(a) * reconstruct(b))
+        words = self._random("triple", (3, *shape))  # one draw: a, b and the others' shares of c
+        a, b, c = words[:, 0], words[:, 1], words[:, 2]
+        c[0] = reconstruct(a) * reconstruct(b) - reconstruct(c[1:])
         return Triple(ArithmeticShares(a, 0), ArithmeticShares(b, 0), ArithmeticShares(c, 0))
 
     def matrix_triple(self, shape_a: tuple[int, ...], shape_b: tuple[int, ...]) -> Triple:

@@ -7,12 +7,15 @@ two encoded values carries scale 2^(2L) and must be divided by 2^L afterwards
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 DEFAULT_PRECISION = 20
 """L, the fractional bits of the paper's experiments (spec §6.3)."""
 
 RING_BITS = 64
+_LIMIT, _RING = 2**63, 2**64
 
 
 def encode(values: np.typing.ArrayLike, precision: int = DEFAULT_PRECISION) -> np.ndarray:
@@ -24,6 +27,10 @@ def encode(values: np.typing.ArrayLike, precision: int = DEFAULT_PRECISION) -> n
         If a value is not finite or ``|value| · 2^precision`` does not fit in a
         signed 64-bit word.
     """
+    if type(values) is float or type(values) is int:  # fast path: public constants in protocols
+        scaled = round(math.ldexp(values, precision)) if math.isfinite(values) else math.inf
+        if -_LIMIT <= scaled < _LIMIT:
+            return np.array(scaled % _RING, dtype=np.uint64)
     x = np.asarray(values, dtype=np.float64)
     scaled = np.rint(np.ldexp(x, precision))
     limit = 2.0**63
