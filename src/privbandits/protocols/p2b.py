@@ -21,7 +21,6 @@ The server only ever sees the arrays of the shuffled batch message.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -308,17 +307,26 @@ class P2BOutcome:
 def _share(
     network: Network,
     shuffler: Shuffler,
-    log_rewards: np.ndarray,
-    make_report: Callable[[int, int], Message],
+    log: PopulationLog,
+    seen: np.ndarray,
     config: P2BConfig,
     rng: np.random.Generator,
     private: bool,
 ) -> int:
-    """Devices choose and send their tuples; the shuffler releases the batch to the server."""
-    users, chosen = choose_reports(log_rewards, config.participation, config.negative_rate, rng)
+    """Devices choose and send their tuples; the shuffler releases the batch to the server.
+
+    ``seen[u, s]`` is what user u's report of its round s carries: the raw
+    context (non-private baseline) or the code (P2B).
+    """
+    users, chosen = choose_reports(log.rewards, config.participation, config.negative_rate, rng)
     devices = Devices(network, prefix="device" if private else "raw-device")
-    for user, index in zip(users.tolist(), chosen.tolist(), strict=True):
-        devices.send(user, shuffler.name, make_report(user, index))
+    report = EncodedReport if private else RawReport
+    payloads = seen[users, chosen]
+    arms, rewards = log.arms[users, chosen].tolist(), log.rewards[users, chosen].astype(np.int64).tolist()
+    for user, payload, arm, reward in zip(
+        users.tolist(), payloads.tolist() if private else list(payloads), arms, rewards, strict=True
+    ):
+        devices.send(user, shuffler.name, report(payload, arm, reward))
     if private:
         shuffler.release_encoded(len(users), "server")
     else:
@@ -362,17 +370,7 @@ def simulate(
         DisjointModel.cold(n_arms, dim), early.contexts, early.reward_table, rng=streams[1], **run
     )
     with network.phase("share_raw"):
-        raw_shared = _share(
-            network,
-            raw_shuffler,
-            early_raw.rewards,
-            lambda u, i: RawReport(
-                np.array(early.contexts[u, i]), int(early_raw.arms[u, i]), int(early_raw.rewards[u, i])
-            ),
-            config,
-            streams[2],
-            private=False,
-        )
+        raw_shared = _share(network, raw_shuffler, early_raw, early.contexts, config, streams[2], private=False)
         non_private_model = server.publish_linear_model("new_agents", dim)
     cold = run_population(DisjointModel.cold(n_arms, dim), late.contexts, late.reward_table, rng=streams[3], **run)
     warm_np = run_population(
@@ -406,17 +404,7 @@ def simulate(
         cold_private = CodeModel.cold(n_arms, encoder.n_codes)
     early_private = run_population(cold_private, early_seen, early.reward_table, rng=streams[6], **run)
     with network.phase("share_encoded"):
-        encoded_shared = _share(
-            network,
-            shuffler,
-            early_private.rewards,
-            lambda u, i: EncodedReport(
-                int(early_codes[u, i]), int(early_private.arms[u, i]), int(early_private.rewards[u, i])
-            ),
-            config,
-            streams[7],
-            private=True,
-        )
+        encoded_shared = _share(network, shuffler, early_private, early_codes, config, streams[7], private=True)
         if scalar:
             private_model = server.publish_scalar_code_model("new_agents")
         else:
