@@ -1,14 +1,32 @@
-"""FCLUB's baselines that never leave a local server: CLUB and per-user LinUCB (spec §6.1, §8 A17).
+"""FCLUB's baselines that never leave a local server: CLUB, SCLUB and per-user LinUCB (spec §6.1, §8 A17).
 
 Each local server runs its own instance on its own users; nothing is sent, so the
-communication cost is zero. CLUB (Gentile, Li & Zappella 2014) starts from the
-complete user graph, deletes the served user's edges to every neighbour j with
-``‖θ̂_i − θ̂_j‖ > α_CLUB (F(T_i) + F(T_j))`` after each round, and recommends from
-the ridge statistics ``λI + Σ_{j∈C} V_j`` of the served user's connected
-component. Per-user LinUCB (OFUL, Abbasi-Yadkori et al. 2011) is the same code on
-the empty graph: every user is its own cluster. Both use the reference code's
-radius ``β = scale·sqrt(2 ln(2/a) + d ln(3 + t/d))`` (§6.3; a = 0.25 for CLUB,
-15 for LinUCB, scale 0.5, ridge 2), clipped at 0 where the log term is negative.
+communication cost is zero. All three recommend from the ridge statistics
+``λI + Σ_{j∈C} V_j``, ``Σ_{j∈C} b_j`` of the served user's cluster C and differ
+only in how clusters change after a round:
+
+CLUB (Gentile, Li & Zappella 2014)
+    starts from the complete user graph and deletes the served user's edges to
+    every neighbour j with ``‖θ̂_i − θ̂_j‖ > α_CLUB (F(T_i) + F(T_j))``; clusters are
+    the connected components.
+Per-user LinUCB (OFUL, Abbasi-Yadkori et al. 2011)
+    is the same code on the empty graph: every user is its own cluster.
+SCLUB (Li, Chen & Leung 2019, Alg. 1)
+    keeps clusters as sets, in stages of 2^s rounds starting at t = 2^s − 1 (the
+    phases of FCLUB, §3.2). At a stage start every user becomes unchecked and
+    each cluster V stores ``(T̃_V, θ̃_V)``. The first time user i is served in a
+    stage it is *split* from its cluster V into a cluster of its own if
+    ``‖θ̂_i − θ̃_V‖ > α (F(T_i) + F(T̃_V))`` or ``|p̂_i − p̂_j| > 2 α_p F(t)`` for some
+    j ∈ V (``p̂ = T/t``, the arrival frequency), and is then checked. After every
+    round two clusters whose users are all checked are *merged* if
+    ``‖θ̂_V1 − θ̂_V2‖ < α/2 (F(T_V1) + F(T_V2))`` and ``|p̂_V1 − p̂_V2| < α_p F(t)``
+    with ``p̂_V = T_V/(|V| t)``. The reference code tests the split at every
+    arrival, not only at the first one of a stage.
+
+All use the reference code's radius ``β = scale·sqrt(2 ln(2/a) + d ln(3 + t/d))``
+(§6.3; a = 0.25 for CLUB, 1.5 for SCLUB, 15 for LinUCB, scale 0.5, ridge 2),
+clipped at 0 where the log term is negative, and its clustering constants
+(α_CLUB = 0.25; SCLUB α = 1.5, α_p = 1).
 """
 
 from __future__ import annotations
@@ -29,26 +47,30 @@ from privbandits.protocols.fclub_config import F
 
 
 class LocalBaseline(StrEnum):
-    """Which baseline: CLUB per local server, or LinUCB per user."""
+    """Which baseline: CLUB or SCLUB per local server, or LinUCB per user."""
 
     CLUB = "club"
+    SCLUB = "sclub"
     LINUCB = "linucb"
 
 
-_REFERENCE_A = {LocalBaseline.CLUB: 0.25, LocalBaseline.LINUCB: 15.0}
+_REFERENCE_A = {LocalBaseline.CLUB: 0.25, LocalBaseline.SCLUB: 1.5, LocalBaseline.LINUCB: 15.0}
 
 
 @dataclass(frozen=True)
 class BaselineConfig:
     """Options of the local baselines (defaults: the reference code's constants, §6.3).
 
-    ``beta_a`` None takes the reference value of ``kind`` (0.25 CLUB, 15 LinUCB).
+    ``beta_a`` None takes the reference value of ``kind`` (0.25 CLUB, 1.5 SCLUB, 15 LinUCB);
+    ``alpha_sclub`` and ``alpha_frequency`` are SCLUB's α and α_p.
     """
 
     kind: LocalBaseline = LocalBaseline.CLUB
     horizon: int = 2**17 - 2
     ridge: float = 2.0
     alpha_club: float = 0.25
+    alpha_sclub: float = 1.5
+    alpha_frequency: float = 1.0
     beta_scale: float = 0.5
     beta_a: float | None = None
     tie_break: TieBreak = TieBreak.LOWEST
@@ -64,6 +86,8 @@ class BaselineConfig:
             ("horizon", self.horizon >= 1, ">= 1"),
             ("ridge", self.ridge > 0, "> 0"),
             ("alpha_club", self.alpha_club > 0, "> 0"),
+            ("alpha_sclub", self.alpha_sclub > 0, "> 0"),
+            ("alpha_frequency", self.alpha_frequency > 0, "> 0"),
             ("beta_scale", self.beta_scale >= 0, ">= 0"),
             ("beta_a", self.beta_a is None or self.beta_a > 0, "> 0 or None"),
         ]:
@@ -76,8 +100,8 @@ class BaselineConfig:
         return self.beta_scale * math.sqrt(max(0.0, 2 * math.log(2 / a) + dim * math.log(3 + count / dim)))
 
 
-class _ServerClub:
-    """CLUB (or, on the empty graph, per-user LinUCB) over one local server's users."""
+class _ServerClusters:
+    """One local server's users, their ridge estimates, and clusters given by ``labels`` (0..G−1)."""
 
     def __init__(self, n_users: int, dim: int, config: BaselineConfig, rng: np.random.Generator) -> None:
         self.config, self.dim, self.rng = config, dim, rng
@@ -86,22 +110,19 @@ class _ServerClub:
         self.user_inv = np.tile(eye / config.ridge, (n_users, 1, 1))
         self.user_theta = np.zeros((n_users, dim))
         self.counts = np.zeros(n_users, dtype=np.int64)
-        clustering = config.kind is LocalBaseline.CLUB
-        self.graph = ~np.eye(n_users, dtype=bool) if clustering else np.zeros((n_users, n_users), dtype=bool)
-        self._regroup()
 
-    def _regroup(self) -> None:
-        """Connected components of the graph and their ridge statistics ``λI + Σ V_j``, ``Σ b_j``."""
-        _, self.labels = connected_components(csr_matrix(self.graph), directed=False)
-        n_groups = self.labels.max() + 1
+    def _pool(self, labels: np.ndarray) -> None:
+        """Take ``labels`` as the clusters and pool their ridge statistics ``λI + Σ V_j``, ``Σ b_j``."""
+        self.labels = labels
+        n_groups = labels.max() + 1
         gram = np.zeros((n_groups, self.dim, self.dim))
-        np.add.at(gram, self.labels, self.V)
+        np.add.at(gram, labels, self.V)
         gram += self.config.ridge * np.eye(self.dim)
         moment = np.zeros((n_groups, self.dim))
-        np.add.at(moment, self.labels, self.b)
+        np.add.at(moment, labels, self.b)
         self.group_inv = np.linalg.inv(gram)
         self.group_theta = np.einsum("gij,gj->gi", self.group_inv, moment)
-        self.group_counts = np.bincount(self.labels, weights=self.counts, minlength=n_groups).astype(np.int64)
+        self.group_counts = np.bincount(labels, weights=self.counts, minlength=n_groups).astype(np.int64)
 
     def recommend(self, i: int, contexts: np.ndarray) -> int:
         g = self.labels[i]
@@ -109,8 +130,8 @@ class _ServerClub:
         scores = shared_ucb_scores(contexts, self.group_inv[g], self.group_theta[g], beta)
         return break_ties(scores, self.config.tie_break, self.rng)
 
-    def observe(self, i: int, x: np.ndarray, y: float) -> None:
-        """Update the user and its cluster, then CLUB's edge deletion for the user's neighbours."""
+    def observe(self, i: int, x: np.ndarray, y: float, t: int) -> None:
+        """Update user ``i`` and its cluster with round ``t``'s observation, then re-cluster."""
         self.V[i] += np.outer(x, x)
         self.b[i] += y * x
         self.counts[i] += 1
@@ -118,6 +139,26 @@ class _ServerClub:
         g = self.labels[i]
         inverse_step(self.group_inv[g], self.group_theta[g], x, y, self.group_inv[g] @ x)
         self.group_counts[g] += 1
+        self._recluster(i, t)
+
+    def _recluster(self, i: int, t: int) -> None:
+        raise NotImplementedError
+
+
+class _ServerClub(_ServerClusters):
+    """CLUB over one local server's users (per-user LinUCB on the empty graph)."""
+
+    def __init__(self, n_users: int, dim: int, config: BaselineConfig, rng: np.random.Generator) -> None:
+        super().__init__(n_users, dim, config, rng)
+        clustering = config.kind is LocalBaseline.CLUB
+        self.graph = ~np.eye(n_users, dtype=bool) if clustering else np.zeros((n_users, n_users), dtype=bool)
+        self._regroup()
+
+    def _regroup(self) -> None:
+        self._pool(connected_components(csr_matrix(self.graph), directed=False)[1])
+
+    def _recluster(self, i: int, t: int) -> None:
+        """CLUB's edge deletion for the served user's neighbours."""
         neighbours = np.flatnonzero(self.graph[i])
         if neighbours.size == 0:
             return
@@ -129,8 +170,72 @@ class _ServerClub:
             self._regroup()
 
 
+class _ServerSclub(_ServerClusters):
+    """SCLUB over one local server's users: stage-wise split of unchecked users, merge of checked clusters."""
+
+    def __init__(self, n_users: int, dim: int, config: BaselineConfig, rng: np.random.Generator) -> None:
+        super().__init__(n_users, dim, config, rng)
+        self._pool(np.zeros(n_users, dtype=np.int64))
+        self.checked = np.zeros(n_users, dtype=bool)
+        self.stage_counts, self.stage_theta = self.group_counts.copy(), self.group_theta.copy()
+        self.stage_starts: list[int] = []
+        self._next_stage = 1
+
+    def _recluster(self, i: int, t: int) -> None:
+        if t >= self._next_stage:  # stage s starts at t = 2^s − 1: uncheck everyone, snapshot (T̃, θ̃)
+            self.stage_starts.append(self._next_stage)
+            self._next_stage = 2 * self._next_stage + 1
+            self.checked[:] = False
+            self.stage_counts, self.stage_theta = self.group_counts.copy(), self.group_theta.copy()
+        if not self.checked[i]:
+            self.checked[i] = True
+            self._split(i, t)
+        self._merge(t)
+
+    def _split(self, i: int, t: int) -> None:
+        cfg, g = self.config, self.labels[i]
+        members = np.flatnonzero(self.labels == g)
+        if members.size == 1:
+            return
+        far = np.linalg.norm(self.user_theta[i] - self.stage_theta[g])
+        far = far > cfg.alpha_sclub * (F(self.counts[i]) + F(self.stage_counts[g]))
+        frequency = np.abs(self.counts[members] - self.counts[i]).max() / t > 2 * cfg.alpha_frequency * F(t)
+        if far or frequency:
+            labels = self.labels.copy()
+            labels[i] = labels.max() + 1  # the new cluster inherits its stage snapshot
+            self.stage_counts = np.append(self.stage_counts, self.stage_counts[g])
+            self.stage_theta = np.vstack([self.stage_theta, self.stage_theta[g]])
+            self._pool(labels)
+
+    def _merge(self, t: int) -> None:
+        """Merge the first pair of checked clusters that passes both tests, until none does."""
+        cfg = self.config
+        while True:
+            n_groups = self.labels.max() + 1
+            if n_groups == 1:
+                return
+            sizes = np.bincount(self.labels, minlength=n_groups)
+            done = np.bincount(self.labels, weights=self.checked, minlength=n_groups) == sizes
+            width = F(self.group_counts) * cfg.alpha_sclub / 2
+            distance = np.linalg.norm(self.group_theta[:, None] - self.group_theta[None], axis=-1)
+            frequency = self.group_counts / (sizes * t)
+            close = (distance < width[:, None] + width[None]) & (
+                np.abs(frequency[:, None] - frequency[None]) < cfg.alpha_frequency * F(t)
+            )
+            close &= done[:, None] & done[None] & np.triu(np.ones((n_groups, n_groups), dtype=bool), 1)
+            pairs = np.argwhere(close)
+            if pairs.size == 0:
+                return
+            keep, gone = pairs[0]
+            labels = np.where(self.labels == gone, keep, self.labels)
+            labels[labels > gone] -= 1
+            self.stage_counts = np.delete(self.stage_counts, gone)
+            self.stage_theta = np.delete(self.stage_theta, gone, axis=0)
+            self._pool(labels)
+
+
 class LocalBaselineBandit:
-    """One :class:`_ServerClub` per local server; users are served by their own server only.
+    """One CLUB / SCLUB / per-user LinUCB instance per local server; users are served by their own server only.
 
     Parameters
     ----------
@@ -144,17 +249,20 @@ class LocalBaselineBandit:
     def __init__(self, config: BaselineConfig, server_of_user: np.ndarray, dim: int, rng: np.random.Generator) -> None:
         self.config = config
         self.communication = Communication()
-        self._route: list[tuple[_ServerClub, int]] = [None] * len(server_of_user)
+        self._route: list[tuple[_ServerClusters, int]] = [None] * len(server_of_user)
         self.servers = []
+        kind = _ServerSclub if config.kind is LocalBaseline.SCLUB else _ServerClub
         for ell in range(int(np.max(server_of_user)) + 1):
             users = np.flatnonzero(server_of_user == ell)
-            server = _ServerClub(len(users), dim, config, rng)
+            server = kind(len(users), dim, config, rng)
             self.servers.append((users, server))
             for i, user in enumerate(users):
                 self._route[user] = (server, i)
+        self.t = 0
         self._user, self._contexts, self._arm = -1, None, -1
 
     def select(self, user: int, contexts: np.ndarray) -> int:
+        self.t += 1
         server, i = self._route[user]
         self._user, self._contexts = user, contexts
         self._arm = server.recommend(i, contexts)
@@ -162,7 +270,7 @@ class LocalBaselineBandit:
 
     def update(self, reward: float) -> None:
         server, i = self._route[self._user]
-        server.observe(i, self._contexts[self._arm], reward)
+        server.observe(i, self._contexts[self._arm], reward, self.t)
         self.communication.rounds += 1
 
     def partition(self) -> frozenset[frozenset[int]]:
