@@ -137,12 +137,14 @@ class Channel:
             shares = share(words, n, rng, owner=keeper)
             for name, row in zip(self.names, shares, strict=True):
                 if name != owner:
-                    self.network.send(owner, name, Words(row))
+                    self.network.send(owner, name, Words(np.ascontiguousarray(row)))
             dealt.append((shares, owner))
         return [
             np.stack(
                 [
-                    shares[index] if name == owner else self.network.receive(name, "mpc.words", owner).words
+                    shares[index]
+                    if name == owner
+                    else self.network.receive(name, "mpc.words", owner).words.reshape(shares.shape[1:])
                     for index, name in enumerate(self.names)
                 ]
             )

@@ -237,13 +237,12 @@ class PrivateEpsilonGreedy:
             )
             scores = ArithmeticShares(scores.sum(axis=-1).shares, self._score_scale)  # b·u at scale 2L
             denominator = 1.0 + engine.truncate(quadratic.sum(axis=-1), precision)
-            # 3. exploration: s̃ = s + y (v − s) with the dealer's coin and uniforms
+            # 3.–4. exploration with the dealer's coin, uniforms and tie-breaking permutation
             coin = dealer.deal("bernoulli", np.uint64(draw.coin), 0)
             uniforms = dealer.deal("uniform", draw.uniforms * self._to_score_scale, self._score_scale)
-            noisy = scores + engine.mul(coin, uniforms - scores)
-            # 4. argmax with the dealer's tie-breaking permutation; a_t opened to p′ only
             gamma = dealer.deal("permutation", draw.permutation, 0)
-            onehot = engine.argmax(noisy, gamma)
+            onehot = private_choice(engine, scores, coin, uniforms, gamma)
+            # a_t is opened to p′ only
             arm = int(engine.open_to((onehot * self._arm_index).sum(), config.puller))
             # 5. p′ pulls the arm, p″ observes and shares the reward
             reward = engine.input(self._reward(pull(arm)), config.rewarder, scale=self._reward_scale)
@@ -274,6 +273,28 @@ class PrivateEpsilonGreedy:
         return inverse, b
 
 
+def private_choice(
+    engine: Engine,
+    scores: ArithmeticShares,
+    coin: ArithmeticShares,
+    uniforms: ArithmeticShares,
+    gamma: ArithmeticShares,
+) -> ArithmeticShares:
+    """Alg. 1 steps 3–4 over any leading batch axes: s̃ = s + y(v − s), then Argmax (Alg. 2).
+
+    ``scores`` and ``uniforms`` (…, |A|) share a scale; the coin y (…) and the
+    permutation γ (…, |A|) are integers. Returns the one-hot (integer shares).
+    """
+    noisy = scores + engine.mul(coin[..., None], uniforms - scores)
+    return engine.argmax(noisy, gamma)
+
+
+def plaintext_choice(scores: np.ndarray, coin: np.ndarray, uniforms: np.ndarray, gamma: np.ndarray) -> np.ndarray:
+    """:func:`private_choice` in float64, as arm indices: the maximum of s̃ with the largest γ."""
+    noisy = np.where(np.asarray(coin, dtype=bool)[..., None], uniforms, scores)
+    return np.argmax(np.where(noisy == noisy.max(axis=-1, keepdims=True), gamma, 0), axis=-1)
+
+
 def _integers(x: ArithmeticShares) -> ArithmeticShares:
     """The same shares read at scale 0, so a product with them is kept untruncated (scale 2L)."""
     return ArithmeticShares(x.shares, 0)
@@ -300,8 +321,7 @@ class PlaintextEpsilonGreedy:
         """Play one round; same contract as :meth:`PrivateEpsilonGreedy.step`."""
         x = _check_context(x, self.config.dim)
         draw = self.exploration.draw()
-        scores = draw.uniforms / self._grid if draw.coin else self.weights @ x
-        arm = int(np.argmax(np.where(scores == scores.max(), draw.permutation, 0)))
+        arm = int(plaintext_choice(self.weights @ x, draw.coin, draw.uniforms / self._grid, draw.permutation))
         reward = pull(arm)
         inverse = self.inverse[arm]
         u = inverse @ x

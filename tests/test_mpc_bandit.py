@@ -1,0 +1,190 @@
+"""The private ε-greedy learner of Alg. 1 (spec mpc-bandit §4, §8 points 6–9): Sherman–Morrison
+against float64 ridge, exploration frequencies, the transcript audit, party-count invariance,
+agreement with the plaintext twin, configuration errors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from privbandits.comm import ROUND, SETUP, InMemoryNetwork
+from privbandits.datasets.mnist import digits_stand_in
+from privbandits.linear import RidgeStatistics
+from privbandits.mpc import Engine
+from privbandits.privacy import epsilon_greedy
+from privbandits.protocols.mpc_bandit import (
+    ExplorationStream,
+    MPCBanditConfig,
+    PlaintextEpsilonGreedy,
+    PrivateEpsilonGreedy,
+    plaintext_choice,
+    private_choice,
+)
+
+ULP = 2.0**-20
+
+
+def _unit_rows(rng, n, d):
+    x = rng.normal(size=(n, d))
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _play(learner, contexts, labels):
+    return [learner.step(x, lambda arm, y=y: float(arm == y)) for x, y in zip(contexts, labels, strict=True)]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"n_arms": 1}, r"n_arms must be an integer >= 2, got 1"),
+        ({"partition": (5,)}, r"partition must give >= 2 parties"),
+        ({"partition": (5, -1)}, r"partition must give >= 2 parties"),
+        ({"partition": (0, 0)}, r"at least one in all"),
+        ({"epsilon": 1.5}, r"epsilon must be in \[0, 1\], got 1.5"),
+        ({"precision": 27}, r"precision must be in \[1, 26\] bits, got 27"),
+        ({"nr_iterations": -1}, r"nr_iterations must be an integer >= 0, got -1"),
+        ({"truncation": "round"}, r"truncation must be one of"),
+        ({"partition": (3, 3, 3), "truncation": "local"}, r"local truncation is for 2 parties, got 3"),
+        ({"puller": ""}, r"puller must be a non-empty party name"),
+    ],
+)
+def test_bad_configuration_is_refused_with_the_field_named(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        MPCBanditConfig(**kwargs)
+
+
+def test_config_derives_parties_dimension_and_privacy_loss():
+    config = MPCBanditConfig(n_arms=10, partition=(7, 7, 6), epsilon=0.1)
+    assert (config.dim, config.parties) == (20, ("p0", "p1", "p2"))
+    assert config.privacy_loss == pytest.approx(math.log(100))
+
+
+def test_bad_context_and_reward_are_refused():
+    learner = PrivateEpsilonGreedy(MPCBanditConfig(n_arms=2, partition=(2, 2)), seed=0)
+    with pytest.raises(ValueError, match=r"context must have shape \(4,\), got \(3,\)"):
+        learner.step(np.ones(3), lambda arm: 1.0)
+    with pytest.raises(ValueError, match=r"rewards must be 0 or 1, got 0.5"):
+        learner.step(np.full(4, 0.5), lambda arm: 0.5)
+
+
+def test_sherman_morrison_in_mpc_matches_float64_ridge_after_1000_updates():
+    """Spec §8 point 6: after 1000 private rounds (ε = 1: every arm keeps being updated) the opened
+    W_a^{-1} and w_a = W_a^{-1} b_a match float64 ridge (λ = 1) on the same (arm, x, r) sequence.
+    Bound: b is exact (integer rewards); each update of W_a^{-1} truncates twice (u u^T, then the
+    product with 1/d), and local truncation floors, so an entry drifts by at most 2 ulps per update
+    of its arm (measured: about 0.75); w_a inherits that error times ‖b_a‖_1."""
+    rng = np.random.default_rng(11)
+    config = MPCBanditConfig(n_arms=3, partition=(3, 3), epsilon=1.0, binary_rewards=True)
+    contexts = np.rint(_unit_rows(rng, 1000, 6) * 2**20) / 2**20  # exactly representable at L = 20
+    rewards = rng.integers(0, 2, size=1000)
+    learner = PrivateEpsilonGreedy(config, seed=3)
+    ridge = RidgeStatistics(3, 6, reg=1.0, refresh_every=0)
+    for x, r in zip(contexts, rewards, strict=True):
+        arm = learner.step(x, lambda arm, r=r: float(r))
+        ridge.update(arm, x, float(r))
+    inverse, b = learner.checkpoint()
+    assert ridge.n_updates.min() > 250
+    np.testing.assert_array_equal(b, ridge.b)  # r_t x_t with integer rewards needs no truncation
+    error = np.abs(inverse - np.linalg.inv(ridge.A)).max(axis=(1, 2))
+    assert np.all(error <= 2 * ridge.n_updates * ULP), (error / ULP, ridge.n_updates)
+    weights_error = np.abs(np.einsum("ade,ae->ad", inverse, b) - ridge.theta).max(axis=1)
+    assert np.all(weights_error <= error * np.abs(b).sum(axis=1) + 1e-9)
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.2, 0.6])
+def test_exploration_frequencies_match_theorem_1(epsilon):
+    """Spec §8 point 7: with fixed scores (arm 3 best), P(greedy) = 1 − ε + ε/|A| and P(other) = ε/|A|
+    within 4.5 binomial standard deviations (fixed seed), their log-ratio within log(|A|/ε); and the
+    private choice equals the plaintext twin's on every one of the same draws."""
+    n_rounds, n_arms = 4000, 10
+    stream = ExplorationStream(n_arms, epsilon, 20, np.random.SeedSequence(5))
+    draws = [stream.draw() for _ in range(n_rounds)]
+    coin = np.array([d.coin for d in draws], dtype=np.uint64)
+    uniforms = np.stack([d.uniforms for d in draws])
+    gamma = np.stack([d.permutation for d in draws])
+    scores = np.linspace(-0.4, 0.5, n_arms)[[1, 0, 2, 9, 4, 5, 6, 7, 8, 3]]  # ties impossible, arm 3 best
+    engine = Engine(2, seed=1)
+    with engine.phase("test"):
+        shared_scores = engine.input(np.broadcast_to(scores, (n_rounds, n_arms)))
+        shared = [engine.dealer.deal("draw", words, scale) for words, scale in ((coin, 0), (uniforms, 20), (gamma, 0))]
+        onehot = engine.open(private_choice(engine, shared_scores, *shared))
+    np.testing.assert_array_equal(onehot.sum(axis=1), 1)
+    arms = onehot.argmax(axis=1)
+    np.testing.assert_array_equal(arms, plaintext_choice(scores, coin, uniforms / 2**20, gamma))
+    counts = np.bincount(arms, minlength=n_arms)
+    greedy, other = epsilon_greedy.action_probabilities(n_arms, epsilon)
+    for arm, count in enumerate(counts):
+        p = greedy if arm == 3 else other
+        assert abs(count - n_rounds * p) <= 4.5 * math.sqrt(n_rounds * p * (1 - p)) + 1e-9, (arm, count, p)
+    if epsilon > 0:  # Theorem 1 on the frequencies: greedy against the mean other arm
+        ratio = counts[3] / counts[np.arange(n_arms) != 3].mean()
+        assert math.log(ratio) <= epsilon_greedy.action_privacy_loss(n_arms, epsilon)
+
+
+def test_transcript_audit_action_to_puller_only_reward_from_rewarder_only_rest_masked():
+    """Spec §8 point 9 on serialized messages of 3 rounds with outside p′ and p″: p′ receives exactly
+    one word per party per round, which sum to a_t; p″ sends only its reward shares, which sum to
+    r_t; neither receives or sends anything else; every word exchanged among the computing parties
+    is uniform-looking (none below 2^40 in magnitude, where every encoded secret of this run lies)
+    and opened bits are balanced."""
+    network = InMemoryNetwork(record=True, serialize=True)
+    config = MPCBanditConfig(n_arms=8, partition=(3, 3))  # 8·7 comparison bits: packed without padding
+    learner = PrivateEpsilonGreedy(config, seed=2, network=network)
+    rng = np.random.default_rng(0)
+    contexts, labels = _unit_rows(rng, 3, 6), [1, 2, 1]
+    arms = _play(learner, contexts, labels)
+    rounds = [e for e in network.transcript if e.phase == ROUND]
+    assert {e.sender for e in network.transcript if e.phase == SETUP} == {"puller"}  # p′ initialises the model
+    to_puller = [e for e in rounds if e.receiver == "puller"]
+    assert {e.sender for e in to_puller} == {"p0", "p1"} and len(to_puller) == 2 * len(arms)
+    opened = [int(sum(int(e.message.words.item()) for e in to_puller[2 * t : 2 * t + 2]) % 2**64) for t in range(3)]
+    assert opened == arms
+    from_rewarder = [e for e in rounds if e.sender == "rewarder"]
+    assert {e.receiver for e in from_rewarder} == {"p0", "p1"} and len(from_rewarder) == 2 * len(arms)
+    rewards = [
+        int(sum(int(e.message.words.item()) for e in from_rewarder[2 * t : 2 * t + 2]) % 2**64) for t in range(3)
+    ]
+    assert rewards == [float(a == y) for a, y in zip(arms, labels, strict=True)]
+    assert not [e for e in rounds if e.sender == "puller" or e.receiver == "rewarder"]
+    among = [e.message for e in rounds if e.sender in ("p0", "p1") and e.receiver in ("p0", "p1")]
+    words = np.concatenate([m.words.ravel() for m in among if m.kind == "mpc.words"]).view(np.int64)
+    assert words.size > 10_000
+    assert np.count_nonzero(np.abs(words) < 2**40) == 0
+    bits = np.unpackbits(np.concatenate([m.bits for m in among if m.kind == "mpc.bits"]))
+    assert abs(bits.mean() - 0.5) <= 4 * 0.5 / math.sqrt(bits.size)
+    assert not [m for m in among if m.kind not in ("mpc.words", "mpc.bits")]
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return digits_stand_in()
+
+
+def test_two_three_and_five_parties_and_any_partition_give_the_same_learner(digits):
+    """Spec §8: the learner's outputs do not depend on |P| or the feature split (A2)."""
+    x, y = digits.train.features[:40], digits.train.labels[:40]
+    runs = {}
+    for partition in [(10, 10), (20, 0), (7, 7, 6), (4, 4, 4, 4, 4)]:
+        learner = PrivateEpsilonGreedy(MPCBanditConfig(partition=partition, epsilon=0.1), seed=7)
+        runs[partition] = (_play(learner, x, y), *learner.checkpoint())
+    arms, inverse, b = runs[(10, 10)]
+    for partition, (other_arms, other_inverse, other_b) in runs.items():
+        assert other_arms == arms, partition
+        assert np.abs(other_inverse - inverse).max() <= 100 * ULP, partition  # ≤ |P| ulps per truncation
+        np.testing.assert_array_equal(other_b, b)
+
+
+def test_private_learner_follows_its_plaintext_twin_and_records_theorem_1(digits):
+    """Same exploration samples: the private learner takes the twin's action in ≥ 97% of 300 rounds
+    (differences only after near-ties within fixed-point error), and its ledger holds η = log(|A|/ε)
+    per opened action, composing to T·η."""
+    config = MPCBanditConfig(epsilon=0.05)
+    x, y = digits.train.features[:300], digits.train.labels[:300]
+    private, twin = PrivateEpsilonGreedy(config, seed=4), PlaintextEpsilonGreedy(config, seed=4)
+    private_arms, twin_arms = _play(private, x, y), _play(twin, x, y)
+    assert np.mean(np.equal(private_arms, twin_arms)) >= 0.97
+    entries = private.ledger.entries
+    assert len(entries) == 300 and {e.epsilon for e in entries} == {math.log(10 / 0.05)}
+    assert private.ledger.basic_composition(epsilon_greedy.MECHANISM)[0] == pytest.approx(300 * math.log(200))
