@@ -157,3 +157,38 @@ class ClusteredLinearBandit(Environment):
             f"ClusteredLinearBandit({self.construction}, n={self.n_users}, m={self.n_clusters}, "
             f"d={self.dim}, K={self.n_arms})"
         )
+
+
+class PooledUsersBandit(ClusteredLinearBandit):
+    """Users drawn from a pool of preference vectors (the MovieLens-style setting, spec §6.2, §8 A19).
+
+    At every :meth:`reset` ``n_users`` rows of ``pool`` are sampled uniformly
+    without replacement; users with equal vectors form the true clusters
+    (``n_clusters`` is set then). Items and rewards are the reference
+    construction's (``[ĝ/√2, 1/√2]`` items, Bernoulli rewards), as the paper's
+    "item vectors generated randomly".
+
+    Parameters
+    ----------
+    pool : ndarray (N, dim)
+        Per-user preference vectors, e.g. :func:`~privbandits.datasets.movielens.preference_vectors`.
+    n_users, n_arms : int
+    """
+
+    def __init__(self, pool: np.ndarray, n_users: int = 40, n_arms: int = 10) -> None:
+        pool = np.asarray(pool, dtype=float)
+        if pool.ndim != 2 or not 1 <= n_users <= len(pool):
+            raise ValueError(f"pool must be (N, dim) with N >= n_users = {n_users}, got shape {pool.shape}")
+        super().__init__(n_users, 1, pool.shape[1], n_arms, construction=Construction.REFERENCE)
+        self.pool = pool
+
+    def reset(self, rng: np.random.Generator) -> None:
+        self._rng = rng
+        self.user_thetas = self.pool[rng.choice(len(self.pool), self.n_users, replace=False)]
+        self.thetas, cluster_of = np.unique(self.user_thetas, axis=0, return_inverse=True)
+        self.cluster_of = cluster_of.reshape(-1).astype(np.int64)
+        self.n_clusters = len(self.thetas)
+        self._pos = _CHUNK_ROUNDS
+
+    def describe(self) -> str:
+        return f"PooledUsersBandit(pool={len(self.pool)}, n={self.n_users}, d={self.dim}, K={self.n_arms})"
