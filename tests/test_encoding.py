@@ -269,7 +269,6 @@ def test_grid_contexts_are_encoded_by_lookup_as_the_kernel_would(monkeypatch):
     on_grid = round_to_grid(rng.dirichlet(np.ones(5), size=3000), 1)
     off_grid = rng.dirichlet(np.ones(5), size=3000)
     mixed = np.concatenate([on_grid, off_grid, on_grid + 1e-12])[rng.permutation(9000)]
-    monkeypatch.setattr(encoding, "LOOKUP_BLOCK", 700)
     expected = squared_distances(mixed, encoder.centroids).argmin(axis=1)
     np.testing.assert_array_equal(encoder.encode(mixed), expected)
     assert encoder._grid_codes is not None

@@ -72,9 +72,6 @@ contexts by lookup: d = 10, q = 1 (92,378 points) takes about 0.3 s once, then O
 ON_GRID_TOLERANCE = 1e-9
 """A context whose entries are within this many grid units (10^-q) of a grid point is that grid point."""
 
-LOOKUP_BLOCK = 1 << 16
-"""Contexts per block of the grid lookup in :meth:`ContextEncoder.encode` (bounds its scratch memory)."""
-
 CACHE_FORMAT_VERSION = 1
 """Bumped whenever the fit or the file layout changes, so old cache files are refitted."""
 
@@ -133,6 +130,30 @@ def _grid_units(dim: int, precision: int, max_rows: int) -> np.ndarray:
     return np.column_stack([rows, remaining])
 
 
+def _compositions(dim: int, precision: int) -> np.ndarray:
+    """``N[s, m] = C(s + m − 1, m − 1)``: compositions of s ≤ 10^q units into m ≤ d entries (0 for m = 0)."""
+    total = 10**precision
+    return np.array([[math.comb(s + m - 1, m - 1) if m else 0 for m in range(dim + 1)] for s in range(total + 1)])
+
+
+@numba.njit(cache=True)
+def _rank_of(units: np.ndarray, total: int, compositions: np.ndarray) -> int:
+    """Lexicographic rank of one grid point's units (see :func:`grid_rank`)."""
+    dim, left, rank = units.shape[0], total, 0
+    for i in range(dim):
+        rank += compositions[left, dim - i] - compositions[left - units[i], dim - i]
+        left -= units[i]
+    return rank
+
+
+@numba.njit(cache=True)
+def _ranks(units: np.ndarray, total: int, compositions: np.ndarray) -> np.ndarray:
+    ranks = np.empty(units.shape[0], dtype=np.int64)
+    for row in range(units.shape[0]):
+        ranks[row] = _rank_of(units[row], total, compositions)
+    return ranks
+
+
 def grid_rank(units: np.ndarray, precision: int) -> np.ndarray:
     """Row index in :func:`simplex_grid` of each grid point given as integer units (m×d, rows sum to 10^q).
 
@@ -141,14 +162,32 @@ def grid_rank(units: np.ndarray, precision: int) -> np.ndarray:
     ``c`` in lexicographic order are ``Σ_i N(R_i, d − i) − N(R_i − c_i, d − i)``
     (those that agree before entry i and are smaller there). O(d) per row.
     """
-    units = np.asarray(units, dtype=np.int64)
-    dim, total = units.shape[1], 10**precision
-    compositions = np.array(
-        [[math.comb(s + m - 1, m - 1) if m else 0 for m in range(dim + 1)] for s in range(total + 1)]
-    )
-    left = total - np.cumsum(units, axis=1) + units  # R_i
-    parts = dim - np.arange(dim)
-    return (compositions[left, parts] - compositions[left - units, parts]).sum(axis=1)
+    units = np.ascontiguousarray(units, dtype=np.int64)
+    return _ranks(units, 10**precision, _compositions(units.shape[1], precision))
+
+
+@numba.njit(cache=True, parallel=True)
+def _lookup_codes(
+    rows: np.ndarray, total: int, compositions: np.ndarray, table: np.ndarray, tolerance: float
+) -> np.ndarray:
+    """The grid point's code of each row on the grid (within ``tolerance`` units), -1 for rows off it."""
+    n, dim = rows.shape
+    codes = np.empty(n, dtype=np.int64)
+    block = 4096
+    for first in numba.prange((n + block - 1) // block):
+        units = np.empty(dim, dtype=np.int64)
+        for row in range(first * block, min(n, (first + 1) * block)):
+            on_grid, units_sum = True, 0
+            for j in range(dim):
+                scaled = rows[row, j] * total
+                nearest = np.rint(scaled)
+                if abs(scaled - nearest) > tolerance or nearest < 0:
+                    on_grid = False
+                    break
+                units[j] = int(nearest)
+                units_sum += units[j]
+            codes[row] = table[_rank_of(units, total, compositions)] if on_grid and units_sum == total else -1
+    return codes
 
 
 def simplex_grid(dim: int, precision: int, max_rows: int = MAX_GRID_ROWS) -> np.ndarray:
@@ -355,11 +394,15 @@ class ContextEncoder:
         return int(self.grid_points_per_code.min())
 
     @cached_property
-    def _grid_codes(self) -> np.ndarray | None:
-        """The code of every grid point in :func:`simplex_grid` order, or None above :data:`GRID_TABLE_MAX`."""
+    def _grid_codes(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The code of every grid point in :func:`simplex_grid` order and the rank table of :func:`grid_rank`.
+
+        None above :data:`GRID_TABLE_MAX` grid points.
+        """
         if grid_size(self.dim, self.precision) > GRID_TABLE_MAX:
             return None
-        return _nearest_centroid(simplex_grid(self.dim, self.precision), self.centroids)
+        codes = _nearest_centroid(simplex_grid(self.dim, self.precision), self.centroids)
+        return codes, _compositions(self.dim, self.precision)
 
     def encode(self, contexts: np.ndarray) -> np.ndarray | int:
         """Code ``y`` of each context: the index of its nearest centroid (ties: lowest code).
@@ -378,24 +421,12 @@ class ContextEncoder:
             )
         if not np.all(np.isfinite(values)):
             raise ValueError("contexts must be finite (no NaN or infinity)")
-        rows = np.atleast_2d(values)
-        table = self._grid_codes
-        if table is None:
+        rows = np.ascontiguousarray(np.atleast_2d(values))
+        lookup = self._grid_codes
+        if lookup is None:
             return self._finish(values, _nearest_centroid(rows, self.centroids))
-        codes = np.empty(len(rows), dtype=np.int64)
-        off_grid = np.zeros(len(rows), dtype=bool)
-        total = 10**self.precision
-        for start in range(0, len(rows), LOOKUP_BLOCK):
-            block = slice(start, start + LOOKUP_BLOCK)
-            scaled = rows[block] * total
-            units = np.rint(scaled)
-            on_grid = (
-                (np.abs(scaled - units) <= ON_GRID_TOLERANCE).all(axis=1)
-                & (units.sum(axis=1) == total)
-                & (units >= 0).all(axis=1)
-            )
-            codes[block][on_grid] = table[grid_rank(units[on_grid], self.precision)]
-            off_grid[block] = ~on_grid
+        codes = _lookup_codes(rows, 10**self.precision, lookup[1], lookup[0], ON_GRID_TOLERANCE)
+        off_grid = codes < 0
         if off_grid.any():
             codes[off_grid] = _nearest_centroid(rows[off_grid], self.centroids)
         return self._finish(values, codes)
