@@ -188,3 +188,26 @@ def test_private_learner_follows_its_plaintext_twin_and_records_theorem_1(digits
     entries = private.ledger.entries
     assert len(entries) == 300 and {e.epsilon for e in entries} == {math.log(10 / 0.05)}
     assert private.ledger.basic_composition(epsilon_greedy.MECHANISM)[0] == pytest.approx(300 * math.log(200))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("epsilon", [0.0, 0.01, 0.1, 0.3])
+def test_private_and_plaintext_reward_curves_are_indistinguishable_on_digits(digits, epsilon):
+    """Spec §8 point 8 on the digits stand-in (one sweep of 1,438 rounds, fixed seeds, ~10 s per ε):
+    in every window of 240 rounds and over the sweep, a two-proportion z-test of the private and
+    plaintext rewards stays within |z| ≤ 3."""
+    config = MPCBanditConfig(epsilon=epsilon)
+    x, y = digits.train.features, digits.train.labels
+    rewards = {}
+    for name, learner in (
+        ("private", PrivateEpsilonGreedy(config, seed=8)),
+        ("plain", PlaintextEpsilonGreedy(config, seed=8)),
+    ):
+        rewards[name] = np.equal(_play(learner, x, y), y).astype(float)
+    windows = [slice(start, start + 240) for start in range(0, len(y), 240)] + [slice(None)]
+    for window in windows:
+        private, plain = rewards["private"][window], rewards["plain"][window]
+        pooled = (private.mean() + plain.mean()) / 2
+        spread = math.sqrt(max(pooled * (1 - pooled), 1e-12) * 2 / len(private))
+        assert abs(private.mean() - plain.mean()) <= 3 * spread, (window, private.mean(), plain.mean())
+    assert rewards["plain"].mean() > 0.5  # the learner learns (10 arms: chance is 0.1)
