@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 
 import numpy as np
@@ -217,6 +218,7 @@ def test_simulation_is_reproducible_and_warm_helps(small_world):
     encoder, data = small_world
     first, again = (simulate(data, encoder, P2BConfig(), seed=5) for _ in range(2))
     assert first.warm_private == again.warm_private and first.cold == again.cold
+    assert gc.isenabled()  # the collector paused while devices sent is back on
     assert first.warm_non_private.mean > first.cold.mean
 
 

@@ -20,7 +20,10 @@ The server only ever sees the arrays of the shuffled batch message.
 
 from __future__ import annotations
 
+import gc
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -304,6 +307,24 @@ class P2BOutcome:
     traffic: Traffic
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while devices send (restored afterwards).
+
+    A share phase creates a few live objects per message (report, envelope,
+    link counters) and none of them is cyclic garbage, yet every 700
+    allocations the collector would rescan them: at 2·10^5 messages that cost
+    2.0 of 5.6 seconds of a whole simulation.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _share(
     network: Network,
     shuffler: Shuffler,
@@ -323,14 +344,15 @@ def _share(
     report = EncodedReport if private else RawReport
     payloads = seen[users, chosen]
     arms, rewards = log.arms[users, chosen].tolist(), log.rewards[users, chosen].astype(np.int64).tolist()
-    for user, payload, arm, reward in zip(
-        users.tolist(), payloads.tolist() if private else list(payloads), arms, rewards, strict=True
-    ):
-        devices.send(user, shuffler.name, report(payload, arm, reward))
-    if private:
-        shuffler.release_encoded(len(users), "server")
-    else:
-        shuffler.release_raw(len(users), "server")
+    with _collector_paused():
+        for user, payload, arm, reward in zip(
+            users.tolist(), payloads.tolist() if private else list(payloads), arms, rewards, strict=True
+        ):
+            devices.send(user, shuffler.name, report(payload, arm, reward))
+        if private:
+            shuffler.release_encoded(len(users), "server")
+        else:
+            shuffler.release_raw(len(users), "server")
     return len(users)
 
 
