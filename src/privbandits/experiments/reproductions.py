@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
-from privbandits.experiments import p2b_paper, vertical_paper
+from privbandits.experiments import fclub_paper, p2b_paper, vertical_paper
 from privbandits.experiments.config import ConfigError
 from privbandits.experiments.paper import PaperReport
 from privbandits.experiments.store import RunRecord
@@ -84,6 +84,28 @@ COMPUTED = {
             "P2B paper Fig. 7: CTR vs local interactions on Criteo (a Criteo-like offline stand-in unless a Kaggle "
             "file is given), k = 32 and 128, default and reference-compatible modes; then the OBD sample (resumable)",
             p2b_paper.fig7_reproduction,
+        ),
+        ComputedReproduction(
+            "fclub-fig2",
+            "FCLUB paper Fig. 2: cumulative regret of CDP-FCLUB-DC (reference-compatible and faithful), FCLUB-DC, "
+            "FCLUB, Homo-DC, Homo, SCLUB, CLUB, LinUCB; synthetic and MovieLens (real matrix) (~5 min; resumable)",
+            fclub_paper.fig2_reproduction,
+        ),
+        ComputedReproduction(
+            "fclub-fig3",
+            "FCLUB paper Fig. 3: CDP-FCLUB-DC's regret versus d, ε, L, m, n, both option sets (~5 min; resumable)",
+            fclub_paper.fig3_reproduction,
+        ),
+        ComputedReproduction(
+            "fclub-fig4",
+            "FCLUB paper Fig. 4: cumulative communication of FCLUB, FCLUB-DC and CDP-FCLUB-DC (runs shared with "
+            "fclub-fig2; resumable)",
+            fclub_paper.fig4_reproduction,
+        ),
+        ComputedReproduction(
+            "fclub-table3",
+            "FCLUB paper Table 3: ms per round of every algorithm beside the paper's (~1 min)",
+            fclub_paper.table3_reproduction,
         ),
     )
 }
