@@ -224,37 +224,62 @@ def sample_simplex_grid(dim: int, precision: int, size: int, rng: np.random.Gene
 
 
 @numba.njit(cache=True)
-def _largest_remainder(shares: np.ndarray, totals: np.ndarray) -> np.ndarray:
-    """Integers per row summing to ``totals`` with each within 1 of ``shares`` (Hamilton's method).
+def _hamilton(shares: np.ndarray, total: int, units: np.ndarray, remainders: np.ndarray) -> None:
+    """``units``: integers summing to ``total``, each the floor or ceiling of its share (Hamilton's method).
 
-    Every entry gets the floor of its share; the row's shortfall goes one unit
-    at a time to the largest remainders, ties to the lowest index. Shares and
+    Every entry gets the floor of its share; the shortfall goes one unit at a
+    time to the largest remainders, ties to the lowest index. Shares and
     remainders within 1e-9 of an integer are snapped first so that float noise
-    (2.9999999999999996) neither loses a unit nor breaks a tie. Compiled: one
-    pass per row, no sort.
+    (2.9999999999999996) neither loses a unit nor breaks a tie: remainders are
+    compared in units of 1e-9 (``remainders`` is scratch).
     """
-    n, d = shares.shape
-    units = np.empty((n, d), dtype=np.int64)
-    remainders = np.empty(d)
-    for i in range(n):
-        floor_sum = 0
-        for j in range(d):
-            share = shares[i, j]
-            nearest = np.rint(share)
-            if abs(share - nearest) < 1e-9:
-                share = nearest
-            whole = np.floor(share)
-            units[i, j] = int(whole)
-            floor_sum += int(whole)
-            remainders[j] = np.rint((share - whole) * 1e9) / 1e9
-        for _ in range(totals[i] - floor_sum):  # the largest remaining remainder, lowest index first
-            best = 0
-            for j in range(1, d):
-                if remainders[j] > remainders[best]:
-                    best = j
-            units[i, best] += 1
-            remainders[best] = -1.0
+    floor_sum = 0
+    for j in range(shares.shape[0]):
+        share = shares[j]
+        nearest = np.rint(share)
+        if abs(share - nearest) < 1e-9:
+            share = nearest
+        whole = np.floor(share)
+        units[j] = int(whole)
+        floor_sum += int(whole)
+        remainders[j] = np.rint((share - whole) * 1e9)
+    for _ in range(total - floor_sum):  # the largest remaining remainder, lowest index first
+        best = 0
+        for j in range(1, shares.shape[0]):
+            if remainders[j] > remainders[best]:
+                best = j
+        units[best] += 1
+        remainders[best] = -1.0
+
+
+@numba.njit(cache=True)
+def _largest_remainder(shares: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """:func:`_hamilton` of every row of ``shares`` with its own total."""
+    units = np.empty(shares.shape, dtype=np.int64)
+    remainders = np.empty(shares.shape[1])
+    for i in range(shares.shape[0]):
+        _hamilton(shares[i], totals[i], units[i], remainders)
     return units
+
+
+@numba.njit(cache=True, parallel=True)
+def _round_rows(rows: np.ndarray, total: int) -> np.ndarray:
+    """Each row over its sum (all-zero: uniform 1/d), times ``total``, rounded by :func:`_hamilton`, over ``total``."""
+    n, d = rows.shape
+    out = np.empty((n, d))
+    block = 4096
+    for first in numba.prange((n + block - 1) // block):
+        shares, units, remainders = np.empty(d), np.empty(d, dtype=np.int64), np.empty(d)
+        for i in range(first * block, min(n, (first + 1) * block)):
+            row_sum = 0.0
+            for j in range(d):
+                row_sum += rows[i, j]
+            for j in range(d):
+                shares[j] = (rows[i, j] / row_sum if row_sum > 0 else 1.0 / d) * total
+            _hamilton(shares, total, units, remainders)
+            for j in range(d):
+                out[i, j] = units[j] / total
+    return out
 
 
 def round_to_grid(contexts: np.ndarray, precision: int) -> np.ndarray:
@@ -273,12 +298,7 @@ def round_to_grid(contexts: np.ndarray, precision: int) -> np.ndarray:
         raise ValueError("contexts must be finite (no NaN or infinity)")
     if np.any(values < 0):
         raise ValueError("contexts must be non-negative to be normalised into a histogram; found a negative entry")
-    rows = np.atleast_2d(values)
-    sums = rows.sum(axis=1, keepdims=True)
-    normalised = np.divide(rows, sums, out=np.full_like(rows, 1.0 / rows.shape[1]), where=sums > 0)
-    total = 10**precision
-    units = _largest_remainder(normalised * total, np.full(len(rows), total, dtype=np.int64))
-    return (units / total).reshape(values.shape)
+    return _round_rows(np.ascontiguousarray(np.atleast_2d(values)), 10**precision).reshape(values.shape)
 
 
 def reindex_by_centroid_sum(centroids: np.ndarray) -> np.ndarray:
