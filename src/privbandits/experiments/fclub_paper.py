@@ -7,6 +7,13 @@ Runs are kept in ``<out>/fclub-runs.json`` as they finish, so an interrupted
 command resumes, and Figs. 2 and 4 share them. Runs go to ``jobs`` worker
 processes.
 
+Commands: ``privbandits run fclub-fig2`` (likewise ``fclub-fig3``, ``fclub-fig4``,
+``fclub-table3``) at default sizes chosen to take minutes on 2 cores (T = 2^15 − 2
+for Figs. 2/4, 2^14 − 2 for Fig. 3, 10 seeds). The paper's size is a keyword
+away, e.g. ``fig2_reproduction(Path("results"), horizon=FULL_HORIZON)`` (about
+4x the CPU time of the default; the MovieLens horizon of the reference code,
+2^18 − 2, is 8x).
+
 Two option sets of the FCLUB family are shown (spec §7, §8):
 
 * **reference-compatible** (:meth:`FCLUBConfig.reference_compatible`): the
