@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
-from privbandits.experiments import fclub_paper, p2b_paper, vertical_paper
+from privbandits.experiments import fclub_paper, mpc_paper, p2b_paper, vertical_paper
 from privbandits.experiments.config import ConfigError
 from privbandits.experiments.paper import PaperReport
 from privbandits.experiments.store import RunRecord
@@ -106,6 +106,12 @@ COMPUTED = {
             "fclub-table3",
             "FCLUB paper Table 3: ms per round of every algorithm beside the paper's (~1 min)",
             fclub_paper.table3_reproduction,
+        ),
+        *(
+            ComputedReproduction(
+                f"mpc-{name}", f"MPC bandit paper {description}", getattr(mpc_paper, f"{name}_reproduction")
+            )
+            for name, description in mpc_paper.REPRODUCTIONS.items()
         ),
     )
 }

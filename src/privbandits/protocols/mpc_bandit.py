@@ -180,6 +180,13 @@ class PrivateEpsilonGreedy:
         Where the parties talk (default: a fresh in-memory network).
     ledger : PrivacyLedger or None
         Receives one entry per opened action (η of Theorem 1) and per checkpoint.
+
+    Attributes
+    ----------
+    rounds : int
+    invalid_openings : int
+        Rounds whose opened index was not an arm, which happens only after wrap-around
+        failures corrupted the state (L > 22, Fig. 8); p′ then pulls the index modulo |A|.
     """
 
     def __init__(
@@ -205,6 +212,7 @@ class PrivateEpsilonGreedy:
         self.exploration = ExplorationStream(config.n_arms, config.epsilon, config.precision, exploration_seed)
         self.ledger = ledger if ledger is not None else PrivacyLedger()
         self.rounds = 0
+        self.invalid_openings = 0
         bounds = np.cumsum((0, *config.partition))
         self._blocks = [
             (name, start, stop)
@@ -244,6 +252,9 @@ class PrivateEpsilonGreedy:
             onehot = private_choice(engine, scores, coin, uniforms, gamma)
             # a_t is opened to p′ only
             arm = int(engine.open_to((onehot * self._arm_index).sum(), config.puller))
+            if not 0 <= arm < config.n_arms:  # only after wrap-around failures corrupted the state (L > 22)
+                self.invalid_openings += 1
+                arm %= config.n_arms
             # 5. p′ pulls the arm, p″ observes and shares the reward
             reward = engine.input(self._reward(pull(arm)), config.rewarder, scale=self._reward_scale)
             # 6. Sherman–Morrison (Eq. 1) and b updates on every arm; the integer mask o
