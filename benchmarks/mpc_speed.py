@@ -1,0 +1,73 @@
+"""Per-round time of the private ε-greedy learner (MPC paper Alg. 1) against its plaintext twin.
+
+Both learners play the same random unit contexts and 0/1 rewards in the same
+process (2 parties, |A| = 10, D = 20 by default, as in the paper's "nearly 500x"
+remark); measurements alternate between them ``--repeat`` times and the median
+ratio is reported, so load from other processes hits both alike. The private
+round's communication rounds, messages and payload bytes come from the message
+layer's traffic ledger, and are printed beside the paper's Table 1. Offline
+dealer material is generated inside the timed rounds (the paper timed only the
+online phase, spec A17), so the ratio is an upper bound on the online cost.
+
+Run ``python benchmarks/mpc_speed.py [--arms 10] [--parties 2] [--rounds 200] [--repeat 5]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from privbandits.experiments.mpc_paper import PAPER_LEARNER_SLOWDOWN, PAPER_TABLE1, round_costs
+from privbandits.protocols.mpc_bandit import MPCBanditConfig
+
+TARGET = 100
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arms", type=int, default=10)
+    parser.add_argument("--parties", type=int, default=2)
+    parser.add_argument("--dim", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=200, help="private rounds per measurement")
+    parser.add_argument("--twin-rounds", type=int, default=5000, help="plaintext rounds per measurement")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    partition = tuple(len(block) for block in np.array_split(np.arange(args.dim), args.parties))
+    config = MPCBanditConfig(n_arms=args.arms, partition=partition)
+    results = [round_costs(config, args.rounds, args.twin_rounds, seed) for seed in range(args.repeat)]
+    ratio = statistics.median(r["ratio"] for r in results)
+    private_ms = statistics.median(r["private_ms"] for r in results)
+    plain_ms = statistics.median(r["plain_ms"] for r in results)
+    last = results[-1]
+
+    console = Console()
+    table = Table(title=f"Private learner round: |P| = {args.parties}, |A| = {args.arms}, D = {args.dim}")
+    for column in ("private ms", "twin ms", "slow-down (median)", "target", "paper", "comm. rounds", "messages",
+                   "bytes (all links)"):  # fmt: skip
+        table.add_column(column, justify="right")
+    table.add_row(
+        f"{private_ms:.2f}",
+        f"{plain_ms:.4f}",
+        f"{ratio:.0f}x",
+        f"≤ {TARGET}x ({'met' if ratio <= TARGET else 'missed'})",
+        f"~{PAPER_LEARNER_SLOWDOWN}x",
+        f"{last['rounds']:.0f}",
+        f"{last['messages']:.0f}",
+        f"{last['bytes']:,.0f}",
+    )
+    console.print(table)
+    console.print("ratios per repeat: " + ", ".join(f"{r['ratio']:.0f}x" for r in results))
+    paper = Table(title="Paper, Table 1 (|P| = 2, |A| = 100; CrypTen vs PyTorch) — see `privbandits run mpc-table1`")
+    for column in ("operation", "rounds", "slow-down"):
+        paper.add_column(column, justify="right")
+    for name, (rounds, slowdown) in PAPER_TABLE1.items():
+        paper.add_row(name, str(rounds), f"{slowdown:,}x")
+    console.print(paper)
+
+
+if __name__ == "__main__":
+    main()
