@@ -33,7 +33,8 @@ def share(secret: np.ndarray, n_parties: int, rng: np.random.Generator, owner: i
 
 def reconstruct(shares: np.ndarray) -> np.ndarray:
     """The ring words ``Σ_p s_p mod 2^64`` shared by ``shares``."""
-    return np.asarray(shares, dtype=WORD).sum(axis=0, dtype=WORD)
+    shares = np.asarray(shares, dtype=WORD)
+    return shares[0] + shares[1] if len(shares) == 2 else shares.sum(axis=0, dtype=WORD)
 
 
 def share_xor(secret: np.ndarray, n_parties: int, rng: np.random.Generator, owner: int = 0) -> np.ndarray:
@@ -128,17 +129,29 @@ class ArithmeticShares:
             raise TypeError("cannot mix arithmetic and binary shares; convert with a2b or b2a")
         return self._public(other)
 
+    def _shifted(self, constant: float, negate: bool = False) -> ArithmeticShares:
+        """``±[x] + c`` for a public scalar c: party 0 adds it (fast path of the operators)."""
+        shares = np.negative(self.shares) if negate else self.shares.copy()
+        shares[0] += encode(constant, self.scale)
+        return self._like(shares)
+
     def __add__(self, other: object) -> ArithmeticShares:
+        if type(other) is float or type(other) is int:
+            return self._shifted(other)
         mine, theirs = self._pair(other)
         return self._like(mine + theirs)
 
     __radd__ = __add__
 
     def __sub__(self, other: object) -> ArithmeticShares:
+        if type(other) is float or type(other) is int:
+            return self._shifted(-other)
         mine, theirs = self._pair(other)
         return self._like(mine - theirs)
 
     def __rsub__(self, other: object) -> ArithmeticShares:
+        if type(other) is float or type(other) is int:
+            return self._shifted(other, negate=True)
         mine, theirs = self._pair(other)
         return self._like(theirs - mine)
 
