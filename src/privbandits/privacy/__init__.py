@@ -14,4 +14,8 @@ crowd_blending
     P2B's guarantee: ε(p) of pre-sampling + crowd-blending (Eq. 2), δ for a given Ω.
 ledger
     The privacy ledger every protocol records its releases in.
+epsilon_greedy
+    η = log(|A|/ε) of an opened ε-greedy action (MPC paper Theorem 1).
+membership
+    Membership inference against a bandit checkpoint (MPC paper §6.5, two metrics).
 """
