@@ -12,7 +12,8 @@ b_a stay secret-shared forever. One round (:meth:`PrivateEpsilonGreedy.step`):
 4. o = Argmax(s̃) (Alg. 2, tie-breaking permutation γ); only the arm index is
    opened, and only to the puller p′, which pulls it;
 5. the reward holder p″ secret-shares r_t;
-6. every arm is updated, masked by the one-hot o (Eq. 1):
+6. every arm is updated, masked by the shared one-hot o of step 4 (reused rather
+   than re-shared by p′, spec A6; same result, one round less) (Eq. 1):
    W_a^{-1} ← W_a^{-1} − o_a/d_a · u_a u_a^⊤ and b_a ← b_a + o_a r_t x.
 
 Scores are kept at 2L fractional bits (sums of untruncated products, then exact
