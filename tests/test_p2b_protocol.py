@@ -151,6 +151,21 @@ def test_the_shuffle_changes_order_not_content():
     assert as_rows(c1, a1, r1) == as_rows(c2, a2, r2) == as_rows(codes, actions, rewards)
 
 
+def test_server_models_do_not_depend_on_tuple_order():
+    from privbandits.linear.batched import CodeModel, DisjointModel
+
+    rng = np.random.default_rng(8)
+    codes, actions, rewards = rng.integers(0, 8, 500), rng.integers(0, 5, 500), rng.integers(0, 2, 500)
+    contexts = rng.dirichlet(np.ones(4), size=500)
+    order = rng.permutation(500)
+    one, other = (CodeModel.fit(codes[o], actions[o], rewards[o], 5, 8) for o in (np.arange(500), order))
+    np.testing.assert_array_equal(one.counts, other.counts)  # counts: exactly equal
+    np.testing.assert_array_equal(one.reward_sums, other.reward_sums)
+    dense = [DisjointModel.fit(contexts[o], actions[o], rewards[o], 5) for o in (np.arange(500), order)]
+    np.testing.assert_allclose(dense[0].A, dense[1].A, rtol=1e-13)  # sums in another order: equal to rounding
+    np.testing.assert_allclose(dense[0].b, dense[1].b, rtol=1e-13)
+
+
 def test_threshold_must_be_positive():
     with pytest.raises(ValueError, match=r"^threshold must be >= 1 \(or None for no thresholding\), got 0$"):
         Shuffler(
