@@ -204,7 +204,7 @@ def fig3_reproduction(
     points = _resumable(out / f"mpc-fig3-{_tag(data)}-points.json", keys, compute, progress)
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
     x = [e if math.isfinite(e) else 10.0 for e in etas]
-    rows = [["η", "ε"] + [f"T = {s}" for s in sizes] + ["private (T = full)"]]
+    rows = [["η", "ε"] + [f"T = {s}" for s in sizes] + ["private, run 0 (T = full)", "twin, run 0"]]
     beats = []
     for size in sizes:
         means = [np.mean([points[f"eta={e},run={r}"][str(size)] for r in range(runs)]) for e in etas]
@@ -216,11 +216,11 @@ def fig3_reproduction(
         rows.append(
             [f"{e:g}", f"{exploration_for_loss(10, e):.4g}"]
             + [f"{np.mean([points[f'eta={e},run={r}'][str(s)] for r in range(runs)]):.4f}" for s in sizes]
-            + [f"{private[str(sizes[-1])]:.4f}" if private else "–"]
+            + [f"{private[str(sizes[-1])]:.4f}" if private else "–", f"{points[f'eta={e},run=0'][str(sizes[-1])]:.4f}"]
         )
         if private:
             ax.plot(x[etas.index(e)], private[str(sizes[-1])], "k*", markersize=10)
-    report.tables["Average reward (twin, mean over runs; private: one run)"] = rows
+    report.tables["Average reward (twin, mean over runs; private and twin of run 0 paired: same samples)"] = rows
     ax.set(xlabel="η (rightmost: ∞, no exploration)", ylabel="average reward", title="Fig. 3 (★ private learner)")
     ax.grid(True, alpha=0.3)
     ax.legend()
@@ -386,7 +386,7 @@ def fig7_reproduction(
             PAPER_FIG7,
             f"reference metric: {gap[:, 0].mean():.2f}% at t = {at[0]} → {gap[:, -1].mean():.2f}% at t = {at[-1]}; "
             f"per-arm rule: {per_arm[:, 0].mean():.2f}% → {per_arm[:, -1].mean():.2f}%",
-            _verdict(gap[:, -1].mean() < gap[:, 0].mean() and gap[:, -1].mean() < 5, gap.max() < 10),
+            _verdict(gap[:, -1].mean() < 0.75, gap[:, -1].mean() < gap[:, 0].mean()),
         ),
     ]
     report.notes += [
@@ -538,7 +538,7 @@ def round_costs(config: MPCBanditConfig, rounds: int = 20, twin_rounds: int = 20
 
 
 def fig4_reproduction(
-    out: Path, *, arm_counts: tuple[int, ...] = (2, 5, 10, 20, 40, 60), rounds: int = 10, progress: Progress = None
+    out: Path, *, arm_counts: tuple[int, ...] = (2, 5, 10, 20, 40, 60, 100), rounds: int = 5, progress: Progress = None
 ) -> PaperReport:
     """Fig. 4: run time per round vs |A| (|P| = 2, D = 20)."""
     report = PaperReport("mpc-fig4", "MPC paper, Fig. 4 (time per round vs |A|, |P| = 2, D = 20)")
@@ -563,8 +563,16 @@ def fig4_reproduction(
          f"{p['bytes']:,.0f}"]
         for a, p in ((a, points[f"A={a}"]) for a in arm_counts)
     ]  # fmt: skip
-    big = [i for i, a in enumerate(arm_counts) if a >= 20]
-    slope = float(np.polyfit(np.log(np.array(arm_counts)[big]), np.log(ms[big]), 1)[0]) if len(big) >= 2 else math.nan
+    big = [i for i, a in enumerate(arm_counts) if a >= 40]
+    volume = np.array([points[f"A={a}"]["bytes"] for a in arm_counts])
+
+    def slope(values: np.ndarray) -> float:
+        return (
+            float(np.polyfit(np.log(np.array(arm_counts)[big]), np.log(values[big]), 1)[0])
+            if len(big) >= 2
+            else math.nan
+        )
+
     small = [i for i, a in enumerate(arm_counts) if a <= 20]
     small_growth = ms[small[-1]] / ms[small[0]] if small else math.nan
     report.claims += [
@@ -572,9 +580,14 @@ def fig4_reproduction(
               f"time grows {small_growth:.1f}x from |A| = {arm_counts[small[0]]} to {arm_counts[small[-1]]}",
               _verdict(small_growth < (arm_counts[small[-1]] / arm_counts[small[0]]))),
         Claim("Fig. 4", "for |A| ≥ 40 run time grows quadratically (|A|² comparisons)", "slope 2 on log–log",
-              f"log–log slope {slope:.2f} over |A| ≥ 20", _verdict(slope > 1.6, slope > 1.2)),
+              f"log–log slope of time {slope(ms):.2f}, of bytes {slope(volume):.2f} over |A| ≥ 40",
+              _verdict(slope(ms) > 1.6, slope(ms) > 1.2)),
     ]  # fmt: skip
-    report.notes.append("Times are one process simulating all parties on a shared 2-core machine (no network).")
+    report.notes += [
+        "Times are one process simulating all parties on a shared 2-core machine (no network).",
+        "Per round the |A|(|A|−1) comparisons are quadratic but vectorised, while the Sherman–Morrison work is |A|·D² "
+        "(D² = 400): with numpy the per-call overhead and the linear term dominate up to |A| ≈ 100.",
+    ]
     return report
 
 
@@ -626,10 +639,14 @@ def fig5_reproduction(
         ax.legend()
     report.add_figure(fig, out / "mpc-fig5.png")
     report.tables["Cost per learner round"] = rows
+    per_link = [points[k]["messages"] / (p * (p - 1)) for k, p in ((f"P={p},A={a}", p) for a in arm_counts
+                                                                     for p in party_counts if p >= 3)]  # fmt: skip
+    spread = max(per_link) / min(per_link) - 1 if per_link else math.nan
     report.claims.append(
         Claim("Fig. 5", "run time is O(|P|²): every party talks to every other party", "O(|P|²)",
-              "bytes grow as |P|^" + "/".join(f"{e:.2f}" for e in exponents) + " (log–log slope per |A|, |P| ≥ 3)",
-              _verdict(all(1.6 < e < 2.4 for e in exponents)))
+              f"messages / (|P|(|P|−1)) constant within {100 * spread:.0f}% for |P| ≥ 3; bytes grow as |P|^"
+              + "/".join(f"{e:.2f}" for e in exponents) + " (per |A|); time: see table",
+              _verdict(spread < 0.15))
     )  # fmt: skip
     report.notes.append(
         "Traffic is measured on the message layer; in-process time adds numpy work that grows only linearly in |P|, "
