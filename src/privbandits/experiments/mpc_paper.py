@@ -62,6 +62,10 @@ def _tag(data: BanditDataset) -> str:
     return "digits" if data.stand_in else "mnist"
 
 
+def _title(data: BanditDataset, text: str) -> str:
+    return f"{text}\nSTAND-IN DATA: scikit-learn digits, not MNIST" if data.stand_in else text
+
+
 def _stand_in_note(data: BanditDataset) -> str:
     if data.stand_in:
         return (
@@ -147,7 +151,11 @@ def fig2_reproduction(
              f"{gap:.4f}"]
         )  # fmt: skip
     report.tables["Average reward over the sweep"] = rows
-    ax.set(xlabel="rounds", ylabel="average reward so far", title="Fig. 2: private (solid, band: min–max) vs twin")
+    ax.set(
+        xlabel="rounds",
+        ylabel="average reward so far",
+        title=_title(data, "Fig. 2: private (solid, band: min–max) vs twin"),
+    )
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     report.add_figure(fig, out / "mpc-fig2.png")
@@ -221,7 +229,11 @@ def fig3_reproduction(
         if private:
             ax.plot(x[etas.index(e)], private[str(sizes[-1])], "k*", markersize=10)
     report.tables["Average reward (twin, mean over runs; private and twin of run 0 paired: same samples)"] = rows
-    ax.set(xlabel="η (rightmost: ∞, no exploration)", ylabel="average reward", title="Fig. 3 (★ private learner)")
+    ax.set(
+        xlabel="η (rightmost: ∞, no exploration)",
+        ylabel="average reward",
+        title=_title(data, "Fig. 3 (★ private learner)"),
+    )
     ax.grid(True, alpha=0.3)
     ax.legend()
     report.add_figure(fig, out / "mpc-fig3.png")
@@ -293,7 +305,9 @@ def fig6_reproduction(
         best_etas.append(etas[best])
         rows.append([str(a), f"{etas[best]:g}", f"{means[best]:.4f}", f"{means[-1]:.4f}", f"{means[0]:.4f}"])
     report.tables["Average reward over one sweep (mean over runs)"] = rows
-    ax.set(xlabel="η (rightmost: ∞)", ylabel="average reward", title="Fig. 6: k-means arms, σ = 1/2 (twin)")
+    ax.set(
+        xlabel="η (rightmost: ∞)", ylabel="average reward", title=_title(data, "Fig. 6: k-means arms, σ = 1/2 (twin)")
+    )
     ax.grid(True, alpha=0.3)
     ax.legend()
     report.add_figure(fig, out / "mpc-fig6.png")
@@ -376,6 +390,7 @@ def fig7_reproduction(
     axes[0].set_title("paper's per-arm rule: TPR − FPR of p_train(r|a) > p_test(r|a)")
     axes[1].set_title("reference code: |mean reward members − non-members|")
     report.tables["Advantage (mean over runs)"] = rows
+    fig.suptitle(_title(data, "Fig. 7: membership-inference advantage"))
     report.add_figure(fig, out / "mpc-fig7.png")
     gap = np.array([summary[("reward_gap", e)] for e in epsilons])
     per_arm = np.array([summary[("per_arm", e)] for e in epsilons])
@@ -438,7 +453,9 @@ def fig8_reproduction(
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
     ax.plot(list(means), list(means.values()), "o-", label="private")
     ax.axhline(plain, color="grey", ls=":", label="plaintext twin (float64)")
-    ax.set(xlabel="precision L (bits)", ylabel="average reward", title=f"Fig. 8: ε = {epsilon}, {runs} runs")
+    ax.set(
+        xlabel="precision L (bits)", ylabel="average reward", title=_title(data, f"Fig. 8: ε = {epsilon}, {runs} runs")
+    )
     ax.grid(True, alpha=0.3)
     ax.legend()
     report.add_figure(fig, out / "mpc-fig8.png")
@@ -485,7 +502,11 @@ def fig9_reproduction(
     means = {k: np.mean([points[f"nr={k},run={r}"]["mean"] for r in range(runs)]) for k in iterations}
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
     ax.plot(list(means), list(means.values()), "o-")
-    ax.set(xlabel="Newton–Raphson iterations", ylabel="average reward", title=f"Fig. 9: ε = {epsilon}, {runs} runs")
+    ax.set(
+        xlabel="Newton–Raphson iterations",
+        ylabel="average reward",
+        title=_title(data, f"Fig. 9: ε = {epsilon}, {runs} runs"),
+    )
     ax.grid(True, alpha=0.3)
     report.add_figure(fig, out / "mpc-fig9.png")
     report.tables["Average reward"] = [["iterations", "private"]] + [[str(k), f"{m:.4f}"] for k, m in means.items()]
