@@ -116,3 +116,47 @@ def lowest_tied_index(scores: np.ndarray, tolerance: float) -> int:
         if scores[a] >= threshold:
             return a
     return -1
+
+
+@numba.njit(cache=True)
+def cholesky_inverse(A: np.ndarray, out: np.ndarray, invert: bool = True) -> float:
+    """``log det A`` and, if ``invert``, ``out = A⁻¹`` by Cholesky; NaN (``out`` untouched) if A is not PD.
+
+    ``A = L Lᵀ``, ``W = L⁻¹`` column by column, ``A⁻¹ = Wᵀ W``, written
+    symmetric by construction. Hand-written loops: at the papers' small d a
+    compiled O(d³) loop costs less than the Python overhead of LAPACK calls.
+    """
+    d = A.shape[0]
+    L = np.zeros((d, d))
+    logdet = 0.0
+    for j in range(d):
+        s = A[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not s > 0.0:
+            return np.nan
+        L[j, j] = np.sqrt(s)
+        logdet += 2.0 * np.log(L[j, j])
+        for i in range(j + 1, d):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / L[j, j]
+    if not invert:
+        return logdet
+    W = np.zeros((d, d))
+    for j in range(d):
+        W[j, j] = 1.0 / L[j, j]
+        for i in range(j + 1, d):
+            s = 0.0
+            for k in range(j, i):
+                s -= L[i, k] * W[k, j]
+            W[i, j] = s / L[i, i]
+    for i in range(d):
+        for j in range(i + 1):
+            s = 0.0
+            for k in range(i, d):
+                s += W[k, i] * W[k, j]
+            out[i, j] = s
+            out[j, i] = s
+    return logdet

@@ -50,7 +50,7 @@ import numpy as np
 import scipy.linalg
 from threadpoolctl import threadpool_limits
 
-from privbandits.linear._kernels import inverse_step, lowest_tied_index, tie_threshold
+from privbandits.linear._kernels import cholesky_inverse, inverse_step, lowest_tied_index, tie_threshold
 from privbandits.linear.policies import as_generator, named_choice
 from privbandits.linear.ridge import DEFAULT_REFRESH_EVERY
 from privbandits.linear.tiebreak import _NAN_MESSAGE, DEFAULT_TIE_TOLERANCE, TieBreak
@@ -280,35 +280,6 @@ def _dense_scores(
 
 
 @numba.njit(cache=True)
-def _cholesky_inverse(A: np.ndarray, out: np.ndarray) -> None:
-    """``out = A⁻¹`` for a symmetric positive definite ``A``, by ``A = L Lᵀ`` and two triangular solves."""
-    d = A.shape[0]
-    L = np.zeros((d, d))
-    for j in range(d):
-        s = A[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        L[j, j] = np.sqrt(s)
-        for i in range(j + 1, d):
-            s = A[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / L[j, j]
-    y = np.empty(d)
-    for c in range(d):  # column c of A⁻¹: L y = e_c, then Lᵀ z = y
-        for i in range(d):
-            s = 1.0 if i == c else 0.0
-            for k in range(i):
-                s -= L[i, k] * y[k]
-            y[i] = s / L[i, i]
-        for i in range(d - 1, -1, -1):
-            s = y[i]
-            for k in range(i + 1, d):
-                s -= L[k, i] * out[k, c]
-            out[i, c] = s / L[i, i]
-
-
-@numba.njit(cache=True)
 def _dense_update(
     A: np.ndarray,
     A_inv: np.ndarray,
@@ -326,7 +297,7 @@ def _dense_update(
     ``A_inv -= w wᵀ`` with ``w = A⁻¹x / sqrt(c)``, ``c = 1 + xᵀA⁻¹x`` (a
     symmetric inverse stays exactly symmetric); ``θ += (A⁻¹x / c)(r − xᵀθ)``;
     ``A += x xᵀ``; ``b += r x``. After every ``refresh_every``-th update of
-    the arm, ``A_inv`` becomes the symmetrised Cholesky inverse of ``A`` and
+    the arm, ``A_inv`` becomes the (symmetric) Cholesky inverse of ``A`` and
     ``θ = A⁻¹b``, as in ``RidgeStatistics.refresh``.
     """
     Ai = A_inv[arm]
@@ -344,10 +315,7 @@ def _dense_update(
         for j in range(d):
             A[arm, i, j] += x[i] * x[j]
     if refresh_every > 0 and n_updates[arm] % refresh_every == 0:
-        _cholesky_inverse(A[arm], Ai)
-        for i in range(d):
-            for j in range(i):
-                Ai[i, j] = Ai[j, i] = 0.5 * (Ai[i, j] + Ai[j, i])
+        cholesky_inverse(A[arm], Ai)
         for i in range(d):
             s = 0.0
             for j in range(d):
