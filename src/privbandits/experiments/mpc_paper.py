@@ -13,6 +13,7 @@ an interrupted run resumes.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Callable
@@ -560,16 +561,28 @@ def round_costs(config: MPCBanditConfig, rounds: int = 20, twin_rounds: int = 20
     }
 
 
+def _measured(path: Path, configs: dict[str, MPCBanditConfig], rounds: int, progress: Progress) -> dict[str, dict]:
+    """:func:`round_costs` of every config, measured afresh in one session (times from different
+    sessions and loads do not compare); written to ``path`` for the record."""
+    points = {}
+    for key, config in configs.items():
+        if progress:
+            progress(f"timing {key}")
+        points[key] = round_costs(config, rounds, 500)
+    path.write_text(json.dumps(points, indent=1))
+    return points
+
+
 def fig4_reproduction(
     out: Path, *, arm_counts: tuple[int, ...] = (2, 5, 10, 20, 40, 60, 100), rounds: int = 5, progress: Progress = None
 ) -> PaperReport:
     """Fig. 4: run time per round vs |A| (|P| = 2, D = 20)."""
     report = PaperReport("mpc-fig4", "MPC paper, Fig. 4 (time per round vs |A|, |P| = 2, D = 20)")
     out.mkdir(parents=True, exist_ok=True)
-    points = _resumable(
+    points = _measured(
         out / "mpc-fig4-points.json",
-        [f"A={a}" for a in arm_counts],
-        lambda key: round_costs(MPCBanditConfig(n_arms=int(key[2:])), rounds, 500),
+        {f"A={a}": MPCBanditConfig(n_arms=a) for a in arm_counts},
+        rounds,
         progress,
     )
     ms = np.array([points[f"A={a}"]["private_ms"] for a in arm_counts])
@@ -632,7 +645,7 @@ def fig5_reproduction(
         return MPCBanditConfig(n_arms=arms, partition=partition)
 
     keys = [f"P={p},A={a}" for a in arm_counts for p in party_counts]
-    points = _resumable(out / "mpc-fig5-points.json", keys, lambda key: round_costs(config(key), rounds, 200), progress)
+    points = _measured(out / "mpc-fig5-points.json", {key: config(key) for key in keys}, rounds, progress)
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.3), dpi=110)
     rows = [["|A|", "|P|", "private ms", "comm. rounds", "messages", "bytes"]]
     exponents = []
