@@ -6,8 +6,9 @@ remark); measurements alternate between them ``--repeat`` times and the median
 ratio is reported, so load from other processes hits both alike. The private
 round's communication rounds, messages and payload bytes come from the message
 layer's traffic ledger, and are printed beside the paper's Table 1. Offline
-dealer material is generated inside the timed rounds (the paper timed only the
-online phase, spec A17), so the ratio is an upper bound on the online cost.
+dealer material is generated inside the timed rounds; the paper timed only the
+online phase (spec A17), so the dealer's time is also measured and the online
+ratio (without it) is printed beside the total.
 
 Run ``python benchmarks/mpc_speed.py [--arms 10] [--parties 2] [--rounds 200] [--repeat 5]``.
 """
@@ -40,27 +41,36 @@ def main() -> None:
     config = MPCBanditConfig(n_arms=args.arms, partition=partition)
     results = [round_costs(config, args.rounds, args.twin_rounds, seed) for seed in range(args.repeat)]
     ratio = statistics.median(r["ratio"] for r in results)
+    online_ratio = statistics.median(r["online_ratio"] for r in results)
     private_ms = statistics.median(r["private_ms"] for r in results)
+    online_ms = statistics.median(r["online_ms"] for r in results)
     plain_ms = statistics.median(r["plain_ms"] for r in results)
     last = results[-1]
 
     console = Console()
     table = Table(title=f"Private learner round: |P| = {args.parties}, |A| = {args.arms}, D = {args.dim}")
-    for column in ("private ms", "twin ms", "slow-down (median)", "target", "paper", "comm. rounds", "messages",
-                   "bytes (all links)"):  # fmt: skip
+    for column in ("private ms (online)", "twin ms", "slow-down (online)", "target", "paper", "comm. rounds",
+                   "messages", "bytes (all links)"):  # fmt: skip
         table.add_column(column, justify="right")
     table.add_row(
-        f"{private_ms:.2f}",
+        f"{private_ms:.2f} ({online_ms:.2f})",
         f"{plain_ms:.4f}",
-        f"{ratio:.0f}x",
-        f"≤ {TARGET}x ({'met' if ratio <= TARGET else 'missed'})",
+        f"{ratio:.0f}x ({online_ratio:.0f}x)",
+        f"≤ {TARGET}x: {'met' if ratio <= TARGET else 'missed'} ({'met' if online_ratio <= TARGET else 'missed'})",
         f"~{PAPER_LEARNER_SLOWDOWN}x",
         f"{last['rounds']:.0f}",
         f"{last['messages']:.0f}",
         f"{last['bytes']:,.0f}",
     )
     console.print(table)
-    console.print("ratios per repeat: " + ", ".join(f"{r['ratio']:.0f}x" for r in results))
+    console.print(
+        "slow-down per repeat, total (online): "
+        + ", ".join(f"{r['ratio']:.0f}x ({r['online_ratio']:.0f}x)" for r in results)
+    )
+    console.print(
+        "online = without the dealer's time: the paper timed only the online phase (spec A17); this engine draws "
+        "its offline material on demand inside the round."
+    )
     paper = Table(title="Paper, Table 1 (|P| = 2, |A| = 100; CrypTen vs PyTorch) — see `privbandits run mpc-table1`")
     for column in ("operation", "rounds", "slow-down"):
         paper.add_column(column, justify="right")
