@@ -6,15 +6,18 @@ b_a stay secret-shared forever. One round (:meth:`PrivateEpsilonGreedy.step`):
 
 1. every party secret-shares its block x_{t,p}; the shares are concatenated;
 2. u_a = W_a^{-1} x (one batched matmul); then, in one multiplication round,
-   s_a = b_a·u_a (= w_a^⊤x, scores), d_a = 1 + u_a·x (the Sherman–Morrison
-   denominator) and u_a u_a^⊤;
+   s_a = b_a·u_a (= w_a^⊤x, scores) and d_a = 1 + u_a·x (the Sherman–Morrison
+   denominator);
 3. s̃ = s + y(v − s) with the private coin y ~ Bernoulli(ε) and uniforms v_a;
 4. o = Argmax(s̃) (Alg. 2, tie-breaking permutation γ); only the arm index is
    opened, and only to the puller p′, which pulls it;
 5. the reward holder p″ secret-shares r_t;
 6. every arm is updated, masked by the shared one-hot o of step 4 (reused rather
    than re-shared by p′, spec A6; same result, one round less) (Eq. 1):
-   W_a^{-1} ← W_a^{-1} − o_a/d_a · u_a u_a^⊤ and b_a ← b_a + o_a r_t x.
+   W_a^{-1} ← W_a^{-1} − o_a (u_a/d_a) u_a^⊤ and b_a ← b_a + o_a r_t x. The outer
+   products and the mask are batched matmuls (matrix triples open only the
+   factors, not the D×D products), and the integer mask o multiplies last, so
+   arms not pulled change by exactly 0.
 
 Scores are kept at 2L fractional bits (sums of untruncated products, then exact
 ring operations), so tied scores (e.g. arms never rewarded, whose b_a = 0) stay
@@ -36,7 +39,7 @@ import numpy as np
 from privbandits.comm import ROUND, SETUP, Network, Party
 from privbandits.mpc import Engine
 from privbandits.mpc.approximations import NR_ITERATIONS
-from privbandits.mpc.sharing import ArithmeticShares, concatenate
+from privbandits.mpc.sharing import ArithmeticShares, concatenate, expand
 from privbandits.mpc.truncation import TRUNCATION_MODES
 from privbandits.privacy import epsilon_greedy
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
@@ -236,14 +239,12 @@ class PrivateEpsilonGreedy:
         config, engine = self.config, self.engine
         x = _check_context(x, config.dim)
         draw = self.exploration.draw()
-        dealer, precision = engine.dealer, config.precision
+        dealer, precision, a, d = engine.dealer, config.precision, config.n_arms, config.dim
         with engine.phase(ROUND):
             # 1. each party shares its block; 2. u = W^{-1}x, then s, d and uu^T in one round
             context = concatenate(engine.input_many([(x[start:stop], name) for name, start, stop in self._blocks]))
             u = engine.matmul(self.inverse, context)
-            scores, quadratic, outer = engine.mul_many(
-                [(_integers(self.b), u), (_integers(u), context), (u[:, :, None], u[:, None, :])]
-            )
+            scores, quadratic = engine.mul_many([(_integers(self.b), u), (_integers(u), context)])
             scores = ArithmeticShares(scores.sum(axis=-1).shares, self._score_scale)  # b·u at scale 2L
             denominator = 1.0 + engine.truncate(quadratic.sum(axis=-1), precision)
             # 3.–4. exploration with the dealer's coin, uniforms and tie-breaking permutation
@@ -259,12 +260,14 @@ class PrivateEpsilonGreedy:
             # 5. p′ pulls the arm, p″ observes and shares the reward
             reward = engine.input(self._reward(pull(arm)), config.rewarder, scale=self._reward_scale)
             # 6. Sherman–Morrison (Eq. 1) and b updates on every arm; the integer mask o
-            # multiplies last, so arms not pulled change by exactly 0 (no truncation)
+            # multiplies last (no truncation), so arms not pulled change by exactly 0
             inverse_d = engine.reciprocal(denominator, config.nr_iterations)
-            scaled, rewarded = engine.mul_many([(inverse_d[:, None, None], outer), (reward, context)])
-            downdate, increment = engine.mul_many([(onehot[:, None, None], scaled), (onehot[:, None], rewarded)])
-            self.inverse = self.inverse - downdate
-            self.b = self.b + increment
+            scaled, rewarded = engine.mul_many([(inverse_d[:, None], u), (reward, context)])
+            outer = engine.matmul(scaled[:, :, None], u[:, None, :]).reshape(a, 1, d * d)  # u u^T / d per arm
+            updates = concatenate([outer, ArithmeticShares(expand(rewarded.shares, (a, 1, d)), rewarded.scale)])
+            masked = engine.matmul(onehot[:, None, None], updates)  # o_a · (…): exact, integer mask
+            self.inverse = self.inverse - masked[:, 0, : d * d].reshape(a, d, d)
+            self.b = self.b + masked[:, 0, d * d :]
         epsilon_greedy.record_action(self.ledger, config.n_arms, config.epsilon, self.rounds)
         self.rounds += 1
         return arm
