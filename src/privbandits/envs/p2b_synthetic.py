@@ -36,6 +36,7 @@ from enum import StrEnum
 from functools import cached_property
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from privbandits.datasets.interactions import SYNTHETIC, UserInteractions, normalise_rows
 
@@ -179,14 +180,15 @@ class P2BSynthetic:
         """Users ``start … stop-1``, copied out of their blocks; ``cache`` keeps the last block built."""
         contexts = np.empty((stop - start, t, self.dim))
         rewards = np.empty((stop - start, t, self.n_actions), dtype=np.int8)
-        for index in range(start // BLOCK_USERS, (stop - 1) // BLOCK_USERS + 1):
-            if cache.get("index") != index:
-                cache.update(index=index, block=self._block(index, t))
-            block_contexts, block_rewards = cache["block"]
-            first = index * BLOCK_USERS
-            low, high = max(start, first), min(stop, first + BLOCK_USERS)
-            contexts[low - start : high - start] = block_contexts[low - first : high - first]
-            rewards[low - start : high - start] = block_rewards[low - first : high - first]
+        with threadpool_limits(limits=1, user_api="blas"):  # a block's products are too small for threads
+            for index in range(start // BLOCK_USERS, (stop - 1) // BLOCK_USERS + 1):
+                if cache.get("index") != index:
+                    cache.update(index=index, block=self._block(index, t))
+                block_contexts, block_rewards = cache["block"]
+                first = index * BLOCK_USERS
+                low, high = max(start, first), min(stop, first + BLOCK_USERS)
+                contexts[low - start : high - start] = block_contexts[low - first : high - first]
+                rewards[low - start : high - start] = block_rewards[low - first : high - first]
         return UserInteractions(contexts, rewards, "p2b_synthetic", self.source)
 
     def chunks(self, n_users: int, t: int, chunk_users: int) -> Iterator[UserInteractions]:

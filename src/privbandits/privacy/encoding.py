@@ -262,23 +262,24 @@ def _largest_remainder(shares: np.ndarray, totals: np.ndarray) -> np.ndarray:
     return units
 
 
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True)
 def _round_rows(rows: np.ndarray, total: int) -> np.ndarray:
-    """Each row over its sum (all-zero: uniform 1/d), times ``total``, rounded by :func:`_hamilton`, over ``total``."""
+    """Each row over its sum (all-zero: uniform 1/d), times ``total``, rounded by :func:`_hamilton`, over ``total``.
+
+    Sequential: generators call it on blocks of ~10^4 rows, where threads cost more than they save.
+    """
     n, d = rows.shape
     out = np.empty((n, d))
-    block = 4096
-    for first in numba.prange((n + block - 1) // block):
-        shares, units, remainders = np.empty(d), np.empty(d, dtype=np.int64), np.empty(d)
-        for i in range(first * block, min(n, (first + 1) * block)):
-            row_sum = 0.0
-            for j in range(d):
-                row_sum += rows[i, j]
-            for j in range(d):
-                shares[j] = (rows[i, j] / row_sum if row_sum > 0 else 1.0 / d) * total
-            _hamilton(shares, total, units, remainders)
-            for j in range(d):
-                out[i, j] = units[j] / total
+    shares, units, remainders = np.empty(d), np.empty(d, dtype=np.int64), np.empty(d)
+    for i in range(n):
+        row_sum = 0.0
+        for j in range(d):
+            row_sum += rows[i, j]
+        for j in range(d):
+            shares[j] = (rows[i, j] / row_sum if row_sum > 0 else 1.0 / d) * total
+        _hamilton(shares, total, units, remainders)
+        for j in range(d):
+            out[i, j] = units[j] / total
     return out
 
 
