@@ -193,7 +193,7 @@ def test_private_learner_follows_its_plaintext_twin_and_records_theorem_1(digits
 @pytest.mark.slow
 @pytest.mark.parametrize("epsilon", [0.0, 0.01, 0.1, 0.3])
 def test_private_and_plaintext_reward_curves_are_indistinguishable_on_digits(digits, epsilon):
-    """Spec §8 point 8 on the digits stand-in (one sweep of 1,438 rounds, fixed seeds, ~10 s per ε):
+    """Spec §8 point 8 on the digits stand-in (one sweep of 1,438 rounds, fixed seeds, 10–25 s per ε):
     in every window of 240 rounds and over the sweep, a two-proportion z-test of the private and
     plaintext rewards stays within |z| ≤ 3."""
     config = MPCBanditConfig(epsilon=epsilon)
