@@ -465,17 +465,23 @@ def fig8_reproduction(
         [str(p), f"{m:.4f}", str(invalid[p])] for p, m in means.items()
     ]
     best = max(means, key=means.get)
+    sd = math.sqrt(means[best] * (1 - means[best]) / (len(data.train.labels) * runs))  # one run's binomial sd
+    tied = [p for p in precisions if means[p] >= means[best] - 2 * sd]
     low = [p for p in precisions if p < 18]
     high = [p for p in precisions if p > 22]
+
+    def drops(chosen: list[int]) -> str:
+        sharp = [p for p in chosen if means[p] < means[best] - 0.05]
+        return _verdict(bool(chosen) and len(sharp) == len(chosen), bool(sharp))
+
     report.claims += [
-        Claim("Fig. 8", "the optimum is L = 20", "L = 20 (peak reward ≈ 0.85)", f"best L = {best} ({means[best]:.4f})",
-              _verdict(best == 20, 18 <= best <= 22)),
+        Claim("Fig. 8", "the optimum is L = 20", "L = 20 (peak reward ≈ 0.85)",
+              f"best L = {best} ({means[best]:.4f}); within 2 sd of it: L = {tied}",
+              _verdict(20 in tied and len(tied) <= 3, 20 in tied)),  # a plateau around 20 is only partly a peak
         Claim("Fig. 8", "sharp drop below 18 bits", "yes",
-              ", ".join(f"L={p}: {means[p]:.4f}" for p in low) or "–",
-              _verdict(bool(low) and all(means[p] < means[20] - 0.05 for p in low))),
+              ", ".join(f"L={p}: {means[p]:.4f}" for p in low) or "–", drops(low)),
         Claim("Fig. 8", "sharp drop above 22 bits (wrap-around when η_xr is skipped)", "yes",
-              ", ".join(f"L={p}: {means[p]:.4f}" for p in high) or "–",
-              _verdict(bool(high) and all(means[p] < means[20] - 0.05 for p in high))),
+              ", ".join(f"L={p}: {means[p]:.4f}" for p in high) or "–", drops(high)),
     ]  # fmt: skip
     report.notes += [
         _stand_in_note(data),
