@@ -417,9 +417,16 @@ def fig7_reproduction(
 
 # -- Fig. 8 and 9: precision and Newton–Raphson iterations (private learner) -------------------------
 def _private_sweep(
-    out: Path, name: str, settings: dict[str, MPCBanditConfig], runs: int, data: BanditDataset, progress: Progress
+    out: Path,
+    name: str,
+    settings: dict[str, MPCBanditConfig],
+    runs: int,
+    sweeps: int,
+    data: BanditDataset,
+    progress: Progress,
 ) -> dict[str, dict]:
-    n, env = len(data.train.labels), _digits_env(data)
+    """Private runs of ``sweeps`` passes over the training set per setting (resumable)."""
+    n, env = sweeps * len(data.train.labels), _digits_env(data)
     keys = [f"{s},run={r}" for s in settings for r in range(runs)]
 
     def compute(key: str) -> dict:
@@ -429,7 +436,8 @@ def _private_sweep(
         rewards = play(learner, env, n, 1000 + seed)
         return {"mean": float(rewards.mean()), "invalid": learner.invalid_openings}
 
-    return _resumable(out / f"{name}-{_tag(data)}-points.json", keys, compute, progress)
+    suffix = f"-x{sweeps}" if sweeps > 1 else ""
+    return _resumable(out / f"{name}-{_tag(data)}{suffix}-points.json", keys, compute, progress)
 
 
 def fig8_reproduction(
@@ -438,18 +446,22 @@ def fig8_reproduction(
     precisions: tuple[int, ...] = (14, 16, 18, 20, 22, 24, 26),
     runs: int = 1,
     epsilon: float = 0.01,
+    sweeps: int = 1,
     mnist: Path | None = None,
     progress: Progress = None,
 ) -> PaperReport:
-    """Fig. 8 (App. D): average reward of the private learner vs fixed-point precision L."""
+    """Fig. 8 (App. D): average reward of the private learner vs fixed-point precision L
+    (``sweeps`` passes over the training set, as fixed-point drift needs many rounds to show)."""
     data = _data(mnist)
     report = PaperReport("mpc-fig8", "MPC paper, Fig. 8 (reward vs fixed-point precision L, private learner)")
     out.mkdir(parents=True, exist_ok=True)
     settings = {f"L={p}": MPCBanditConfig(epsilon=epsilon, precision=p) for p in precisions}
-    points = _private_sweep(out, "mpc-fig8", settings, runs, data, progress)
+    points = _private_sweep(out, "mpc-fig8", settings, runs, sweeps, data, progress)
     means = {p: np.mean([points[f"L={p},run={r}"]["mean"] for r in range(runs)]) for p in precisions}
     plain = float(
-        _mean_reward(MPCBanditConfig(epsilon=epsilon), _digits_env(data), len(data.train.labels), False, 0).mean()
+        _mean_reward(
+            MPCBanditConfig(epsilon=epsilon), _digits_env(data), sweeps * len(data.train.labels), False, 0
+        ).mean()
     )
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
     ax.plot(list(means), list(means.values()), "o-", label="private")
@@ -465,7 +477,7 @@ def fig8_reproduction(
         [str(p), f"{m:.4f}", str(invalid[p])] for p, m in means.items()
     ]
     best = max(means, key=means.get)
-    sd = math.sqrt(means[best] * (1 - means[best]) / (len(data.train.labels) * runs))  # one run's binomial sd
+    sd = math.sqrt(means[best] * (1 - means[best]) / (sweeps * len(data.train.labels) * runs))  # one run's binomial sd
     tied = [p for p in precisions if means[p] >= means[best] - 2 * sd]
     low = [p for p in precisions if p < 18]
     high = [p for p in precisions if p > 22]
@@ -497,15 +509,17 @@ def fig9_reproduction(
     iterations: tuple[int, ...] = (1, 2, 3, 5, 7),
     runs: int = 3,
     epsilon: float = 0.01,
+    sweeps: int = 1,
     mnist: Path | None = None,
     progress: Progress = None,
 ) -> PaperReport:
-    """Fig. 9 (App. D): average reward of the private learner vs Newton–Raphson iterations."""
+    """Fig. 9 (App. D): average reward of the private learner vs Newton–Raphson iterations
+    (``sweeps`` passes over the training set)."""
     data = _data(mnist)
     report = PaperReport("mpc-fig9", "MPC paper, Fig. 9 (reward vs Newton–Raphson iterations, private learner)")
     out.mkdir(parents=True, exist_ok=True)
     settings = {f"nr={k}": MPCBanditConfig(epsilon=epsilon, nr_iterations=k) for k in iterations}
-    points = _private_sweep(out, "mpc-fig9", settings, runs, data, progress)
+    points = _private_sweep(out, "mpc-fig9", settings, runs, sweeps, data, progress)
     means = {k: np.mean([points[f"nr={k},run={r}"]["mean"] for r in range(runs)]) for k in iterations}
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
     ax.plot(list(means), list(means.values()), "o-")
