@@ -47,7 +47,7 @@ REPRODUCTIONS = {
     "fig5": "Fig. 5: time and traffic per round vs |P| (~1 min)",
     "fig6": "Fig. 6: reward vs η for several |A|, k-means arms (twin; ~2 min; resumable)",
     "fig7": "Fig. 7: membership-inference advantage during training, both metrics (twin; ~2 min; resumable)",
-    "fig8": "Fig. 8: reward vs fixed-point precision L = 14 … 26 (private; ~3 min; resumable)",
+    "fig8": "Fig. 8: reward vs fixed-point precision L = 14 … 26, 3 sweeps (private; ~5 min; resumable)",
     "fig9": "Fig. 9: reward vs Newton–Raphson iterations (private; ~2 min; resumable)",
     "table1": "Table 1: slow-down and rounds of add, mul, reciprocal, argmax vs numpy; the whole learner (~1 min)",
 }
@@ -446,7 +446,7 @@ def fig8_reproduction(
     precisions: tuple[int, ...] = (14, 16, 18, 20, 22, 24, 26),
     runs: int = 1,
     epsilon: float = 0.01,
-    sweeps: int = 1,
+    sweeps: int = 3,
     mnist: Path | None = None,
     progress: Progress = None,
 ) -> PaperReport:
