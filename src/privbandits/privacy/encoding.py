@@ -243,13 +243,12 @@ def _hamilton(shares: np.ndarray, total: int, units: np.ndarray, remainders: np.
         units[j] = int(whole)
         floor_sum += int(whole)
         remainders[j] = np.rint((share - whole) * 1e9)
-    for _ in range(total - floor_sum):  # the largest remaining remainder, lowest index first
-        best = 0
-        for j in range(1, shares.shape[0]):
-            if remainders[j] > remainders[best]:
-                best = j
-        units[best] += 1
-        remainders[best] = -1.0
+    shortfall = total - floor_sum
+    for j in range(shares.shape[0]):  # entry j's place among the remainders (larger first, ties: lower index)
+        place = 0
+        for k in range(shares.shape[0]):
+            place += (remainders[k] > remainders[j]) | ((remainders[k] == remainders[j]) & (k < j))
+        units[j] += place < shortfall
 
 
 @numba.njit(cache=True)
