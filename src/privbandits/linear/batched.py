@@ -516,6 +516,7 @@ def _dense_population(
     random: bool,
     uniforms: np.ndarray,
     block: int,
+    identity: bool,
 ) -> np.ndarray:
     """Every user plays its rounds from the same start ``(A_inv, θ)``, kept as the start plus its own updates.
 
@@ -531,6 +532,8 @@ def _dense_population(
     comes as ``A_inv_by_cell`` (d², K) with ``[i d + j, a] = A_0a⁻¹[i, j]``,
     ``A_inv_by_row`` (d, K d) with ``[j, a d + i] = A_0a⁻¹[i, j]``, and
     ``theta_by_dim`` (d, K). A NaN reward (unknown, replay) is not learnt.
+    ``identity`` says the start is ``A_0 = I, θ_0 = 0`` (a cold agent): then
+    ``xᵀA_0⁻¹x = ‖x‖²``, ``θ_0ᵀx = 0`` and ``A_0⁻¹x = x``, and the products are skipped.
     """
     n_users, n_rounds, d = X.shape
     n_arms = theta_by_dim.shape[1]
@@ -539,14 +542,17 @@ def _dense_population(
         users = X[first * block : (first + 1) * block]
         rows = users.shape[0] * n_rounds
         flat = users.reshape(rows, d)
-        outer = np.empty((rows, d * d))
-        for n in range(rows):
-            for i in range(d):
-                for j in range(d):
-                    outer[n, i * d + j] = flat[n, i] * flat[n, j]
-        start_quad = np.dot(outer, A_inv_by_cell)  # x_nᵀ A_0a⁻¹ x_n
-        start_mean = np.dot(flat, theta_by_dim)  # θ_0aᵀ x_n
-        start_v = np.dot(flat, A_inv_by_row)  # A_0a⁻¹ x_n for every arm
+        if identity:
+            start_quad, start_mean, start_v = np.empty((0, 0)), np.empty((0, 0)), np.empty((0, 0))
+        else:
+            outer = np.empty((rows, d * d))
+            for n in range(rows):
+                for i in range(d):
+                    for j in range(d):
+                        outer[n, i * d + j] = flat[n, i] * flat[n, j]
+            start_quad = np.dot(outer, A_inv_by_cell)  # x_nᵀ A_0a⁻¹ x_n
+            start_mean = np.dot(flat, theta_by_dim)  # θ_0aᵀ x_n
+            start_v = np.dot(flat, A_inv_by_row)  # A_0a⁻¹ x_n for every arm
         vs, cs, gs, zs = np.empty((n_rounds, d)), np.empty(n_rounds), np.empty(n_rounds), np.empty(n_rounds)
         arm_of = np.empty(n_rounds, dtype=np.int64)
         quad, mean, scores = np.empty(n_arms), np.empty(n_arms), np.empty(n_arms)
@@ -555,9 +561,17 @@ def _dense_population(
             for t in range(n_rounds):
                 row = k * n_rounds + t
                 x = flat[row]
-                for a in range(n_arms):
-                    quad[a] = start_quad[row, a]
-                    mean[a] = start_mean[row, a]
+                if identity:
+                    norm_sq = 0.0
+                    for i in range(d):
+                        norm_sq += x[i] * x[i]
+                    for a in range(n_arms):
+                        quad[a] = norm_sq
+                        mean[a] = 0.0
+                else:
+                    for a in range(n_arms):
+                        quad[a] = start_quad[row, a]
+                        mean[a] = start_mean[row, a]
                 for s in range(t):
                     if arm_of[s] < 0:
                         continue
@@ -578,7 +592,7 @@ def _dense_population(
                     continue
                 v = vs[t]  # A_a⁻¹ x = A_0a⁻¹ x − Σ_s v_s z_s / c_s over the arm's earlier updates
                 for i in range(d):
-                    v[i] = start_v[row, arm * d + i]
+                    v[i] = x[i] if identity else start_v[row, arm * d + i]
                 for s in range(t):
                     if arm_of[s] == arm:
                         for i in range(d):
@@ -1109,6 +1123,7 @@ def run_population(
 
     elif dense:
         _, A_inv, _, theta = _dense_start(model)
+        identity = bool((A_inv == np.eye(model.dim)).all() and (theta == 0).all())
         by_cell = np.ascontiguousarray(A_inv.reshape(model.n_arms, -1).T)
         by_row = np.ascontiguousarray(A_inv.transpose(2, 0, 1).reshape(model.dim, -1))
         by_dim = np.ascontiguousarray(theta.T)
@@ -1116,7 +1131,9 @@ def run_population(
         def play(chunk: np.ndarray, table: np.ndarray) -> np.ndarray:
             uniforms = rng.random(chunk.shape[:2]) if random else _NO_DRAWS
             X = np.ascontiguousarray(chunk, dtype=np.float64)
-            arms = _dense_population(by_cell, by_row, by_dim, X, table, alpha, tie_tolerance, random, uniforms, block)
+            arms = _dense_population(
+                by_cell, by_row, by_dim, X, table, alpha, tie_tolerance, random, uniforms, block, identity
+            )
             return _checked_arms(arms)
 
     else:
