@@ -44,7 +44,7 @@ from scipy.sparse.csgraph import connected_components
 
 from privbandits.comm import InMemoryNetwork, Message, Network, Party, Traffic, message
 from privbandits.envs.clustered import ClusteredLinearBandit, assign_groups
-from privbandits.linear._kernels import inverse_step, shared_ucb_scores
+from privbandits.linear._kernels import cholesky_inverse, inverse_step, shared_ucb_scores
 from privbandits.linear.tiebreak import break_ties
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
 from privbandits.privacy.tree_mechanism import (
@@ -143,53 +143,10 @@ class Repairs:
     rho_exceeded: int = 0
 
 
-@numba.njit(cache=True)
-def _cholesky_inverse(A, out, invert=True):
-    """``out = A⁻¹`` (if ``invert``) and ``log det A`` by Cholesky; NaN if A is not positive definite.
-
-    Hand-written loops: at the papers' small d a compiled O(d³) loop costs less than
-    the Python overhead of two LAPACK calls, and factorizations run at every event.
-    """
-    d = A.shape[0]
-    L = np.zeros((d, d))
-    logdet = 0.0
-    for j in range(d):
-        s = A[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        if not s > 0.0:
-            return np.nan
-        L[j, j] = np.sqrt(s)
-        logdet += 2.0 * np.log(L[j, j])
-        for i in range(j + 1, d):
-            s = A[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / L[j, j]
-    if not invert:
-        return logdet
-    W = np.zeros((d, d))  # W = L⁻¹ (lower triangular), column by column
-    for j in range(d):
-        W[j, j] = 1.0 / L[j, j]
-        for i in range(j + 1, d):
-            s = 0.0
-            for k in range(j, i):
-                s -= L[i, k] * W[k, j]
-            W[i, j] = s / L[i, i]
-    for i in range(d):  # A⁻¹ = Wᵀ W, symmetric by construction
-        for j in range(i + 1):
-            s = 0.0
-            for k in range(i, d):
-                s += W[k, i] * W[k, j]
-            out[i, j] = s
-            out[j, i] = s
-    return logdet
-
-
 def _spd_inverse(matrix: np.ndarray, repair: PDRepair, floor: float, repairs: Repairs) -> tuple[np.ndarray, float]:
     """(inverse, log det) of a symmetric matrix, repaired first if it is not positive definite."""
     inverse = np.empty_like(matrix)
-    logdet = _cholesky_inverse(matrix, inverse)
+    logdet = cholesky_inverse(matrix, inverse)
     if logdet == logdet:
         return inverse, logdet
     repairs.not_positive_definite += 1
@@ -200,7 +157,7 @@ def _spd_inverse(matrix: np.ndarray, repair: PDRepair, floor: float, repairs: Re
 
 def _logdet(matrix: np.ndarray) -> float:
     """``log |det|`` of a symmetric matrix (Cholesky when positive definite, LU otherwise)."""
-    logdet = _cholesky_inverse(matrix, matrix, False)  # ``out`` is not written without ``invert``
+    logdet = cholesky_inverse(matrix, matrix, False)  # ``out`` is not written without ``invert``
     return logdet if logdet == logdet else float(np.linalg.slogdet(matrix)[1])
 
 
@@ -479,7 +436,7 @@ class LocalServer(Party):
             cluster.M_sign, cluster.M_logabs = 1.0, cluster.logdet_S
             return
         M = cluster.S + cluster.raw_S + cluster.P_trigger
-        logdet = _cholesky_inverse(M, cluster.M_inv)
+        logdet = cholesky_inverse(M, cluster.M_inv)
         if logdet == logdet:
             cluster.M_sign, cluster.M_logabs = 1.0, logdet
             return
