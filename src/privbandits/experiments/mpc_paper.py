@@ -27,8 +27,7 @@ from privbandits.datasets.mnist import BanditDataset, digits_stand_in, load_mnis
 from privbandits.envs.base import Environment
 from privbandits.envs.classification import ClassificationBandit
 from privbandits.envs.kmeans_arms import KMeansArmsBandit, kmeans_centres
-from privbandits.experiments.p2b_paper import _resumable
-from privbandits.experiments.paper import Claim, PaperReport
+from privbandits.experiments.paper import Claim, PaperReport, resumable_points
 from privbandits.mpc import Dealer, Engine
 from privbandits.privacy.epsilon_greedy import action_privacy_loss, exploration_for_loss
 from privbandits.privacy.membership import membership_advantages
@@ -131,7 +130,7 @@ def fig2_reproduction(
         at, curve = _running_mean(rewards)
         return {"at": at, "curve": curve, "mean": float(rewards.mean())}
 
-    points = _resumable(out / f"mpc-fig2-{_tag(data)}-points.json", keys, compute, progress)
+    points = resumable_points(out / f"mpc-fig2-{_tag(data)}-points.json", keys, compute, progress)
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
     rows = [["ε", "η = log(|A|/ε)", "private (mean ± sd over runs)", "plaintext twin", "|difference|"]]
     same = []
@@ -210,7 +209,7 @@ def fig3_reproduction(
         rewards = _mean_reward(config, env, n, private, run)
         return {str(size): float(rewards[:size].mean()) for size in sizes}
 
-    points = _resumable(out / f"mpc-fig3-{_tag(data)}-points.json", keys, compute, progress)
+    points = resumable_points(out / f"mpc-fig3-{_tag(data)}-points.json", keys, compute, progress)
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
     x = [e if math.isfinite(e) else 10.0 for e in etas]
     rows = [["η", "ε"] + [f"T = {s}" for s in sizes] + ["private, run 0 (T = full)", "twin, run 0"]]
@@ -294,7 +293,7 @@ def fig6_reproduction(
         config = MPCBanditConfig(n_arms=a, epsilon=exploration_for_loss(a, float(eta)))
         return {"mean": float(_mean_reward(config, envs[a], n, False, int(run)).mean())}
 
-    points = _resumable(out / f"mpc-fig6-{_tag(data)}-points.json", keys, compute, progress)
+    points = resumable_points(out / f"mpc-fig6-{_tag(data)}-points.json", keys, compute, progress)
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
     rows = [["|A|", "η (best)", "reward at best η", "reward at η = ∞", "reward at η = log|A| (uniform)"]]
     best_etas = []
@@ -374,7 +373,7 @@ def fig7_reproduction(
                 result["reward_gap"].append(advantages.reward_gap)
         return result
 
-    points = _resumable(out / f"mpc-fig7-{_tag(data)}-points.json", keys, compute, progress)
+    points = resumable_points(out / f"mpc-fig7-{_tag(data)}-points.json", keys, compute, progress)
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.3), dpi=110)
     rows = [["ε", "metric"] + [f"t = {t}" for t in at]]
     summary = {}
@@ -437,7 +436,7 @@ def _private_sweep(
         return {"mean": float(rewards.mean()), "invalid": learner.invalid_openings}
 
     suffix = f"-x{sweeps}" if sweeps > 1 else ""
-    return _resumable(out / f"{name}-{_tag(data)}{suffix}-points.json", keys, compute, progress)
+    return resumable_points(out / f"{name}-{_tag(data)}{suffix}-points.json", keys, compute, progress)
 
 
 def fig8_reproduction(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +13,7 @@ from privbandits.datasets.multilabel import multilabel_interactions, multilabel_
 from privbandits.datasets.obd import default_obd_path
 from privbandits.datasets.p2b_criteo import criteo_interactions, criteo_stand_in, obd_interactions
 from privbandits.envs.p2b_synthetic import p2b_synthetic_interactions
-from privbandits.experiments.paper import Claim, PaperReport
+from privbandits.experiments.paper import Claim, PaperReport, resumable_points
 from privbandits.privacy import crowd_blending
 from privbandits.privacy.encoding import load_or_fit_encoder
 from privbandits.protocols.p2b import P2BConfig, simulate
@@ -136,18 +135,6 @@ def _synthetic_point(
     }
 
 
-def _resumable(path: Path, keys: list[str], compute: Callable[[str], dict], progress) -> dict[str, dict]:
-    """Points computed so far are kept in ``path`` (JSON) so an interrupted reproduction resumes."""
-    done = json.loads(path.read_text()) if path.is_file() else {}
-    for key in keys:
-        if key not in done:
-            if progress:
-                progress(f"simulating {key}")
-            done[key] = compute(key)
-            path.write_text(json.dumps(done, indent=1))
-    return {key: done[key] for key in keys}
-
-
 def _verdict(held: int, total: int) -> str:
     return "reproduced" if held == total else "partly" if 2 * held >= total else "not reproduced"
 
@@ -181,7 +168,7 @@ def fig4_reproduction(
     report = PaperReport("p2b-fig4", f"P2B paper, Fig. 4 (synthetic, d = {dim}, t = 10, k = {n_codes}, {mapping})")
     out.mkdir(parents=True, exist_ok=True)
     keys = [f"A={a},early={u}" for a in n_actions for u in early_users]
-    points = _resumable(out / f"p2b-fig4-{mapping}-points.json", keys, lambda key: _synthetic_point(
+    points = resumable_points(out / f"p2b-fig4-{mapping}-points.json", keys, lambda key: _synthetic_point(
         int(key.split(",")[1].split("=")[1]), 10, dim, int(key.split(",")[0].split("=")[1]), n_codes, mapping, seed,
         P2BConfig()), progress)  # fmt: skip
     fig, axes = plt.subplots(1, len(n_actions), figsize=(5.2 * len(n_actions), 4.2), dpi=110, squeeze=False)
@@ -266,7 +253,7 @@ def fig5_reproduction(
     report = PaperReport(name, f"P2B paper, Fig. 5 (20,000 early users, |A| = 20, t = 20, {mapping}; {mode})")
     out.mkdir(parents=True, exist_ok=True)
     config = REFERENCE_MODE if reference_mode else P2BConfig()
-    points = _resumable(
+    points = resumable_points(
         out / f"{name}-{mapping}-points.json",
         [f"d={d}" for d in dims],
         lambda key: _synthetic_point(early, 20, int(key[2:]), 20, n_codes, mapping, seed, config),
@@ -503,7 +490,7 @@ def fig7_reproduction(
         }
 
     keys = [f"k={k},{mode},t={t}" for k in n_codes for mode in FIG7_MODES for t in rounds]
-    points = _resumable(out / f"p2b-fig7-{tag}-points.json", keys, compute, progress)
+    points = resumable_points(out / f"p2b-fig7-{tag}-points.json", keys, compute, progress)
     fig, axes = plt.subplots(len(n_codes), 2, figsize=(12, 4.2 * len(n_codes)), dpi=110, squeeze=False)
     styles = (("bs-", "Cold"), ("ko-", "Warm non-private"), ("r*-", "Warm private (P2B)"))
     for row_axes, k in zip(axes, n_codes, strict=True):
