@@ -76,18 +76,18 @@ def _value_axis(axis: int) -> int:
     return axis + 1 if axis >= 0 else axis
 
 
-class ArithmeticShares:
-    """``[x]``: additive shares of a fixed-point array with ``scale`` fractional bits."""
+class _Shared:
+    """Shares of a secret array, one row per party on axis 0 (uint64 words)."""
 
-    __slots__ = ("shares", "scale")
+    __slots__ = ("shares",)
     __array_ufunc__ = None  # numpy operands defer to our reflected operators
 
-    def __init__(self, shares: np.ndarray, scale: int) -> None:
+    def __init__(self, shares: np.ndarray) -> None:
         if shares.dtype != WORD or shares.ndim < 1 or shares.shape[0] < 2:
             raise ValueError(
                 f"shares must be uint64 with a party axis of length >= 2, got {shares.dtype} {shares.shape}"
             )
-        self.shares, self.scale = shares, scale
+        self.shares = shares
 
     @property
     def n_parties(self) -> int:
@@ -97,6 +97,16 @@ class ArithmeticShares:
     def shape(self) -> tuple[int, ...]:
         """Shape of the secret (without the party axis)."""
         return self.shares.shape[1:]
+
+
+class ArithmeticShares(_Shared):
+    """``[x]``: additive shares of a fixed-point array with ``scale`` fractional bits."""
+
+    __slots__ = ("scale",)
+
+    def __init__(self, shares: np.ndarray, scale: int) -> None:
+        super().__init__(shares)
+        self.scale = scale
 
     def __repr__(self) -> str:
         return f"ArithmeticShares(parties={self.n_parties}, shape={self.shape}, scale={self.scale})"
@@ -193,26 +203,10 @@ class ArithmeticShares:
         return self._like(self.shares.sum(axis=_value_axis(axis), dtype=WORD))
 
 
-class BinaryShares:
+class BinaryShares(_Shared):
     """``⟨x⟩``: XOR shares of 64-bit words (spec §3.3)."""
 
-    __slots__ = ("shares",)
-    __array_ufunc__ = None
-
-    def __init__(self, shares: np.ndarray) -> None:
-        if shares.dtype != WORD or shares.ndim < 1 or shares.shape[0] < 2:
-            raise ValueError(
-                f"shares must be uint64 with a party axis of length >= 2, got {shares.dtype} {shares.shape}"
-            )
-        self.shares = shares
-
-    @property
-    def n_parties(self) -> int:
-        return self.shares.shape[0]
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.shares.shape[1:]
+    __slots__ = ()
 
     def __repr__(self) -> str:
         return f"BinaryShares(parties={self.n_parties}, shape={self.shape})"
