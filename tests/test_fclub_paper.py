@@ -61,3 +61,11 @@ def test_fig2_and_fig4_share_resumable_runs(tmp_path, monkeypatch):
 def test_reproductions_are_registered():
     for name in ("fclub-fig2", "fclub-fig3", "fclub-fig4", "fclub-table3"):
         assert name in COMPUTED
+
+
+def test_table3_puts_the_paper_rows_beside_ours(tmp_path):
+    report = fclub_paper.table3_reproduction(tmp_path, horizon=126, repeats=1, include_movielens=False)
+    rows = report.tables["ms per round"]
+    assert rows[0][1:] == ["synthetic: ours (×LinUCB)", "paper row 1 (×LinUCB)", "paper row 2 (×LinUCB)"]
+    assert [r[0] for r in rows[1:]] == list(fclub_paper.ALGORITHMS)
+    assert rows[-1][1].endswith("(1.00x)") and rows[1][2] == "1.707 (2.64x)"
