@@ -172,10 +172,9 @@ class Shuffler(Party):
         """Non-private baseline: forward the raw tuples anonymised and shuffled, nothing dropped (§5.1)."""
         reports = [self.receive(RawReport.kind) for _ in range(n_reports)]
         order = self.rng.permutation(n_reports)
-        dim = reports[0].context.shape[0] if reports else 0
-        contexts = np.array([reports[i].context for i in order]).reshape(n_reports, dim)
-        actions = np.array([reports[i].action for i in order], dtype=np.int64)
-        rewards = np.array([reports[i].reward for i in order], dtype=np.int64)
+        contexts = np.stack([r.context for r in reports])[order] if reports else np.empty((0, 0))
+        actions = np.array([r.action for r in reports], dtype=np.int64)[order]
+        rewards = np.array([r.reward for r in reports], dtype=np.int64)[order]
         self.send(server, RawBatch(contexts, actions, rewards))
         self.last_release = {"received": n_reports, "released": n_reports, "dropped": 0}
         self.ledger.record(LedgerEntry("p2b.raw_baseline", float("inf"), None, PRIVACY_UNIT, dict(self.last_release)))
