@@ -16,7 +16,7 @@ tables) stepped in Python, and each user's device encodes its own t contexts
 server are the same code in both. Targets (issue 4): sweep ≤ 10 minutes on 2
 cores, peak memory ≤ 8 GiB, batched ≥ 50x the plain loop.
 
-    python benchmarks/p2b_scale.py [--max-early 1000000] [--loop-users 2000] [--decimals 1]
+    python benchmarks/p2b_scale.py [--max-early 1000000] [--loop-users 3000] [--decimals 1]
 
 ``--decimals 1`` rounds every context to the q = 1 grid first, as the paper's
 devices do (spec §2.4; the reference code does not for synthetic data): the
@@ -103,7 +103,7 @@ def plain_loop_rate(encoder, n_users: int, decimals: int | None) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-early", type=int, default=1_000_000)
-    parser.add_argument("--loop-users", type=int, default=2000, help="total users of the plain-loop baseline")
+    parser.add_argument("--loop-users", type=int, default=3000, help="total users of the plain-loop baseline")
     parser.add_argument(
         "--decimals",
         type=int,
