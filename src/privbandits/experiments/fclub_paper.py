@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import time
 import warnings
 from collections.abc import Callable
@@ -43,7 +44,7 @@ from threadpoolctl import threadpool_limits
 
 from privbandits.datasets.movielens import FCLUB_FILES, default_fclub_data_path, load_interactions, preference_vectors
 from privbandits.envs.clustered import ClusteredLinearBandit, PooledUsersBandit, assign_groups
-from privbandits.experiments.paper import Claim, PaperReport
+from privbandits.experiments.paper import Claim, PaperReport, resumable_points
 from privbandits.protocols.fclub import FCLUBOutcome, run_fclub
 from privbandits.protocols.fclub_baselines import BaselineConfig, run_baseline
 from privbandits.protocols.fclub_config import FCLUBConfig
@@ -196,34 +197,34 @@ def _task_key(name: str, setting: Setting, horizon: int, seed: int) -> str:
 def run_points(
     path: Path, tasks: list[tuple[str, Setting, int, int]], jobs: int, progress: Callable[[str], None] | None
 ) -> dict[str, dict]:
-    """Results of ``tasks`` keyed by :func:`_task_key`; finished runs are kept in ``path`` (JSON) and skipped."""
+    """Results of ``tasks`` keyed by :func:`_task_key`; finished runs are kept in ``path`` (JSON) and skipped.
+
+    One job: :func:`~privbandits.experiments.paper.resumable_points`. Several: the same file, each run
+    written (atomically) as its worker process returns it.
+    """
+    by_key = {_task_key(*task): task for task in tasks}
+    if jobs == 1:
+        return resumable_points(path, list(by_key), lambda key: _simulate(by_key[key]), progress)
     done = json.loads(path.read_text()) if path.is_file() else {}
-    todo = [task for task in tasks if _task_key(*task) not in done]
-    total, start = len(todo), time.perf_counter()
-
-    def finish(task, result) -> None:
-        done[_task_key(*task)] = result
-        path.write_text(json.dumps(done))
-        if progress:
-            finished = total - len(todo) if jobs == 1 else len(done) - (len(tasks) - total)
-            elapsed = time.perf_counter() - start
-            progress(f"{finished}/{total} runs ({elapsed:.0f} s): {task[0]} on {task[1].kind}, seed {task[3]}")
-
+    todo = [task for key, task in by_key.items() if key not in done]
+    start = time.perf_counter()
     if progress and todo:
-        progress(f"0/{total} runs pending ({len(tasks) - total} already in {path.name})")
-    if jobs == 1 or len(todo) <= 1:
-        while todo:
-            task = todo.pop(0)
-            finish(task, _simulate(task))
-    else:
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(min(jobs, len(todo)), mp_context=context) as pool:
-            running = {pool.submit(_simulate, task): task for task in todo}
-            while running:
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    finish(running.pop(future), future.result())
-    return {_task_key(*task): done[_task_key(*task)] for task in tasks}
+        progress(f"0/{len(todo)} runs pending ({len(tasks) - len(todo)} already in {path.name})")
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max(1, min(jobs, len(todo))), mp_context=context) as pool:
+        running = {pool.submit(_simulate, task): task for task in todo}
+        while running:
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                task = running.pop(future)
+                done[_task_key(*task)] = future.result()
+                partial = path.with_suffix(path.suffix + ".partial")
+                partial.write_text(json.dumps(done))
+                os.replace(partial, path)
+                if progress:
+                    progress(f"{len(todo) - len(running)}/{len(todo)} runs ({time.perf_counter() - start:.0f} s): "
+                             f"{task[0]} on {task[1].kind}, seed {task[3]}")  # fmt: skip
+    return {key: done[key] for key in by_key}
 
 
 def _curves(points: dict[str, dict], name: str, setting: Setting, horizon: int, seeds: int, field: str) -> np.ndarray:
