@@ -245,21 +245,23 @@ class BinaryShares(_Shared):
         return BinaryShares(self.shares[(slice(None), *key)])
 
 
-def concatenate(parts: Sequence[ArithmeticShares], axis: int = -1) -> ArithmeticShares:
-    """Concatenate shared arrays of one scale along a value axis (local, spec §3.2)."""
+def _common_scale(parts: Sequence[ArithmeticShares], verb: str) -> int:
+    """The one scale of ``parts`` (ValueError if there are none or several)."""
     if not parts:
-        raise ValueError("concatenate needs at least one shared array")
+        raise ValueError(f"{verb} needs at least one shared array")
     scales = {part.scale for part in parts}
     if len(scales) != 1:
-        raise ValueError(f"cannot concatenate shares of different scales {sorted(scales)}")
-    return ArithmeticShares(np.concatenate([p.shares for p in parts], axis=_value_axis(axis)), parts[0].scale)
+        raise ValueError(f"cannot {verb} shares of different scales {sorted(scales)}")
+    return parts[0].scale
+
+
+def concatenate(parts: Sequence[ArithmeticShares], axis: int = -1) -> ArithmeticShares:
+    """Concatenate shared arrays of one scale along a value axis (local, spec §3.2)."""
+    scale = _common_scale(parts, "concatenate")
+    return ArithmeticShares(np.concatenate([p.shares for p in parts], axis=_value_axis(axis)), scale)
 
 
 def stack(parts: Sequence[ArithmeticShares], axis: int = 0) -> ArithmeticShares:
     """Stack shared arrays of one scale along a new value axis (local)."""
-    if not parts:
-        raise ValueError("stack needs at least one shared array")
-    scales = {part.scale for part in parts}
-    if len(scales) != 1:
-        raise ValueError(f"cannot stack shares of different scales {sorted(scales)}")
-    return ArithmeticShares(np.stack([p.shares for p in parts], axis=_value_axis(axis)), parts[0].scale)
+    scale = _common_scale(parts, "stack")
+    return ArithmeticShares(np.stack([p.shares for p in parts], axis=_value_axis(axis)), scale)
