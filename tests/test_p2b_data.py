@@ -508,3 +508,5 @@ def test_criteo_stand_in_has_criteo_shapes_and_a_skewed_label_mechanism():
     np.testing.assert_array_equal(again.contexts, users.contexts)
     with pytest.raises(ValueError, match="^dependence must be >= 0, got -1$"):
         criteo_stand_in(dependence=-1)
+    with pytest.raises(ValueError, match="^n_users and n_interactions must be >= 1, got 0 and 300$"):
+        criteo_stand_in(n_users=0)
