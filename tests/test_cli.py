@@ -122,6 +122,28 @@ def test_a_computed_reproduction_runs_from_one_command(tmp_path):
     assert "weaker than it sounds" in (out / "vertical-audit-paper.md").read_text()
 
 
+def test_computed_reproductions_take_options_as_python_literals_or_paths(tmp_path, monkeypatch):
+    from privbandits.experiments.paper import PaperReport
+    from privbandits.experiments.reproductions import COMPUTED, ComputedReproduction
+
+    received = {}
+
+    def fake(out, *, horizon=10, codes=(32,), path=None, progress=None):
+        received.update(horizon=horizon, codes=codes, path=path)
+        return PaperReport("fake", "a fake reproduction")
+
+    monkeypatch.setitem(COMPUTED, "fake", ComputedReproduction("fake", "a fake reproduction", fake))
+    run = ["run", "fake", "--out", str(tmp_path), "--no-progress"]
+    result = runner.invoke(app, [*run, "-o", "horizon=131070", "-o", "codes=(32, 128)", "-o", "path=/data/train.txt"])
+    assert result.exit_code == 0, result.output
+    assert received == {"horizon": 131070, "codes": (32, 128), "path": "/data/train.txt"}
+    result = runner.invoke(app, [*run, "-o", "seeds=3"], terminal_width=200)
+    assert result.exit_code == 2
+    assert "fake has no option 'seeds'; its options: horizon, codes, path" in result.output
+    result = runner.invoke(app, [*run, "-o", "horizon"], terminal_width=200)
+    assert result.exit_code == 2 and "--option must look like KEY=VALUE, got 'horizon'" in result.output
+
+
 def test_help_explains_each_command():
     result = runner.invoke(app, ["--help"], terminal_width=200)
     assert result.exit_code == 0

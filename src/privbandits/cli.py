@@ -8,6 +8,8 @@ import os
 # OpenMP threads must sleep rather than spin (measured: the P2B pipeline runs ~20% faster).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+import ast
+import inspect
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated
@@ -49,9 +51,7 @@ err_console = Console(stderr=True)
 DEFAULT_STORE = Path("results/results.sqlite")
 DEFAULT_OUT = Path("results")
 
-StoreOption = Annotated[
-    Path, typer.Option("--store", help="SQLite results file (`run` creates it if missing).")
-]
+StoreOption = Annotated[Path, typer.Option("--store", help="SQLite results file (`run` creates it if missing).")]
 OutOption = Annotated[Path, typer.Option("--out", help="Folder for PNG plots and CSV summaries.")]
 
 
@@ -71,9 +71,7 @@ def _report(store: ResultsStore, experiment: str, out: Path, metrics: list[Metri
     console.print(summary_table(experiment, summaries))
     written = [write_summary_csv(summaries, out / f"{experiment}-summary.csv")]
     for metric in metrics:
-        written.append(
-            plot_cumulative(records, metric, out / f"{experiment}-{metric}.png", title=title, log_y=log_y)
-        )
+        written.append(plot_cumulative(records, metric, out / f"{experiment}-{metric}.png", title=title, log_y=log_y))
     if experiment in PAPER_REPORTS:
         _show_paper_report(PAPER_REPORTS[experiment](records, out), out)
     for path in written:
@@ -86,12 +84,37 @@ def _show_paper_report(paper: PaperReport, out: Path) -> None:
         console.print(f"wrote {path}")
 
 
-def _run_computed(name: str, out: Path, progress: bool) -> None:
+def _computed_options(name: str, options: list[str]) -> dict[str, object]:
+    """``KEY=VALUE`` strings as keyword arguments of reproduction ``name``.
+
+    A value is read as a Python literal (``131070``, ``(32, 128)``, ``True``) when
+    it is one, and kept as a string (a path) otherwise.
+    """
+    allowed = [
+        parameter
+        for parameter in inspect.signature(COMPUTED[name].run).parameters
+        if parameter not in ("out", "progress")
+    ]
+    parsed = {}
+    for option in options:
+        key, separator, text = option.partition("=")
+        if not separator or not key:
+            raise ValueError(f"--option must look like KEY=VALUE, got {option!r}")
+        if key not in allowed:
+            raise ValueError(f"{name} has no option {key!r}; its options: {', '.join(allowed) or 'none'}")
+        try:
+            parsed[key] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            parsed[key] = text
+    return parsed
+
+
+def _run_computed(name: str, out: Path, progress: bool, options: dict[str, object]) -> None:
     reproduction = COMPUTED[name]
     console.print(f"[bold]{name}[/]: {reproduction.description}")
     with console.status("starting", spinner="dots") if progress else nullcontext() as status:
         step = (lambda message: status.update(message)) if progress else None
-        paper = reproduction.run(out, progress=step)
+        paper = reproduction.run(out, progress=step, **options)
     for caption, rows in paper.tables.items():
         table = Table(title=caption, title_justify="left")
         for column in rows[0]:
@@ -113,18 +136,31 @@ def run(
     report: Annotated[bool, typer.Option("--report/--no-report", help="Write the report afterwards.")] = True,
     out: OutOption = DEFAULT_OUT,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--option",
+            "-o",
+            help="KEY=VALUE for a computed reproduction, e.g. -o path=/data/train.txt or -o horizon=131070 "
+            "(repeatable; an unknown key lists the valid ones).",
+        ),
+    ] = None,
 ) -> None:
     """Run every (policy, seed) of each config, skipping runs already stored.
 
     Each finished run is saved at once, so an interrupted command, run again,
     continues where it stopped. Computed reproductions (e.g. vertical-fig5)
-    run in full each time and write their report to --out.
+    resume from the points they saved, write their report to --out, and take
+    their options (real data files, full sizes) with --option.
     """
     try:
         computed = [c for c in configs if c in COMPUTED and not Path(c).is_file()]
+        if option and len(computed) != 1:
+            raise ValueError("--option needs exactly one computed reproduction to apply to")
+        options = _computed_options(computed[0], option) if option else {}
         loaded = [load_config(resolve_config(c)) for c in configs if c not in computed]
         for name in computed:
-            _run_computed(name, out, progress)
+            _run_computed(name, out, progress, options)
         with ResultsStore(store) as results:
             for config in loaded:
                 console.print(f"[bold]{config.name}[/]: {config.description}")
@@ -137,12 +173,10 @@ def run(
                         soft_wrap=True,
                     )
                     raise typer.Exit(code=130) from None
-                console.print(
-                    f"ran {len(summary.ran)} run(s), skipped {summary.skipped} already in {store}"
-                )
+                console.print(f"ran {len(summary.ran)} run(s), skipped {summary.skipped} already in {store}")
                 if report:
                     _report(results, config.name, out, list(Metric), False, config.description or config.name)
-    except (ConfigError, StoreError, FileNotFoundError) as exc:
+    except (ConfigError, StoreError, FileNotFoundError, ValueError) as exc:
         _fail(str(exc))
 
 
