@@ -118,6 +118,13 @@ REFERENCE_MODE = P2BConfig(representation="scalar_code", shared_warm_agent=True)
 """The reference code's private agents (scalar code) and warm agent (one, shared), spec §9.1–9.2."""
 
 
+def _mode(figure: str, reference_mode: bool) -> tuple[str, str, P2BConfig]:
+    """Report name, mode description and simulation config of ``figure`` in the default or reference mode."""
+    if reference_mode:
+        return f"{figure}-reference", "reference-compatible mode", REFERENCE_MODE
+    return figure, "one-hot codes, a warm copy per user", P2BConfig()
+
+
 def _synthetic_point(
     early: int, rounds: int, dim: int, n_actions: int, n_codes: int, mapping: str, seed: int, config: P2BConfig
 ) -> dict:
@@ -248,11 +255,9 @@ def fig5_reproduction(
 
     ``reference_mode`` runs the reference code's scalar codes and shared warm agent (:data:`REFERENCE_MODE`).
     """
-    name = "p2b-fig5-reference" if reference_mode else "p2b-fig5"
-    mode = "reference-compatible mode" if reference_mode else "one-hot codes, a warm copy per user"
+    name, mode, config = _mode("p2b-fig5", reference_mode)
     report = PaperReport(name, f"P2B paper, Fig. 5 (20,000 early users, |A| = 20, t = 20, {mapping}; {mode})")
     out.mkdir(parents=True, exist_ok=True)
-    config = REFERENCE_MODE if reference_mode else P2BConfig()
     points = resumable_points(
         out / f"{name}-{mapping}-points.json",
         [f"d={d}" for d in dims],
@@ -340,9 +345,7 @@ def fig6_reproduction(
 
     ``reference_mode`` runs the reference code's scalar codes and shared warm agent (:data:`REFERENCE_MODE`).
     """
-    report_name = "p2b-fig6-reference" if reference_mode else "p2b-fig6"
-    mode = "reference-compatible mode" if reference_mode else "one-hot codes, a warm copy per user"
-    config = REFERENCE_MODE if reference_mode else P2BConfig()
+    report_name, mode, config = _mode("p2b-fig6", reference_mode)
     report = PaperReport(report_name, f"P2B paper, Fig. 6 (multi-label with bandit feedback, k = {n_codes}; {mode})")
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.3), dpi=110)
     for ax, name in zip(axes, ("mediamill", "tmc2007_500"), strict=True):
