@@ -7,6 +7,7 @@ import pytest
 from scipy import stats
 
 from privbandits.mpc import Dealer, decode, reconstruct, reconstruct_xor
+from privbandits.mpc.dealer import POOL_ITEMS
 from privbandits.mpc.ring import count_wraps
 
 
@@ -79,6 +80,23 @@ def test_issued_bytes_count_every_share_sent_offline(dealer):
     dealer.dabits((4,))
     assert dealer.issued["triple"] == 3 * 3 * 10 * 8
     assert dealer.issued["dabits"] == 2 * 3 * 4 * 8
+
+
+def test_batched_material_is_fresh_and_correlated_in_every_item(dealer):
+    """Items come from batches (POOL_ITEMS at a time): each one holds the correlation, none repeats, and
+    a caller writing into one item (as A2B does with its zero sharing) leaves the next untouched."""
+    triples = [dealer.triple((5,)) for _ in range(POOL_ITEMS + 3)]
+    for a, b, c in triples:
+        np.testing.assert_array_equal(_open(a) * _open(b), _open(c))
+    assert len({_open(a).tobytes() for a, _, _ in triples}) == len(triples)
+    first = dealer.zero_xor((2, 3))
+    first.shares[...] = 1
+    assert not reconstruct_xor(dealer.zero_xor((2, 3)).shares).any()
+    for _ in range(POOL_ITEMS + 1):
+        a, b, c = dealer.matrix_triple((4, 3), (3,))
+        np.testing.assert_array_equal(np.matmul(_open(a), _open(b)), _open(c))
+    assert (a.shape, b.shape, c.shape) == ((4, 3), (3,), (4,))
+    assert dealer.issued["triple"] == (POOL_ITEMS + 3) * 3 * 3 * 5 * 8
 
 
 def test_the_dealer_serves_at_least_two_parties():

@@ -8,7 +8,10 @@ dealer sends (all parties' shares, 8 bytes a word): the offline cost.
 
 from __future__ import annotations
 
-from collections import defaultdict
+import math
+from collections import defaultdict, deque
+from collections.abc import Callable
+from functools import cache
 from typing import NamedTuple
 
 import numpy as np
@@ -62,100 +65,195 @@ class WrapPair(NamedTuple):
     binary: BinaryShares | None
 
 
+POOL_ELEMENTS = 1 << 14
+"""Elements drawn at once per kind and shape: the dealer works in batches of up to
+:data:`POOL_ITEMS` items of this many elements in all, as an offline phase would, so the
+per-call numpy overhead is paid once per batch rather than once per operation."""
+
+POOL_ITEMS = 64
+
+
+def _split(material: tuple, batch: int) -> list[tuple]:
+    """``batch`` materials from one whose share arrays have a batch axis after the party axis."""
+    fields = []
+    for item in material:
+        if item is None:
+            fields.append([None] * batch)
+            continue
+        stacked = np.ascontiguousarray(np.moveaxis(item.shares, 1, 0))  # item-major, so each slice is contiguous
+        if isinstance(item, ArithmeticShares):
+            fields.append([ArithmeticShares(stacked[i], item.scale) for i in range(batch)])
+        else:
+            fields.append([BinaryShares(stacked[i]) for i in range(batch)])
+    kind = type(material)
+    return [kind(*parts) if kind is not tuple else parts for parts in zip(*fields, strict=True)]
+
+
+@cache
+def _matmul_shapes(shape_a: tuple[int, ...], shape_b: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """Operand shapes of equal rank >= 2 (vectors as 1×k and k×1) that batch under ``np.matmul``,
+    and the shape of ``a @ b`` for the original ones."""
+    a = (1, *shape_a) if len(shape_a) == 1 else shape_a
+    b = (*shape_b, 1) if len(shape_b) == 1 else shape_b
+    rank = max(len(a), len(b))
+    product = np.matmul(np.zeros(shape_a, dtype=np.int8), np.zeros(shape_b, dtype=np.int8))
+    return (1,) * (rank - len(a)) + a, (1,) * (rank - len(b)) + b, product.shape
+
+
 class Dealer:
-    """Produces correlated randomness for ``n_parties`` from generator ``rng``."""
+    """Produces correlated randomness for ``n_parties`` from generator ``rng``.
+
+    Material of each kind and shape is drawn in batches (:data:`POOL_ELEMENTS`) and
+    handed out one item per call; :attr:`issued` counts the bytes handed out.
+    """
 
     def __init__(self, n_parties: int, rng: np.random.Generator) -> None:
         if n_parties < 2:
             raise ValueError(f"the dealer serves n_parties >= 2, got {n_parties}")
         self.n_parties, self.rng = n_parties, rng
         self.issued: dict[str, int] = defaultdict(int)
+        self._pools: dict[tuple, deque] = {}
 
-    def _random(self, kind: str, shape: tuple[int, ...]) -> np.ndarray:
+    def _pooled(self, kind: str, key: tuple, elements: int, make: Callable[[int], tuple]) -> tuple:
+        """The next item of ``kind`` (pool ``key``); ``make(batch)`` draws ``batch`` of them at once."""
+        pool = self._pools.get(key)
+        if not pool:
+            batch = max(1, min(POOL_ITEMS, POOL_ELEMENTS // max(1, elements)))
+            items = _split(make(batch), batch)
+            nbytes = sum(item.shares.nbytes for item in items[0] if item is not None)
+            pool = self._pools[key] = deque((material, nbytes) for material in items)
+        material, nbytes = pool.popleft()
+        self.issued[kind] += nbytes
+        return material
+
+    def _random(self, shape: tuple[int, ...]) -> np.ndarray:
         """Uniform shares of a uniform secret (every share is drawn, none derived)."""
-        shares = random_words(self.rng, (self.n_parties, *shape))
-        self.issued[kind] += shares.nbytes
-        return shares
-
-    def _share(self, kind: str, secret: np.ndarray) -> np.ndarray:
-        shares = share(secret, self.n_parties, self.rng)
-        self.issued[kind] += shares.nbytes
-        return shares
-
-    def _share_xor(self, kind: str, secret: np.ndarray) -> np.ndarray:
-        shares = share_xor(secret, self.n_parties, self.rng)
-        self.issued[kind] += shares.nbytes
-        return shares
+        return random_words(self.rng, (self.n_parties, *shape))
 
     def triple(self, shape: tuple[int, ...]) -> Triple:
         """Elementwise Beaver triple of ``shape`` (integers; scale set by the caller)."""
-        words = self._random("triple", (3, *shape))  # one draw: a, b and the others' shares of c
-        a, b, c = words[:, 0], words[:, 1], words[:, 2]
-        c[0] = reconstruct(a) * reconstruct(b) - reconstruct(c[1:])
-        return Triple(ArithmeticShares(a, 0), ArithmeticShares(b, 0), ArithmeticShares(c, 0))
+
+        def make(batch: int) -> Triple:
+            words = self._random((3, batch, *shape))  # one draw: a, b and the others' shares of c
+            a, b, c = words[:, 0], words[:, 1], words[:, 2]
+            c[0] = reconstruct(a) * reconstruct(b) - reconstruct(c[1:])
+            return Triple(ArithmeticShares(a, 0), ArithmeticShares(b, 0), ArithmeticShares(c, 0))
+
+        return self._pooled("triple", ("triple", shape), 3 * math.prod(shape), make)
 
     def matrix_triple(self, shape_a: tuple[int, ...], shape_b: tuple[int, ...]) -> Triple:
         """Matrix Beaver triple with ``c = a @ b`` (spec §3.4, CrypTen's matmul triples)."""
-        a, b = self._random("matrix_triple", shape_a), self._random("matrix_triple", shape_b)
-        c = self._share("matrix_triple", np.matmul(reconstruct(a), reconstruct(b)))
-        return Triple(ArithmeticShares(a, 0), ArithmeticShares(b, 0), ArithmeticShares(c, 0))
+        padded_a, padded_b, shape_c = _matmul_shapes(tuple(shape_a), tuple(shape_b))
+
+        def make(batch: int) -> Triple:
+            a, b = self._random((batch, *padded_a)), self._random((batch, *padded_b))
+            c = share(np.matmul(reconstruct(a), reconstruct(b)), self.n_parties, self.rng)
+            return Triple(ArithmeticShares(a, 0), ArithmeticShares(b, 0), ArithmeticShares(c, 0))
+
+        size = math.prod(shape_a) + math.prod(shape_b)
+        a, b, c = self._pooled("matrix_triple", ("matrix_triple", shape_a, shape_b), size, make)
+        return Triple(a.reshape(*shape_a), b.reshape(*shape_b), c.reshape(*shape_c))
 
     def square_pair(self, shape: tuple[int, ...]) -> SquarePair:
         """``([a], [a²])`` of ``shape``."""
-        a = self._random("square_pair", shape)
-        secret = reconstruct(a)
-        return SquarePair(ArithmeticShares(a, 0), ArithmeticShares(self._share("square_pair", secret * secret), 0))
+
+        def make(batch: int) -> SquarePair:
+            a = self._random((batch, *shape))
+            secret = reconstruct(a)
+            return SquarePair(ArithmeticShares(a, 0), ArithmeticShares(self._share(secret * secret), 0))
+
+        return self._pooled("square_pair", ("square_pair", shape), 2 * math.prod(shape), make)
 
     def binary_triple(self, shape: tuple[int, ...]) -> BinaryTriple:
         """XOR/AND triple of 64-bit words of ``shape``."""
-        a, b = self._random("binary_triple", shape), self._random("binary_triple", shape)
-        c = self._share_xor("binary_triple", np.bitwise_xor.reduce(a, axis=0) & np.bitwise_xor.reduce(b, axis=0))
-        return BinaryTriple(BinaryShares(a), BinaryShares(b), BinaryShares(c))
+
+        def make(batch: int) -> BinaryTriple:
+            a, b = self._random((batch, *shape)), self._random((batch, *shape))
+            c = self._share_xor(np.bitwise_xor.reduce(a, axis=0) & np.bitwise_xor.reduce(b, axis=0))
+            return BinaryTriple(BinaryShares(a), BinaryShares(b), BinaryShares(c))
+
+        return self._pooled("binary_triple", ("binary_triple", shape), 3 * math.prod(shape), make)
 
     def dabits(self, shape: tuple[int, ...]) -> DaBits:
         """Random bits of ``shape`` shared arithmetically and in bit 0 of XOR words."""
-        bits = self.rng.integers(0, 2, size=shape, dtype=WORD)
-        return DaBits(ArithmeticShares(self._share("dabits", bits), 0), BinaryShares(self._share_xor("dabits", bits)))
+
+        def make(batch: int) -> DaBits:
+            bits = self.rng.integers(0, 2, size=(batch, *shape), dtype=WORD)
+            return DaBits(ArithmeticShares(self._share(bits), 0), BinaryShares(self._share_xor(bits)))
+
+        return self._pooled("dabits", ("dabits", shape), 2 * math.prod(shape), make)
 
     def word_mask(self, shape: tuple[int, ...]) -> WordMask:
         """A random word per element, XOR-shared and bit-decomposed into 64 arithmetic bits."""
-        words = random_words(self.rng, shape)
-        bits = (words[..., None] >> np.arange(64, dtype=WORD)) & WORD(1)
-        return WordMask(
-            BinaryShares(self._share_xor("word_mask", words)), ArithmeticShares(self._share("word_mask", bits), 0)
-        )
+
+        def make(batch: int) -> WordMask:
+            words = random_words(self.rng, (batch, *shape))
+            bits = (words[..., None] >> np.arange(64, dtype=WORD)) & WORD(1)
+            return WordMask(BinaryShares(self._share_xor(words)), ArithmeticShares(self._share(bits), 0))
+
+        return self._pooled("word_mask", ("word_mask", shape), 65 * math.prod(shape), make)
 
     def wrap_pair(self, shape: tuple[int, ...], *, signed: bool, binary: bool) -> WrapPair:
         """``[r]`` with ``[θ_r]`` for Alg. 3, and ``⟨r⟩`` when ``binary`` (for the exact η)."""
-        r = self._random("wrap_pair", shape)
-        theta = self._share("wrap_pair", count_wraps(r, signed=signed).view(WORD))
-        words = BinaryShares(self._share_xor("wrap_pair", reconstruct(r))) if binary else None
-        return WrapPair(ArithmeticShares(r, 0), ArithmeticShares(theta, 0), words)
+
+        def make(batch: int) -> WrapPair:
+            r = self._random((batch, *shape))
+            theta = self._share(count_wraps(r, signed=signed).view(WORD))
+            words = BinaryShares(self._share_xor(reconstruct(r))) if binary else None
+            return WrapPair(ArithmeticShares(r, 0), ArithmeticShares(theta, 0), words)
+
+        key = ("wrap_pair", shape, signed, binary)
+        return self._pooled("wrap_pair", key, (2 + binary) * math.prod(shape), make)
 
     def zero_xor(self, shape: tuple[int, ...]) -> BinaryShares:
         """XOR sharing of zero words: each party's input to A2B (CrypTen's PRZS, spec §3.2)."""
-        return BinaryShares(self._share_xor("zero_xor", np.zeros(shape, dtype=WORD)))
+
+        def make(batch: int) -> tuple[BinaryShares]:
+            return (BinaryShares(self._share_xor(np.zeros((batch, *shape), dtype=WORD))),)
+
+        return self._pooled("zero_xor", ("zero_xor", shape), math.prod(shape), make)[0]
 
     def deal(self, kind: str, words: np.ndarray, scale: int) -> ArithmeticShares:
         """Shares of secrets the dealer drew elsewhere, counted under ``kind`` (e.g. Alg. 1's
         exploration samples from a seeded stream that a plaintext twin replays)."""
-        return ArithmeticShares(self._share(kind, np.asarray(words, dtype=WORD)), scale)
+        shares = self._share(np.asarray(words, dtype=WORD))
+        self.issued[kind] += shares.nbytes
+        return ArithmeticShares(shares, scale)
 
     def bernoulli(self, p: float, shape: tuple[int, ...]) -> ArithmeticShares:
         """Private Bernoulli(p) bits (integers, scale 0): the coin ``[y_t]`` of Alg. 1."""
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"Bernoulli probability must be in [0, 1], got {p}")
-        bits = (self.rng.random(shape) < p).astype(WORD)
-        return ArithmeticShares(self._share("bernoulli", bits), 0)
+
+        def make(batch: int) -> tuple[ArithmeticShares]:
+            bits = (self.rng.random((batch, *shape)) < p).astype(WORD)
+            return (ArithmeticShares(self._share(bits), 0),)
+
+        return self._pooled("bernoulli", ("bernoulli", p, shape), math.prod(shape), make)[0]
 
     def uniform(self, shape: tuple[int, ...], precision: int) -> ArithmeticShares:
         """Private Uniform[0, 1) samples on the grid ``k·2^-precision`` (the ``[v_a]`` of Alg. 1)."""
-        words = self.rng.integers(0, 2**precision, size=shape, dtype=WORD)
-        return ArithmeticShares(self._share("uniform", words), precision)
+
+        def make(batch: int) -> tuple[ArithmeticShares]:
+            words = self.rng.integers(0, 2**precision, size=(batch, *shape), dtype=WORD)
+            return (ArithmeticShares(self._share(words), precision),)
+
+        return self._pooled("uniform", ("uniform", shape, precision), math.prod(shape), make)[0]
 
     def permutation(self, size: int, batch: tuple[int, ...] = ()) -> ArithmeticShares:
         """Secret random permutations of ``1..size`` along the last axis (tie-breaking γ, Alg. 2)."""
         if size < 1:
             raise ValueError(f"permutation size must be >= 1, got {size}")
-        values = np.broadcast_to(np.arange(1, size + 1, dtype=WORD), (*batch, size))
-        return ArithmeticShares(self._share("permutation", self.rng.permuted(values, axis=-1)), 0)
+
+        def make(items: int) -> tuple[ArithmeticShares]:
+            values = np.broadcast_to(np.arange(1, size + 1, dtype=WORD), (items, *batch, size))
+            return (ArithmeticShares(self._share(self.rng.permuted(values, axis=-1)), 0),)
+
+        key = ("permutation", size, tuple(batch))
+        return self._pooled("permutation", key, size * math.prod(batch), make)[0]
+
+    def _share(self, secret: np.ndarray) -> np.ndarray:
+        return share(secret, self.n_parties, self.rng)
+
+    def _share_xor(self, secret: np.ndarray) -> np.ndarray:
+        return share_xor(secret, self.n_parties, self.rng)
