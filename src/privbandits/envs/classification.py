@@ -53,9 +53,7 @@ class ClassificationBandit(Environment):
         if features.ndim != 2 or features.shape[0] == 0:
             raise ValueError(f"features must be a non-empty 2-D array, got shape {features.shape}")
         if labels.shape[0] != features.shape[0]:
-            raise ValueError(
-                f"features have {features.shape[0]} rows but labels have {labels.shape[0]}"
-            )
+            raise ValueError(f"features have {features.shape[0]} rows but labels have {labels.shape[0]}")
         if labels.ndim == 1:
             if labels.min() < 0 or not np.issubdtype(labels.dtype, np.integer):
                 raise ValueError("single-label labels must be non-negative integers")
