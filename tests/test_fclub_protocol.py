@@ -195,6 +195,7 @@ def test_privacy_report_puts_the_paper_claim_beside_the_accounted_guarantee():
         ({"rho_formula": "bogus"}, "rho_formula must be one of"),
         ({"private": False, "noise_in_trigger_only": True}, "noise_in_trigger_only needs private"),
         ({"alpha": 0.0}, "alpha must be"),
+        ({"detect_every_round": True}, r"detect_every_round needs synchronous=True \(the reference code's FCLUB"),
     ],
 )
 def test_config_rejects_bad_values_with_the_field_name(overrides, message):
@@ -231,6 +232,7 @@ def test_variants_and_the_reference_preset():
         {"pd_repair": "shift", "refresh_every": 0, "tie_break": "random"},
         {"synchronous": True},
         {"private": False, "detect_clusters": False},
+        {"private": False, "synchronous": True, "detect_every_round": True},
     ],
 )
 def test_every_option_plays_and_keeps_the_invariant(overrides):
@@ -238,6 +240,17 @@ def test_every_option_plays_and_keeps_the_invariant(overrides):
     config = FCLUBConfig.for_variant("cdp-fclub-dc", horizon=126, **overrides)
     out = run_fclub(config, small_env(), 3, seed=2, event_hook=_invariant_hook(events))
     assert np.isfinite(out.regret[-1]) and out.bandit.communication.uploads > 0 and events
+
+
+def test_the_reference_fclub_re_clusters_every_round():
+    """§7.6: the reference code's FCLUB detects and merges at every round, not only at phase starts."""
+    events: list[str] = []
+    config = FCLUBConfig.for_variant("fclub", horizon=100, detect_every_round=True)
+    out = run_fclub(config, small_env(), 3, seed=3, event_hook=_invariant_hook(events))
+    counts = out.bandit.communication
+    assert out.bandit.phase_starts == [1, 3, 7, 15, 31, 63]
+    assert len(events) == 100 + counts.uploads + counts.downloads
+    assert counts.phase_uploads >= 3 * 100
 
 
 def test_own_buffer_recommendation_tracks_the_local_copy_plus_raw_buffer():

@@ -8,11 +8,9 @@ command resumes, and Figs. 2 and 4 share them. Runs go to ``jobs`` worker
 processes.
 
 Commands: ``privbandits run fclub-fig2`` (likewise ``fclub-fig3``, ``fclub-fig4``,
-``fclub-table3``) at default sizes chosen to take minutes on 2 cores (T = 2^15 − 2
-for Figs. 2/4, 2^14 − 2 for Fig. 3, 10 seeds). The paper's size is a keyword
-away, e.g. ``fig2_reproduction(Path("results"), horizon=FULL_HORIZON)`` (about
-4x the CPU time of the default; the MovieLens horizon of the reference code,
-2^18 − 2, is 8x).
+``fclub-table3``) run the paper's size by default: T = 2^17 − 2 and 10 seeds (spec A22;
+``-o horizon=32766`` for a quicker look, ``-o movielens_horizon=262142`` for the reference
+code's MovieLens horizon).
 
 Two option sets of the FCLUB family are shown (spec §7, §8):
 
@@ -255,8 +253,8 @@ def _title(setting: Setting, horizon: int) -> str:
 
 def _mode_notes(horizon: int, seeds: int) -> list[str]:
     return [
-        f"Horizon T = {horizon:,}, {seeds} seeds (the paper's: T = 2^17 − 2 = {FULL_HORIZON:,}, 10 seeds; pass "
-        f"horizon={FULL_HORIZON} for the full size). Bands: ±1 std across seeds of the cumulative value (A21).",
+        f"Horizon T = {horizon:,}, {seeds} seeds (the paper's: T = 2^17 − 2 = {FULL_HORIZON:,}, 10 seeds). "
+        "Bands: ±1 std across seeds of the cumulative value (A21).",
         "'CDP-FCLUB-DC' and FCLUB-DC, FCLUB, Homo-DC, Homo use the reference-compatible options "
         "(FCLUBConfig.reference_compatible: ridge 2, the reference β forms with β_CDP × 0.005, own-buffer "
         "recommendation, RC merge; for CDP the noise only in the upload trigger, ν = ⌊ln(t+1)⌋+1, the variance "
@@ -295,7 +293,7 @@ def _linear(curve: np.ndarray, rounds: np.ndarray) -> float:
 def fig2_reproduction(
     out: Path,
     *,
-    horizon: int = 2**15 - 2,
+    horizon: int = FULL_HORIZON,
     seeds: int = 10,
     algorithms: tuple[str, ...] = ALGORITHMS,
     include_movielens: bool = True,
@@ -369,7 +367,7 @@ def fig2_reproduction(
 def fig4_reproduction(
     out: Path,
     *,
-    horizon: int = 2**15 - 2,
+    horizon: int = FULL_HORIZON,
     seeds: int = 10,
     include_movielens: bool = True,
     movielens_horizon: int | None = None,
@@ -460,7 +458,7 @@ def _trend(values: list[float]) -> str:
 def fig3_reproduction(
     out: Path,
     *,
-    horizon: int = 2**14 - 2,
+    horizon: int = FULL_HORIZON,
     seeds: int = 10,
     algorithms: tuple[str, ...] = ("CDP-FCLUB-DC", FAITHFUL),
     jobs: int = 2,
@@ -513,7 +511,7 @@ def fig3_reproduction(
 def table3_reproduction(
     out: Path,
     *,
-    horizon: int = 2**15 - 2,
+    horizon: int = FULL_HORIZON,
     repeats: int = 3,
     include_movielens: bool = True,
     progress: Callable[[str], None] | None = None,

@@ -678,8 +678,11 @@ class FederatedClusteredBandit:
         self.t += 1
         if self.t == self._next_phase_start:
             self.phase += 1
-            self._detect(self.t)
+            self.phase_starts.append(self.t)
             self._next_phase_start = 2 ** (self.phase + 1) - 1
+            self._detect(self.t)
+        elif self.config.detect_every_round:  # the reference code's FCLUB (§7.6)
+            self._detect(self.t)
         self._user, self._contexts = user, contexts
         server, i = self._route[user]
         self._arm = server.recommend(i, contexts)
@@ -705,8 +708,8 @@ class FederatedClusteredBandit:
                 self._event()
 
     def _detect(self, t_phase: int) -> None:
-        """Algorithm 2 at t = 2^s − 1: local detection, phase uploads, global merge, renewal if changed."""
-        self.phase_starts.append(t_phase)
+        """Algorithm 2 at t = 2^s − 1 (every round with ``detect_every_round``): local detection,
+        phase uploads, global merge, renewal if changed."""
         communication, glob = self.communication, self.global_server
         with self.network.phase(DETECT):
             for server in self.servers:

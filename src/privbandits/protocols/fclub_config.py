@@ -122,6 +122,7 @@ class FCLUBConfig:
     private: bool = True
     synchronous: bool = False
     detect_clusters: bool = True
+    detect_every_round: bool = False
     epsilon: float = 1.0
     delta: float = 0.1
     upload_threshold: float = 1.01
@@ -178,6 +179,8 @@ class FCLUBConfig:
         for name, ok, allowed in checks:
             if not ok:
                 raise ValueError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
+        if self.detect_every_round and not self.synchronous:
+            raise ValueError("detect_every_round needs synchronous=True (the reference code's FCLUB, spec §7.6)")
         if self.noise_in_trigger_only and not self.private:
             raise ValueError("noise_in_trigger_only needs private=True (it places the privatizer's noise)")
 
