@@ -69,3 +69,22 @@ def test_table3_puts_the_paper_rows_beside_ours(tmp_path):
     assert rows[0][1:] == ["synthetic: ours (×LinUCB)", "paper row 1 (×LinUCB)", "paper row 2 (×LinUCB)"]
     assert [r[0] for r in rows[1:]] == list(fclub_paper.ALGORITHMS)
     assert rows[-1][1].endswith("(1.00x)") and rows[1][2] == "1.707 (2.64x)"
+
+
+@pytest.mark.parametrize(
+    ("fclub_shift", "baseline_shift", "verdict"),
+    [
+        (-50.0, 500.0, "reproduced"),
+        (30.0, 500.0, "partly (the ≤ chain is within 2 SE)"),  # FCLUB above FCLUB-DC, but within noise
+        (400.0, 500.0, "partly"),  # FCLUB significantly above FCLUB-DC
+        (-50.0, 5.0, "partly"),  # the baselines are not significantly worse
+    ],
+)
+def test_the_ordering_verdict_reads_paired_differences_over_seeds(fclub_shift, baseline_shift, verdict):
+    noise = np.array([-60.0, 40.0, -20.0, 50.0, -10.0])
+    dc = 1000.0 + noise
+    finals = {"FCLUB": dc + fclub_shift + noise[::-1], "FCLUB-DC": dc, "CDP-FCLUB-DC": dc + 10.0}
+    finals |= {name: dc + baseline_shift for name in ("CLUB", "SCLUB", "LinUCB")}
+    claim = fclub_paper._ordering_claim("Fig. 2", finals, "CDP-FCLUB-DC")
+    assert claim.verdict == verdict
+    assert "paired differences" in claim.ours
