@@ -15,6 +15,7 @@ from privbandits.linear import RidgeStatistics
 from privbandits.mpc import Engine
 from privbandits.privacy import epsilon_greedy
 from privbandits.protocols.mpc_bandit import (
+    MASK_ENCODINGS,
     ExplorationStream,
     MPCBanditConfig,
     PlaintextEpsilonGreedy,
@@ -48,6 +49,7 @@ def _play(learner, contexts, labels):
         ({"truncation": "round"}, r"truncation must be one of"),
         ({"partition": (3, 3, 3), "truncation": "local"}, r"local truncation is for 2 parties, got 3"),
         ({"puller": ""}, r"puller must be a non-empty party name"),
+        ({"mask_encoding": "float"}, r"mask_encoding must be one of \('integer', 'fixed_point'\), got 'float'"),
     ],
 )
 def test_bad_configuration_is_refused_with_the_field_named(kwargs, message):
@@ -174,6 +176,23 @@ def test_two_three_and_five_parties_and_any_partition_give_the_same_learner(digi
         assert other_arms == arms, partition
         assert np.abs(other_inverse - inverse).max() <= 100 * ULP, partition  # ≤ |P| ulps per truncation
         np.testing.assert_array_equal(other_b, b)
+
+
+def test_crypten_fixed_point_mask_truncates_every_masked_update(digits):
+    """mask_encoding="fixed_point" (CrypTen's encoded 1.0): the arms not pulled in 100 digits rounds
+    drift by truncation (≤ 1 ulp per round), where the integer mask leaves them exactly at W⁻¹ = I,
+    b = 0. (The drift moves early near-ties, so the two encodings soon pick different arms.)"""
+    x, y = digits.train.features[:100], digits.train.labels[:100]
+    drift = {}
+    for encoding in MASK_ENCODINGS:
+        learner = PrivateEpsilonGreedy(MPCBanditConfig(epsilon=0.1, mask_encoding=encoding), seed=5)
+        arms = _play(learner, x, y)
+        inverse, b = learner.checkpoint()
+        untouched = sorted(set(range(10)) - set(arms))
+        assert untouched, "every arm was pulled: choose fewer rounds"
+        drift[encoding] = max(np.abs(inverse[untouched] - np.eye(20)).max(), np.abs(b[untouched]).max())
+    assert drift["integer"] == 0
+    assert 0 < drift["fixed_point"] <= 100 * ULP
 
 
 def test_private_learner_follows_its_plaintext_twin_and_records_theorem_1(digits):

@@ -47,6 +47,8 @@ from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
 MAX_PRECISION = 26
 """Scores are compared at 2L fractional bits inside the 62-bit range of an exact comparison."""
 
+MASK_ENCODINGS = ("integer", "fixed_point")
+
 CHECKPOINT = "checkpoint"
 """Phase (and ledger mechanism suffix) of a decrypted model checkpoint (spec §6.5)."""
 
@@ -78,6 +80,12 @@ class MPCBanditConfig:
     binary_rewards : bool
         Rewards are 0/1 (all the paper's settings) and enter as integers, so r_t x_t
         is exact; ``False`` enters real rewards at L bits.
+    mask_encoding : str
+        ``"integer"``: the one-hot o multiplies the updates as an integer, so the masked
+        Sherman–Morrison and b updates need no truncation and cannot wrap; ``"fixed_point"``:
+        CrypTen's, o is an encoded 1.0 and every masked update is truncated, so a wrap
+        failure (probability ≈ |x|·2^(2L)/2^64, spec §3.6) corrupts the stored state for good:
+        the mechanism behind the paper's collapse above L = 22 (Fig. 8).
     """
 
     n_arms: int = 10
@@ -89,6 +97,7 @@ class MPCBanditConfig:
     puller: str = "puller"
     rewarder: str = "rewarder"
     binary_rewards: bool = True
+    mask_encoding: str = "integer"
 
     def __post_init__(self) -> None:
         if not (isinstance(self.n_arms, int) and self.n_arms >= 2):
@@ -110,6 +119,8 @@ class MPCBanditConfig:
             raise ValueError(f"truncation must be one of {('auto', *TRUNCATION_MODES)}, got {self.truncation!r}")
         if self.truncation == "local" and len(partition) != 2:
             raise ValueError(f"local truncation is for 2 parties, got {len(partition)}: use 'wraps' or 'exact'")
+        if self.mask_encoding not in MASK_ENCODINGS:
+            raise ValueError(f"mask_encoding must be one of {MASK_ENCODINGS}, got {self.mask_encoding!r}")
         for role in ("puller", "rewarder"):
             if not (isinstance(getattr(self, role), str) and getattr(self, role)):
                 raise ValueError(f"{role} must be a non-empty party name, got {getattr(self, role)!r}")
@@ -259,18 +270,24 @@ class PrivateEpsilonGreedy:
                 arm %= config.n_arms
             # 5. p′ pulls the arm, p″ observes and shares the reward
             reward = engine.input(self._reward(pull(arm)), config.rewarder, scale=self._reward_scale)
-            # 6. Sherman–Morrison (Eq. 1) and b updates on every arm; the integer mask o
-            # multiplies last (no truncation), so arms not pulled change by exactly 0
+            # 6. Sherman–Morrison (Eq. 1) and b updates on every arm; the mask o multiplies last,
+            # so arms not pulled change by exactly 0 (and, as integers, nothing is truncated)
             inverse_d = engine.reciprocal(denominator, config.nr_iterations)
             scaled, rewarded = engine.mul_many([(inverse_d[:, None], u), (reward, context)])
             outer = engine.matmul(scaled[:, :, None], u[:, None, :]).reshape(a, 1, d * d)  # u u^T / d per arm
             updates = concatenate([outer, ArithmeticShares(expand(rewarded.shares, (a, 1, d)), rewarded.scale)])
-            masked = engine.matmul(onehot[:, None, None], updates)  # o_a · (…): exact, integer mask
+            masked = engine.matmul(self._mask(onehot)[:, None, None], updates)  # o_a · (…)
             self.inverse = self.inverse - masked[:, 0, : d * d].reshape(a, d, d)
             self.b = self.b + masked[:, 0, d * d :]
         epsilon_greedy.record_action(self.ledger, config.n_arms, config.epsilon, self.rounds)
         self.rounds += 1
         return arm
+
+    def _mask(self, onehot: ArithmeticShares) -> ArithmeticShares:
+        """The one-hot as the update mask: integers (exact), or CrypTen's encoded 1.0 (truncated)."""
+        if self.config.mask_encoding == "integer":
+            return onehot
+        return ArithmeticShares(onehot.shares * np.uint64(1 << self.config.precision), self.config.precision)
 
     def _reward(self, reward: float) -> float:
         if self.config.binary_rewards and reward not in (0, 1):
