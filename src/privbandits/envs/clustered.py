@@ -163,7 +163,8 @@ class PooledUsersBandit(ClusteredLinearBandit):
     """Users drawn from a pool of preference vectors (the MovieLens-style setting, spec §6.2, §8 A19).
 
     At every :meth:`reset` ``n_users`` rows of ``pool`` are sampled uniformly
-    without replacement; users with equal vectors form the true clusters
+    without replacement (or, with ``draw=False``, its first ``n_users`` rows are the
+    users, as in the reference code); users with equal vectors form the true clusters
     (``n_clusters`` is set then). Items and rewards are the reference
     construction's (``[ĝ/√2, 1/√2]`` items, Bernoulli rewards), as the paper's
     "item vectors generated randomly".
@@ -173,22 +174,26 @@ class PooledUsersBandit(ClusteredLinearBandit):
     pool : ndarray (N, dim)
         Per-user preference vectors, e.g. :func:`~privbandits.datasets.movielens.preference_vectors`.
     n_users, n_arms : int
+    draw : bool
+        Sample the users per reset (default) or take the pool's first rows.
     """
 
-    def __init__(self, pool: np.ndarray, n_users: int = 40, n_arms: int = 10) -> None:
+    def __init__(self, pool: np.ndarray, n_users: int = 40, n_arms: int = 10, *, draw: bool = True) -> None:
         pool = np.asarray(pool, dtype=float)
         if pool.ndim != 2 or not 1 <= n_users <= len(pool):
             raise ValueError(f"pool must be (N, dim) with N >= n_users = {n_users}, got shape {pool.shape}")
         super().__init__(n_users, 1, pool.shape[1], n_arms, construction=Construction.REFERENCE)
-        self.pool = pool
+        self.pool, self.draw = pool, draw
 
     def reset(self, rng: np.random.Generator) -> None:
         self._rng = rng
-        self.user_thetas = self.pool[rng.choice(len(self.pool), self.n_users, replace=False)]
+        rows = rng.choice(len(self.pool), self.n_users, replace=False) if self.draw else np.arange(self.n_users)
+        self.user_thetas = self.pool[rows]
         self.thetas, cluster_of = np.unique(self.user_thetas, axis=0, return_inverse=True)
         self.cluster_of = cluster_of.reshape(-1).astype(np.int64)
         self.n_clusters = len(self.thetas)
         self._pos = _CHUNK_ROUNDS
 
     def describe(self) -> str:
-        return f"PooledUsersBandit(pool={len(self.pool)}, n={self.n_users}, d={self.dim}, K={self.n_arms})"
+        first = "" if self.draw else ", first rows"
+        return f"PooledUsersBandit(pool={len(self.pool)}{first}, n={self.n_users}, d={self.dim}, K={self.n_arms})"
