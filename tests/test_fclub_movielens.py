@@ -16,6 +16,7 @@ from privbandits.datasets.movielens import (
     user_features,
 )
 from privbandits.envs.clustered import PooledUsersBandit
+from privbandits.experiments.fclub_paper import Setting
 
 
 def write_ratings(path, groups: int = 3, per_group: int = 20, movies_per_group: int = 30, seed: int = 0):
@@ -108,6 +109,20 @@ def test_pooled_users_environment_samples_users_and_derives_their_clusters():
     assert not np.array_equal(first, env.user_thetas)  # another seed, another sample of users
     with pytest.raises(ValueError, match="N >= n_users"):
         PooledUsersBandit(prefs.user_thetas, n_users=81)
+    fixed = PooledUsersBandit(prefs.user_thetas, n_users=20, n_arms=5, draw=False)
+    for seed in (0, 1):
+        fixed.reset(np.random.default_rng(seed))
+        np.testing.assert_array_equal(fixed.user_thetas, prefs.user_thetas[:20])  # the reference code's first users
+
+
+@pytest.mark.skipif(default_fclub_data_path() is None, reason="../shared/data/fclub is absent")
+def test_reference_users_are_the_reference_codes_first_forty():
+    """Spec §7.7: its MovieLens users are the first 40 of its 1000 vectors: 6 distinct θ's, one shared by 31."""
+    env = Setting(kind="movielens-reference").environment()
+    env.reset(np.random.default_rng(0))
+    assert sorted(np.bincount(env.cluster_of).tolist()) == [1, 1, 2, 2, 3, 31]
+    with pytest.raises(ValueError, match="kind must be one of"):
+        Setting(kind="yelp")
 
 
 @pytest.mark.skipif(default_fclub_data_path() is None, reason="../shared/data/fclub is absent")
