@@ -360,8 +360,8 @@ def fig2_reproduction(
     tasks = [(a, s, T, seed) for s, T in settings.items() for seed in range(seeds) for a in algorithms]
     started = time.perf_counter()
     points = run_points(out / "fclub-runs.json", tasks, jobs, progress)
-    fig, axes = plt.subplots(1, len(settings), figsize=(7 * len(settings), 5), dpi=110, squeeze=False)
-    for ax, (setting, T) in zip(axes[0], settings.items(), strict=True):
+    fig, axes = plt.subplots(2, len(settings), figsize=(7 * len(settings), 9), dpi=110, squeeze=False)
+    for ax, zoom, (setting, T) in zip(axes[0], axes[1], settings.items(), strict=True):
         rounds = kept_rounds(T)
         rows = [["algorithm", "final regret (mean ± std)", "last-quarter slope / mean slope", "clusters found",
                  "ms / round", "releases with ‖H‖ > ρ"]]  # fmt: skip
@@ -379,12 +379,17 @@ def fig2_reproduction(
             rows.append([name, f"{mean[-1]:,.0f} ± {std[-1]:,.0f}", f"{linearity[name]:.2f}",
                          "–" if found[0] is None else f"{sum(found)}/{seeds}",
                          f"{np.mean([run['ms_per_round'] for run in runs]):.3f}", str(exceeded)])  # fmt: skip
-            (line,) = ax.plot(rounds, mean, label=name, ls="--" if name == FAITHFUL else "-")
-            ax.fill_between(rounds, mean - std, mean + std, color=line.get_color(), alpha=0.15)
+            for panel in (ax, zoom):
+                (line,) = panel.plot(rounds, mean, label=name, ls="--" if name == FAITHFUL else "-")
+                panel.fill_between(rounds, mean - std, mean + std, color=line.get_color(), alpha=0.15)
         report.tables[f"Fig. 2, {_title(setting, T)}"] = rows
         ax.set(xlabel="round t", ylabel="cumulative regret", title=_title(setting, T))
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
+        sublinear = [finals[n].mean() for n in finals if n not in (FAITHFUL, "Homo", "Homo-DC")]
+        zoom.set(xlabel="round t", ylabel="cumulative regret", title="zoom: without the linear curves",
+                 ylim=(0, 1.3 * max(sublinear, default=1.0)))  # fmt: skip
+        for panel in (ax, zoom):
+            panel.grid(True, alpha=0.3)
+            panel.legend(fontsize=7)
         where = f"Fig. 2, {setting.kind}"
         if all(a in finals for a in ("FCLUB", "FCLUB-DC", "CLUB", "SCLUB", "LinUCB")) and seeds > 1:
             for cdp in ("CDP-FCLUB-DC", FAITHFUL):
