@@ -60,14 +60,26 @@ def allmax(ctx: Engine, x: ArithmeticShares) -> ArithmeticShares:
     return bits[..., 0]
 
 
-def argmax(ctx: Engine, x: ArithmeticShares, gamma: ArithmeticShares | None = None) -> ArithmeticShares:
+def argmax(
+    ctx: Engine, x: ArithmeticShares, gamma: ArithmeticShares | None = None, *, packed: bool = False
+) -> ArithmeticShares:
     """One-hot ``[z]`` of a maximum of the last axis, ties broken uniformly at random (§3.9).
 
-    AllMax, times a secret permutation γ of 1..|A| (fresh from the dealer unless given,
-    integer shares), then AllMax again: the γ values are distinct, so exactly one maximum
-    survives.
+    Alg. 2: AllMax, times a secret permutation γ of 1..|A| (fresh from the dealer unless
+    given, integer shares), then AllMax again: the γ values are distinct, so exactly one
+    maximum survives. ``packed``: one AllMax of the distinct keys x·2^k + γ (k bits hold γ),
+    which picks the same element (the maximum with the largest γ) in half the rounds; the
+    keys must stay below 2^62 as words, which is the caller's to ensure (:func:`packed_bits`).
     """
-    maxima = allmax(ctx, x)
     if gamma is None:
         gamma = ctx.dealer.permutation(x.shape[-1], x.shape[:-1])
+    if packed:
+        keys = x.shares * np.uint64(1 << packed_bits(x.shape[-1])) + gamma.shares
+        return allmax(ctx, ArithmeticShares(keys, 0))
+    maxima = allmax(ctx, x)
     return allmax(ctx, mul(ctx, maxima, gamma))
+
+
+def packed_bits(size: int) -> int:
+    """Bits that hold γ ∈ 1..size below the scores in :func:`argmax`'s packed keys."""
+    return size.bit_length()

@@ -39,6 +39,7 @@ import numpy as np
 from privbandits.comm import ROUND, SETUP, Network, Party
 from privbandits.mpc import Engine
 from privbandits.mpc.approximations import NR_ITERATIONS
+from privbandits.mpc.comparison import packed_bits
 from privbandits.mpc.sharing import ArithmeticShares, concatenate, expand
 from privbandits.mpc.truncation import TRUNCATION_MODES
 from privbandits.privacy import epsilon_greedy
@@ -48,6 +49,11 @@ MAX_PRECISION = 26
 """Scores are compared at 2L fractional bits inside the 62-bit range of an exact comparison."""
 
 MASK_ENCODINGS = ("integer", "fixed_point")
+
+PACKED_KEY_BITS = 54
+"""Scale plus γ bits up to which the argmax packs (s̃, γ) into one key (:func:`~privbandits.mpc.comparison.argmax`):
+it leaves 8 bits, |s̃| < 128, below the 62-bit range of the comparison; above (L > 24 with 10 arms) Alg. 2's
+two AllMax run instead."""
 
 CHECKPOINT = "checkpoint"
 """Phase (and ledger mechanism suffix) of a decrypted model checkpoint (spec §6.5)."""
@@ -312,13 +318,15 @@ def private_choice(
     uniforms: ArithmeticShares,
     gamma: ArithmeticShares,
 ) -> ArithmeticShares:
-    """Alg. 1 steps 3–4 over any leading batch axes: s̃ = s + y(v − s), then Argmax (Alg. 2).
+    """Alg. 1 steps 3–4 over any leading batch axes: s̃ = s + y(v − s), then Argmax (Alg. 2),
+    packed into one AllMax of (s̃, γ) keys while they fit (:data:`PACKED_KEY_BITS`): same choice.
 
     ``scores`` and ``uniforms`` (…, |A|) share a scale; the coin y (…) and the
     permutation γ (…, |A|) are integers. Returns the one-hot (integer shares).
     """
     noisy = scores + engine.mul(coin[..., None], uniforms - scores)
-    return engine.argmax(noisy, gamma)
+    packed = noisy.scale + packed_bits(noisy.shape[-1]) <= PACKED_KEY_BITS
+    return engine.argmax(noisy, gamma, packed=packed)
 
 
 def plaintext_choice(scores: np.ndarray, coin: np.ndarray, uniforms: np.ndarray, gamma: np.ndarray) -> np.ndarray:
