@@ -56,6 +56,7 @@ def test_fig2_and_fig4_share_resumable_runs(tmp_path, monkeypatch):
     assert "FCLUB (full communication)" in fig4.claims[0].statement
     rows = fig4.tables["Fig. 4, synthetic (reference construction), T = 126"]
     assert [r[0] for r in rows[1:]] == list(fclub_paper.COMMUNICATING)
+    assert all(r[-1].endswith("(2/2)") and float(r[-1].split()[0]) > 0 for r in rows[1:])  # payload MB, every seed
 
 
 def test_reproductions_are_registered():

@@ -202,6 +202,7 @@ def _simulate(task: tuple[str, Setting, int, int]) -> dict:
         "regret": outcome.regret[rounds].round(3).tolist(),
         "communication": outcome.communication[rounds].tolist(),
         "reference_communication": counts.reference,
+        "bytes": getattr(outcome.bandit, "traffic", None) and outcome.bandit.traffic.total().bytes,
         "ms_per_round": outcome.ms_per_round,
         "clusters_found": _clusters_found(outcome, env, setting.n_servers),
         "rho_exceeded": getattr(getattr(outcome.bandit, "repairs", None), "rho_exceeded", 0),
@@ -438,7 +439,8 @@ def fig4_reproduction(
     for ax, (setting, T) in zip(axes[0], settings.items(), strict=True):
         rounds = kept_rounds(T)
         ends = [np.searchsorted(rounds, 2**s - 2) for s in range(2, T.bit_length() + 1) if 2**s - 2 <= T]
-        rows = [["algorithm", "C(T), paper's count", "reference code's count", "per phase, last three phases"]]
+        rows = [["algorithm", "C(T), paper's count", "reference code's count", "per phase, last three phases",
+                 "payload MB (seeds measured)"]]  # fmt: skip
         final, growth = {}, {}
         for name in COMMUNICATING:
             curves = _curves(points, name, setting, T, seeds, "communication")
@@ -448,8 +450,11 @@ def fig4_reproduction(
             growth[name] = per_phase[-1] / per_phase[-2]
             reference = np.mean([points[_task_key(name, setting, T, s)]["reference_communication"]
                                  for s in range(seeds)])  # fmt: skip
+            measured = [points[_task_key(name, setting, T, s)].get("bytes") for s in range(seeds)]
+            measured = [b for b in measured if b is not None]
+            payload = f"{np.mean(measured) / 1e6:,.1f} ({len(measured)}/{seeds})" if measured else "not recorded"
             rows.append([name, f"{mean[-1]:,.0f} ± {curves[:, -1].std():,.0f}", f"{reference:,.0f}",
-                         " → ".join(f"{v:,.0f}" for v in per_phase)])  # fmt: skip
+                         " → ".join(f"{v:,.0f}" for v in per_phase), payload])  # fmt: skip
             (line,) = ax.plot(rounds, mean, label=name, ls="--" if name == FAITHFUL else "-")
             ax.fill_between(rounds, mean - curves.std(axis=0), mean + curves.std(axis=0), color=line.get_color(),
                             alpha=0.15)  # fmt: skip
@@ -481,7 +486,8 @@ def fig4_reproduction(
         "Faithful CDP: every upload adds 3ρI, so Eq. 5 holds by itself while a cluster's copy holds fewer than "
         "about d/ln U ≈ 1000 such shifts: after each renewal (the noisy merge changes the partition at most phase "
         "starts) every visit uploads again for a while, hence the staircase (tests/test_fclub_reductions.py).",
-        "Runs are shared with fclub-fig2 (same fclub-runs.json).",
+        "Runs are shared with fclub-fig2 (same fclub-runs.json). Payload bytes are the traffic ledger's sum over "
+        "every message (float64 statistics); runs cached before bytes were recorded are left out of that mean.",
     ]
     return report
 
