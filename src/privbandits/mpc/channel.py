@@ -41,6 +41,10 @@ class Channel:
         self.network = network
         self.parties = [Party(name, network) for name in names]
         self.names = tuple(names)
+        # (sender index, sender, receiver) of every link, and the links into party 0 first
+        self._links = [(i, s, r) for i, s in enumerate(self.names) for r in self.names if r != s]
+        self._inbound = sorted(((s, r) for _, s, r in self._links), key=lambda link: link[1] != self.names[0])
+        self._first = len(self.names) - 1
 
     def _all_to_all(self, payloads: Sequence[Message], kind: str) -> list[Message]:
         """Each party sends its payload to every other; returns what party 0 received.
@@ -48,18 +52,11 @@ class Channel:
         Every party receives (so the queues drain and the Lamport clocks advance);
         all of them get the same messages, so one list stands for everyone's view.
         """
-        for sender, payload in zip(self.parties, payloads, strict=True):
-            for receiver in self.names:
-                if receiver != sender.name:
-                    sender.send(receiver, payload)
-        first: list[Message] = []
-        for index, receiver in enumerate(self.parties):
-            for sender in self.names:
-                if sender != receiver.name:
-                    received = receiver.receive(kind, sender)
-                    if index == 0:
-                        first.append(received)
-        return first
+        send, receive = self.network.send, self.network.receive
+        for index, sender, receiver in self._links:
+            send(sender, receiver, payloads[index])
+        received = [receive(receiver, kind, sender) for sender, receiver in self._inbound]
+        return received[: self._first]
 
     def _broadcast(self, shares: np.ndarray) -> list[np.ndarray]:
         """Every party sends its share (party axis 0) to all others in 1 round; the others' shares as received."""
