@@ -123,6 +123,8 @@ def test_reference_users_are_the_reference_codes_first_forty():
     assert sorted(np.bincount(env.cluster_of).tolist()) == [1, 1, 2, 2, 3, 31]
     with pytest.raises(ValueError, match="kind must be one of"):
         Setting(kind="yelp")
+    with pytest.raises(ValueError, match=r"the reference MovieLens vectors have d = 10, got dim=5"):
+        Setting(kind="movielens-reference", dim=5).environment()
 
 
 @pytest.mark.skipif(default_fclub_data_path() is None, reason="../shared/data/fclub is absent")
