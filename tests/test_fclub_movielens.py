@@ -134,3 +134,14 @@ def test_recipe_on_the_shipped_movielens_matrix_gives_four_separated_clusters():
     assert binary.shape == (500, 500) and np.bincount(prefs.labels).min() > 50
     gaps = np.linalg.norm(prefs.centres[:, None] - prefs.centres[None], axis=-1)[np.triu_indices(4, 1)]
     assert gaps.min() > 0.3
+
+
+def test_reference_users_name_the_missing_file(monkeypatch):
+    from privbandits.experiments import fclub_paper
+
+    monkeypatch.setattr(fclub_paper, "default_fclub_data_path", lambda: None)
+    fclub_paper._reference_vectors.cache_clear()
+    with pytest.raises(FileNotFoundError, match="ml_1000user_d10.npy is absent: movielens-reference needs it"):
+        Setting(kind="movielens-reference").environment()
+    assert not fclub_paper.movielens_available("movielens-reference")
+    fclub_paper._reference_vectors.cache_clear()
