@@ -26,6 +26,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import socket
 import statistics
 import sys
 import tempfile
@@ -34,8 +35,10 @@ from pathlib import Path
 
 import numpy as np
 
-from privbandits.comm import ROUND, InMemoryNetwork, Message, Party, TlsCredentials, TlsNetwork, message
-from privbandits.comm.tls import bind_listener
+from privbandits.comm import ROUND, InMemoryNetwork, Message, Party, TlsCredentials, TlsNetwork, frames, message
+from privbandits.comm.codec import Envelope, encode
+from privbandits.comm.frames import FrameType
+from privbandits.comm.tls import bind_listener, client_context, server_context
 from privbandits.deploy.certs import write_development_pki
 
 
@@ -72,6 +75,48 @@ def ping_pong_tls(pki, n_floats: int, count: int, warmup: int) -> list[float]:
                 times.append(time.perf_counter() - start)
         network.close()
     finally:
+        child.join(30)
+        if child.is_alive():
+            child.kill()
+    return times
+
+
+def _raw_echo(port: int, credentials, size: int, count: int) -> None:
+    raw = socket.create_connection(("127.0.0.1", port))
+    raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    with client_context(credentials).wrap_socket(raw) as sock:
+        for _ in range(count):
+            sock.sendall(_recv_exactly(sock, size))
+
+
+def _recv_exactly(sock, size: int) -> bytearray:
+    buffer, got = bytearray(size), 0
+    view = memoryview(buffer)
+    while got < size:
+        got += sock.recv_into(view[got:], size - got)
+    return buffer
+
+
+def ping_pong_raw_tls(pki, size: int, count: int, warmup: int) -> list[float]:
+    """The floor: the same bytes over a bare mutual-TLS socket (no framing, codec or ledger)."""
+    listener = bind_listener()
+    child = multiprocessing.get_context("spawn").Process(
+        target=_raw_echo, args=(listener.getsockname()[1], pki["b"], size, count + warmup)
+    )
+    child.start()
+    try:
+        raw, _ = listener.accept()
+        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with server_context(pki["a"]).wrap_socket(raw, server_side=True) as sock:
+            data, times = bytes(size), []
+            for i in range(count + warmup):
+                start = time.perf_counter()
+                sock.sendall(data)
+                _recv_exactly(sock, size)
+                if i >= warmup:
+                    times.append(time.perf_counter() - start)
+    finally:
+        listener.close()
         child.join(30)
         if child.is_alive():
             child.kill()
@@ -257,16 +302,21 @@ def main() -> None:
         ca, files = write_development_pki(Path(folder), ["a", "b"])
         pki = {name: TlsCredentials(ca, f.certificate, f.key) for name, f in files.items()}
         print(f"Ping-pong round trip, median of {count} (a in this process, b in another for TLS):")
-        columns = ("in-memory", "+ codec", "mutual TLS", "TLS / memory", "TLS / codec")
+        columns = ("in-memory", "+ codec", "bare TLS", "mutual TLS", "TLS / codec", "TLS / bare")
         print(f"{'payload':>10} " + " ".join(f"{column:>12}" for column in columns))
         for n_floats in (10, 1000, 100_000) if count else ():
             size = count if n_floats < 100_000 else max(200, count // 20)
             memory = statistics.median(ping_pong_memory(n_floats, size, serialize=False))
             codec = statistics.median(ping_pong_memory(n_floats, size, serialize=True))
-            tls = statistics.median(ping_pong_tls(pki, n_floats, size, warmup=min(200, size // 10)))
+            warmup = min(200, size // 10)
+            tls = statistics.median(ping_pong_tls(pki, n_floats, size, warmup=warmup))
+            frame = len(
+                frames.pack(FrameType.DATA, 0, 0, encode(Envelope("a", "b", ROUND, Payload(np.zeros(n_floats)))))
+            )
+            bare = statistics.median(ping_pong_raw_tls(pki, frame, size, warmup=warmup))
             print(
-                f"{8 * n_floats:>9}B {memory * 1e6:>10.1f}µs {codec * 1e6:>10.1f}µs {tls * 1e6:>10.1f}µs "
-                f"{tls / memory:>11.1f}× {tls / codec:>11.1f}×"
+                f"{8 * n_floats:>9}B {memory * 1e6:>10.1f}µs {codec * 1e6:>10.1f}µs {bare * 1e6:>10.1f}µs "
+                f"{tls * 1e6:>10.1f}µs {tls / codec:>11.1f}× {tls / bare:>11.1f}×"
             )
 
     if not args.skip_vfucb:

@@ -55,6 +55,13 @@ def test_codec_round_trip_keeps_every_field():
     assert ints.dtype == np.uint64 and ints.tolist() == [0, 1, 2]
 
 
+def _reheader(data: bytes, old: bytes, new: bytes) -> bytes:
+    """The message with ``old`` replaced by ``new`` in its JSON header, the header length kept right."""
+    length = int.from_bytes(data[:4], "big")
+    head = data[4 : 4 + length].replace(old, new)
+    return len(head).to_bytes(4, "big") + head + data[4 + length :]
+
+
 @pytest.mark.parametrize(
     ("mangle", "error"),
     [
@@ -62,6 +69,8 @@ def test_codec_round_trip_keeps_every_field():
         (lambda data: data[:10], r"truncated header: need \d+ bytes, got 10"),
         (lambda data: data[:-8], r"truncated array 'values': need 96 bytes at offset \d+"),
         (lambda data: data + b"xy", "2 unexpected trailing bytes after the arrays"),
+        (lambda data: _reheader(data, b"[3,4]", b"[-3,4]"), r"array 'values' has an invalid shape \[-3, 4\]"),
+        (lambda data: _reheader(data, b"[3,4]", b"[3,4.0]"), r"array 'values' has an invalid shape \[3, 4.0\]"),
         (lambda data: data.replace(b'"test.sample"', b'"test.nope!!"'), "bad message header: .*unknown message kind"),
         (
             lambda data: data.replace(b'"label"', b'"lobel"'),

@@ -9,8 +9,9 @@ message through them to prove a protocol uses nothing but what is sent.
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import json
+import math
 import struct
 from typing import NamedTuple
 
@@ -38,26 +39,80 @@ class Envelope(NamedTuple):
 def encode(envelope: Envelope) -> bytes:
     """Serialise an envelope (arrays as little-endian raw bytes)."""
     scalars, arrays, buffers = {}, [], []
-    for field in dataclasses.fields(envelope.message):
-        value = getattr(envelope.message, field.name)
+    message = envelope.message
+    for name in message.field_names:
+        value = getattr(message, name)
         if isinstance(value, np.ndarray):
             data = np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<"))
             if data.dtype.str not in _ALLOWED_DTYPES:
-                raise TypeError(f"field {field.name!r} has unsupported dtype {value.dtype}")
-            arrays.append({"name": field.name, "dtype": data.dtype.str, "shape": list(data.shape)})
+                raise TypeError(f"field {name!r} has unsupported dtype {value.dtype}")
+            arrays.append((name, data.dtype.str, data.shape))
             buffers.append(data.tobytes())
         else:
-            scalars[field.name] = value.item() if isinstance(value, np.generic) else value
-    header = {
-        "sender": envelope.sender,
-        "receiver": envelope.receiver,
-        "phase": envelope.phase,
-        "kind": envelope.message.kind,
-        "scalars": scalars,
-        "arrays": arrays,
-    }
-    head = json.dumps(header, separators=(",", ":")).encode()
+            scalars[name] = value.item() if isinstance(value, np.generic) else value
+    route = (envelope.sender, envelope.receiver, envelope.phase, message.kind)
+    # a header without scalars repeats (an MPC opening's differs only in its arrays' bytes): cached
+    head = _array_header(route, tuple(arrays)) if not scalars else _header(route, scalars, arrays)
     return _LENGTH.pack(len(head)) + head + b"".join(buffers)
+
+
+def _header(route: tuple[str, str, str, str], scalars: dict, arrays: list | tuple) -> bytes:
+    sender, receiver, phase, kind = route
+    header = {
+        "sender": sender,
+        "receiver": receiver,
+        "phase": phase,
+        "kind": kind,
+        "scalars": scalars,
+        "arrays": [{"name": name, "dtype": dtype, "shape": list(shape)} for name, dtype, shape in arrays],
+    }
+    return json.dumps(header, separators=(",", ":")).encode()
+
+
+@functools.lru_cache(maxsize=4096)
+def _array_header(route: tuple[str, str, str, str], arrays: tuple) -> bytes:
+    return _header(route, {}, arrays)
+
+
+class _Layout(NamedTuple):
+    """A checked header: the route, the message class, its scalar fields and each array's place."""
+
+    sender: str
+    receiver: str
+    phase: str
+    cls: type[Message]
+    scalars: dict
+    arrays: tuple[tuple[str, np.dtype, tuple[int, ...], int], ...]
+    """``(name, dtype, shape, element count)`` per array, in payload order."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _layout(head: bytes) -> _Layout:
+    """Parse and check a header once (bytes seen before come from the cache; errors are not cached)."""
+    try:
+        header = json.loads(head)
+        kind = header["kind"]
+        cls = message_class(kind)
+        scalars, specs = dict(header["scalars"]), list(header["arrays"])
+        route = (str(header["sender"]), str(header["receiver"]), str(header["phase"]))
+        arrays = []
+        for spec in specs:
+            name, dtype, shape = spec["name"], spec["dtype"], spec["shape"]
+            if dtype not in _ALLOWED_DTYPES:
+                raise MessageDecodeError(f"field {name!r} has unsupported dtype {dtype!r}")
+            if not isinstance(shape, list) or not all(type(n) is int and n >= 0 for n in shape):
+                raise MessageDecodeError(f"array {name!r} has an invalid shape {shape}")
+            arrays.append((name, np.dtype(dtype), tuple(shape), math.prod(shape)))
+    except MessageDecodeError:
+        raise
+    except (ValueError, KeyError, TypeError) as exc:
+        raise MessageDecodeError(f"bad message header: {exc}") from None
+    names = [*scalars, *(name for name, *_ in arrays)]
+    expected = set(cls.field_names)
+    if len(names) != len(expected) or set(names) != expected:
+        missing, extra = sorted(expected - set(names)), sorted(set(names) - expected)
+        raise MessageDecodeError(f"{kind!r} message fields do not match: missing {missing}, unexpected {extra}")
+    return _Layout(*route, cls, scalars, tuple(arrays))
 
 
 def decode(data: bytes) -> Envelope:
@@ -68,26 +123,14 @@ def decode(data: bytes) -> Envelope:
     end = _LENGTH.size + head_length
     if len(data) < end:
         raise MessageDecodeError(f"truncated header: need {end} bytes, got {len(data)}")
-    try:
-        header = json.loads(data[_LENGTH.size : end])
-        kind = header["kind"]
-        cls = message_class(kind)
-    except (ValueError, KeyError) as exc:
-        raise MessageDecodeError(f"bad message header: {exc}") from None
-    fields, offset = dict(header["scalars"]), end
-    for spec in header["arrays"]:
-        if spec["dtype"] not in _ALLOWED_DTYPES:
-            raise MessageDecodeError(f"field {spec['name']!r} has unsupported dtype {spec['dtype']!r}")
-        dtype, shape = np.dtype(spec["dtype"]), tuple(spec["shape"])
-        size = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+    layout = _layout(bytes(data[_LENGTH.size : end]))
+    fields, offset = dict(layout.scalars), end
+    for name, dtype, shape, count in layout.arrays:
+        size = dtype.itemsize * count
         if offset + size > len(data):
-            raise MessageDecodeError(f"truncated array {spec['name']!r}: need {size} bytes at offset {offset}")
-        fields[spec["name"]] = np.frombuffer(data, dtype, int(np.prod(shape)), offset).reshape(shape).copy()
+            raise MessageDecodeError(f"truncated array {name!r}: need {size} bytes at offset {offset}")
+        fields[name] = np.frombuffer(data, dtype, count, offset).reshape(shape).copy()
         offset += size
     if offset != len(data):
         raise MessageDecodeError(f"{len(data) - offset} unexpected trailing bytes after the arrays")
-    expected = {f.name for f in dataclasses.fields(cls)}
-    if set(fields) != expected:
-        missing, extra = sorted(expected - set(fields)), sorted(set(fields) - expected)
-        raise MessageDecodeError(f"{kind!r} message fields do not match: missing {missing}, unexpected {extra}")
-    return Envelope(header["sender"], header["receiver"], header["phase"], cls(**fields))
+    return Envelope(layout.sender, layout.receiver, layout.phase, layout.cls(**fields))
