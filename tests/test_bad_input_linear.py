@@ -243,10 +243,17 @@ def test_batched_agents_refuse_bad_input_unchanged(call, name):
         (lambda: BatchedLinUCB(DisjointModel.cold(K, D), 2, alpha=NAN), "alpha"),
         (lambda: BatchedLinUCB(DisjointModel.cold(K, D), 2, refresh_every=0.5), "refresh_every"),
         (lambda: BatchedCodeLinUCB(CodeModel.cold(K, 5), 2, tie_tolerance=INF), "tie_tolerance"),
-        (lambda: DisjointModel(np.tile(-np.eye(D), (K, 1, 1)), np.zeros((K, D))) and BatchedLinUCB(
-            DisjointModel(np.tile(-np.eye(D), (K, 1, 1)), np.zeros((K, D))), 1), "model.A[0]"),
-        (lambda: run_population(DisjointModel.cold(K, D), np.zeros((2, 3, D)), np.zeros((2, 3, K)), alpha=-1.0),
-         "alpha"),
+        (
+            lambda: (
+                DisjointModel(np.tile(-np.eye(D), (K, 1, 1)), np.zeros((K, D)))
+                and BatchedLinUCB(DisjointModel(np.tile(-np.eye(D), (K, 1, 1)), np.zeros((K, D))), 1)
+            ),
+            "model.A[0]",
+        ),
+        (
+            lambda: run_population(DisjointModel.cold(K, D), np.zeros((2, 3, D)), np.zeros((2, 3, K)), alpha=-1.0),
+            "alpha",
+        ),
     ],
 )
 def test_batched_constructors_refuse_bad_parameters(make, name):

@@ -893,8 +893,7 @@ def incompatibility(env: Any, policy: Any) -> str | None:
         )
     if getattr(policy, "per_arm_only", False) and not env.per_arm_contexts:
         return (
-            f"kind {policy.kind!r} keeps one θ over one context per arm; environment {name} gives one "
-            "context per round"
+            f"kind {policy.kind!r} keeps one θ over one context per arm; environment {name} gives one context per round"
         )
     if isinstance(policy, PlaintextMPCEpsilonGreedyConfig):
         if env.per_arm_contexts:

@@ -150,9 +150,7 @@ class PrivateLinUCB(ABC):
         self.epsilon, self.delta = float(epsilon), float(delta)
         self.horizon = checked["horizon"]
         self.alpha, self.reg = float(alpha), float(reg)
-        self.failure_probability = (
-            1.0 / self.horizon if failure_probability is None else float(failure_probability)
-        )
+        self.failure_probability = 1.0 / self.horizon if failure_probability is None else float(failure_probability)
         self.shift_regularizer = checked["shift_regularizer"]
         self.tie_break, self.tie_tolerance = checked["tie_break"], float(tie_tolerance)
         self.rng = as_generator(rng)

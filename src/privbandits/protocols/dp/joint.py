@@ -65,8 +65,9 @@ class JointDPLinUCB(PrivateLinUCB):
         self.levels = tree_levels(self.horizon)
         self._noise_std = joint_noise_std(self.epsilon, self.delta, self.horizon)
         self.upsilon = (
-            spectral_bound(self._noise_std * math.sqrt(2 * self.levels), self.dim, self.horizon,
-                           self.failure_probability)
+            spectral_bound(
+                self._noise_std * math.sqrt(2 * self.levels), self.dim, self.horizon, self.failure_probability
+            )
             if self.private
             else 0.0
         )
