@@ -16,9 +16,33 @@ Liu, Zhao, Yu, Li & Lui, UAI 2022. Parties and messages:
   (or, in the non-private variants, shifted) cluster sums.
 * :class:`FederatedClusteredBandit` wires them on one network and plays rounds.
 
+The message boundary is the only one: a party reads nothing of another party's
+objects, and no party shares a mutable object with another. What a party cannot
+compute from its own state arrives as a message, so the same party code can run
+alone in its own process:
+
+* the global server learns how many phase uploads a server sends from the
+  ``last`` flag of its last :class:`PhaseUpload` (the end of the server's batch);
+* a local server learns whether renewals follow from the :class:`PhaseEnd` the
+  global server sends every server after its merge (phase ``phase_end``);
+* with ``rebuild_local_copies`` (asynchronous), the reference code's per-round
+  Eq. 6 check is a :class:`DownloadCheck` from the arriving user's local cluster
+  (phase ``check``), so the global server counts the idle downloads itself;
+* each local server keeps its own privacy ledger of what it released and its own
+  :class:`Repairs`; the global server keeps a ledger of the privatized uploads it
+  received. :meth:`FederatedClusteredBandit.privacy_report`, ``ledger`` and
+  ``repairs`` compose them.
+
+The driver (:class:`FederatedClusteredBandit`) owns the clock and the users'
+arrivals, calls each party's handlers in the order a deployment's event loops
+would run them, and counts communication from what the parties report having
+sent or received.
+
 One communication round of the paper is one message between a local server and
 the global server: phase uploads and asynchronous uploads count as uploads,
-renewal pushes and asynchronous downloads as downloads (§8 A23).
+renewal pushes and asynchronous downloads as downloads (§8 A23). The control
+messages above are traffic of their own phases (``phase_end``, ``check``), outside
+the paper's count.
 
 Trigger checks cost O(d²) per round: each local cluster keeps ``M⁻¹`` for
 ``M = S + ΔS`` and ``log det M`` up to date with Sherman–Morrison and the matrix
@@ -79,18 +103,24 @@ from privbandits.validation import (
 GLOBAL = "global"
 DETECT = "detect"
 ASYNC = "async"
+PHASE_END = "phase_end"
+"""Traffic phase of the global server's end-of-detection notices (:class:`PhaseEnd`)."""
+CHECK = "check"
+"""Traffic phase of the per-round Eq. 6 checks that count idle downloads (:class:`DownloadCheck`)."""
 PRIVACY_UNIT = "one (x, y) pair of a local cluster, against parties outside its server (cluster DP)"
 
 
 @message("fclub.phase_upload")
 class PhaseUpload(Message):
-    """Local → global at a phase start: ``(Ṽ, b̃, T̃)`` of one local cluster and its size (Alg. 2 line 5)."""
+    """Local → global at a phase start: ``(Ṽ, b̃, T̃)`` of one local cluster and its size (Alg. 2 line 5);
+    ``last`` marks the server's last phase upload of this detection (the end of its batch)."""
 
     cluster: int
     size: int
     gram: np.ndarray
     moment: np.ndarray
     count: int
+    last: bool
 
 
 @message("fclub.upload")
@@ -122,6 +152,23 @@ class Download(Message):
     gram: np.ndarray
     moment: np.ndarray
     count: int
+
+
+@message("fclub.phase_end")
+class PhaseEnd(Message):
+    """Global → every local server after the merge (Alg. 2 line 8): ``renewal`` says whether one
+    :class:`Renewal` per local cluster of the server was sent (line 13) or none."""
+
+    renewal: bool
+
+
+@message("fclub.download_check")
+class DownloadCheck(Message):
+    """Local → global in a round without an upload, with ``rebuild_local_copies`` only: local cluster ``cluster``
+    served a user, so the global server checks Eq. 6 for its global cluster's members, as the reference code
+    does every round; a check that passes with nothing to download is counted (``idle_downloads``), not sent."""
+
+    cluster: int
 
 
 @numba.njit(cache=True)
@@ -158,10 +205,15 @@ def _absorb(x, y, V, b, raw_S, raw_u, M_inv, v, R_inv, theta_R):
 @dataclass
 class Repairs:
     """Numerical events (§8 A15): Gram matrices repaired to be positive definite, and
-    releases whose noise had ‖H‖_op > ρ (the w.h.p. bound of Eq. 7 failed)."""
+    releases whose noise had ‖H‖_op > ρ (the w.h.p. bound of Eq. 7 failed).
+
+    Each local server keeps its own; ``a + b`` composes them."""
 
     not_positive_definite: int = 0
     rho_exceeded: int = 0
+
+    def __add__(self, other: Repairs) -> Repairs:
+        return Repairs(self.not_positive_definite + other.not_positive_definite, self.rho_exceeded + other.rho_exceeded)
 
 
 def _spd_inverse(matrix: np.ndarray, repair: PDRepair, floor: float, repairs: Repairs) -> tuple[np.ndarray, float]:
@@ -213,6 +265,9 @@ class _LocalCluster:
 class LocalServer(Party):
     """Local server ℓ: serves its users, detects local clusters, uploads cluster statistics.
 
+    It learns about the others only from messages: the global statistics from
+    :class:`Renewal` and :class:`Download`, whether renewals follow from :class:`PhaseEnd`.
+
     Parameters
     ----------
     name : str
@@ -221,10 +276,16 @@ class LocalServer(Party):
         Global ids of the users this server holds (disjoint across servers).
     dim : int
     calibration : Calibration
+        The run's public constants (its own instance: nothing is shared with other parties).
     rng : numpy.random.Generator
         The server's own randomness (its privatizers' noise).
+
+    Attributes
+    ----------
     ledger : PrivacyLedger
-        Where every privatized release is recorded.
+        Every release this server made (privatized, or raw with noise only in the trigger).
+    repairs : Repairs
+        Its own numerical events.
     """
 
     def __init__(
@@ -235,12 +296,10 @@ class LocalServer(Party):
         dim: int,
         calibration: Calibration,
         rng: np.random.Generator,
-        ledger: PrivacyLedger,
-        repairs: Repairs,
     ) -> None:
         super().__init__(name, network)
         self.users, self.dim, self.cal, self.config = users, dim, calibration, calibration.config
-        self.ledger, self.repairs = ledger, repairs
+        self.ledger, self.repairs = PrivacyLedger(), Repairs()
         self.rng, self.tie_rng = rng.spawn(2)
         n = len(users)
         self.V, self.b = np.zeros((n, dim, dim)), np.zeros((n, dim))
@@ -313,18 +372,31 @@ class LocalServer(Party):
             cluster.H, cluster.h = self._draw(cluster, cluster.async_tree, "async")
         self._start_buffer(cluster)
 
-    def receive_download(self) -> None:
-        """Absorb one download (Alg. 4) into the cluster's synchronized copy."""
+    def receive_download(self) -> bool:
+        """Absorb one download (Alg. 4) into the cluster's synchronized copy.
+
+        Returns whether the cluster holds the shared copy of ``shared_statistics_defect`` (the reference code
+        counts no download for it).
+        """
         msg = self.receive(Download.kind, GLOBAL)
         cluster = self.clusters[msg.cluster]
         cluster.S += msg.gram
         cluster.u += msg.moment
         cluster.T += msg.count
         self._refactor(cluster)
+        return cluster.shared
+
+    def check_download(self, i: int) -> None:
+        """Ask the global server for Eq. 6 on the cluster of user ``i`` (a round without upload; the reference
+        code's per-round check, sent only with ``rebuild_local_copies``)."""
+        self.send(GLOBAL, DownloadCheck(self.cluster_of[i].uid))
 
     # -- phase start ---------------------------------------------------------------
-    def detect(self, t_phase: int) -> None:
-        """Delete edges by Eq. 3, take connected components, send a phase upload per cluster (Alg. 2 lines 3–5)."""
+    def detect(self, t_phase: int) -> int:
+        """Delete edges by Eq. 3, take connected components, send a phase upload per cluster (Alg. 2 lines 3–5).
+
+        The last phase upload says it is the last. Returns how many were sent.
+        """
         cfg = self.config
         n = len(self.users)
         counts = np.asarray(self.counts)
@@ -346,7 +418,8 @@ class LocalServer(Party):
         previous = {frozenset(c.users.tolist()): c for c in self.clusters.values()}
         reset = cfg.lifecycle is Lifecycle.RESET_EVERY_PHASE
         self.clusters, self.cluster_of = {}, [None] * n
-        for label in range(labels.max() + 1):
+        last = int(labels.max())
+        for label in range(last + 1):
             members = np.flatnonzero(labels == label)
             cluster = previous.get(frozenset(members.tolist()))
             if cluster is None:
@@ -358,11 +431,21 @@ class LocalServer(Party):
             for i in members:
                 self.cluster_of[i] = cluster
             cluster.shared = False
-            sent = self._phase_upload(cluster)
+            sent = self._phase_upload(cluster, label == last)
             if cfg.rebuild_local_copies:
                 self._rebuild(cluster, sent)
+        return last + 1
 
-    def _phase_upload(self, cluster: _LocalCluster) -> PhaseUpload:
+    def end_phase(self) -> int:
+        """The end of a detection: the global server's :class:`PhaseEnd`, then, if it announces a renewal, one
+        :class:`Renewal` per local cluster. Returns how many renewals were received."""
+        if not self.receive(PhaseEnd.kind, GLOBAL).renewal:
+            return 0
+        for _ in range(len(self.clusters)):
+            self.receive_renewal()
+        return len(self.clusters)
+
+    def _phase_upload(self, cluster: _LocalCluster, last: bool) -> PhaseUpload:
         """Line 4 (draw H̃) and line 5 (send Ṽ = shift·I + H̃ + ΣV_i, b̃ = h̃ + Σb_i, T̃ = ΣT_i)."""
         members = cluster.users
         gram = self.V[members].sum(axis=0)
@@ -380,7 +463,7 @@ class LocalServer(Party):
         elif self._noisy:
             self._record_raw(cluster)
         count = sum(self.counts[i] for i in members)
-        sent = PhaseUpload(cluster.uid, len(members), gram, moment, count)
+        sent = PhaseUpload(cluster.uid, len(members), gram, moment, count, bool(last))
         self.send(GLOBAL, sent)
         return sent
 
@@ -397,7 +480,7 @@ class LocalServer(Party):
         self._start_buffer(cluster)
 
     def receive_renewal(self) -> None:
-        """Lines 13–16: take the global statistics, draw a new H, start the upload buffer."""
+        """Lines 13–16: take the global statistics, draw a new H, start the upload buffer (see :meth:`end_phase`)."""
         msg = self.receive(Renewal.kind, GLOBAL)
         cluster = self.clusters[msg.cluster]
         cluster.S[:] = msg.gram
@@ -448,6 +531,14 @@ class LocalServer(Party):
     def _record_raw(self, cluster: _LocalCluster) -> None:
         """Ledger entry of an upload sent without noise (noise only in the trigger): no DP guarantee."""
         self.ledger.record(LedgerEntry("fclub.raw_upload", math.inf, None, PRIVACY_UNIT, {"cluster": cluster.uid}))
+
+    def privacy_accounts(self) -> tuple[dict[str, tuple[int, float]], int]:
+        """This server's privatizers ``{id: (releases, noise std)}`` and the most tree nodes one of its users'
+        data has entered, over every privatizer it went through (composed by
+        :meth:`FederatedClusteredBandit.privacy_report`)."""
+        levels = {k: releases.bit_length() for k, (releases, _) in self.release_counts.items()}
+        per_datum = max((sum(levels[k] for k in lineage) for lineage in self.lineage), default=0)
+        return dict(self.release_counts), per_datum
 
     # -- factorizations ------------------------------------------------------------------
     def _start_buffer(self, cluster: _LocalCluster) -> None:
@@ -518,7 +609,19 @@ class _Member:
 
 
 class GlobalServer(Party):
-    """The global server: merges local clusters (Eq. 4), keeps global statistics and download buffers."""
+    """The global server: merges local clusters (Eq. 4), keeps global statistics and download buffers.
+
+    It knows the local servers' names and the run's public constants; everything else arrives as
+    :class:`PhaseUpload`, :class:`Upload` and :class:`DownloadCheck` messages.
+
+    Attributes
+    ----------
+    changed_phases : int
+        Detections whose partition differed from the previous one.
+    idle_downloads : int
+        Eq. 6 checks that passed with nothing to download (``rebuild_local_copies``, asynchronous: the
+        reference code's count).
+    """
 
     def __init__(self, network: Network, servers: list[str], dim: int, calibration: Calibration) -> None:
         super().__init__(GLOBAL, network)
@@ -527,14 +630,68 @@ class GlobalServer(Party):
         self.partition: frozenset[frozenset[tuple[str, int]]] = frozenset()
         self.uploads: dict[tuple[str, int], PhaseUpload] = {}
         self._layout: dict[str, int] | None = None  # local clusters per server at the last merge (MergeRule.REFERENCE)
+        self._renewal = False  # whether the last detection renewed (announced by end_phase)
+        self._count_idle = self.config.rebuild_local_copies and not self.config.synchronous
+        self._received: list[tuple[str, str, int]] = []  # (message kind, sender, cluster) of each private upload
+        self.changed_phases = 0
+        self.idle_downloads = 0
 
-    def receive_phase_uploads(self, counts: dict[str, int]) -> None:
-        """Take ``counts[server]`` phase uploads from each server (Alg. 2 line 5)."""
+    # -- phase start -----------------------------------------------------------------
+    def detect(self, t_phase: int) -> bool:
+        """Alg. 2 at the global server: every server's phase uploads, the merge (line 7) and, if the partition
+        changed or the options renew at every phase, the renewal (lines 8–16). Returns whether it changed.
+
+        ``t_phase`` is the public clock (the phase schedule of §3.2): it sets the tree depth of the merge test.
+        """
+        self.receive_phase_uploads()
+        partition = self.merge(self.cal.depth(t_phase))
+        changed = partition != self.partition
+        self.changed_phases += changed
+        cfg = self.config
+        every_phase = cfg.renew_every_phase or (
+            cfg.lifecycle is Lifecycle.RESET_EVERY_PHASE and cfg.private and not cfg.rebuild_local_copies
+        )
+        self._renewal = changed or every_phase
+        if self._renewal:
+            self.renew(partition)
+        elif cfg.rebuild_local_copies:
+            self.renew(partition, push=False)
+        else:
+            for member in self.members.values():
+                member.cluster.shared = False  # the reference's shared arrays last until the phase ends
+        return changed
+
+    def end_phase(self) -> None:
+        """Tell every local server whether the renewals of :meth:`detect` are waiting for it (:class:`PhaseEnd`)."""
+        for server in self.servers:
+            self.send(server, PhaseEnd(self._renewal))
+
+    def receive_phase_uploads(self) -> None:
+        """Every server's phase uploads, up to the one marked ``last`` (Alg. 2 line 5)."""
         self.uploads = {}
         for server in self.servers:
-            for _ in range(counts[server]):
+            while True:
                 msg = self.receive(PhaseUpload.kind, server)
                 self.uploads[(server, msg.cluster)] = msg
+                if self.config.private:  # a release of the server's privatizer (raw with noise only in the trigger)
+                    self._received.append((msg.kind, server, msg.cluster))
+                if msg.last:
+                    break
+
+    @property
+    def ledger(self) -> PrivacyLedger:
+        """What this server received from the local servers' privatizers, under the guarantee the run claims:
+        ``fclub.pvt`` (ε, δ) per privatized upload, ``fclub.raw_upload`` (∞) with noise only in the trigger."""
+        cfg = self.config
+        if cfg.noise_in_trigger_only:
+            mechanism, epsilon, delta = "fclub.raw_upload", math.inf, None
+        else:
+            mechanism, epsilon, delta = "fclub.pvt", cfg.epsilon, cfg.delta
+        ledger = PrivacyLedger()
+        for kind, server, cluster in self._received:
+            details = {"received": kind, "from": server, "cluster": cluster}
+            ledger.record(LedgerEntry(mechanism, epsilon, delta, PRIVACY_UNIT, details))
+        return ledger
 
     def merge(self, depth: int) -> frozenset[frozenset[tuple[str, int]]]:
         """Global partition P_s: connected components of the Eq. 4 graph over local clusters (§8 A7), or
@@ -625,10 +782,23 @@ class GlobalServer(Party):
         Returns the local clusters whose download is due (Eq. 6), for :meth:`send_download`.
         """
         msg = self.receive(Upload.kind, server)
-        uploader = self.members[(server, msg.cluster)]
+        if self.config.private:
+            self._received.append((msg.kind, server, msg.cluster))
+        key = (server, msg.cluster)
+        uploader = self.members[key]
         cluster = uploader.cluster
         if cluster.shared:
-            return self._shared_upload(uploader, msg)
+            due = self._shared_upload(uploader, msg)
+        else:
+            due = self._absorb_upload(uploader, msg)
+        if self._count_idle:  # downloads change only the due members' S^ℓ: the same count as after them
+            self.idle_downloads += self._idle(key, due)
+        return due
+
+    def _absorb_upload(self, uploader: _Member, msg: Upload) -> list[tuple[str, int]]:
+        """Alg. 3 lines 4–7: the global statistics and the other members' download buffers gain the upload;
+        the members whose Eq. 6 holds are due a download."""
+        cluster = uploader.cluster
         cluster.S += msg.gram
         cluster.u += msg.moment
         cluster.T += msg.count
@@ -692,7 +862,13 @@ class GlobalServer(Party):
                 due.append(key)
         return due
 
-    def idle_downloads(self, key: tuple[str, int], skip: set[tuple[str, int]]) -> int:
+    def receive_download_check(self, server: str) -> None:
+        """A :class:`DownloadCheck`: count, in ``idle_downloads``, the members of its global cluster that pass
+        Eq. 6 with nothing to download (the reference code's per-round check)."""
+        msg = self.receive(DownloadCheck.kind, server)
+        self.idle_downloads += self._idle((server, msg.cluster), ())
+
+    def _idle(self, key: tuple[str, int], skip) -> int:
         """How many members of ``key``'s global cluster (not in ``skip``) pass Eq. 6 with nothing to download:
         the downloads the reference code counts every round (its check carries an empty buffer)."""
         cluster = self.members[key].cluster
@@ -722,7 +898,12 @@ class Communication:
     ``shared_statistics_defect``: the reference code's members hold one array, so it
     counts none) and ``idle_downloads`` (with ``rebuild_local_copies``, rounds where
     Eq. 6 holds for a member of the arriving user's global cluster with nothing to
-    download: the reference code checks every round and counts each).
+    download: the reference code checks every round and counts each; the global server
+    counts them from :class:`DownloadCheck` messages).
+
+    The driver counts from what the parties report: each local server the phase uploads
+    and uploads it sent and the renewals and downloads it received, the global server the
+    changed phases and idle downloads.
     """
 
     phase_uploads: int = 0
@@ -869,24 +1050,22 @@ class FederatedClusteredBandit(RoundChecks):
         n_servers = int(server_of_user.max()) + 1
         self.config, self.dim, self.n_arms = config, dim, n_arms
         self._n_users, self._shape = len(server_of_user), (n_arms, dim)
-        self.calibration = Calibration(config, dim, len(server_of_user), n_servers)
+        sizes = (config, dim, len(server_of_user), n_servers)
+        self.calibration = Calibration(*sizes)
         self.network = network if network is not None else InMemoryNetwork()
-        self.ledger = PrivacyLedger()
-        self.repairs = Repairs()
         self.server_of_user = server_of_user
         names = [f"local{ell}" for ell in range(n_servers)]
         seeds = rng.spawn(n_servers)
         self.servers = [
-            LocalServer(name, self.network, np.flatnonzero(server_of_user == ell), dim, self.calibration,
-                        seeds[ell], self.ledger, self.repairs)
+            LocalServer(name, self.network, np.flatnonzero(server_of_user == ell), dim, Calibration(*sizes), seeds[ell])
             for ell, name in enumerate(names)
-        ]  # fmt: skip
+        ]
         self._by_name = dict(zip(names, self.servers, strict=True))
         self._route = [None] * len(server_of_user)  # user -> (its server, its index there)
         for server in self.servers:
             for i, user in enumerate(server.users):
                 self._route[user] = (server, i)
-        self.global_server = GlobalServer(self.network, names, dim, self.calibration)
+        self.global_server = GlobalServer(self.network, names, dim, Calibration(*sizes))
         self.communication = Communication(synchronous=config.synchronous)
         self._count_idle = config.rebuild_local_copies and not config.synchronous
         self.event_hook = event_hook
@@ -930,53 +1109,38 @@ class FederatedClusteredBandit(RoundChecks):
         self.communication.rounds += 1
         if cluster is None:
             if self._count_idle:
-                key = (server.name, server.cluster_of[i].uid)
-                self.communication.idle_downloads += self.global_server.idle_downloads(key, set())
+                with self.network.phase(CHECK):
+                    server.check_download(i)
+                    self.global_server.receive_download_check(server.name)
+                self.communication.idle_downloads = self.global_server.idle_downloads  # the global server's count
             return
-        network, communication = self.network, self.communication
-        key = (server.name, cluster.uid)
+        network, communication, glob = self.network, self.communication, self.global_server
         with network.phase(ASYNC):
             server.upload(cluster)
             communication.uploads += 1
-            shared = self.global_server.members[key].cluster.shared
-            due = self.global_server.receive_upload(server.name)
+            due = glob.receive_upload(server.name)
+            if self._count_idle:
+                communication.idle_downloads = glob.idle_downloads  # the global server's count
             self._event()
             for other in due:
-                self.global_server.send_download(other)
-                self._by_name[other[0]].receive_download()
+                glob.send_download(other)
+                communication.shared_updates += self._by_name[other[0]].receive_download()
                 communication.downloads += 1
-                communication.shared_updates += shared
                 self._event()
-        if self._count_idle:
-            communication.idle_downloads += self.global_server.idle_downloads(key, set(due))
 
     def _detect(self, t_phase: int) -> None:
-        """Algorithm 2 at t = 2^s − 1 (every round with ``detect_every_round``): local detection,
-        phase uploads, global merge, renewal if changed."""
-        communication, glob = self.communication, self.global_server
-        with self.network.phase(DETECT):
+        """Algorithm 2 at t = 2^s − 1 (every round with ``detect_every_round``): local detection and phase
+        uploads, the global merge and the renewal if one is due; then the global server's :class:`PhaseEnd`
+        tells each local server whether renewals wait for it."""
+        communication, glob, network = self.communication, self.global_server, self.network
+        with network.phase(DETECT):
             for server in self.servers:
-                server.detect(t_phase)
-            glob.receive_phase_uploads({s.name: len(s.clusters) for s in self.servers})
-            communication.phase_uploads += len(glob.uploads)
-            partition = glob.merge(self.calibration.depth(t_phase))
-            changed = partition != glob.partition
-            communication.changed_phases += changed
-            cfg = self.config
-            every_phase = cfg.renew_every_phase or (
-                cfg.lifecycle is Lifecycle.RESET_EVERY_PHASE and cfg.private and not cfg.rebuild_local_copies
-            )
-            if changed or every_phase:
-                glob.renew(partition)
-                for server in self.servers:
-                    for _ in server.clusters:
-                        server.receive_renewal()
-                        communication.renewals += 1
-            elif cfg.rebuild_local_copies:
-                glob.renew(partition, push=False)
-            else:
-                for member in glob.members.values():
-                    member.cluster.shared = False  # the reference's shared arrays last until the phase ends
+                communication.phase_uploads += server.detect(t_phase)
+            communication.changed_phases += glob.detect(t_phase)
+        with network.phase(PHASE_END):
+            glob.end_phase()
+            for server in self.servers:
+                communication.renewals += server.end_phase()
         self._event()
 
     def _event(self) -> None:
@@ -993,6 +1157,20 @@ class FederatedClusteredBandit(RoundChecks):
             for group in self.global_server.partition
         )
 
+    @property
+    def ledger(self) -> PrivacyLedger:
+        """Every release of the run: the local servers' own ledgers, composed (server by server)."""
+        ledger = PrivacyLedger()
+        for server in self.servers:
+            for entry in server.ledger.entries:
+                ledger.record(entry)
+        return ledger
+
+    @property
+    def repairs(self) -> Repairs:
+        """The local servers' numerical events, summed."""
+        return sum((server.repairs for server in self.servers), Repairs())
+
     def privacy_report(self) -> PrivacyReport:
         """The paper's (ε, δ) per privatizer beside the guarantee composed with dp-accounting (RDP).
 
@@ -1000,11 +1178,13 @@ class FederatedClusteredBandit(RoundChecks):
         :data:`~privbandits.privacy.tree_mechanism.REPLACE_SENSITIVITY`. Per datum: every
         node of every privatizer its user's data has gone through (new clusters after a
         split, phase-start trees), composed, for the worst user: the paper does not
-        compose across privatizers (§4.5, §8 A9).
+        compose across privatizers (§4.5, §8 A9). Composed from each local server's
+        :meth:`LocalServer.privacy_accounts` (a user's data never leaves its server).
         """
         cfg = self.config
         notes = []
-        counts = {k: v for s in self.servers for k, v in s.release_counts.items()}
+        accounts = [server.privacy_accounts() for server in self.servers]
+        counts = {k: v for privatizers, _ in accounts for k, v in privatizers.items()}
         if not cfg.private:
             notes.append("non-private variant: nothing is privatized")
         if cfg.noise_in_trigger_only:
@@ -1012,7 +1192,7 @@ class FederatedClusteredBandit(RoundChecks):
         levels = {k: releases.bit_length() for k, (releases, _) in counts.items()}
         std = min((s for _, s in counts.values()), default=0.0)
         worst_tree = max(levels.values(), default=0)
-        per_datum = max((sum(levels[k] for k in lineage) for s in self.servers for lineage in s.lineage), default=0)
+        per_datum = max((worst for _, worst in accounts), default=0)
         if cfg.noise_in_trigger_only or not cfg.private:
             std = 0.0  # uploads are raw: no guarantee
         return PrivacyReport(
