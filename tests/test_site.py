@@ -20,6 +20,10 @@ TINY_RUNS = [
     ["vertical-audit", "-o", "rounds=30", "-o", "dim=12", "-o", "n_arms=3", "-o", "n_parties=3"],
     ["vertical-synthetic-demo", "-o", "horizon=60", "-o", "seeds=0,1"],
 ]
+TINY_MAP = ["privacy-map", *(f"-o{key}={value}" for key, value in [
+    ("horizon", 20), ("seeds", "0,1"), ("obd_events", 60), ("p2b_users", 100), ("p2b_codes", 8),
+    ("epsilons", "1,10"), ("explorations", 0.1), ("participations", 0.5),
+])]  # fmt: skip
 
 
 class _References(HTMLParser):
@@ -60,6 +64,19 @@ def site(tmp_path_factory) -> Path:
     assert result.exit_code == 0, result.output
     assert "2 reproduction page(s)" in result.output
     return folder / "site"
+
+
+def test_the_index_features_the_privacy_map_with_its_figure_when_the_store_has_it(tmp_path, site):
+    assert "privbandits run privacy-map" in (site / "index.html").read_text()  # the hint, before it ran
+    store = tmp_path / "r.sqlite"
+    result = CliRunner().invoke(app, ["run", *TINY_MAP, "--store", str(store), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(app, ["site", "--store", str(store), "--out", str(tmp_path / "site")])
+    assert result.exit_code == 0, result.output
+    index = _parse(tmp_path / "site" / "index.html")
+    figure = next(link for link in index.links if link.endswith(".png"))
+    assert figure.startswith("privacy-map/") and (tmp_path / "site" / figure).read_bytes()[:4] == b"\x89PNG"
+    assert index.links.count("privacy-map/index.html") == 3  # the featured title and figure, and the table row
 
 
 def test_the_index_links_every_stored_reproduction_and_every_reference_resolves_on_disk(site):

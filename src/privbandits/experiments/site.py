@@ -38,6 +38,8 @@ class SitePage:
     title: str
     command: str
     verdicts: Counter
+    figures: tuple[str, ...] = ()
+    """File names of the page's figures, in report order (inside ``name/``)."""
 
 
 def verdict_class(verdict: str) -> str:
@@ -102,7 +104,32 @@ def reproduction_page(paper: PaperReport, command: str, folder: Path) -> SitePag
         parts += ["<h2>Notes</h2>", "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in paper.notes) + "</ul>"]
     _write(folder / "index.html", _document(paper.title, "\n".join(parts), "../style.css"))
     verdicts = Counter(verdict_class(claim.verdict) for claim in paper.claims)
-    return SitePage(paper.name, paper.title, command, verdicts)
+    return SitePage(paper.name, paper.title, command, verdicts, tuple(p.name for p in paper.figures))
+
+
+MAP = "privacy-map"
+"""The reproduction the index shows first, with its figure: every system on one privacy–utility map."""
+
+
+def _featured_map(pages: list[SitePage]) -> str:
+    page = next((page for page in pages if page.name == MAP), None)
+    if page is None:
+        return (
+            '<p class="muted">No privacy–utility map in this store yet: '
+            "<code>privbandits run privacy-map</code> adds it.</p>\n"
+        )
+    link = f"{html.escape(page.name)}/index.html"
+    figure = (
+        f'<p><a href="{link}"><img src="{html.escape(page.name)}/{html.escape(page.figures[0])}" '
+        f'alt="privacy–utility map"></a></p>'
+        if page.figures
+        else ""
+    )
+    return (
+        "<h2>The privacy–utility map</h2>\n"
+        f'<p>Every private system and the standard DP bandits on shared problems: <a href="{link}">'
+        f"{html.escape(page.title)}</a>.</p>\n{figure}\n<h2>Reproductions</h2>\n"
+    )
 
 
 def index_page(pages: list[SitePage], out: Path) -> Path:
@@ -124,7 +151,8 @@ def index_page(pages: list[SitePage], out: Path) -> Path:
         "<h1>privbandits results</h1>\n"
         '<p class="muted">Every page is rebuilt from the results store by <code>privbandits site</code>, '
         "so it shows exactly what ran. Claims are the papers' statements beside our measurements.</p>\n"
-        f"<table><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        + _featured_map(pages)
+        + f"<table><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
     _write(out / "style.css", STYLE.lstrip())
     return _write(out / "index.html", _document("privbandits results", body, "style.css"))
