@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from bad_input import INF, NAN, digest, rejects
 
-from privbandits.comm import InMemoryNetwork
+from privbandits.comm import InMemoryNetwork, ProtocolError
 from privbandits.datasets.interactions import UserInteractions
 from privbandits.privacy import crowd_blending
 from privbandits.privacy.encoding import fit_encoder
 from privbandits.privacy.ledger import PrivacyLedger
 from privbandits.protocols.p2b import (
-    Devices,
+    DeviceHost,
     EncodedBatch,
     EncodedReport,
     P2BConfig,
@@ -123,18 +123,22 @@ def test_crowd_blending_still_gives_the_papers_epsilon():
 GOOD = [(1, 0, 1), (1, 2, 0), (3, 1, 1), (3, 1, 1), (0, 0, 0)]
 
 
-def _party(reports):
-    """A network with a shuffler and a server, the devices' ``reports`` waiting at the shuffler."""
+def _party(reports, close=True):
+    """A network with a shuffler, a server and a device host, the devices' ``reports`` (and the end of the
+    batch, if ``close``) waiting at the shuffler."""
     network = InMemoryNetwork()
     shuffler, server = _shuffler(network), Server("server", network, 3)
-    _send(network, reports)
-    return network, shuffler, server
+    devices = DeviceHost("devices", network)
+    _send(devices, reports, close)
+    return network, shuffler, server, devices
 
 
-def _send(network, reports) -> None:
-    with network.phase("share"):
+def _send(devices, reports, close=True) -> None:
+    with devices.network.phase("share"):
         for user, (code, action, reward) in enumerate(reports):
-            Devices(network).send(user, "shuffler", EncodedReport(code, action, reward))
+            devices.send_report(user, "shuffler", EncodedReport(code, action, reward))
+        if close:
+            devices.close_batch("shuffler")
 
 
 BAD_REPORTS = [
@@ -152,17 +156,17 @@ BAD_REPORTS = [
 
 @pytest.mark.parametrize(("bad", "message"), BAD_REPORTS)
 def test_shuffler_refuses_a_malformed_report_before_shuffling(bad, message):
-    network, shuffler, _ = _party([*GOOD, bad])
-    twin_network, twin, _ = _party(GOOD)
+    network, shuffler, _, devices = _party([*GOOD, bad])
+    twin_network, twin, *_ = _party(GOOD)
     state = digest((shuffler.rng, shuffler.ledger, shuffler.last_release))
     with network.phase("release"):
-        assert rejects(lambda: shuffler.release_encoded(len(GOOD) + 1, "server"), "report") == message
+        assert rejects(lambda: shuffler.release_encoded("server"), "report") == message
     assert digest((shuffler.rng, shuffler.ledger, shuffler.last_release)) == state
-    assert not network._queues["server"]  # nothing was released
-    _send(network, GOOD)  # the devices send again; the shuffler releases as its twin
+    assert network.pending() == [] and shuffler.held == 0  # nothing was released, the refused batch is gone
+    _send(devices, GOOD)  # the devices send again; the shuffler releases as its twin
     for net, party in ((network, shuffler), (twin_network, twin)):
         with net.phase("release"):
-            party.release_encoded(len(GOOD), "server")
+            party.release_encoded("server")
     batches = [net.receive("server", EncodedBatch.kind) for net in (network, twin_network)]
     for field in ("codes", "actions", "rewards"):
         np.testing.assert_array_equal(getattr(batches[0], field), getattr(batches[1], field))
@@ -170,29 +174,36 @@ def test_shuffler_refuses_a_malformed_report_before_shuffling(bad, message):
     assert digest(shuffler.ledger) == digest(twin.ledger)
 
 
-@pytest.mark.parametrize(
-    ("n_reports", "message"),
-    [(-1, "shuffler: n_reports must be >= 0, got -1"), (2.0, "shuffler: n_reports must be an integer >= 0, got 2.0"),
-     (True, "shuffler: n_reports must be an integer >= 0, got True"), (None, "n_reports must be an integer >= 0")],
-)  # fmt: skip
-@pytest.mark.parametrize("encoded", [True, False])
-def test_release_refuses_a_bad_count_before_receiving(n_reports, message, encoded):
-    network, shuffler, _ = _party(GOOD)
-    release = shuffler.release_encoded if encoded else shuffler.release_raw
+def test_release_before_the_batch_is_closed_is_refused_and_loses_no_report():
+    """The batch is what the shuffler received before the devices' side closed it, never a count it is given."""
+    network, shuffler, _, devices = _party(GOOD, close=False)
+    twin_network, twin, *_ = _party(GOOD)
+    state = digest((shuffler.rng, shuffler.ledger, shuffler.last_release))
     with network.phase("release"):
-        before = digest(shuffler)  # the shuffler, its generator, ledger and the network's queues
-        assert message in rejects(lambda: release(n_reports, "server"), "n_reports")
-        assert digest(shuffler) == before
+        with pytest.raises(ProtocolError) as caught:
+            shuffler.release_encoded("server")
+    assert "'shuffler' expected a 'p2b.encoded_report' or 'p2b.close_batch' message" in str(caught.value)
+    assert digest((shuffler.rng, shuffler.ledger, shuffler.last_release)) == state
+    assert shuffler.held == len(GOOD)  # accepted reports stay held for the batch
+    _send(devices, [], close=True)  # the host closes the batch: the shuffler releases as its twin
+    for net, party in ((network, shuffler), (twin_network, twin)):
+        with net.phase("release"):
+            party.release_encoded("server")
+    assert shuffler.last_release == twin.last_release and shuffler.last_release["received"] == len(GOOD)
+    batches = [net.receive("server", EncodedBatch.kind) for net in (network, twin_network)]
+    np.testing.assert_array_equal(batches[0].codes, batches[1].codes)
 
 
 def test_raw_release_refuses_a_malformed_reward():
     network = InMemoryNetwork()
     shuffler = _shuffler(network, threshold=None, n_codes=None)
+    devices = DeviceHost("raw", network, prefix="raw")
     with network.phase("share"):
-        Devices(network, "raw").send(0, "shuffler", RawReport(np.ones(3), 0, 2))
+        devices.send_report(0, "shuffler", RawReport(np.ones(3), 0, 2))
+        devices.close_batch("shuffler")
     state = digest((shuffler.rng, shuffler.ledger))
     with network.phase("release"):
-        message = rejects(lambda: shuffler.release_raw(1, "server"), "reward")
+        message = rejects(lambda: shuffler.release_raw("server"), "reward")
     assert message == "a report's reward must be an integer 0 or 1, got 2"
     assert digest((shuffler.rng, shuffler.ledger)) == state
 

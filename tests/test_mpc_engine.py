@@ -44,10 +44,10 @@ def test_transcript_shows_only_masked_openings_and_targeted_reveals():
     network = InMemoryNetwork(record=True, serialize=True)
     engine = Engine(3, seed=1, network=network)
     Party("puller", network)
-    Party("rewarder", network)
+    rewarder = Party("rewarder", network)  # outside the computation: it inputs through its own Party
     with engine.phase("round"):
         x = engine.input(np.full(64, 2.0))
-        reward = engine.input([1.0], owner="rewarder")
+        reward = engine.input([1.0], owner=rewarder)
         network.transcript.clear()
         engine.mul(x, reward)
         opened = [envelope.message.words for envelope in network.transcript if envelope.receiver == "p0"]

@@ -13,8 +13,9 @@ from privbandits.comm import InMemoryNetwork
 from privbandits.privacy import crowd_blending
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
 from privbandits.protocols.p2b import (
-    Devices,
+    DeviceHost,
     EncodedReport,
+    NewAgents,
     Server,
     Shuffler,
     choose_reports,
@@ -111,12 +112,13 @@ def _run_shuffler(codes, actions, rewards, threshold, seed=0):
         ledger=ledger,
     )
     server = Server("server", net, n_arms=5)
-    net.register("new_agents")
-    devices = Devices(net)
+    NewAgents("new_agents", net)
+    devices = DeviceHost("devices", net)
     with net.phase("report"):
         for user, (c, a, r) in enumerate(zip(codes, actions, rewards, strict=True)):
-            devices.send(user, "shuffler", EncodedReport(int(c), int(a), int(r)))
-        shuffler.release_encoded(len(codes), "server")
+            devices.send_report(user, "shuffler", EncodedReport(int(c), int(a), int(r)))
+        devices.close_batch("shuffler")
+        shuffler.release_encoded("server")
         server.publish_code_model(8, "new_agents")
     batch = next(e.message for e in net.transcript if e.receiver == "server")
     return net, ledger, (batch.codes, batch.actions, batch.rewards), shuffler
@@ -209,8 +211,9 @@ def test_the_server_sees_only_anonymous_thresholded_batches(small_world):
     to_server = {sender for (phase, sender, receiver) in traffic.links if receiver == "server"}
     assert to_server == {"shuffler", "raw_shuffler"}  # no device talks to the server
     assert traffic.total(sender="shuffler", receiver="server").messages == 1
-    devices = traffic.total("share_encoded", receiver="shuffler")
-    assert devices.messages == out.encoded_tuples_shared and devices.bytes == 24 * out.encoded_tuples_shared
+    devices = traffic.total("share_encoded", receiver="shuffler")  # the reports, and the host's end of the batch
+    assert devices.messages == out.encoded_tuples_shared + 1 and devices.bytes == 24 * out.encoded_tuples_shared
+    assert traffic.total("share_encoded", sender="devices", receiver="shuffler").messages == 1
     assert out.release["min_released_crowd"] >= 10 or out.release["released"] == 0
     assert out.release["released"] + out.release["dropped"] == out.encoded_tuples_shared
     early_users = int(0.7 * data.n_users)

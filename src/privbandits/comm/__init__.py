@@ -6,7 +6,8 @@ codec
     Bytes on the wire, with checked decoding.
 network
     :class:`Party`, :class:`Network`, the :class:`InMemoryNetwork` used in
-    simulation, and the :class:`Traffic` ledger (messages, bytes, rounds).
+    simulation, and the :class:`Traffic` ledger (messages, bytes, rounds). A party
+    sends through the :class:`Endpoint` its registration returned, never by name.
 frames
     The transport's frames: header, sequence number, bounded length, codec bytes.
 tls
@@ -18,6 +19,8 @@ from privbandits.comm.messages import Message, message, message_class
 from privbandits.comm.network import (
     ROUND,
     SETUP,
+    Endpoint,
+    ForgedSender,
     InMemoryNetwork,
     LinkCounts,
     Network,
@@ -30,7 +33,9 @@ from privbandits.comm.tls import HandshakeError, PeerLost, TlsCredentials, TlsNe
 __all__ = [
     "ROUND",
     "SETUP",
+    "Endpoint",
     "Envelope",
+    "ForgedSender",
     "HandshakeError",
     "InMemoryNetwork",
     "LinkCounts",

@@ -5,6 +5,13 @@ in-memory network used for simulation can be replaced by a real transport
 without touching it. Every network keeps a :class:`Traffic` ledger:
 messages, payload bytes and communication rounds per link and per phase.
 
+The sender of a message is tied to the party object, not to a string the caller
+passes: :meth:`Network.register` hands the registering party an :class:`Endpoint`,
+and :meth:`Network.send` names the sender from the endpoint it is given (as in
+Flower, where the framework, not the caller, sets a message's source). A name, or an
+endpoint the network did not issue, is refused with :class:`ForgedSender`, so code
+that does not hold a party's object cannot send as that party.
+
 Rounds are counted with Lamport depths: inside one phase segment (one
 ``with network.phase(...)`` block, e.g. one bandit round) a message sent by a
 party that has received messages of depth ``k`` gets depth ``k + 1``; the
@@ -27,6 +34,27 @@ ROUND = "round"
 
 class ProtocolError(RuntimeError):
     """A party expected a message that was not sent (a protocol bug)."""
+
+
+class ForgedSender(ProtocolError):
+    """A send through something other than an endpoint this network issued (a name, another network's endpoint)."""
+
+
+class Endpoint:
+    """A party's capability on one network: what :meth:`Network.register` returns, once per name.
+
+    Whoever holds it sends as that party (normally only its :class:`Party` object); the
+    network names the sender from the endpoint itself, so passing another party's name
+    cannot forge a message. Endpoints are made only by the network.
+    """
+
+    __slots__ = ("name", "network")
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("endpoints are issued by Network.register(name), to the party that registers")
+
+    def __repr__(self) -> str:
+        return f"<Endpoint of {self.name!r}>"
 
 
 @dataclass(slots=True)
@@ -96,15 +124,38 @@ class Network(ABC):
     def __init__(self) -> None:
         self.traffic = Traffic()
         self.parties: set[str] = set()
+        self._endpoints: dict[Endpoint, str] = {}
         self._phase: str | None = None
         self._clock: dict[str, int] = {}
         self._link_depth: dict[tuple[str, str], int] = {}
         self._max_depth = 0
 
-    def register(self, name: str) -> None:
+    def register(self, name: str) -> Endpoint:
+        """Put party ``name`` on the network; its endpoint, the only way to send as it (keep it private)."""
         if name in self.parties:
             raise ValueError(f"a party named {name!r} is already on this network")
         self.parties.add(name)
+        endpoint = object.__new__(Endpoint)
+        endpoint.name, endpoint.network = name, self
+        self._endpoints[endpoint] = name
+        return endpoint
+
+    def _forged(self, sender: object, message: Message) -> ForgedSender:
+        kind = getattr(message, "kind", type(message).__name__)
+        if isinstance(sender, str):
+            return ForgedSender(
+                f"a {kind!r} message was sent as {sender!r} by name: a party sends only through its own Party "
+                "(the endpoint Network.register returned to it); the network, not the caller, names the sender"
+            )
+        if isinstance(sender, Endpoint):
+            return ForgedSender(
+                f"a {kind!r} message was sent through an endpoint of {sender.name!r} that this network did not "
+                "issue (another network's party?); a party sends only on the network it registered on"
+            )
+        return ForgedSender(
+            f"a {kind!r} message was sent with sender {sender!r}: send needs the sender's endpoint "
+            "(what Network.register returned to its Party)"
+        )
 
     def phase(self, name: str) -> _PhaseBlock:
         """``with network.phase(name):`` counts the messages sent inside as one segment of ``name``."""
@@ -122,24 +173,31 @@ class Network(ABC):
         self.traffic.rounds[name] += self._max_depth
         self._phase = None
 
-    def send(self, sender: str, receiver: str, message: Message) -> None:
+    def send(self, sender: Endpoint, receiver: str, message: Message) -> None:
+        """Send ``message`` from the party whose endpoint is ``sender`` (see :class:`Endpoint`) to ``receiver``."""
+        try:
+            name = self._endpoints.get(sender)  # the network names the sender, from its own records
+        except TypeError:  # unhashable: certainly not an endpoint
+            name = None
+        if name is None:
+            raise self._forged(sender, message)
         phase = self._phase
         if phase is None:
-            raise ProtocolError(f"{sender!r} sent a {message.kind!r} message outside any phase")
+            raise ProtocolError(f"{name!r} sent a {message.kind!r} message outside any phase")
         if receiver not in self.parties:
-            raise ProtocolError(f"{sender!r} sent a {message.kind!r} message to unknown party {receiver!r}")
-        depth = self._clock.get(sender, 0) + 1
-        link = self.traffic.links[(phase, sender, receiver)]
+            raise ProtocolError(f"{name!r} sent a {message.kind!r} message to unknown party {receiver!r}")
+        depth = self._clock.get(name, 0) + 1
+        link = self.traffic.links[(phase, name, receiver)]
         link.messages += 1
         link.bytes += message.payload_bytes()
         # A sender's depths never decrease within a segment, so a new depth on a link is a new round on it.
-        pair = (sender, receiver)
+        pair = (name, receiver)
         if self._link_depth.get(pair) != depth:
             self._link_depth[pair] = depth
             link.rounds += 1
         if depth > self._max_depth:
             self._max_depth = depth
-        self._deliver(Envelope(sender, receiver, phase, message), depth)
+        self._deliver(Envelope(name, receiver, phase, message), depth)
 
     def receive(self, receiver: str, kind: str, sender: str | None = None) -> Message:
         envelope, depth = self._take(receiver, kind, sender)
@@ -148,6 +206,17 @@ class Network(ABC):
         if depth > self._clock.get(receiver, 0) and envelope.phase == self._phase:
             self._clock[receiver] = depth
         return envelope.message
+
+    def receive_one_of(self, receiver: str, kinds: tuple[str, ...], sender: str | None = None) -> Message:
+        """The oldest waiting message for ``receiver`` of any of ``kinds`` (e.g. reports, or the end of a batch)."""
+        envelope, depth = self._take_one_of(receiver, tuple(kinds), sender)
+        if depth > self._clock.get(receiver, 0) and envelope.phase == self._phase:
+            self._clock[receiver] = depth
+        return envelope.message
+
+    def _take_one_of(self, receiver: str, kinds: tuple[str, ...], sender: str | None) -> tuple[Envelope, int]:
+        """The oldest waiting envelope for ``receiver`` whose kind is one of ``kinds`` (from ``sender``)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot yet wait for one of several message kinds")
 
     @abstractmethod
     def _deliver(self, envelope: Envelope, depth: int) -> None:
@@ -196,16 +265,47 @@ class InMemoryNetwork(Network):
         source = f" from {sender!r}" if sender else ""
         raise ProtocolError(f"{receiver!r} expected a {kind!r} message{source}, but none is waiting")
 
+    def _take_one_of(self, receiver: str, kinds: tuple[str, ...], sender: str | None) -> tuple[Envelope, int]:
+        queue = self._queues[receiver]
+        for index, (envelope, depth) in enumerate(queue):
+            if envelope.message.kind in kinds and (sender is None or envelope.sender == sender):
+                del queue[index]
+                return envelope, depth
+        source = f" from {sender!r}" if sender else ""
+        wanted = " or ".join(repr(kind) for kind in kinds)
+        raise ProtocolError(f"{receiver!r} expected a {wanted} message{source}, but none is waiting")
+
+    def pending(self, receiver: str | None = None) -> list[tuple[str, str, str]]:
+        """``(sender, receiver, kind)`` of every message still waiting (for ``receiver``), oldest first.
+
+        Empty at the end of a run whose parties read everything sent to them: a message
+        nobody received is a protocol step that did not happen.
+        """
+        names = sorted(self._queues) if receiver is None else [receiver]
+        return [
+            (envelope.sender, envelope.receiver, envelope.message.kind)
+            for name in names
+            for envelope, _ in self._queues.get(name, ())
+        ]
+
 
 class Party:
-    """A named participant; its only view of the others is the messages it receives."""
+    """A named participant; its only view of the others is the messages it receives.
+
+    It holds the :class:`Endpoint` its registration returned, so only this object (and
+    whoever it hands the endpoint to) can send as ``name``.
+    """
 
     def __init__(self, name: str, network: Network) -> None:
         self.name, self.network = name, network
-        network.register(name)
+        self.endpoint = network.register(name)
 
     def send(self, receiver: str, message: Message) -> None:
-        self.network.send(self.name, receiver, message)
+        self.network.send(self.endpoint, receiver, message)
 
     def receive(self, kind: str, sender: str | None = None) -> Message:
         return self.network.receive(self.name, kind, sender)
+
+    def receive_one_of(self, kinds: tuple[str, ...], sender: str | None = None) -> Message:
+        """The oldest waiting message of any of ``kinds`` (see :meth:`Network.receive_one_of`)."""
+        return self.network.receive_one_of(self.name, kinds, sender)

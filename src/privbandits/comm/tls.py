@@ -45,7 +45,7 @@ from pathlib import Path
 from privbandits.comm import frames
 from privbandits.comm.codec import Envelope, MessageDecodeError, decode, encode
 from privbandits.comm.frames import DEFAULT_MAX_FRAME_BYTES, HEADER_BYTES, FrameError, FrameType
-from privbandits.comm.network import Network, ProtocolError, Traffic
+from privbandits.comm.network import Endpoint, Network, ProtocolError, Traffic
 
 log = logging.getLogger(__name__)
 
@@ -259,10 +259,10 @@ class TlsNetwork(Network):
 
     # ----------------------------------------------------------------- setup
 
-    def register(self, name: str) -> None:
+    def register(self, name: str) -> Endpoint:
         if name != self.local:
             raise ValueError(f"this process runs party {self.local!r}; it cannot host {name!r}")
-        super().register(name)
+        return super().register(name)
 
     @property
     def listen_address(self) -> tuple[str, int] | None:

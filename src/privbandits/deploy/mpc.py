@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privbandits.comm import Message, Network, message
+from privbandits.comm import Message, Network, Party, message
 from privbandits.deploy import checkpoint
 from privbandits.deploy.deployment import Deployment, DeploymentError, MPCProtocol
 
@@ -290,15 +290,16 @@ def saved_states(deployment: Deployment, name: str) -> dict[int, tuple[dict[str,
     return states
 
 
-def _offer_and_agree(deployment: Deployment, name: str, network: Network) -> tuple[int, tuple]:
-    """A resumed party's ``resume`` phase: offer its checkpoints to the dealer, learn the round, load it."""
-    dealer = deployment.names("dealer")[0]
+def _offer_and_agree(deployment: Deployment, party: Party) -> tuple[int, tuple]:
+    """A resumed party's ``resume`` phase, through its own ``party``: offer its checkpoints to the
+    dealer, learn the round, load it."""
+    dealer, name = deployment.names("dealer")[0], party.name
     states = saved_states(deployment, name)
     if not states:
         raise DeploymentError(f"no checkpoint at {_latest(deployment, name)} to resume from (start the session afresh)")
-    with network.phase(RESUME):
-        network.send(name, dealer, ResumeOffer(np.asarray(sorted(states), dtype=np.int64)))
-        agreed = network.receive(name, ResumeAt.kind, dealer).round
+    with party.network.phase(RESUME):
+        party.send(dealer, ResumeOffer(np.asarray(sorted(states), dtype=np.int64)))
+        agreed = party.receive(ResumeAt.kind, dealer).round
     if agreed not in states:
         raise DeploymentError(f"{dealer!r} resumes after round {agreed}, but {name!r} holds rounds {sorted(states)}")
     return agreed, states[agreed]
@@ -335,22 +336,23 @@ def _run_dealer(deployment: Deployment, name: str, network: Network, resume: boo
     protocol, computing = deployment.protocol, deployment.names("computing")
     material, exploration = dealer_seeds(load_dealer_seed(deployment, name))
     role = DealerRole(config_of(deployment), len(computing), PrivateSeeds(material, exploration, {}))
+    dealer = Party(name, network)
     done = 0
     if resume:
         stateful = [*computing, *deployment.names("environment")]
         with network.phase(RESUME):
-            offers = {party: set(network.receive(name, ResumeOffer.kind, party).rounds.tolist()) for party in stateful}
+            offers = {party: set(dealer.receive(ResumeOffer.kind, party).rounds.tolist()) for party in stateful}
             common = set.intersection(*offers.values())
             if not common:
                 raise DeploymentError(f"the parties hold no checkpoint of a common round: {offers}")
             done = max(common)
             for party in stateful:
-                network.send(name, party, ResumeAt(done))
+                dealer.send(party, ResumeAt(done))
         for _ in range(done):  # the dealer's state is its seed and the round: draw again up to there
             role.next_round()
     sent = 0
     for _ in range(done, protocol.rounds):
-        sent += role.serve(network, name, computing)
+        sent += role.serve(dealer, computing)
     network.close(timeout=None)  # its part is over; stay linked so that a failure reaches it too
     return {"party": name, "role": "dealer", "rounds": protocol.rounds, "resumed_after": done, "material_bytes": sent}
 
@@ -372,7 +374,7 @@ def _run_computing(deployment: Deployment, name: str, network: Network, resume: 
     engine, rng = learner.engine, learner.engine.input_rng(name)
     done = 0
     if resume:
-        done, (arrays, meta) = _offer_and_agree(deployment, name, network)
+        done, (arrays, meta) = _offer_and_agree(deployment, engine.channel.party)
         learner.inverse = ArithmeticShares(arrays["inverse"], meta["scale"], engine.leads)
         learner.b = ArithmeticShares(arrays["b"], meta["scale"], engine.leads)
         rng.bit_generator.state = meta["rng"]
@@ -416,7 +418,7 @@ def _run_environment(deployment, name, network, resume, on_round) -> dict:
     arms: list[int] = []
     done = 0
     if resume:
-        done, (arrays, meta) = _offer_and_agree(deployment, name, network)
+        done, (arrays, meta) = _offer_and_agree(deployment, party.engine.channel.party)
         arms = arrays["arms"].tolist()
         if len(arms) != done:
             raise DeploymentError(f"the checkpoint of round {done} holds {len(arms)} decisions")

@@ -3,6 +3,11 @@
 One message per sending party and receiver carries a whole array, so the traffic
 ledger counts rounds (Lamport depth inside a ``network.phase`` block) and payload
 bytes exactly, with a few Python calls per opening rather than per element.
+
+Every message leaves through the :class:`~privbandits.comm.Party` of its sender: the
+stacked :class:`Channel` holds the computing parties' objects (it simulates all of them),
+a party outside the computation (the environment) inputs through its own ``Party``, and
+a :class:`PartyChannel` holds only its own.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from privbandits.comm import Message, Network, Party, message
+from privbandits.comm.network import Endpoint
 from privbandits.mpc.ring import WORD
 from privbandits.mpc.sharing import share
 
@@ -30,6 +36,14 @@ class PackedBits(Message):
     bits: np.ndarray
 
 
+Owner = str | Party
+"""Who inputs a value: a computing party's name, or the :class:`Party` of a party outside the computation."""
+
+
+def _unknown_owner(owner: object, network: Network) -> ValueError:
+    return ValueError(f"unknown input owner {owner!r}; parties on the network: {sorted(network.parties)}")
+
+
 class Channel:
     """The computing parties of one engine on a :class:`~privbandits.comm.Network`."""
 
@@ -41,10 +55,28 @@ class Channel:
         self.network = network
         self.parties = [Party(name, network) for name in names]
         self.names = tuple(names)
-        # (sender index, sender, receiver) of every link, and the links into party 0 first
-        self._links = [(i, s, r) for i, s in enumerate(self.names) for r in self.names if r != s]
-        self._inbound = sorted(((s, r) for _, s, r in self._links), key=lambda link: link[1] != self.names[0])
+        self._endpoints: dict[str, Endpoint] = {party.name: party.endpoint for party in self.parties}
+        # (sender index, sender's endpoint, receiver) of every link; (sender, receiver), links into party 0 first
+        links = [(i, s, r) for i, s in enumerate(self.names) for r in self.names if r != s]
+        self._links = [(i, self._endpoints[s], r) for i, s, r in links]
+        self._inbound = sorted(((s, r) for _, s, r in links), key=lambda link: link[1] != self.names[0])
         self._first = len(self.names) - 1
+
+    def _owner(self, owner: Owner) -> tuple[str, Endpoint]:
+        """Name and endpoint of an input's owner: a computing party this channel holds, or a party's own object."""
+        if isinstance(owner, Party):
+            if owner.network is not self.network:
+                raise ValueError(f"input owner {owner.name!r} is a party of another network")
+            return owner.name, owner.endpoint
+        endpoint = self._endpoints.get(owner)
+        if endpoint is not None:
+            return owner, endpoint
+        if owner not in self.network.parties:
+            raise _unknown_owner(owner, self.network)
+        raise ValueError(
+            f"input owner {owner!r} is not a computing party: a party outside the computation inputs through "
+            f"its own Party (pass that object as the owner, not its name)"
+        )
 
     def _all_to_all(self, payloads: Sequence[Message], kind: str) -> list[Message]:
         """Each party sends its payload to every other; returns what party 0 received.
@@ -117,27 +149,25 @@ class Channel:
         return value
 
     def distribute(
-        self, secrets: Sequence[tuple[np.ndarray, str]], rng: Callable[[str], np.random.Generator]
+        self, secrets: Sequence[tuple[np.ndarray, Owner]], rng: Callable[[str], np.random.Generator]
     ) -> list[np.ndarray]:
         """Each ``(words, owner)``: the owner secret-shares ``words`` to the computing parties.
 
-        Owners may be computing parties (they keep one share) or any other party on
-        the network (they send all of them); ``rng(owner)`` is the generator the owner
-        draws the shares from. All inputs are sent before any is received, so
+        Owners may be computing parties, by name (they keep one share), or any other party
+        on the network, as its own :class:`~privbandits.comm.Party` (it sends all of them);
+        ``rng(name)`` is the generator the owner draws the shares from. All inputs are sent before any is received, so
         independent inputs share one round. Returns the share arrays (party axis 0) as received.
         """
         n = len(self.parties)
         dealt = []
-        for words, owner in secrets:
-            if owner not in self.network.parties:
-                raise ValueError(
-                    f"unknown input owner {owner!r}; parties on the network: {sorted(self.network.parties)}"
-                )
+        send = self.network.send
+        for words, who in secrets:
+            owner, endpoint = self._owner(who)
             keeper = self.names.index(owner) if owner in self.names else 0
             shares = share(words, n, rng(owner), owner=keeper)
             for name, row in zip(self.names, shares, strict=True):
                 if name != owner:
-                    self.network.send(owner, name, Words(np.ascontiguousarray(row)))
+                    send(endpoint, name, Words(np.ascontiguousarray(row)))
             dealt.append((shares, owner))
         return [
             np.stack(
@@ -167,16 +197,17 @@ class PartyChannel:
         if len(set(names)) != len(names):
             raise ValueError(f"party names must be distinct, got {list(names)}")
         self.network, self.names, self.local = network, tuple(names), local
-        if local not in network.parties:  # a TlsNetwork lists its peers; its own party registers here
-            Party(local, network)
+        self.party = Party(local, network)
+        """This party's own object (its process sends only through it; e.g. a resume offer)."""
+        self._endpoint = self.party.endpoint
         self.index = self.names.index(local) if local in self.names else None
         self._others = [name for name in self.names if name != local]
 
     def _exchange(self, payload: Message, kind: str) -> list[Message]:
         """Send ``payload`` to every other computing party; their messages, in party order."""
-        send, receive, local = self.network.send, self.network.receive, self.local
+        send, receive, local, endpoint = self.network.send, self.network.receive, self.local, self._endpoint
         for receiver in self._others:
-            send(local, receiver, payload)
+            send(endpoint, receiver, payload)
         return [receive(local, kind, sender) for sender in self._others]
 
     def _broadcast(self, shares: np.ndarray) -> list[np.ndarray]:
@@ -222,7 +253,7 @@ class PartyChannel:
             raise ValueError(f"unknown receiver {receiver!r}; parties on the network: {sorted(self.network.parties)}")
         if self.local != receiver:
             if self.index is not None:
-                self.network.send(self.local, receiver, Words(np.ascontiguousarray(shares[0])))
+                self.network.send(self._endpoint, receiver, Words(np.ascontiguousarray(shares[0])))
             return None
         value = shares[0].copy() if shares is not None else np.zeros(shape, dtype=WORD)
         for sender in self.names:
@@ -231,17 +262,17 @@ class PartyChannel:
         return value
 
     def distribute(
-        self, secrets: Sequence[tuple[np.ndarray, str]], rng: Callable[[str], np.random.Generator]
+        self, secrets: Sequence[tuple[np.ndarray, Owner]], rng: Callable[[str], np.random.Generator]
     ) -> list[np.ndarray | None]:
         """:meth:`Channel.distribute` from this party's side: it shares the inputs it owns (the words
         of the others' are placeholders, only their shape is read) and receives its share of the
         others'. Returns its share arrays (one row), or None for every input if it does not compute."""
-        n, held = len(self.names), []
-        for words, owner in secrets:
+        n, held, owners = len(self.names), [], []
+        for words, who in secrets:
+            owner = who.name if isinstance(who, Party) else who
             if owner not in self.network.parties:
-                raise ValueError(
-                    f"unknown input owner {owner!r}; parties on the network: {sorted(self.network.parties)}"
-                )
+                raise _unknown_owner(owner, self.network)
+            owners.append(owner)
             if owner != self.local:
                 held.append(None)
                 continue
@@ -249,12 +280,12 @@ class PartyChannel:
             shares = share(words, n, rng(owner), owner=keeper)
             for name, row in zip(self.names, shares, strict=True):
                 if name != owner:
-                    self.network.send(owner, name, Words(np.ascontiguousarray(row)))
+                    self.network.send(self._endpoint, name, Words(np.ascontiguousarray(row)))
             held.append(shares[self.index : self.index + 1] if self.index is not None else None)
         if self.index is None:
             return [None] * len(secrets)
         receive = self.network.receive
         return [
             row if row is not None else receive(self.local, "mpc.words", owner).words.reshape(1, *np.shape(words))
-            for row, (words, owner) in zip(held, secrets, strict=True)
+            for row, owner, (words, _) in zip(held, owners, secrets, strict=True)
         ]

@@ -39,6 +39,7 @@ import numpy as np
 from privbandits.comm import ROUND, SETUP, Network, Party
 from privbandits.mpc import Engine
 from privbandits.mpc.approximations import NR_ITERATIONS
+from privbandits.mpc.channel import Owner
 from privbandits.mpc.comparison import packed_bits
 from privbandits.mpc.dealer import (
     OFFLINE,
@@ -323,7 +324,7 @@ class PrivateEpsilonGreedy:
         :class:`~privbandits.comm.TlsNetwork`): it holds one row of every share, its own,
         inputs only its own block, and takes its dealer material from party ``dealer``'s
         process. Needs ``seeds`` (only ``seeds.inputs[local]`` is read). The puller and
-        reward holder run :class:`PullerRewarder`; the dealer :func:`serve_dealer_round`.
+        reward holder run :class:`PullerRewarder`; the dealer :meth:`DealerRole.serve`.
 
     Attributes
     ----------
@@ -372,8 +373,13 @@ class PrivateEpsilonGreedy:
         self.engine = engine = Engine(
             names, precision=config.precision, truncation=config.truncation, network=network, **engine_options
         )
-        for role in {config.puller, config.rewarder} - set(names):
-            if role not in engine.network.parties:
+        # p′ and p″ outside P: the simulator plays them too, and they input through their own Party objects
+        # (its channel sends only as the computing parties); a party in its own process only needs their names
+        self._outside: dict[str, Party] = {}
+        for role in sorted({config.puller, config.rewarder} - set(names)):
+            if local is None:
+                self._outside[role] = Party(role, engine.network)
+            elif role not in engine.network.parties:
                 Party(role, engine.network)
         # the dealer's store of exploration samples; a party in its own process gets only its shares of them
         self.exploration = (
@@ -395,7 +401,8 @@ class PrivateEpsilonGreedy:
         self._score_scale = 2 * config.precision
         self._reward_scale = 0 if config.binary_rewards else config.precision
         self._placeholder = ExplorationDraw(0, np.zeros(config.n_arms, np.uint64), np.zeros(config.n_arms, np.uint64))
-        self.inverse, self.b = _share_initial_model(engine, config)
+        self._rewarder = self._outside.get(config.rewarder, config.rewarder)
+        self.inverse, self.b = _share_initial_model(engine, config, self._outside.get(config.puller, config.puller))
 
     def step(self, x: np.ndarray, pull: Callable[[int], float]) -> int:
         """Play one round on context ``x`` (D,); ``pull(arm)`` is the environment, whose
@@ -435,7 +442,7 @@ class PrivateEpsilonGreedy:
                 # 5. p′ pulls the arm, p″ observes and shares the reward; a refused reward voids the round
                 # (the opening stays in the ledger and the traffic, the model is not touched)
                 reward = _check_reward(pull(arm), config)
-            reward = engine.input(reward, config.rewarder, scale=self._reward_scale)
+            reward = engine.input(reward, self._rewarder, scale=self._reward_scale)
             # 6. Sherman–Morrison (Eq. 1) and b updates on every arm; the mask o multiplies last,
             # so arms not pulled change by exactly 0 (and, as integers, nothing is truncated)
             inverse_d = engine.reciprocal(denominator, config.nr_iterations)
@@ -496,13 +503,12 @@ def plaintext_choice(scores: np.ndarray, coin: np.ndarray, uniforms: np.ndarray,
     return np.argmax(np.where(noisy == noisy.max(axis=-1, keepdims=True), gamma, 0), axis=-1)
 
 
-def _share_initial_model(engine: Engine, config: MPCBanditConfig) -> list[ArithmeticShares | None]:
-    """Setup (Alg. 1): p′ initialises W_a^{-1} = I, b_a = 0 and shares them."""
+def _share_initial_model(engine: Engine, config: MPCBanditConfig, puller: Owner) -> list[ArithmeticShares | None]:
+    """Setup (Alg. 1): p′ (its name, or its own Party where the simulator plays it) initialises
+    W_a^{-1} = I, b_a = 0 and shares them."""
     a, d = config.n_arms, config.dim
     with engine.phase(SETUP):
-        return engine.input_many(
-            [(np.broadcast_to(np.eye(d), (a, d, d)), config.puller), (np.zeros((a, d)), config.puller)]
-        )
+        return engine.input_many([(np.broadcast_to(np.eye(d), (a, d, d)), puller), (np.zeros((a, d)), puller)])
 
 
 def _placeholder(size: int) -> np.ndarray:
@@ -559,7 +565,7 @@ class PullerRewarder:
         self._reward_scale = 0 if config.binary_rewards else config.precision
 
     def setup(self) -> None:
-        _share_initial_model(self.engine, self.config)
+        _share_initial_model(self.engine, self.config, self.config.puller)
 
     def play(self, pull: Callable[[int], float]) -> int:
         """One round: learn a_t, ``pull`` it, share the reward; returns a_t."""
@@ -606,12 +612,13 @@ class DealerRole:
         self.rounds += 1
         return [party_words(materials, row) for row in range(self.n_parties)]
 
-    def serve(self, network: Network, local: str, parties: Sequence[str]) -> int:
-        """Draw the next round's material and send each party its shares (phase ``offline``); its bytes."""
+    def serve(self, dealer: Party, parties: Sequence[str]) -> int:
+        """Draw the next round's material and send each party its shares from the ``dealer``'s own
+        Party (phase ``offline``); its bytes."""
         sent = 0
-        with network.phase(OFFLINE):
+        with dealer.network.phase(OFFLINE):
             for name, words in zip(parties, self.next_round(), strict=True):
-                network.send(local, name, Material(self.rounds, words))
+                dealer.send(name, Material(self.rounds, words))
                 sent += words.nbytes
         return sent
 
