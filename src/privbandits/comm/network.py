@@ -24,6 +24,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
+from functools import partial
 
 from privbandits.comm.codec import Envelope, decode, encode
 from privbandits.comm.messages import Message
@@ -43,12 +44,13 @@ class ForgedSender(ProtocolError):
 class Endpoint:
     """A party's capability on one network: what :meth:`Network.register` returns, once per name.
 
-    Whoever holds it sends as that party (normally only its :class:`Party` object); the
-    network names the sender from the endpoint itself, so passing another party's name
-    cannot forge a message. Endpoints are made only by the network.
+    Whoever holds it sends as that party (normally only its :class:`Party` object):
+    ``endpoint.send(receiver, message)``, or ``network.send(endpoint, receiver, message)``;
+    the network names the sender from the endpoint itself, so passing another party's
+    name cannot forge a message. Endpoints are made only by the network.
     """
 
-    __slots__ = ("name", "network")
+    __slots__ = ("name", "network", "send")
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         raise TypeError("endpoints are issued by Network.register(name), to the party that registers")
@@ -137,6 +139,7 @@ class Network(ABC):
         self.parties.add(name)
         endpoint = object.__new__(Endpoint)
         endpoint.name, endpoint.network = name, self
+        endpoint.send = partial(self._send, name)  # bound once: no per-message check on a party's own path
         self._endpoints[endpoint] = name
         return endpoint
 
@@ -181,6 +184,10 @@ class Network(ABC):
             name = None
         if name is None:
             raise self._forged(sender, message)
+        self._send(name, receiver, message)
+
+    def _send(self, name: str, receiver: str, message: Message) -> None:
+        """Deliver ``message`` from party ``name``, which an endpoint of this network vouches for."""
         phase = self._phase
         if phase is None:
             raise ProtocolError(f"{name!r} sent a {message.kind!r} message outside any phase")
@@ -299,9 +306,10 @@ class Party:
     def __init__(self, name: str, network: Network) -> None:
         self.name, self.network = name, network
         self.endpoint = network.register(name)
+        self._send = self.endpoint.send
 
     def send(self, receiver: str, message: Message) -> None:
-        self.network.send(self.endpoint, receiver, message)
+        self._send(receiver, message)
 
     def receive(self, kind: str, sender: str | None = None) -> Message:
         return self.network.receive(self.name, kind, sender)

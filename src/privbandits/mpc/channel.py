@@ -56,9 +56,9 @@ class Channel:
         self.parties = [Party(name, network) for name in names]
         self.names = tuple(names)
         self._endpoints: dict[str, Endpoint] = {party.name: party.endpoint for party in self.parties}
-        # (sender index, sender's endpoint, receiver) of every link; (sender, receiver), links into party 0 first
+        # (sender index, sender's send, receiver) of every link; (sender, receiver), links into party 0 first
         links = [(i, s, r) for i, s in enumerate(self.names) for r in self.names if r != s]
-        self._links = [(i, self._endpoints[s], r) for i, s, r in links]
+        self._links = [(i, self._endpoints[s].send, r) for i, s, r in links]
         self._inbound = sorted(((s, r) for _, s, r in links), key=lambda link: link[1] != self.names[0])
         self._first = len(self.names) - 1
 
@@ -84,9 +84,9 @@ class Channel:
         Every party receives (so the queues drain and the Lamport clocks advance);
         all of them get the same messages, so one list stands for everyone's view.
         """
-        send, receive = self.network.send, self.network.receive
-        for index, sender, receiver in self._links:
-            send(sender, receiver, payloads[index])
+        receive = self.network.receive
+        for index, send, receiver in self._links:
+            send(receiver, payloads[index])
         received = [receive(receiver, kind, sender) for sender, receiver in self._inbound]
         return received[: self._first]
 
@@ -160,14 +160,13 @@ class Channel:
         """
         n = len(self.parties)
         dealt = []
-        send = self.network.send
         for words, who in secrets:
             owner, endpoint = self._owner(who)
             keeper = self.names.index(owner) if owner in self.names else 0
             shares = share(words, n, rng(owner), owner=keeper)
             for name, row in zip(self.names, shares, strict=True):
                 if name != owner:
-                    send(endpoint, name, Words(np.ascontiguousarray(row)))
+                    endpoint.send(name, Words(np.ascontiguousarray(row)))
             dealt.append((shares, owner))
         return [
             np.stack(
@@ -205,9 +204,9 @@ class PartyChannel:
 
     def _exchange(self, payload: Message, kind: str) -> list[Message]:
         """Send ``payload`` to every other computing party; their messages, in party order."""
-        send, receive, local, endpoint = self.network.send, self.network.receive, self.local, self._endpoint
+        send, receive, local = self._endpoint.send, self.network.receive, self.local
         for receiver in self._others:
-            send(endpoint, receiver, payload)
+            send(receiver, payload)
         return [receive(local, kind, sender) for sender in self._others]
 
     def _broadcast(self, shares: np.ndarray) -> list[np.ndarray]:
@@ -253,7 +252,7 @@ class PartyChannel:
             raise ValueError(f"unknown receiver {receiver!r}; parties on the network: {sorted(self.network.parties)}")
         if self.local != receiver:
             if self.index is not None:
-                self.network.send(self._endpoint, receiver, Words(np.ascontiguousarray(shares[0])))
+                self._endpoint.send(receiver, Words(np.ascontiguousarray(shares[0])))
             return None
         value = shares[0].copy() if shares is not None else np.zeros(shape, dtype=WORD)
         for sender in self.names:
@@ -280,7 +279,7 @@ class PartyChannel:
             shares = share(words, n, rng(owner), owner=keeper)
             for name, row in zip(self.names, shares, strict=True):
                 if name != owner:
-                    self.network.send(self._endpoint, name, Words(np.ascontiguousarray(row)))
+                    self._endpoint.send(name, Words(np.ascontiguousarray(row)))
             held.append(shares[self.index : self.index + 1] if self.index is not None else None)
         if self.index is None:
             return [None] * len(secrets)
