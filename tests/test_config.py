@@ -34,9 +34,9 @@ BAD_CONFIGS = [
     ),
     (
         lambda d: d["environment"].update(kind="criteo"),
-        "environment.kind: must be one of 'linear_gaussian', 'digits', 'mnist', 'clustered_users', 'pooled_users', "
-        "'kmeans_arms', 'multilabel', 'obd_replay', 'logged_replay', 'p2b_synthetic', 'multilabel_population' "
-        "(got 'criteo')",
+        "environment.kind: must be one of 'linear_gaussian', 'digits', 'mnist', 'mnist5k', 'clustered_users', "
+        "'pooled_users', 'kmeans_arms', 'multilabel', 'obd_replay', 'logged_replay', 'p2b_synthetic', "
+        "'multilabel_population' (got 'criteo')",
     ),
     (
         lambda d: d["policies"][1].update(kind="ucb"),

@@ -84,7 +84,7 @@ def test_stream_kinds_run(kind):
 def test_every_kind_is_listed_with_a_description():
     environments, policies = by_kind(ENVIRONMENT_CONFIGS), by_kind(POLICY_CONFIGS)
     assert set(environments) == {
-        "linear_gaussian", "digits", "mnist", "clustered_users", "pooled_users",
+        "linear_gaussian", "digits", "mnist", "mnist5k", "clustered_users", "pooled_users",
         "kmeans_arms", "multilabel", "obd_replay", "logged_replay", "p2b_synthetic", "multilabel_population",
     }  # fmt: skip
     assert set(policies) == {

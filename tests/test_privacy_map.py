@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from privbandits.datasets import cache
 from privbandits.experiments import reproduction
 from privbandits.experiments.catalog import REPRODUCTIONS
 from privbandits.experiments.papers.privacy_map import environments as map_environments
@@ -160,3 +161,78 @@ def test_an_mnist_folder_replaces_digits_in_the_classification_panel(tmp_path):
     assert panel.environment["kind"] == "mnist" and "MNIST" in panel.title
     digits = {task.key for task in MAP.tasks(_options(environments="classification"))}
     assert digits.isdisjoint(task.key for task in MAP.tasks(options))
+
+
+# -- the classification panel's data (issue 16: real MNIST-5k from the data cache) -------------------------------
+DIGITS_KEYS = {
+    "classification | Uniform random | seed 0": "c6a8bb1b473fbe89647847866f6376e6",
+    "classification | LinUCB (non-private) | seed 0": "07bec1e2a0bebd5414ff694b4a784826",
+}
+"""Keys of digits units at the tiny options before the ``data`` option existed: stored digits runs stay valid."""
+
+
+def _classification_keys(**changes: str) -> dict[str, str]:
+    return {task.label: task.key for task in MAP.tasks(_options(environments="classification", **changes))}
+
+
+def test_data_is_resolved_when_the_options_are_parsed(tmp_path):
+    from privbandits.experiments.overrides import OptionError
+
+    assert _options().data == "digits"  # the tests' data cache is empty
+    keys = _classification_keys()
+    assert {label: keys[label] for label in DIGITS_KEYS} == DIGITS_KEYS
+    assert _classification_keys(data="digits") == keys
+    with pytest.raises(OptionError, match=r"option data: mnist5k is not in the data cache; run `privbandits data "
+                       r"fetch mnist5k` first"):  # fmt: skip
+        _options(data="mnist5k")
+    with pytest.raises(OptionError, match="needs the IDX folder as mnist=<folder>"):
+        _options(data="mnist")
+    folder = tmp_path / "mnist"
+    folder.mkdir()
+    for stem, n in (("train", 40), ("t10k", 10)):
+        _write_idx(folder / f"{stem}-images-idx3-ubyte", np.zeros((n, 6, 6)))
+        _write_idx(folder / f"{stem}-labels-idx1-ubyte", np.arange(n) % 10)
+    assert _options(mnist=str(folder)).data == "mnist"
+    with pytest.raises(OptionError, match="mnist=<folder> is read only with data = 'mnist' or 'auto', not 'digits'"):
+        _options(mnist=str(folder), data="digits")
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_the_digits_panel_says_it_is_the_stand_in(tmp_path):
+    options = _options(environments="classification")
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        _, paper = reproduction.run(MAP, options, store, tmp_path / "out", jobs=1, progress=False)
+    note = next(note for note in paper.notes if note.startswith("DATA of the classification panel"))
+    assert "(data=digits): STAND-IN" in note and "privbandits data fetch mnist5k" in note
+    assert "Digits as classification (MNIST stand-in" in paper.markdown()
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_cached_mnist5k_is_what_auto_runs_and_the_report_names_it(tmp_path, monkeypatch):
+    from mnist5k_fixture import install, repin, write_mnist5k
+
+    path = install(tmp_path / "cache", monkeypatch)
+    options = _options(environments="classification")
+    assert options.data == "mnist5k"
+    (panel,), _ = environments(options)
+    assert panel.environment == {"kind": "mnist5k", "pca_components": 20} and "MNIST-5k" in panel.title
+    assert panel.experiment == "privacy-map-mnist5k"
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        summary, paper = reproduction.run(MAP, options, store, tmp_path / "out", jobs=1, progress=False)
+        assert len(summary.computed) == len(MAP.tasks(options)) == 7
+        assert store.recall("privacy-map")["data"] == "mnist5k"  # the stored invocation names the data that ran
+        recalled = reproduction.resolve_options(MAP, {}, store)
+        assert reproduction.report(MAP, recalled, store, tmp_path / "again").markdown() == paper.markdown()
+    text = paper.markdown()
+    assert "MNIST-5k as classification (real MNIST" in text and "STAND-IN" not in text
+    note = next(note for note in paper.notes if note.startswith("DATA of the classification panel"))
+    sha = cache.SOURCES["mnist5k"].members["mnist_5k.csv.gz"][1]
+    assert "(data=mnist5k): real MNIST-5k" in note and str(path.resolve()) in note and sha in note
+    for claim in paper.claims:
+        assert claim.verdict == "reproduced", claim  # the secret-shared learner matches its twin on MNIST-5k
+    keys = _classification_keys()
+    assert set(keys.values()).isdisjoint(_classification_keys(data="digits").values())
+    assert {label: _classification_keys(data="digits")[label] for label in DIGITS_KEYS} == DIGITS_KEYS
+    write_mnist5k(path, seed=1)  # another file in the same place: other units
+    repin(monkeypatch, path.parent)
+    assert set(keys.values()).isdisjoint(_classification_keys().values())

@@ -144,6 +144,51 @@ class MNISTEnvConfig(_EnvBase):
         return self.pca_components
 
 
+class MNIST5kEnvConfig(_EnvBase):
+    """Real MNIST, 5,000 images from the data cache, as a 10-arm classification bandit (MPC paper §6.1 preprocessing).
+
+    The data set of ``privbandits data fetch mnist5k`` (checksum checked), split as the MPC
+    reproductions split it (:func:`privbandits.datasets.mnist5k.mnist5k_bandit`): a seeded
+    ``held_out`` fraction (1,000 images) is the test split, the other 4,000 the train split;
+    pixels / 255, PCA fitted on the train split, unit norm. The file enters the run spec by
+    path and content hash (the pinned SHA-256 for the cached file).
+    """
+
+    kind: Literal["mnist5k"]
+    path: str | None = Field(
+        None,
+        validate_default=True,
+        description="a mnist_5k.csv(.gz)-format file (default: the data cache's, `privbandits data fetch mnist5k`)",
+    )
+    pca_components: int = Field(20, ge=1, le=784)
+    split: Literal["train", "test"] = "train"
+    held_out: float = Field(0.2, gt=0, lt=1, description="fraction held out as the test split (seeded)")
+    split_seed: int = Field(0, ge=0, description="seed of the train / held-out split")
+    order: Literal["shuffle", "sample"] = "shuffle"
+    data_paths: ClassVar[tuple[str, ...]] = ("path",)
+
+    @field_validator("path")
+    @classmethod
+    def _file(cls, value: str | None) -> str:
+        if value is not None:
+            return existing_path(value, "file")
+        from privbandits.datasets.cache import DataError, cached, fetch_command, is_cached
+
+        if not is_cached("mnist5k"):
+            raise ValueError(
+                f"MNIST-5k (real MNIST, 5,000 images) is not in the data cache; run `{fetch_command('mnist5k')}` "
+                "first, or give path"
+            )
+        try:
+            return str(cached("mnist5k").resolve())
+        except DataError as error:  # present but not the pinned file
+            raise ValueError(str(error)) from None
+
+    @property
+    def context_dim(self) -> int:
+        return self.pca_components
+
+
 class ClusteredUsersEnvConfig(_EnvBase):
     """FCLUB §6.2: n users in m true clusters on L local servers; a random user and K fresh items per round."""
 
@@ -477,6 +522,7 @@ ENVIRONMENT_CONFIGS = (
     LinearGaussianEnvConfig,
     DigitsEnvConfig,
     MNISTEnvConfig,
+    MNIST5kEnvConfig,
     ClusteredUsersEnvConfig,
     PooledUsersEnvConfig,
     KMeansArmsEnvConfig,
@@ -490,6 +536,7 @@ EnvConfig = Annotated[
     LinearGaussianEnvConfig
     | DigitsEnvConfig
     | MNISTEnvConfig
+    | MNIST5kEnvConfig
     | ClusteredUsersEnvConfig
     | PooledUsersEnvConfig
     | KMeansArmsEnvConfig

@@ -216,6 +216,13 @@ def _mnist(path: str, sha256: str, components: int):
 
 
 @lru_cache(maxsize=4)
+def _mnist5k(path: str, sha256: str, components: int, held_out: float, split_seed: int):
+    from privbandits.datasets.mnist5k import mnist5k_bandit
+
+    return mnist5k_bandit(path, held_out=held_out, seed=split_seed, components=components)
+
+
+@lru_cache(maxsize=4)
 def _digits_split(components: int):
     from privbandits.datasets.mnist import digits_stand_in
 
@@ -286,6 +293,10 @@ def build_source(config) -> EnvironmentSource | ReplaySource:
         return EnvironmentSource(ClassificationBandit(data.features, data.labels, order=config.order))
     if kind == "mnist":
         split = getattr(_mnist(config.path, _sha(config.path), config.pca_components), config.split)
+        return EnvironmentSource(ClassificationBandit(split.features, split.labels, order=config.order))
+    if kind == "mnist5k":
+        data = _mnist5k(config.path, _sha(config.path), config.pca_components, config.held_out, config.split_seed)
+        split = getattr(data, config.split)
         return EnvironmentSource(ClassificationBandit(split.features, split.labels, order=config.order))
     if kind in ("clustered_users", "pooled_users"):
         if kind == "clustered_users":

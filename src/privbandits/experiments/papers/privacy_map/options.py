@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, DirectoryPath, Field, field_validator
+from pydantic import AfterValidator, DirectoryPath, Field, ValidationInfo, field_validator
 
 from privbandits.experiments.reproduction import Options
 
@@ -17,6 +17,9 @@ ENVIRONMENTS: tuple[Environment, ...] = (
     "obd",
     "p2b_population",
 )
+
+ClassificationData = Literal["auto", "mnist5k", "mnist", "digits"]
+"""Data sets of the classification panel (``auto`` is resolved to one of the others at parse time)."""
 
 Seed = Annotated[int, Field(ge=0)]
 Epsilon = Annotated[float, Field(gt=0)]
@@ -80,7 +83,15 @@ class MapOptions(Options):
     mnist: DirectoryPath | None = Field(
         None,
         description="MNIST IDX folder (train-images-idx3-ubyte, …): the classification panel uses its train split "
-        "(none: scikit-learn's digits, the offline stand-in)",
+        "with data = mnist or auto (none: see data)",
+    )
+    data: ClassificationData = Field(
+        "auto",
+        validate_default=True,
+        description="data of the classification panel: mnist5k: real MNIST, 5,000 images, its 4,000-image train "
+        "split (`privbandits data fetch mnist5k`); mnist: the IDX folder given as mnist=; digits: scikit-learn's "
+        "8x8 digits, the offline stand-in; auto: mnist= if given, else mnist5k if cached, else digits (resolved "
+        "when the options are parsed, so the stored options name the data that ran)",
     )
     obd_folder: DirectoryPath | None = Field(
         None, description="OBD campaign folder (none: ../shared/data/obd/random/all; skipped if absent)"
@@ -92,6 +103,24 @@ class MapOptions(Options):
         from privbandits.experiments.config import MNISTEnvConfig
 
         return None if value is None else Path(MNISTEnvConfig._idx_folder(str(value)))
+
+    @field_validator("data")
+    @classmethod
+    def _resolve_data(cls, value: str, info: ValidationInfo) -> str:
+        from privbandits.datasets.cache import fetch_command, is_cached  # standard library only
+
+        given = info.data.get("mnist")
+        if value == "auto":
+            if given is not None:
+                return "mnist"
+            return "mnist5k" if is_cached("mnist5k") else "digits"
+        if value == "mnist5k" and not is_cached("mnist5k"):
+            raise ValueError(f"mnist5k is not in the data cache; run `{fetch_command('mnist5k')}` first")
+        if value == "mnist" and given is None:
+            raise ValueError("data = 'mnist' needs the IDX folder as mnist=<folder>")
+        if value != "mnist" and given is not None:
+            raise ValueError(f"mnist=<folder> is read only with data = 'mnist' or 'auto', not {value!r}")
+        return value
 
     @field_validator("obd_folder")
     @classmethod

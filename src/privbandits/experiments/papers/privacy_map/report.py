@@ -9,6 +9,7 @@ from typing import Any
 
 from privbandits.experiments.paper import Claim, PaperReport
 from privbandits.experiments.papers.privacy_map.environments import MapEnvironment, environments
+from privbandits.experiments.papers.privacy_map.grid import unit_label
 from privbandits.experiments.papers.privacy_map.options import MapOptions
 from privbandits.experiments.papers.privacy_map.plots import map_figure
 from privbandits.experiments.papers.privacy_map.semantics import SEMANTICS
@@ -285,9 +286,6 @@ NOTES = [
     "vectors and control), FCLUB (uploads, downloads) and the secret-shared MPC learner (every opening), and for "
     "P2B per user interaction; the DP baselines run in one process, so theirs is nominal: 8(d + 1) B of x and r to "
     "the trusted server (joint), 8(d(d + 1)/2 + d) B of a noisy report (local, shuffle).",
-    "Classification (digits, the offline MNIST stand-in, unless -o mnist=IDX_FOLDER is given) gives one context "
-    "per round, so the shared-θ systems (O3M, the DP baselines) are refused there; LinUCB runs in the disjoint "
-    "layout.",
     "OBD: the passive party's 161 user × item features are split over two passive parties (41 | 80 | 81), so that "
     "secure aggregation, which needs two or more passive parties, can run; replay counts a round only when the "
     "chosen item was logged, so a run matches about events / items rounds and sees few clicks: intervals are wide.",
@@ -302,6 +300,43 @@ NOTES = [
 ]
 
 
+def _stored_environment(panel: Panel, points: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The environment spec the panel's stored runs ran on (data files by path and SHA-256)."""
+    first = panel.rows[0].point
+    return points[unit_label(panel.env, first.source, first.seeds[0])]["run_spec"]["environment"]
+
+
+def data_note(panel: Panel, points: dict[str, dict[str, Any]]) -> str:
+    """Which data the classification panel ran on, read from its stored runs (the stand-in said as such)."""
+    env = _stored_environment(panel, points)
+    rounds = f"T = {panel.env.horizon:,} rounds walk shuffled passes over the train split"
+    layout = (
+        "One context per round, so the shared-θ systems (O3M, the DP baselines) are refused there; LinUCB runs in "
+        "the disjoint layout."
+    )
+    if env["kind"] == "mnist5k":
+        file, held = env["path"], env["held_out"]
+        what = (
+            f"real MNIST-5k ({file['path']}, SHA-256 {file['sha256']}), its train split: {1 - held:.0%} of the "
+            f"images (4,000 of the real file's 5,000; {held:.0%} held out with split seed {env['split_seed']}, as "
+            f"the MPC reproductions split it); pixels / 255, PCA {env['pca_components']} fitted on the train split, "
+            f"unit norm. {rounds}."
+        )
+    elif env["kind"] == "mnist":
+        file = env["path"]
+        what = (
+            f"MNIST from the IDX folder {file['path']} (content SHA-256 {file['sha256']}), its {env['split']} split; "
+            f"pixels / 255, PCA {env['pca_components']} fitted on the training images, unit norm. {rounds}."
+        )
+    else:
+        what = (
+            "STAND-IN: scikit-learn's 1,797 8×8 digits (PCA 20, unit norm), not MNIST; "
+            f"T = {panel.env.horizon:,} rounds walk shuffled passes over all of them. For real MNIST run "
+            "`privbandits data fetch mnist5k` (then data=auto picks it) or give -o mnist=IDX_FOLDER."
+        )
+    return f"DATA of the classification panel (data={panel.env.name or panel.env.key}): {what} {layout}"
+
+
 def report(options: MapOptions, points: dict[str, dict[str, Any]], out: Path) -> PaperReport:
     """The map from the stored runs: figure, tables, semantics, best system at each ε, what could not run."""
     panels, skipped = panels_of(options, points)
@@ -313,5 +348,6 @@ def report(options: MapOptions, points: dict[str, dict[str, Any]], out: Path) ->
     paper.tables["Best point at each ε level (its stated ε at most the level)"] = best_rows(options, panels)
     paper.tables["Systems left out where the config checks refuse them"] = refused_rows(panels)
     paper.add_figure(map_figure([(panel.env, panel.rows) for panel in panels]), out / "privacy-map.png")
-    paper.notes += [*best_sentences(options, panels), *skipped, *NOTES]
+    data = [data_note(panel, points) for panel in panels if panel.env.key == "classification" and panel.rows]
+    paper.notes += [*best_sentences(options, panels), *data, *skipped, *NOTES]
     return paper
