@@ -632,6 +632,7 @@ class GlobalServer(Party):
         self._layout: dict[str, int] | None = None  # local clusters per server at the last merge (MergeRule.REFERENCE)
         self._renewal = False  # whether the last detection renewed (announced by end_phase)
         self._count_idle = self.config.rebuild_local_copies and not self.config.synchronous
+        self._private = self.config.private
         self._received: list[tuple[str, str, int]] = []  # (message kind, sender, cluster) of each private upload
         self.changed_phases = 0
         self.idle_downloads = 0
@@ -782,7 +783,7 @@ class GlobalServer(Party):
         Returns the local clusters whose download is due (Eq. 6), for :meth:`send_download`.
         """
         msg = self.receive(Upload.kind, server)
-        if self.config.private:
+        if self._private:  # a release of the server's privatizer (raw with noise only in the trigger)
             self._received.append((msg.kind, server, msg.cluster))
         key = (server, msg.cluster)
         uploader = self.members[key]
