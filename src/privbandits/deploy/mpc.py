@@ -309,8 +309,15 @@ def _offer_and_agree(deployment: Deployment, party: Party) -> tuple[int, tuple]:
 
 
 def receive_deadline(deployment: Deployment, name: str) -> float:
-    """Seconds party ``name`` waits for a message before it counts its peer as lost (every party alike)."""
-    return deployment.deadline_s
+    """Seconds party ``name`` waits for a message before it counts its peer as lost.
+
+    Computing parties wait ``deadline_s``; the dealer and the environment twice that. The
+    environment waits on the computing parties, which wait on each other: if one computing
+    party stalls, the one waiting on it reports the stall first and tells everyone, before the
+    environment (or a dealer blocked writing to a computing party) would blame the wrong one.
+    """
+    factor = 1.0 if deployment.parties[name].role == "computing" else 2.0
+    return factor * deployment.deadline_s
 
 
 def run_party(
