@@ -13,6 +13,7 @@ import math
 import dp_accounting
 import numpy as np
 import pytest
+from bad_input import digest, rejects
 
 from privbandits.envs.synthetic import LinearGaussianBandit
 from privbandits.experiments.config import ConfigError, parse_config
@@ -22,7 +23,6 @@ from privbandits.privacy.ledger import PrivacyLedger
 from privbandits.privacy.tree_mechanism import accounted_epsilon
 from privbandits.protocols.dp import JointDPLinUCB, LocalDPLinUCB, ShuffleDPLinUCB
 from privbandits.validation import CallOrderError
-from tests.bad_input import digest, rejects
 
 LEARNERS = {
     "joint": (JointDPLinUCB, {}),
