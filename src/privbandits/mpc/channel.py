@@ -155,8 +155,9 @@ class Channel:
 
         Owners may be computing parties, by name (they keep one share), or any other party
         on the network, as its own :class:`~privbandits.comm.Party` (it sends all of them);
-        ``rng(name)`` is the generator the owner draws the shares from. All inputs are sent before any is received, so
-        independent inputs share one round. Returns the share arrays (party axis 0) as received.
+        ``rng(name)`` is the generator the owner draws the shares from. All inputs are sent
+        before any is received, so independent inputs share one round. Returns the share
+        arrays (party axis 0) as received.
         """
         n = len(self.parties)
         dealt = []
