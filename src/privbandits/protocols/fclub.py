@@ -970,6 +970,10 @@ def check_server_of_user(server_of_user: np.ndarray, owner: str) -> np.ndarray:
     return array.astype(np.int64)
 
 
+FLOAT64 = np.dtype(np.float64)
+"""Native float64 (numpy caches it, so ``dtype is FLOAT64`` is the fast test)."""
+
+
 class RoundChecks:
     """The per-round contract of the clustered-users bandits (FCLUB and its local baselines), checked before
     any state changes: ``select(user, contexts)`` with ``user`` in ``[0, n_users)`` and finite float contexts of
@@ -978,6 +982,18 @@ class RoundChecks:
     _n_users: int
     _shape: tuple[int, int]
     _contexts: np.ndarray | None
+
+    def _passes(self, user: object, contexts: object) -> bool:
+        """The common round's fast test (a few hundred ns): a Python int user in range and finite C float64
+        contexts of the fixed shape. Anything else goes to :meth:`_check_select`, which converts or names it."""
+        return (
+            type(user) is int
+            and 0 <= user < self._n_users
+            and type(contexts) is np.ndarray
+            and contexts.shape == self._shape
+            and contexts.dtype is FLOAT64
+            and finite_row_norms(contexts)
+        )
 
     def _check_select(self, user: int, contexts: np.ndarray) -> tuple[int, np.ndarray]:
         """``(user, contexts)`` as a Python int and float64 contexts, or an error naming the argument."""
@@ -1084,7 +1100,8 @@ class FederatedClusteredBandit(RoundChecks):
 
         ``user`` in ``[0, n_users)``, ``contexts`` finite of shape ``(n_arms, dim)``; refused before round t starts.
         """
-        user, contexts = self._check_select(user, contexts)
+        if not self._passes(user, contexts):
+            user, contexts = self._check_select(user, contexts)
         self.t += 1
         if self.t == self._next_phase_start:
             self.phase += 1
@@ -1103,7 +1120,8 @@ class FederatedClusteredBandit(RoundChecks):
 
         Once per :meth:`select`, with a finite reward; refused before anything changes.
         """
-        reward = self._check_update(reward)
+        if self._contexts is None or not (isinstance(reward, float) and isfinite(reward)):
+            reward = self._check_update(reward)
         server, i = self._route[self._user]
         x, self._contexts = self._contexts[self._arm], None
         cluster = server.observe(i, x, reward)

@@ -285,7 +285,7 @@ class LocalBaselineBandit(RoundChecks):
             except InvalidInputError:
                 self._shape = None
                 raise
-        else:
+        elif not self._passes(user, contexts):
             user, contexts = self._check_select(user, contexts)
         self.t += 1
         server, i = self._route[user]
@@ -295,7 +295,8 @@ class LocalBaselineBandit(RoundChecks):
 
     def update(self, reward: float) -> None:
         """Once per :meth:`select`, with a finite reward."""
-        reward = self._check_update(reward)
+        if self._contexts is None or not (isinstance(reward, float) and math.isfinite(reward)):
+            reward = self._check_update(reward)
         server, i = self._route[self._user]
         x, self._contexts = self._contexts[self._arm], None
         server.observe(i, x, reward, self.t)
