@@ -183,7 +183,8 @@ ENTRIES += (
     Reproduction(
         "privacy-map",
         "Privacy–utility map (issue 16): LinUCB, O3M, FCLUB, MPC ε-greedy, P2B and the joint / local / shuffle DP "
-        "LinUCB baselines over ε on linear-Gaussian, clustered users, digits, OBD replay and a P2B population",
+        "LinUCB baselines over ε on linear-Gaussian, clustered users, MNIST-5k (digits if not cached), OBD replay "
+        "and a P2B population (~7–9 min on 2 cores)",
         f"{_PAPERS}.privacy_map.options:MapOptions",
         f"{_PAPERS}.privacy_map.grid:tasks",
         f"{_PAPERS}.privacy_map.report:report",
