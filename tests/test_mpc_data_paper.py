@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from mnist5k_fixture import write_mnist5k as _write_mnist5k
 
 from privbandits.datasets import cache
 from privbandits.datasets.mnist import MNIST_FILES
@@ -27,18 +28,6 @@ def _repin(monkeypatch, name: str, folder) -> None:
         for kept, (inner, _) in spec.members.items()
     }
     monkeypatch.setitem(cache.SOURCES, name, replace(spec, members=members))
-
-
-def _write_mnist5k(path, seed: int = 0, per_class: int = 8) -> None:
-    """A mnist_5k.csv.gz-format fixture: per digit a noisy prototype, sorted by label like the real file."""
-    rng = np.random.default_rng(seed)
-    prototypes = rng.integers(0, 256, size=(10, 784))
-    rows = []
-    for label in range(10):
-        for _ in range(per_class):
-            pixels = np.clip(prototypes[label] + rng.integers(-40, 41, size=784), 0, 255)
-            rows.append(",".join(map(str, [*pixels, label])))
-    path.write_bytes(gzip.compress(("\n".join(rows) + "\n").encode(), mtime=0))
 
 
 @pytest.fixture

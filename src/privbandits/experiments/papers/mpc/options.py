@@ -66,24 +66,9 @@ class DataOptions(Options):
     @field_validator("data")
     @classmethod
     def _resolve(cls, value: str, info: ValidationInfo) -> str:
-        given = info.data.get("mnist")
-        if value == "auto":
-            if given is not None:
-                return "mnist"
-            from privbandits.datasets.cache import is_cached  # standard library only
+        from privbandits.experiments.papers.data_choice import resolve_data
 
-            return "mnist5k" if is_cached("mnist5k") else "digits"
-        if value in ("mnist5k", "fashion"):
-            from privbandits.datasets.cache import is_cached
-
-            name = "fashion-mnist" if value == "fashion" else value
-            if not is_cached(name):
-                raise ValueError(f"{name} is not in the data cache; run `privbandits data fetch {name}` first")
-        if value == "mnist" and given is None:
-            raise ValueError("data = 'mnist' needs the IDX folder as mnist=<folder>")
-        if value != "mnist" and given is not None:
-            raise ValueError(f"mnist=<folder> is read only with data = 'mnist' or 'auto', not {value!r}")
-        return value
+        return resolve_data(value, info.data.get("mnist") is not None)
 
 
 class Fig2Options(DataOptions):

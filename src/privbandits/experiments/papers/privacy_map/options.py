@@ -107,20 +107,9 @@ class MapOptions(Options):
     @field_validator("data")
     @classmethod
     def _resolve_data(cls, value: str, info: ValidationInfo) -> str:
-        from privbandits.datasets.cache import fetch_command, is_cached  # standard library only
+        from privbandits.experiments.papers.data_choice import resolve_data
 
-        given = info.data.get("mnist")
-        if value == "auto":
-            if given is not None:
-                return "mnist"
-            return "mnist5k" if is_cached("mnist5k") else "digits"
-        if value == "mnist5k" and not is_cached("mnist5k"):
-            raise ValueError(f"mnist5k is not in the data cache; run `{fetch_command('mnist5k')}` first")
-        if value == "mnist" and given is None:
-            raise ValueError("data = 'mnist' needs the IDX folder as mnist=<folder>")
-        if value != "mnist" and given is not None:
-            raise ValueError(f"mnist=<folder> is read only with data = 'mnist' or 'auto', not {value!r}")
-        return value
+        return resolve_data(value, info.data.get("mnist") is not None)
 
     @field_validator("obd_folder")
     @classmethod
