@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from typer.testing import CliRunner
 
@@ -55,9 +57,16 @@ def test_every_listed_name_has_tiny_options_here():
     assert set(TINY) == set(REPRODUCTIONS) | set(shipped_configs())
 
 
+OBD_SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "obd" / "random" / "all"
+NEEDS_OBD_SAMPLE = {"vertical-obd"}
+"""Reproductions whose default data is the OBD sample in ../shared (the others fall back or skip a panel)."""
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("name", sorted(TINY))
 def test_runs_through_its_spec_and_report_rebuilds_from_the_store(tmp_path, name):
+    if name in NEEDS_OBD_SAMPLE and not OBD_SAMPLE.is_dir():
+        pytest.skip("the OBD sample is not in ../shared/data")
     store, first, second = tmp_path / "r.sqlite", tmp_path / "run", tmp_path / "report"
     options = [part for key, value in TINY[name].items() for part in ("-o", f"{key}={value}")]
     ran = runner.invoke(app, ["run", name, *options, "--store", str(store), "--out", str(first), "--no-progress"])
