@@ -66,16 +66,23 @@ def site(tmp_path_factory) -> Path:
     return folder / "site"
 
 
-def test_the_index_features_the_privacy_map_with_its_figure_when_the_store_has_it(tmp_path, site):
+@pytest.fixture(scope="module")
+def map_site(tmp_path_factory) -> Path:
+    """A site whose store holds a tiny privacy map."""
+    folder = tmp_path_factory.mktemp("map-site")
+    store = folder / "r.sqlite"
+    result = CliRunner().invoke(app, ["run", *TINY_MAP, "--store", str(store), "--out", str(folder / "out")])
+    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(app, ["site", "--store", str(store), "--out", str(folder / "site")])
+    assert result.exit_code == 0, result.output
+    return folder / "site"
+
+
+def test_the_index_features_the_privacy_map_with_its_figure_when_the_store_has_it(site, map_site):
     assert "privbandits run privacy-map" in (site / "index.html").read_text()  # the hint, before it ran
-    store = tmp_path / "r.sqlite"
-    result = CliRunner().invoke(app, ["run", *TINY_MAP, "--store", str(store), "--out", str(tmp_path / "out")])
-    assert result.exit_code == 0, result.output
-    result = CliRunner().invoke(app, ["site", "--store", str(store), "--out", str(tmp_path / "site")])
-    assert result.exit_code == 0, result.output
-    index = _parse(tmp_path / "site" / "index.html")
+    index = _parse(map_site / "index.html")
     figure = next(link for link in index.links if link.endswith(".png"))
-    assert figure.startswith("privacy-map/") and (tmp_path / "site" / figure).read_bytes()[:4] == b"\x89PNG"
+    assert figure.startswith("privacy-map/") and (map_site / figure).read_bytes()[:4] == b"\x89PNG"
     assert index.links.count("privacy-map/index.html") == 3  # the featured title and figure, and the table row
 
 
@@ -109,7 +116,9 @@ def test_site_refuses_a_missing_store_in_one_line(tmp_path):
 
 
 @pytest.mark.browser
-def test_headless_chromium_loads_every_page_without_errors_or_broken_images(site):
+@pytest.mark.parametrize("which", ["site", "map_site"])
+def test_headless_chromium_loads_every_page_without_errors_or_broken_images(request, which):
+    site = request.getfixturevalue(which)
     if CHROMIUM is None or importlib.util.find_spec("playwright") is None:
         pytest.skip("browser test needs Debian's chromium and the playwright package: run `make test-browser`")
     from playwright.sync_api import sync_playwright
@@ -130,7 +139,7 @@ def test_headless_chromium_loads_every_page_without_errors_or_broken_images(site
             assert tab.title(), f"{name}: no title"
         tab.goto((site / "index.html").as_uri())
         SCREENSHOT_DIR.mkdir(exist_ok=True)
-        tab.screenshot(path=str(SCREENSHOT_DIR / "site-index.png"), full_page=True)
+        tab.screenshot(path=str(SCREENSHOT_DIR / f"{which}-index.png"), full_page=True)
         browser.close()
     assert problems == []
-    assert (SCREENSHOT_DIR / "site-index.png").stat().st_size > 1000
+    assert (SCREENSHOT_DIR / f"{which}-index.png").stat().st_size > 1000
