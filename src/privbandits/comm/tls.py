@@ -175,10 +175,11 @@ class _Link:
         self.recv_seq += 1
         return frames.Frame(frame_type, seq, depth, payload)
 
-    def pop(self, kind: str) -> tuple[Envelope, int] | None:
+    def pop(self, kinds: tuple[str, ...]) -> tuple[Envelope, int] | None:
+        """The oldest message read ahead whose kind is one of ``kinds`` (removed from the queue), or None."""
         queue = self.queue
         for index, item in enumerate(queue):
-            if item[0].message.kind == kind:
+            if item[0].message.kind in kinds:
                 del queue[index]
                 return item
         return None
@@ -188,6 +189,11 @@ class _Link:
             self.sock.close()
         except OSError:
             pass
+
+
+def _named(kinds: str | tuple[str, ...]) -> str:
+    """``'a'`` for one kind, ``'a' or 'b'`` for several (how a wait names what it waits for)."""
+    return repr(kinds) if isinstance(kinds, str) else " or ".join(repr(kind) for kind in kinds)
 
 
 class TlsNetwork(Network):
@@ -444,16 +450,22 @@ class TlsNetwork(Network):
         where = self._where()
         return PeerLost(f"lost peer {peer!r} in {where}: {what}", peer=peer, round=where)
 
-    def _next_envelope(self, link: _Link, deadline: float | None, kind: str) -> tuple[Envelope, int]:
-        """Read the next data frame of ``link``; control frames and failures become exceptions."""
+    def _next_envelope(self, link: _Link, deadline: float | None, kind: str | tuple[str, ...]) -> tuple[Envelope, int]:
+        """Read the next data frame of ``link``; control frames and failures become exceptions.
+
+        ``kind`` (one kind, or a tuple of the kinds waited for) only names the wait in errors
+        (formatted there only: this is every message's path).
+        """
         try:
             frame = link.read(deadline)
         except TimeoutError:
-            raise self._lost(link.peer, f"no {kind!r} message within the {self.deadline:g} s deadline") from None
+            raise self._lost(link.peer, f"no {_named(kind)} message within the {self.deadline:g} s deadline") from None
         except EOFError:
-            raise self._lost(link.peer, f"connection closed while waiting for a {kind!r} message") from None
+            raise self._lost(link.peer, f"connection closed while waiting for a {_named(kind)} message") from None
         except OSError as exc:
-            raise self._lost(link.peer, f"connection failed while waiting for a {kind!r} message: {exc}") from None
+            raise self._lost(
+                link.peer, f"connection failed while waiting for a {_named(kind)} message: {exc}"
+            ) from None
         if frame.type is FrameType.DATA:
             try:
                 envelope = decode(frame.payload)
@@ -473,7 +485,9 @@ class TlsNetwork(Network):
         self._count_wire(CONTROL, link.peer, self.local, HEADER_BYTES + len(frame.payload))
         if frame.type is FrameType.CLOSE:
             link.ended = "close"
-            raise self._lost(link.peer, f"it closed the session while {self.local!r} waited for a {kind!r} message")
+            raise self._lost(
+                link.peer, f"it closed the session while {self.local!r} waited for a {_named(kind)} message"
+            )
         if frame.type is FrameType.ABORT:
             link.ended = "abort"
             info = frames.read_json_payload(frame.payload, "abort")
@@ -487,26 +501,35 @@ class TlsNetwork(Network):
         raise FrameError(f"unexpected {frame.type.name} frame from {link.peer!r} after the handshake")
 
     def _take(self, receiver: str, kind: str, sender: str | None) -> tuple[Envelope, int]:
+        return self._take_one_of(receiver, (kind,), sender)
+
+    def _take_one_of(self, receiver: str, kinds: tuple[str, ...], sender: str | None) -> tuple[Envelope, int]:
+        """The oldest message for this party of any of ``kinds``: first from what was read ahead, then from
+        the wire (from ``sender``, or from whichever linked peer has data), within the receive deadline.
+
+        Messages of other kinds read on the way stay queued on their link for later receives.
+        """
         if receiver != self.local:
             raise ProtocolError(f"this process runs {self.local!r}; it cannot receive for {receiver!r}")
         deadline = time.monotonic() + self.deadline
         if sender is not None:
             link = self._link(sender)
             if link.queue:
-                hit = link.pop(kind)
+                hit = link.pop(kinds)
                 if hit is not None:
                     return hit
             while True:
-                item = self._next_envelope(link, deadline, kind)
-                if item[0].message.kind == kind:
+                item = self._next_envelope(link, deadline, kinds)
+                if item[0].message.kind in kinds:
                     return item
                 link.queue.append(item)
-        return self._take_any(kind, deadline)
+        return self._take_any(kinds, deadline)
 
-    def _take_any(self, kind: str, deadline: float) -> tuple[Envelope, int]:
+    def _take_any(self, kinds: tuple[str, ...], deadline: float) -> tuple[Envelope, int]:
+        """The first message of any of ``kinds`` from any peer still linked (read-ahead queues first)."""
         links = [link for link in self._links.values() if not link.ended]
         for link in links:
-            hit = link.pop(kind)
+            hit = link.pop(kinds)
             if hit is not None:
                 return hit
         with selectors.DefaultSelector() as selector:
@@ -521,15 +544,15 @@ class TlsNetwork(Network):
                         peers = ", ".join(repr(link.peer) for link in links)
                         where = self._where()
                         raise PeerLost(
-                            f"no {kind!r} message from any of {peers} within the {self.deadline:g} s deadline "
-                            f"in {where}",
+                            f"no {_named(kinds)} message from any of {peers} within the {self.deadline:g} s "
+                            f"deadline in {where}",
                             peer=links[0].peer if len(links) == 1 else "any",
                             round=where,
                         )
                     ready = [key.data for key, _ in events]
                 for link in ready:
-                    item = self._next_envelope(link, deadline, kind)
-                    if item[0].message.kind == kind:
+                    item = self._next_envelope(link, deadline, kinds)
+                    if item[0].message.kind in kinds:
                         return item
                     link.queue.append(item)
 
