@@ -21,7 +21,7 @@ import numpy as np
 
 from privbandits.comm import InMemoryNetwork, Network, Traffic
 from privbandits.mpc import approximations, arithmetic, binary, comparison, truncation
-from privbandits.mpc.channel import Channel, PartyChannel
+from privbandits.mpc.channel import Channel, Owner, PartyChannel
 from privbandits.mpc.dealer import Dealer
 from privbandits.mpc.fixed_point import DEFAULT_PRECISION, decode, encode
 from privbandits.mpc.sharing import ArithmeticShares, BinaryShares
@@ -141,16 +141,19 @@ class Engine:
     # -- inputs and outputs --------------------------------------------------------
 
     def input(
-        self, values: np.typing.ArrayLike, owner: str | None = None, *, scale: int | None = None
+        self, values: np.typing.ArrayLike, owner: Owner | None = None, *, scale: int | None = None
     ) -> ArithmeticShares:
         """``owner`` (default the first party) secret-shares its plaintext ``values``; 1 round.
+
+        ``owner`` is a computing party's name, or the :class:`~privbandits.comm.Party` of a party
+        outside the computation (it must send as itself).
 
         ``scale`` is the fixed-point precision (default L); 0 for integers and bits.
         """
         return self.input_many([(values, owner)], scale=scale)[0]
 
     def input_many(
-        self, inputs: Sequence[tuple[np.typing.ArrayLike, str | None]], *, scale: int | None = None
+        self, inputs: Sequence[tuple[np.typing.ArrayLike, Owner | None]], *, scale: int | None = None
     ) -> list[ArithmeticShares]:
         """Several ``(values, owner)`` inputs shared in parallel (one round in all), e.g. each
         party's features x_{t,p} (Alg. 1 step 1).
