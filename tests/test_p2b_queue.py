@@ -1,0 +1,410 @@
+"""The P2B shuffler's durable report queue (issue 17, faults): no accepted report lost, no batch released
+twice, identities dropped when a batch forms, bad input refused with the queue unchanged.
+
+Crashes are simulated two ways: a connection that dies inside an operation (a wrapper that closes the
+SQLite connection at a chosen statement) and a real process killed with SIGKILL while it accepts,
+batches and releases. Every subprocess is waited for with a timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from privbandits.protocols.p2b_queue import ReportQueue
+from privbandits.validation import InvalidInputError
+
+JOIN = 30.0
+
+
+def rid(number: int) -> str:
+    """A deterministic report id of the required form (32 hex digits)."""
+    return f"{number:032x}"
+
+
+def fill(queue: ReportQueue, numbers, sender: str = "device-{}") -> None:
+    for number in numbers:
+        assert queue.accept(rid(number), sender.format(number), number % 4, number % 3, number % 2) is True
+
+
+def state(queue: ReportQueue) -> tuple:
+    """Everything the queue answers, for "unchanged" checks."""
+    batches = [queue.batch(b) for b in queue.batches()]
+    contents = [(b.batch_id, b.codes.tolist(), b.actions.tolist(), b.rewards.tolist(), b.released) for b in batches]
+    return queue.held(), queue.held_senders(), queue.next_batch_id(), queue.unreleased(), contents
+
+
+def stored_reports(path: Path) -> dict[str, tuple]:
+    """report id -> (sender, batch) read straight from the file, by a separate connection."""
+    with sqlite3.connect(path) as db:
+        return {r: (s, b) for r, s, b in db.execute("SELECT report_id, sender, batch_id FROM reports")}
+
+
+@pytest.fixture
+def queue(tmp_path):
+    with ReportQueue(tmp_path / "shuffler" / "queue.sqlite", n_codes=4, n_arms=3) as opened:
+        yield opened
+
+
+def test_the_file_is_wal_with_full_sync(queue):
+    assert queue._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    with sqlite3.connect(queue.path) as other:
+        assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_accept_is_idempotent_on_report_id(queue):
+    assert queue.accept(rid(1), "device-1", 3, 2, 1) is True
+    assert queue.accept(rid(1), "device-1", 3, 2, 1) is False  # the ack was lost; the device retries
+    assert queue.held() == 1
+    fill(queue, [2, 3])
+    batch = queue.close_batch(0)
+    assert len(batch) == 3 and batch.codes.tolist() == [3, 2, 3]
+    assert queue.accept(rid(1), "device-1", 3, 2, 1) is False  # a retry after the batch formed: still once
+    assert queue.held() == 0 and len(queue.batch(0)) == 3
+
+
+def test_a_reused_report_id_with_another_report_or_sender_is_refused(queue):
+    fill(queue, [1])
+    before = state(queue)
+    with pytest.raises(InvalidInputError) as error:
+        queue.accept(rid(1), "device-1", 1, 1, 0)
+    assert str(error.value) == (
+        f"ReportQueue.accept: report_id '{rid(1)}' was already accepted with another report "
+        "(code, action, reward) = (1, 1, 1), got (1, 1, 0); a retry resends the same report"
+    )
+    with pytest.raises(InvalidInputError) as error:
+        queue.accept(rid(1), "device-9", 1, 1, 1)
+    assert str(error.value) == (
+        f"ReportQueue.accept: report_id '{rid(1)}' is held for another sender; got it from 'device-9' "
+        "(report ids are random: a collision is a forged or copied id)"
+    )
+    assert state(queue) == before
+
+
+def test_close_batch_is_numbered_and_idempotent(queue):
+    fill(queue, range(3))
+    first = queue.close_batch(0)
+    fill(queue, range(3, 5))
+    again = queue.close_batch(0)  # a repeated close (e.g. after a restart) forms nothing new
+    assert again.codes.tolist() == first.codes.tolist() == [0, 1, 2] and queue.held() == 2
+    assert not first.codes.flags.writeable
+    with pytest.raises(
+        InvalidInputError,
+        match=r"^ReportQueue.close_batch: batch_id must be an existing batch or the next one, 1, got 2$",
+    ):
+        queue.close_batch(2)
+    second = queue.close_batch(1)
+    assert (second.codes.tolist(), second.actions.tolist(), second.rewards.tolist()) == ([3, 0], [0, 1], [1, 0])
+    assert len(queue.close_batch(2)) == 0  # an empty batch is a batch
+    assert queue.batches() == [0, 1, 2] == queue.unreleased()
+
+
+def test_release_is_marked_once(queue):
+    fill(queue, range(2))
+    queue.close_batch(0)
+    assert not queue.released(0) and not queue.released(1)  # 1: not formed yet
+    assert queue.mark_released(0) is True
+    assert queue.mark_released(0) is False  # already out: the caller must not send it again
+    assert queue.released(0) and queue.unreleased() == []
+    assert queue.batch(0).released and queue.close_batch(0).released
+
+
+def test_identities_are_gone_once_the_batch_forms(queue, tmp_path):
+    fill(queue, range(6), sender="secret-device-{}")
+    assert queue.held_senders() == [f"secret-device-{n}" for n in range(6)]
+    files = sorted(queue.path.parent.iterdir())
+    assert any(b"secret-device-" in f.read_bytes() for f in files)  # held: the identity is on disk
+    queue.close_batch(0)
+    fill(queue, [6], sender="other-{}")
+    assert queue.held_senders() == ["other-6"]
+    assert {sender for sender, batch in stored_reports(queue.path).values() if batch is not None} == {None}
+    # not in the bytes either: secure_delete zeroes the old cells, the WAL is truncated at the batch
+    for path in queue.path.parent.iterdir():
+        assert b"secret-device-" not in path.read_bytes(), path.name
+
+
+def test_threads_accepting_at_once_are_each_counted(queue):
+    def accept_range(start: int) -> None:
+        fill(queue, range(start, start + 50))
+
+    threads = [threading.Thread(target=accept_range, args=(start,)) for start in range(0, 200, 50)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(JOIN)
+        assert not thread.is_alive()
+    assert queue.held() == 200 and len(queue.close_batch(0)) == 200
+
+
+# ---------------------------------------------------------------- crashes
+
+
+class DiesAt:
+    """A connection that works until a statement starting with ``prefix``, then dies (closed, no commit)."""
+
+    def __init__(self, db: sqlite3.Connection, prefix: str) -> None:
+        self.db, self.prefix = db, prefix
+
+    def execute(self, sql: str, *args):
+        if sql.lstrip().startswith(self.prefix):
+            self.db.close()  # the process dies here: the open transaction is never committed
+            raise sqlite3.OperationalError("simulated crash")
+        return self.db.execute(sql, *args)
+
+    @property
+    def in_transaction(self) -> bool:
+        return False  # a closed connection: nothing left to roll back
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def test_a_crash_inside_close_batch_loses_nothing_and_forms_no_batch(tmp_path):
+    path = tmp_path / "queue.sqlite"
+    queue = ReportQueue(path, n_codes=4, n_arms=3)
+    fill(queue, range(5))
+    queue._db = DiesAt(queue._db, "UPDATE reports")  # after the batch row was inserted, before the reports move
+    with pytest.raises(sqlite3.OperationalError, match="simulated crash"):
+        queue.close_batch(0)
+    restarted = ReportQueue(path)  # n_codes, n_arms come from the file
+    assert (restarted.n_codes, restarted.n_arms) == (4, 3)
+    assert restarted.batches() == [] and restarted.held() == 5
+    assert restarted.held_senders() == [f"device-{n}" for n in range(5)]
+    assert restarted.close_batch(0).codes.tolist() == [0, 1, 2, 3, 0]
+    restarted.close()
+
+
+def test_a_crash_before_the_commit_of_an_accept_stores_nothing_unacknowledged(tmp_path):
+    path = tmp_path / "queue.sqlite"
+    queue = ReportQueue(path, n_codes=4, n_arms=3)
+    fill(queue, range(3))
+    queue.close_batch(0)
+    assert queue.mark_released(0)
+    fill(queue, [3])
+    queue._db = DiesAt(queue._db, "COMMIT")
+    with pytest.raises(sqlite3.OperationalError, match="simulated crash"):
+        queue.accept(rid(4), "device-4", 0, 0, 0)  # never acknowledged
+    restarted = ReportQueue(path)
+    assert restarted.held() == 1 and restarted.held_senders() == ["device-3"]  # the acknowledged one is there
+    assert restarted.accept(rid(4), "device-4", 0, 0, 0) is True  # the device's retry counts once
+    assert restarted.unreleased() == [] and restarted.released(0)
+    restarted.close()
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys
+    from privbandits.protocols.p2b_queue import ReportQueue
+
+    queue = ReportQueue(sys.argv[1], n_codes=4, n_arms=3)
+    mode, batch_every = sys.argv[2], int(sys.argv[3])
+    number = 0
+    while True:
+        report = f"{number:032x}"
+        queue.accept(report, f"device-{number}", number % 4, number % 3, number % 2)
+        print("ack", report, flush=True)  # acknowledged only once committed
+        number += 1
+        if mode == "hold" and number == batch_every:
+            print("waiting", flush=True)
+            sys.stdin.readline()  # blocks until killed
+        if mode == "churn" and number % batch_every == 0:
+            batch = queue.next_batch_id()
+            queue.close_batch(batch)
+            if queue.mark_released(batch):
+                print("released", batch, flush=True)
+    """
+)
+
+
+def run_child(path: Path, mode: str, batch_every: int, stop_after: int) -> tuple[list[str], list[int]]:
+    """Start the child, read its output until ``stop_after`` acks (or "waiting"), SIGKILL it; its acks and releases."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(path), mode, str(batch_every)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    acks, releases, stop = [], [], time.monotonic() + JOIN
+    try:
+        for line in child.stdout:
+            word, value = (line.split() + [""])[:2]
+            if word == "ack":
+                acks.append(value)
+            elif word == "released":
+                releases.append(int(value))
+            if word == "waiting" or len(acks) >= stop_after or time.monotonic() > stop:
+                break
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(JOIN)
+        child.stdout.close()
+        child.stdin.close()
+    assert child.returncode == -signal.SIGKILL
+    return acks, releases
+
+
+def test_sigkill_between_accept_and_close_batch_loses_no_report(tmp_path):
+    path = tmp_path / "queue.sqlite"
+    acks, _ = run_child(path, "hold", batch_every=40, stop_after=10**6)
+    assert len(acks) == 40
+    with ReportQueue(path) as restarted:
+        assert restarted.held() == 40 and restarted.batches() == []
+        assert restarted.held_senders() == sorted(f"device-{n}" for n in range(40))
+        batch = restarted.close_batch(restarted.next_batch_id())
+        assert len(batch) == 40 and batch.codes.tolist() == [n % 4 for n in range(40)]
+
+
+def test_sigkill_while_accepting_batching_and_releasing_loses_nothing_and_releases_nothing_twice(tmp_path):
+    path = tmp_path / "queue.sqlite"
+    acks, releases = run_child(path, "churn", batch_every=7, stop_after=150)
+    assert len(acks) >= 150 and releases
+    stored = stored_reports(path)
+    assert set(acks) <= set(stored)  # every acknowledged report is on disk (at most one more, unacknowledged)
+    assert len(stored) - len(acks) in (0, 1)
+    with ReportQueue(path) as restarted:
+        formed = restarted.batches()
+        assert formed == list(range(len(formed))) and len(formed) >= len(acks) // 7 - 1
+        sizes = [len(restarted.batch(b)) for b in formed]
+        assert all(size == 7 for size in sizes)
+        assert restarted.held() == len(stored) - 7 * len(formed)
+        assert sum(sizes) + restarted.held() == len(stored)  # each report in one place
+        assert all(restarted.released(b) for b in releases)  # what went out is marked
+        # the restarted shuffler sends what is still unreleased, each once
+        resent = [b for b in restarted.unreleased() if restarted.mark_released(b)]
+        assert not set(resent) & set(releases)
+        # all formed batches are now out, each once (the last may have been marked by the child just
+        # before the kill, without its "released" line: marked before sending, so it is not sent again)
+        assert set(formed) - set(resent) - set(releases) <= {formed[-1]}
+        assert restarted.unreleased() == [] and [b for b in formed if restarted.mark_released(b)] == []
+        batches_with_identities = {batch for sender, batch in stored_reports(path).values() if sender is not None}
+        assert batches_with_identities <= {None}  # only held reports keep a sender
+        assert np.array_equal(restarted.batch(0).codes, [n % 4 for n in range(7)])
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def call(method: str, *args):
+    return lambda queue: getattr(queue, method)(*args)
+
+
+BAD_CALLS = [
+    (
+        call("accept", "device-3", "device-3", 0, 0, 0),
+        "ReportQueue.accept: report_id must be a string of 32 lowercase hexadecimal digits "
+        "(a random id: secrets.token_hex(16)), got 'device-3'",
+    ),
+    (
+        call("accept", rid(0xABC).upper(), "device-9", 0, 0, 0),
+        "ReportQueue.accept: report_id must be a string of 32 lowercase hexadecimal digits "
+        f"(a random id: secrets.token_hex(16)), got '{rid(0xABC).upper()}'",
+    ),
+    (
+        call("accept", 9, "device-9", 0, 0, 0),
+        "ReportQueue.accept: report_id must be a string of 32 lowercase hexadecimal digits "
+        "(a random id: secrets.token_hex(16)), got 9",
+    ),
+    (
+        call("accept", rid(9), "", 0, 0, 0),
+        "ReportQueue.accept: sender_identity must be a non-empty printable string of at most 255 characters "
+        "(the peer's certificate name), got ''",
+    ),
+    (
+        call("accept", rid(9), None, 0, 0, 0),
+        "ReportQueue.accept: sender_identity must be a non-empty printable string of at most 255 characters "
+        "(the peer's certificate name), got None",
+    ),
+    (call("accept", rid(9), "device-9", 4, 0, 0), "ReportQueue.accept: code must be in [0, 3], got 4"),
+    (call("accept", rid(9), "device-9", -1, 0, 0), "ReportQueue.accept: code must be in [0, 3], got -1"),
+    (call("accept", rid(9), "device-9", True, 0, 0), "ReportQueue.accept: code must be an integer in [0, 3], got True"),
+    (call("accept", rid(9), "device-9", 1.0, 0, 0), "ReportQueue.accept: code must be an integer in [0, 3], got 1.0"),
+    (call("accept", rid(9), "device-9", 0, 3, 0), "ReportQueue.accept: action must be in [0, 2], got 3"),
+    (
+        call("accept", rid(9), "device-9", 0, 0, 2),
+        "ReportQueue.accept: reward must be in [0, 1] (a binary reward), got 2",
+    ),
+    (
+        call("accept", rid(9), "device-9", 0, 0, 0.5),
+        "ReportQueue.accept: reward must be an integer in [0, 1] (a binary reward), got 0.5",
+    ),
+    (call("close_batch", -1), "ReportQueue.close_batch: batch_id must be >= 0, got -1"),
+    (call("close_batch", 1.0), "ReportQueue.close_batch: batch_id must be an integer >= 0, got 1.0"),
+    (call("close_batch", "1"), "ReportQueue.close_batch: batch_id must be an integer >= 0, got '1'"),
+    (
+        call("close_batch", 5),
+        "ReportQueue.close_batch: batch_id must be an existing batch or the next one, 1, got 5",
+    ),
+    (call("mark_released", 1), "ReportQueue.mark_released: batch_id must be a formed batch, got 1"),
+    (call("mark_released", None), "ReportQueue.mark_released: batch_id must be an integer >= 0, got None"),
+    (call("released", True), "ReportQueue.released: batch_id must be an integer >= 0, got True"),
+    (call("batch", 3), "ReportQueue.batch: batch_id must be a formed batch, got 3"),
+]
+
+
+@pytest.mark.parametrize(("bad", "message"), BAD_CALLS, ids=[message for _, message in BAD_CALLS])
+def test_bad_input_is_refused_with_its_message_and_the_queue_unchanged(queue, bad, message):
+    fill(queue, range(3))
+    queue.close_batch(0)
+    fill(queue, range(3, 5))
+    before = state(queue)
+    files = {path.name: path.read_bytes() for path in queue.path.parent.iterdir() if path.suffix != ".sqlite-shm"}
+    with pytest.raises(InvalidInputError) as error:
+        bad(queue)
+    assert str(error.value) == message
+    assert state(queue) == before
+    assert {
+        path.name: path.read_bytes() for path in queue.path.parent.iterdir() if path.suffix != ".sqlite-shm"
+    } == files
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"path": 3}, "ReportQueue: path must be a path (str or os.PathLike), got 3"),
+        ({"n_codes": 0}, "ReportQueue: n_codes must be an integer >= 1 or None (no upper bound), got 0"),
+        ({"n_arms": 2.0}, "ReportQueue: n_arms must be an integer >= 1 or None (no upper bound), got 2.0"),
+        ({"n_codes": 8}, "ReportQueue: n_codes must be 4 (the value this queue was created with), got 8"),
+    ],
+)
+def test_bad_construction_is_refused(tmp_path, arguments, message):
+    path = tmp_path / "queue.sqlite"
+    with ReportQueue(path, n_codes=4, n_arms=3) as queue:
+        fill(queue, [1])
+    with pytest.raises(InvalidInputError) as error:
+        ReportQueue(**{"path": path, **arguments})
+    assert str(error.value) == message
+    with ReportQueue(path) as reopened:
+        assert (reopened.n_codes, reopened.n_arms, reopened.held()) == (4, 3, 1)
+
+
+def test_a_file_that_is_not_a_queue_is_refused(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("not a database " * 100)
+    with pytest.raises(InvalidInputError, match=r"^ReportQueue: path '.*notes\.txt' is not a report queue: "):
+        ReportQueue(path)
+    assert path.read_text() == "not a database " * 100
+
+
+def test_another_sqlite_file_or_a_folder_is_refused(tmp_path):
+    other = tmp_path / "results.sqlite"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE runs (key TEXT)")
+    with pytest.raises(InvalidInputError) as error:
+        ReportQueue(other)
+    assert str(error.value) == (
+        f"ReportQueue: path {str(other)!r} is not a report queue: it is a SQLite file with tables ['runs']"
+    )
+    with sqlite3.connect(other) as db:
+        assert [name for (name,) in db.execute("SELECT name FROM sqlite_master")] == ["runs"]
+    with pytest.raises(InvalidInputError, match=r"^ReportQueue: path '.*' cannot be opened as a report queue: "):
+        ReportQueue(tmp_path)
