@@ -82,7 +82,7 @@ def test_config_mistakes_exit_2_with_one_line_and_write_nothing(tmp_path, old, n
 
 OVERRIDE_MISTAKES = [
     ("horizon=2.5", "option horizon: must be an integer (got '2.5')"),
-    ("seeds=a,b", "option seeds: must be a comma-separated list of integer"),
+    ("seeds=a,b", "option seeds: must be a comma-separated list of integers"),
     ("policies.0.alpha=true", "policies[0].alpha: must be a number (got True)"),
     ("policies.0.alpha=inf", "policies[0].alpha: must be a finite number (got inf)"),
     ("environment.dim=10.0", "environment.dim: must be an integer (got 10.0)"),

@@ -173,7 +173,7 @@ def test_reproduction_options_are_typed_by_their_spec(tmp_path, monkeypatch):
         "horizon": "--option must look like KEY=VALUE (got 'horizon')",
         "horizon=0": "option horizon: must be >= 1 (got 0)",
         "horizon=2.5": "option horizon: must be an integer (got '2.5')",
-        "codes=32,x": "option codes: must be a comma-separated list of integer (got '32,x')",
+        "codes=32,x": "option codes: must be a comma-separated list of integers (got '32,x')",
         "codes=": "option codes: must have at least 1 item(s) (got 0)",
         "path=/no/such/file": "option path: must be an existing file (got '/no/such/file')",
     }
@@ -189,7 +189,7 @@ def test_show_prints_every_option_with_type_default_and_description(monkeypatch)
     monkeypatch.setitem(REPRODUCTIONS, "fake", fake)
     result = runner.invoke(app, ["show", "fake"], terminal_width=200)
     assert result.exit_code == 0, result.output
-    for row in (("horizon", "integer", "10", "rounds"), ("codes", "list of integer", "32", "code counts")):
+    for row in (("horizon", "integer", "10", "rounds"), ("codes", "list of integers", "32", "code counts")):
         assert all(cell in result.output for cell in row)
     shipped = runner.invoke(app, ["show", "vertical-fig4"], terminal_width=200)
     assert shipped.exit_code == 0 and "rounds per run" in shipped.output and "5000" in shipped.output

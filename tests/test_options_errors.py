@@ -13,7 +13,7 @@ runner = CliRunner()
 WRONG = [
     ("p2b-fig4", "seed=abc", "option seed: must be an integer (got 'abc')"),
     ("p2b-fig4", "seed=-1", "seed"),
-    ("p2b-fig4", "n_actions=10,x", "option n_actions: must be a comma-separated list of integer (got '10,x')"),
+    ("p2b-fig4", "n_actions=10,x", "option n_actions: must be a comma-separated list of integers (got '10,x')"),
     ("p2b-fig4", "n_actions=0", "n_actions"),
     ("p2b-fig4", "n_actions=1", "n_actions"),
     ("p2b-fig4", "early_users=-5", "early_users"),
@@ -35,7 +35,7 @@ WRONG = [
     ("vertical-fig5", "time_rounds=true", "option time_rounds: must be an integer (got 'true')"),
     ("vertical-obd", "seeds=x", "seeds"),
     ("vertical-fig4", "horizon=0", "horizon: must be >= 1 (got 0)"),
-    ("vertical-fig4", "seeds=0,x", "option seeds: must be a comma-separated list of integer (got '0,x')"),
+    ("vertical-fig4", "seeds=0,x", "option seeds: must be a comma-separated list of integers (got '0,x')"),
     ("vertical-fig4", "seeds=-1", "seeds"),
     ("vertical-fig4", "horzon=5", "did you mean 'horizon'?"),
     ("vertical-fig4", "policies.9.alpha=1", "option policies.9"),

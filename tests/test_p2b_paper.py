@@ -178,7 +178,7 @@ BAD_OPTIONS = [
     ("p2b-fig4", {"dim": "0"}, "option dim: must be >= 2 (got 0)"),
     ("p2b-fig4", {"n_actions": "1"}, "option n_actions.0: must be >= 2 (got 1)"),
     ("p2b-fig4", {"early_users": "0,100"}, "option early_users.0: must be >= 1 (got 0)"),
-    ("p2b-fig4", {"early_users": "100,x"}, "option early_users: must be a comma-separated list of integer"),
+    ("p2b-fig4", {"early_users": "100,x"}, "option early_users: must be a comma-separated list of integers"),
     ("p2b-fig4", {"early_users": ""}, "option early_users: must have at least 1 item(s) (got 0)"),
     ("p2b-fig4", {"n_actions": "10,10"}, "option n_actions: items must be distinct (got 10, 10)"),
     ("p2b-fig4", {"mapping": "cubic"}, "option mapping: must be one of 'linear' or 'softmax' (got 'cubic')"),
@@ -195,7 +195,7 @@ BAD_OPTIONS = [
     ("p2b-fig7", {"path": "/no/such/train.txt"}, "option path: must be an existing file (got '/no/such/train.txt')"),
     ("p2b-fig7", {"obd_folder": "/no/such/folder"}, "option obd_folder: must be an existing folder"),
     ("p2b-fig7", {"rounds": "20,400"}, "option rounds: must be at most stand_in_interactions = 300 without a path"),
-    ("p2b-fig7", {"n_codes": "32,,"}, "option n_codes: must be a comma-separated list of integer"),
+    ("p2b-fig7", {"n_codes": "32,,"}, "option n_codes: must be a comma-separated list of integers"),
     ("p2b-fig7", {"stand_in_users": "0"}, "option stand_in_users: must be >= 1 (got 0)"),
 ]
 

@@ -59,6 +59,9 @@ def _items(text: str) -> list[str]:
     return [] if not inner.strip() else items
 
 
+_PLURALS = {"integer": "integers", "number": "numbers", "boolean": "booleans", "text": "texts", "path": "paths"}
+
+
 def _type_name(annotation: Any) -> str:
     """A short name of an annotation for ``show`` and error messages."""
     origin, args = get_origin(annotation), get_args(annotation)
@@ -71,7 +74,10 @@ def _type_name(annotation: Any) -> str:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return "table"
     if origin in _SEQUENCES:
-        return f"list of {_type_name(args[0])}" if args else "list"
+        if not args:
+            return "list"
+        item = _type_name(args[0])
+        return f"list of {_PLURALS.get(item, item)}"
     if annotation is type(None):
         return "none"
     return {int: "integer", float: "number", bool: "boolean", str: "text", Path: "path"}.get(
