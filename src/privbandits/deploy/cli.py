@@ -85,6 +85,8 @@ def data(deployment: DeploymentArgument) -> None:
     spec = _load(deployment)
     if spec.protocol.name == "vertical-o3m":
         from privbandits.deploy.vertical import write_synthetic_data
+    elif spec.protocol.name == "p2b":
+        from privbandits.deploy.p2b import write_synthetic_data
     else:
         from privbandits.deploy.mpc import write_synthetic_data
 
@@ -151,6 +153,8 @@ def _report(spec, codes: dict[str, int], parties, console) -> None:
             outcome = f"{result['rounds']} rounds, cumulative reward {result['cumulative_reward']:.2f}"
             if "cumulative_regret" in result:
                 outcome += f", regret {result['cumulative_regret']:.2f}"
+        elif code == 0 and "outcome" in results.get(party.name, {}):
+            outcome = results[party.name]["outcome"]
         table.add_row(party.name, spec.parties[party.name].role, str(code), outcome)
     console.print(table)
     if len(results) != len(spec.parties):

@@ -214,6 +214,75 @@ class MPCProtocol(_Strict):
                 raise ValueError(f"parties.{name}.data: the {entry.role} party needs its file ({what})")
 
 
+class P2BProtocol(_Strict):
+    """P2B (spec ``p2b.md``): device hosts, the trusted shuffler and the server (:mod:`privbandits.deploy.p2b`).
+
+    Roles: one ``shuffler`` and one ``server`` (neither holds private data) and one or more
+    ``device_host`` parties, each simulating the devices of its own users (its data file).
+    The population is the synthetic benchmark (spec §5.1) of ``n_users`` users with
+    ``interactions`` rounds each; the first ``early_fraction`` share, the rest are measured.
+    ``seed`` is :func:`~privbandits.protocols.p2b.simulate`'s: every party derives its
+    streams from it as the in-memory run does, so the processes reproduce that run.
+    """
+
+    name: Literal["p2b"]
+    n_users: int = Field(ge=2, description="U, early and late users of all device hosts together")
+    interactions: int = Field(ge=1, description="t, rounds per user")
+    dim: int = Field(ge=2, description="d, the context dimension")
+    n_actions: int = Field(ge=1, description="|A|")
+    n_codes: int = Field(ge=1, description="k, the encoder's codes")
+    precision: int = Field(1, ge=1, le=3, description="q, decimal digits of the encoder's grid")
+    encoder_seed: int = Field(0, ge=0)
+    mapping: Literal["softmax", "linear"] = "linear"
+    data_seed: int = Field(0, ge=0, description="the synthetic users of `deploy data`")
+    seed: int = Field(0, ge=0, description="the protocol's randomness, as simulate(seed=...)")
+    participation: float = Field(0.5, ge=0, le=1)
+    negative_rate: float = Field(0.05, ge=0, le=1)
+    threshold: int = Field(10, ge=1)
+    alpha: float = Field(1.0, ge=0)
+    early_fraction: float = Field(0.7, gt=0, lt=1)
+    representation: Literal["one_hot", "scalar_code"] = "one_hot"
+    tie_break: Literal["random", "lowest"] = "random"
+    omega: float | None = Field(None, gt=0)
+
+    ROLES: ClassVar[tuple[str, ...]] = ("shuffler", "server", "device_host")
+    REPORTER: ClassVar[str] = "server"
+
+    @model_validator(mode="after")
+    def _split(self) -> P2BProtocol:
+        n_early = int(self.early_fraction * self.n_users)
+        if not 0 < n_early < self.n_users:
+            raise ValueError(
+                f"early_fraction = {self.early_fraction} of n_users = {self.n_users} gives {n_early} early users; "
+                "both the early and the late users must be non-empty"
+            )
+        return self
+
+    def check_parties(self, parties: dict[str, PartyEntry]) -> None:
+        roles = {name: entry.role for name, entry in parties.items()}
+        for name, role in roles.items():
+            if role not in self.ROLES:
+                raise ValueError(f"parties.{name}.role: must be one of {', '.join(self.ROLES)}, got {role!r}")
+        for role in ("shuffler", "server"):
+            holders = [name for name, have in roles.items() if have == role]
+            if len(holders) != 1:
+                raise ValueError(f"parties: exactly one party must have role {role!r}, found {len(holders)}")
+        hosts = [name for name, role in roles.items() if role == "device_host"]
+        if not hosts:
+            raise ValueError("parties: at least one party must have role 'device_host'")
+        n_early = int(self.early_fraction * self.n_users)
+        if len(hosts) > min(n_early, self.n_users - n_early):
+            raise ValueError(
+                f"parties: {len(hosts)} device hosts, but every host needs at least one early and one late user "
+                f"({n_early} early, {self.n_users - n_early} late)"
+            )
+        for name, entry in parties.items():
+            if entry.role == "device_host" and entry.data is None:
+                raise ValueError(f"parties.{name}.data: the device_host party needs its users' data file")
+            if entry.role != "device_host" and entry.data is not None:
+                raise ValueError(f"parties.{name}.data: the {entry.role} holds no private data; remove the field")
+
+
 class Deployment(_Strict):
     """A validated deployment file; paths are absolute (resolved against the file's folder)."""
 
@@ -223,7 +292,7 @@ class Deployment(_Strict):
     connect_deadline_s: float = Field(60.0, gt=0)
     output: Path = Path("out")
     checkpoint_every: int = Field(100, ge=1, description="rounds between checkpoints of a party's state")
-    protocol: VerticalProtocol | MPCProtocol = Field(discriminator="name")
+    protocol: VerticalProtocol | MPCProtocol | P2BProtocol = Field(discriminator="name")
     parties: dict[str, PartyEntry] = Field(min_length=2)
     source: Path | None = Field(None, exclude=True)
 
@@ -316,7 +385,7 @@ def _resolve(data: dict, base: Path) -> dict:
     return data
 
 
-_PROTOCOLS = ("vertical-o3m", "mpc-epsilon-greedy")
+_PROTOCOLS = ("vertical-o3m", "mpc-epsilon-greedy", "p2b")
 
 
 def _explain(exc: ValidationError) -> str:

@@ -84,6 +84,10 @@ def _protocol(deployment: Deployment):
         from privbandits.deploy import mpc
 
         return mpc
+    if deployment.protocol.name == "p2b":
+        from privbandits.deploy import p2b
+
+        return p2b
     raise DeploymentError(f"protocol {deployment.protocol.name!r} cannot run as processes yet")
 
 

@@ -1,0 +1,535 @@
+"""P2B as separate party processes: device hosts, the trusted shuffler and the server (issue 17, step 2).
+
+Each party runs the party classes of :mod:`privbandits.protocols.p2b` on its own
+:class:`~privbandits.comm.TlsNetwork`:
+
+* ``device_host`` (one or more): simulates the devices of its own users and holds only
+  their data (``.npz``: ``early_contexts`` (n_e, t, d), ``early_rewards`` (n_e, t, K) of
+  0/1, ``late_contexts``, ``late_rewards``). Its early users play cold, send one raw tuple
+  (baseline) and later one encoded tuple each with probability p to the shuffler, and the
+  host closes each batch with :class:`~privbandits.protocols.p2b.CloseBatch`; its late users
+  then play cold, warm from the non-private model and warm from the private model, each
+  model rebuilt from the server's :class:`~privbandits.protocols.p2b.ModelRelease`. Over TLS
+  a device's transport identity is its host's certificate (one link per host), so the
+  shuffler sees (host, report index) next to each report, and strips it.
+* ``shuffler``: holds nothing but what it receives. It takes each batch host by host in
+  deployment order, each host's reports in the order sent: a canonical order, (device host,
+  report index), before its seeded shuffle, so the processes' interleaving cannot change a
+  batch. It then thresholds (crowd-blending) and sends the batch to the server, and to no one
+  else.
+* ``server``: holds nothing private; it accepts batches from the shuffler only, fits the
+  central model and publishes it to every device host.
+
+Reproducing the in-memory run. The users are split into contiguous blocks: device host j
+holds the j-th block of the early users and the j-th block of the late users
+(:func:`layout`), so the canonical batch order is the in-memory order (users ascending).
+Every party derives its random streams from ``protocol.seed`` exactly as
+:func:`~privbandits.protocols.p2b.simulate` does; a host skips the draws of the users
+before its block (a population's tie-break draws are user-major) and makes its
+participation draws over the whole early population (padding the other hosts' users, which
+never send). So the released batches, the published models and the late users' rewards
+equal ``simulate(data, encoder, config, seed)`` on the union of the hosts' data
+(:func:`run_in_memory`). This makes every party's randomness derive from a seed in the
+shared deployment file: right for trying a deployment out and for the equality tests, not
+for production, where each device's participation coin must be private to it.
+
+``shared_warm_agent`` (one agent carried across all late users) is sequential across hosts
+and is not offered here. Checkpoints and ``--resume`` are not implemented for P2B yet.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from privbandits.comm import InMemoryNetwork, Message, Network
+from privbandits.deploy.deployment import Deployment, DeploymentError, P2BProtocol
+
+SHARE_RAW, SHARE_ENCODED = "share_raw", "share_encoded"
+"""Phases, as in :func:`~privbandits.protocols.p2b.simulate`."""
+N_STREAMS = 9
+SETTINGS = ("cold", "warm_non_private", "warm_private")
+_ARRAYS = ("early_contexts", "early_rewards", "late_contexts", "late_rewards")
+
+
+# -- layout, data files ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Block:
+    """One device host's users: ``early`` and ``late`` ranges in the early and late populations."""
+
+    early: range
+    late: range
+    n_early: int
+    """Early users of all hosts together (the participation draws are over all of them)."""
+
+
+def layout(deployment: Deployment) -> dict[str, Block]:
+    """Each device host's contiguous block of early and of late users (``np.array_split`` sizes, file order)."""
+    protocol = deployment.protocol
+    n_early = int(protocol.early_fraction * protocol.n_users)
+    hosts = deployment.names("device_host")
+    early = np.array_split(np.arange(n_early), len(hosts))
+    late = np.array_split(np.arange(protocol.n_users - n_early), len(hosts))
+    return {
+        name: Block(range(int(e[0]), int(e[-1]) + 1), range(int(lt[0]), int(lt[-1]) + 1), n_early)
+        for name, e, lt in zip(hosts, early, late, strict=True)
+    }
+
+
+def write_synthetic_data(deployment: Deployment) -> dict[str, Path]:
+    """Each device host's file: its users of the synthetic benchmark (spec §5.1), nothing of the others'."""
+    from privbandits.envs.p2b_synthetic import p2b_synthetic_interactions
+
+    protocol = _protocol(deployment)
+    data = p2b_synthetic_interactions(
+        protocol.n_users,
+        protocol.interactions,
+        protocol.dim,
+        protocol.n_actions,
+        mapping=protocol.mapping,
+        seed=protocol.data_seed,
+    )
+    early, late = data.split(protocol.early_fraction)
+    written = {}
+    for name, block in layout(deployment).items():
+        e, lt = slice(block.early.start, block.early.stop), slice(block.late.start, block.late.stop)
+        path = deployment.parties[name].data
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(
+            path,
+            early_contexts=early.contexts[e],
+            early_rewards=np.asarray(early.rewards[e], dtype=np.int8),
+            late_contexts=late.contexts[lt],
+            late_rewards=np.asarray(late.rewards[lt], dtype=np.int8),
+        )
+        written[name] = path
+    return written
+
+
+@dataclass(frozen=True)
+class HostData:
+    """A device host's users (early and late), checked against the deployment's layout."""
+
+    early: object  # UserInteractions
+    late: object
+    block: Block
+
+
+def load_host(deployment: Deployment, name: str) -> HostData:
+    """Read and check device host ``name``'s file: shapes against the layout, 0/1 rewards, finite contexts."""
+    from privbandits.datasets.interactions import UserInteractions
+    from privbandits.validation import InvalidInputError
+
+    protocol, block = _protocol(deployment), layout(deployment)[name]
+    path = deployment.parties[name].data
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {key: archive[key] for key in archive.files}
+    except FileNotFoundError:
+        raise DeploymentError(f"device host data file {path} does not exist (write one with `deploy data`)") from None
+    except (OSError, ValueError) as exc:
+        raise DeploymentError(f"{path}: not a readable .npz file ({exc})") from None
+    missing = [key for key in _ARRAYS if key not in arrays]
+    if missing:
+        raise DeploymentError(f"{path}: missing array(s) {missing}; it has {sorted(arrays)}")
+    t, d, k = protocol.interactions, protocol.dim, protocol.n_actions
+    parts = []
+    for part, users in (("early", len(block.early)), ("late", len(block.late))):
+        contexts, rewards = arrays[f"{part}_contexts"], arrays[f"{part}_rewards"]
+        for key, value, shape in (
+            (f"{part}_contexts", contexts, (users, t, d)),
+            (f"{part}_rewards", rewards, (users, t, k)),
+        ):
+            if value.shape != shape:
+                raise DeploymentError(
+                    f"{path}: {key} must have shape {shape} (this host's {part} users, interactions, "
+                    f"{'dim' if 'contexts' in key else 'n_actions'}), got {value.shape}"
+                )
+        try:
+            parts.append(
+                UserInteractions(contexts, rewards, name=f"p2b-{name}-{part}", source=f"synthetic ({path.name})")
+            )
+        except InvalidInputError as exc:
+            raise DeploymentError(f"{path}: {part} users: {exc}") from None
+    return HostData(parts[0], parts[1], block)
+
+
+# -- shared settings --------------------------------------------------------------------------------
+def _protocol(deployment: Deployment) -> P2BProtocol:
+    if not isinstance(deployment.protocol, P2BProtocol):
+        raise DeploymentError(f"not a P2B deployment: protocol {deployment.protocol.name!r}")
+    return deployment.protocol
+
+
+def config_of(protocol: P2BProtocol):
+    """The :class:`~privbandits.protocols.p2b.P2BConfig` the deployment runs (no shared warm agent)."""
+    from privbandits.protocols.p2b import P2BConfig
+
+    return P2BConfig(
+        participation=protocol.participation,
+        negative_rate=protocol.negative_rate,
+        threshold=protocol.threshold,
+        alpha=protocol.alpha,
+        early_fraction=protocol.early_fraction,
+        representation=protocol.representation,
+        shared_warm_agent=False,
+        tie_break=protocol.tie_break,
+        omega=protocol.omega,
+    )
+
+
+def encoder_of(protocol: P2BProtocol):
+    """The public k-means encoder (d, q, k, seed), from the on-disk cache or fitted."""
+    from privbandits.privacy.encoding import load_or_fit_encoder
+
+    try:
+        return load_or_fit_encoder(protocol.dim, protocol.precision, protocol.n_codes, seed=protocol.encoder_seed)
+    except ValueError as exc:
+        raise DeploymentError(f"protocol: no encoder for dim, precision, n_codes: {exc}") from None
+
+
+def streams_of(protocol: P2BProtocol) -> list[np.random.Generator]:
+    """The nine streams of :func:`~privbandits.protocols.p2b.simulate` (each party uses its own ones)."""
+    return [np.random.default_rng(child) for child in np.random.SeedSequence(protocol.seed).spawn(N_STREAMS)]
+
+
+def receive_deadline(deployment: Deployment, name: str) -> float:
+    """The shuffler waits ``deadline_s`` for a host's next report; the server waits twice that for the
+    shuffler's batch and the hosts three times that for a model, so a stall is reported by the party
+    next to it."""
+    factor = {"shuffler": 1.0, "server": 2.0}.get(deployment.parties[name].role, 3.0)
+    return factor * deployment.deadline_s
+
+
+# -- the parties in a process -----------------------------------------------------------------------
+def _parties():
+    """The deployment subclasses of the protocol's parties (imported lazily, like the protocol)."""
+    from privbandits.protocols.p2b import DeviceHost, EncodedBatch, ModelRelease, RawBatch, Server, Shuffler
+
+    class HostedDevices(DeviceHost):
+        """A device host over TLS: its devices' reports leave on the host's own authenticated link."""
+
+        def send_report(self, user: int, receiver: str, report: Message) -> None:
+            self.send(receiver, report)
+            self.sent += 1
+
+        def receive_model(self, model, server: str):
+            release = self.receive(ModelRelease.kind, server)
+            return model(release.first, release.second)
+
+    class CanonicalShuffler(Shuffler):
+        """The shuffler of several device hosts: a batch is every host's reports up to its CloseBatch,
+        taken host by host in deployment order (canonical), then shuffled with the shuffler's own stream."""
+
+        def __init__(self, *args, hosts: list[str], **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            self.hosts = hosts
+            self.released: list[Message] = []
+
+        def _collect(self, kind: str) -> list[Message]:
+            from privbandits.protocols.p2b import CloseBatch
+
+            wanted, held = (kind, CloseBatch.kind), []
+            for host in self.hosts:
+                while (message := self.receive_one_of(wanted, host)).kind != CloseBatch.kind:
+                    held.append(message)
+            return held
+
+        def send(self, receiver: str, message: Message) -> None:
+            if isinstance(message, EncodedBatch | RawBatch):
+                self.released.append(message)
+            super().send(receiver, message)
+
+    class PublishingServer(Server):
+        """The server of a deployment: batches only from the shuffler; each model to every device host."""
+
+        def __init__(self, *args, shuffler: str, hosts: list[str], **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            self.shuffler, self.hosts = shuffler, hosts
+            self.releases: list[tuple[np.ndarray, np.ndarray]] = []
+
+        def receive(self, kind: str, sender: str | None = None) -> Message:
+            return super().receive(kind, self.shuffler if sender is None else sender)
+
+        def _publish(self, model, first: np.ndarray, second: np.ndarray, audience: str) -> None:
+            self.published.append(model)
+            self.releases.append((first, second))
+            for host in self.hosts:
+                self.send(host, ModelRelease(first, second))
+
+    return HostedDevices, CanonicalShuffler, PublishingServer
+
+
+def run_party(
+    deployment: Deployment,
+    name: str,
+    network: Network,
+    *,
+    resume: bool = False,
+    on_round: Callable[[int, int], None] | None = None,
+) -> dict:
+    """Play party ``name``'s part of the session on ``network`` (already connected)."""
+    if resume:
+        raise DeploymentError("P2B deployments have no checkpoints yet: start the session afresh (without --resume)")
+    role = deployment.parties[name].role
+    if role == "shuffler":
+        return _run_shuffler(deployment, name, network)
+    if role == "server":
+        return _run_server(deployment, name, network, on_round)
+    return _run_host(deployment, name, network)
+
+
+def _ledger_rows(ledger) -> list[dict]:
+    return [
+        {"mechanism": e.mechanism, "epsilon": e.epsilon, "delta": e.delta, "unit": e.unit, "details": dict(e.details)}
+        for e in ledger.entries
+    ]
+
+
+def _run_shuffler(deployment: Deployment, name: str, network: Network) -> dict:
+    from privbandits.privacy.ledger import PrivacyLedger
+
+    protocol = _protocol(deployment)
+    _, CanonicalShuffler, _ = _parties()
+    streams, server = streams_of(protocol), deployment.names("server")[0]
+    shuffler = CanonicalShuffler(
+        name,
+        network,
+        hosts=deployment.names("device_host"),
+        threshold=None,
+        participation=protocol.participation,
+        n_codes=None,
+        rng=streams[0],
+        ledger=PrivacyLedger(),
+    )
+    with network.phase(SHARE_RAW):  # the non-private baseline: anonymise and shuffle, drop nothing
+        shuffler.release_raw(server)
+    raw_release = dict(shuffler.last_release)
+    shuffler.threshold, shuffler.n_codes, shuffler.rng = protocol.threshold, protocol.n_codes, streams[5]
+    shuffler.omega = protocol.omega
+    with network.phase(SHARE_ENCODED):
+        shuffler.release_encoded(server)
+    network.close(timeout=None)  # its part is over; stay linked so a failure reaches it too
+    raw, encoded = shuffler.released
+    return {
+        "party": name,
+        "role": "shuffler",
+        "outcome": f"released {len(raw.actions)} raw and {len(encoded.codes)} encoded tuples",
+        "batches": {
+            "raw": {
+                "contexts": raw.contexts.tolist(),
+                "actions": raw.actions.tolist(),
+                "rewards": raw.rewards.tolist(),
+            },
+            "encoded": {
+                "codes": encoded.codes.tolist(),
+                "actions": encoded.actions.tolist(),
+                "rewards": encoded.rewards.tolist(),
+            },
+        },
+        "release": {"raw": raw_release, "encoded": dict(shuffler.last_release)},
+        "ledger": _ledger_rows(shuffler.ledger),
+    }
+
+
+def _run_server(deployment: Deployment, name: str, network: Network, on_round) -> dict:
+    protocol = _protocol(deployment)
+    _, _, PublishingServer = _parties()
+    server = PublishingServer(
+        name,
+        network,
+        protocol.n_actions,
+        participation=protocol.participation,
+        omega=protocol.omega,
+        shuffler=deployment.names("shuffler")[0],
+        hosts=deployment.names("device_host"),
+    )
+    with network.phase(SHARE_RAW):
+        server.publish_linear_model("device hosts", protocol.dim)
+    if on_round is not None:
+        on_round(1, 2)
+    with network.phase(SHARE_ENCODED):
+        if protocol.representation == "scalar_code":
+            server.publish_scalar_code_model("device hosts")
+        else:
+            server.publish_code_model(protocol.n_codes, "device hosts")
+    if on_round is not None:
+        on_round(2, 2)
+    network.close(timeout=None)
+    (np_first, np_second), (p_first, p_second) = server.releases
+    return {
+        "party": name,
+        "role": "server",
+        "outcome": "published the non-private and the private model",
+        "models": {
+            "non_private": [np_first.tolist(), np_second.tolist()],
+            "private": [p_first.tolist(), p_second.tolist()],
+        },
+        "ledger": _ledger_rows(server.ledger),
+    }
+
+
+def _play(model, contexts, table, rng: np.random.Generator, first: int, protocol: P2BProtocol):
+    """This host's users of a population whose users before ``first`` are other hosts': their
+    tie-break draws (user-major, ``interactions`` per user) are skipped, so each user plays as in
+    the whole population's run."""
+    from privbandits.linear.population import run_population
+
+    rng.random(first * protocol.interactions)
+    return run_population(model, contexts, table, rng=rng, alpha=protocol.alpha, tie_break=protocol.tie_break)
+
+
+def _send_reports(host, shuffler: str, log, seen, protocol: P2BProtocol, rng, block: Block, private: bool) -> int:
+    """This host's devices choose and send their tuples (the draws over all early users; the other
+    hosts' users are unknown rewards here, which never send) and the host closes the batch."""
+    from privbandits.protocols.p2b import EncodedReport, RawReport, choose_reports
+
+    first = block.early.start
+    padded = np.full((block.n_early, protocol.interactions), np.nan)
+    padded[first : first + len(block.early)] = log.rewards
+    users, chosen = choose_reports(padded, protocol.participation, protocol.negative_rate, rng)
+    local = users - first
+    payloads = seen[local, chosen]
+    arms, rewards = log.arms[local, chosen].tolist(), log.rewards[local, chosen].astype(np.int64).tolist()
+    report = EncodedReport if private else RawReport
+    for user, payload, arm, reward in zip(
+        users.tolist(), payloads.tolist() if private else list(payloads), arms, rewards, strict=True
+    ):
+        host.send_report(user, shuffler, report(payload, arm, reward))
+    return host.close_batch(shuffler)
+
+
+def _per_user(log) -> dict[str, list]:
+    return {"mean_reward": log.mean_reward.tolist(), "known": log.known.tolist()}
+
+
+def _run_host(deployment: Deployment, name: str, network: Network) -> dict:
+    from privbandits.linear.population import CodeModel, DisjointModel
+    from privbandits.protocols.p2b import DEVICES, RAW_DEVICES
+
+    protocol = _protocol(deployment)
+    data = load_host(deployment, name)
+    encoder = encoder_of(protocol)
+    HostedDevices, _, _ = _parties()
+    streams = streams_of(protocol)
+    shuffler, server = deployment.names("shuffler")[0], deployment.names("server")[0]
+    early, late, block = data.early, data.late, data.block
+    n_arms, dim = protocol.n_actions, protocol.dim
+    host = HostedDevices(name, network, prefix=f"{name}-device", mechanism=RAW_DEVICES)
+
+    early_raw = _play(DisjointModel.cold(n_arms, dim), early.contexts, early.reward_table, streams[1],
+                      block.early.start, protocol)  # fmt: skip
+    with network.phase(SHARE_RAW):
+        raw_sent = _send_reports(host, shuffler, early_raw, early.contexts, protocol, streams[2], block, False)
+        non_private = host.receive_model(DisjointModel, server)
+    first_late = block.late.start
+    cold = _play(DisjointModel.cold(n_arms, dim), late.contexts, late.reward_table, streams[3], first_late, protocol)
+    warm_np = _play(non_private, late.contexts, late.reward_table, streams[4], first_late, protocol)
+
+    early_codes = encoder.encode(early.contexts.reshape(-1, dim)).reshape(early.n_users, -1)
+    late_codes = encoder.encode(late.contexts.reshape(-1, dim)).reshape(late.n_users, -1)
+    scalar = protocol.representation == "scalar_code"
+    if scalar:
+        early_seen, late_seen = early_codes[..., None].astype(float), late_codes[..., None].astype(float)
+        cold_private = DisjointModel.cold(n_arms, 1)
+    else:
+        early_seen, late_seen = early_codes, late_codes
+        cold_private = CodeModel.cold(n_arms, encoder.n_codes)
+    early_private = _play(cold_private, early_seen, early.reward_table, streams[6], block.early.start, protocol)
+    host.mechanism = DEVICES
+    with network.phase(SHARE_ENCODED):
+        encoded_sent = _send_reports(host, shuffler, early_private, early_codes, protocol, streams[7], block, True)
+        private_model = host.receive_model(DisjointModel if scalar else CodeModel, server)
+    warm_p = _play(private_model, late_seen, late.reward_table, streams[8], first_late, protocol)
+    network.close()
+    late_results = {"cold": _per_user(cold), "warm_non_private": _per_user(warm_np), "warm_private": _per_user(warm_p)}
+    return {
+        "party": name,
+        "role": "device_host",
+        "outcome": f"{early.n_users} early users sent {raw_sent} raw and {encoded_sent} encoded reports; "
+        f"{late.n_users} late users played",
+        "early_users": [block.early.start, block.early.stop],
+        "late_users": [block.late.start, block.late.stop],
+        "raw_reports_sent": raw_sent,
+        "encoded_reports_sent": encoded_sent,
+        "late": late_results,
+        "ledger": _ledger_rows(host.ledger),
+    }
+
+
+# -- the session's outcome, and the in-memory run it must equal -------------------------------------
+def setting_summary(mean_reward: list[float], known: list[int]) -> dict[str, float | int]:
+    """Mean and std over late users of their mean reward (as :class:`~privbandits.protocols.p2b.SettingResult`)."""
+    per_user = np.asarray(mean_reward, dtype=np.float64)
+    measured = ~np.isnan(per_user)
+    if not measured.any():
+        return {"mean": math.nan, "std": math.nan, "n_users": 0, "rounds": 0}
+    values = per_user[measured]
+    return {
+        "mean": float(values.mean()),
+        "std": float(values.std()),
+        "n_users": int(values.size),
+        "rounds": int(np.asarray(known).sum()),
+    }
+
+
+def outcome(deployment: Deployment) -> dict:
+    """The session's results from the parties' result files: late users per setting (hosts in file
+    order), the released batches, the published models, and the protocol's composed ledger."""
+    from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
+    from privbandits.protocols.p2b import compose_ledgers
+
+    results = {name: json.loads(deployment.result_path(name).read_text()) for name in deployment.parties}
+    hosts = deployment.names("device_host")
+    late = {}
+    for setting in SETTINGS:
+        means = [value for host in hosts for value in results[host]["late"][setting]["mean_reward"]]
+        known = [value for host in hosts for value in results[host]["late"][setting]["known"]]
+        late[setting] = setting_summary(means, known)
+    # the device hosts' entries of one batch (same mechanism, same position) make one entry of all
+    # the devices: what they sent together is what the shuffler says it received in that batch
+    devices: list[dict] = []
+    for host in hosts:
+        rows = results[host]["ledger"]
+        if not devices:
+            devices = [dict(row, details=dict(row["details"])) for row in rows]
+            continue
+        if [row["mechanism"] for row in rows] != [row["mechanism"] for row in devices]:
+            raise ValueError(f"device host {host!r} recorded other batches than the first host")
+        for total, row in zip(devices, rows, strict=True):
+            total["details"]["sent"] += row["details"]["sent"]
+    ledgers = {}
+    for name, rows in [("devices", devices)] + [(n, r["ledger"]) for n, r in results.items() if n not in hosts]:
+        ledger = PrivacyLedger()
+        for row in rows:
+            ledger.record(LedgerEntry(row["mechanism"], row["epsilon"], row["delta"], row["unit"], row["details"]))
+        ledgers[name] = ledger
+    shuffler, server = deployment.names("shuffler")[0], deployment.names("server")[0]
+    return {
+        "late": late,
+        "batches": results[shuffler]["batches"],
+        "models": results[server]["models"],
+        "ledger": compose_ledgers(ledgers),
+        "results": results,
+    }
+
+
+def run_in_memory(deployment: Deployment, network: InMemoryNetwork | None = None):
+    """``simulate`` on the union of the device hosts' data (early users, then late, hosts in file
+    order), with the deployment's encoder, config and seed: ``(P2BOutcome, network)``."""
+    from privbandits.datasets.interactions import UserInteractions
+    from privbandits.protocols.p2b import simulate
+
+    protocol = _protocol(deployment)
+    hosts = [load_host(deployment, name) for name in deployment.names("device_host")]
+    contexts = np.concatenate([h.early.contexts for h in hosts] + [h.late.contexts for h in hosts])
+    rewards = np.concatenate([h.early.rewards for h in hosts] + [h.late.rewards for h in hosts])
+    data = UserInteractions(contexts, rewards, name="p2b-deployment", source="synthetic (the device hosts' files)")
+    network = network if network is not None else InMemoryNetwork(record=True)
+    result = simulate(data, encoder_of(protocol), config_of(protocol), protocol.seed, network=network)
+    return result, network

@@ -1,0 +1,141 @@
+"""P2B with a shuffler, a server and two device hosts, each in its own OS process over mutual TLS on 127.0.0.1.
+
+The processes' released batches, published models and late users' rewards must equal the
+in-memory ``simulate`` run with the same data and seed; the server must never receive a
+message from a device host (transcript check).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from privbandits.deploy.cli import standalone
+from privbandits.deploy.deployment import DeploymentError, load_deployment
+from privbandits.deploy.p2b import SETTINGS, layout, load_host, outcome, run_in_memory
+from privbandits.protocols.p2b import EncodedBatch, ModelRelease, RawBatch
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "p2b.toml"
+
+
+def local_copy(folder: Path, **replace: str) -> Path:
+    """The shipped example with ephemeral ports (and ``replace``d settings), in ``folder``."""
+    text = re.sub(r'address = "127\.0\.0\.1:\d+"', 'address = "127.0.0.1:0"', EXAMPLE.read_text())
+    for old, new in replace.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    path = folder / "p2b.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture
+def encoder_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PRIVBANDITS_CACHE", str(tmp_path / "cache"))  # the party processes inherit it
+
+
+def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(tmp_path, encoder_cache):
+    path = local_copy(tmp_path)
+    runner = CliRunner()
+    for command in (["deploy", "certs", str(path), "--out", str(tmp_path / "certs")], ["deploy", "data", str(path)]):
+        result = runner.invoke(standalone, command)
+        assert result.exit_code == 0, result.output
+    result = runner.invoke(standalone, ["deploy", "local", str(path), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "p2b-two-device-hosts: parties" in result.output and "results:" in result.output
+    spec = load_deployment(path)
+    hosts = spec.names("device_host")
+    assert len(hosts) == 2 and spec.protocol.n_users >= 2000
+
+    # each device host holds only its own users (the server and the shuffler hold no data file)
+    blocks = layout(spec)
+    assert [spec.parties[name].data for name in ("shuffler", "server")] == [None, None]
+    for name in hosts:
+        data = load_host(spec, name)
+        assert data.early.n_users == len(blocks[name].early) and data.late.n_users == len(blocks[name].late)
+    assert sum(len(blocks[name].early) + len(blocks[name].late) for name in hosts) == spec.protocol.n_users
+
+    got = outcome(spec)
+    reference, network = run_in_memory(spec)
+    # the late users' rewards, setting by setting
+    for setting in SETTINGS:
+        expected = getattr(reference, setting)
+        assert got["late"][setting] == {
+            "mean": expected.mean, "std": expected.std, "n_users": expected.n_users, "rounds": expected.rounds
+        }  # fmt: skip
+    # the released batches, in the same (shuffled) order
+    sent = {envelope.message.kind: envelope.message for envelope in network.transcript}
+    encoded, raw = sent[EncodedBatch.kind], sent[RawBatch.kind]
+    batches = got["batches"]
+    for field in ("codes", "actions", "rewards"):
+        assert np.array_equal(np.asarray(batches["encoded"][field]), getattr(encoded, field)), field
+    for field in ("contexts", "actions", "rewards"):
+        assert np.array_equal(np.asarray(batches["raw"][field]), getattr(raw, field)), field
+    assert len(encoded.codes) > 0 and np.unique(encoded.codes, return_counts=True)[1].min() >= spec.protocol.threshold
+    # the published models (non-private, then private)
+    models = [envelope.message for envelope in network.transcript if envelope.message.kind == ModelRelease.kind]
+    for model, key in zip(models, ("non_private", "private"), strict=True):
+        first, second = got["models"][key]
+        assert np.array_equal(np.asarray(first), model.first) and np.array_equal(np.asarray(second), model.second)
+    # the parties' ledgers compose to the in-memory protocol's ledger
+    assert [(e.mechanism, e.epsilon, e.details) for e in got["ledger"].entries] == [
+        (e.mechanism, e.epsilon, e.details) for e in reference.ledger.entries
+    ]
+    assert sum(got["results"][h]["encoded_reports_sent"] for h in hosts) == reference.encoded_tuples_shared
+    assert sum(got["results"][h]["raw_reports_sent"] for h in hosts) == reference.raw_tuples_shared
+
+    # transcripts: the server receives only from the shuffler; no device host ever sends to the server
+    results = got["results"]
+    server_heard = {(phase, sender) for phase, sender, receiver, *_ in results["server"]["received"]}
+    assert server_heard == {("share_raw", "shuffler"), ("share_encoded", "shuffler")}
+    for name in hosts:
+        assert {receiver for _, _, receiver, *_ in results[name]["traffic"]} == {"shuffler"}
+        assert {sender for _, sender, *_ in results[name]["received"]} == {"server"}
+    # the devices' report bytes to the shuffler are the in-memory ones (plus one CloseBatch per host)
+    for phase in ("share_raw", "share_encoded"):
+        processes = sum(row[4] for h in hosts for row in results[h]["traffic"] if row[0] == phase)
+        in_memory = network.traffic.total(phase, receiver=reference_shuffler(phase)).bytes
+        assert processes == in_memory
+        to_server = sum(row[4] for row in results["shuffler"]["traffic"] if row[0] == phase)
+        assert to_server == network.traffic.total(phase, receiver="server").bytes
+    assert all(result["refusals"] == [] for result in results.values())
+
+
+def reference_shuffler(phase: str) -> str:
+    return "raw_shuffler" if phase == "share_raw" else "shuffler"
+
+
+@pytest.mark.parametrize(
+    ("edit", "error"),
+    [
+        (lambda t: t.replace('key = "certs/server.key"', 'key = "certs/server.key"\ndata = "data/server.npz"'),
+         "parties.server.data: the server holds no private data"),
+        (lambda t: t.replace('role = "shuffler"', 'role = "device_host"'),
+         "exactly one party must have role 'shuffler'"),
+        (lambda t: t.replace('data = "data/hostb.npz"\n', ""), "parties.hostb.data: the device_host party needs"),
+        (lambda t: t.replace("early_fraction = 0.7", "early_fraction = 0.9999"),
+         "every host needs at least one early and one late"),
+        (lambda t: t.replace("early_fraction = 0.7", "early_fraction = 0.0001"), "both the early and the late users"),
+        (lambda t: t.replace("participation = 0.5", "participation = 1.5"), "protocol.participation"),
+    ],
+)  # fmt: skip
+def test_a_bad_p2b_deployment_file_names_the_field(tmp_path, edit, error):
+    path = local_copy(tmp_path)
+    path.write_text(edit(path.read_text()))
+    with pytest.raises(DeploymentError, match=error):
+        load_deployment(path)
+
+
+def test_a_device_host_file_of_the_wrong_shape_is_named(tmp_path):
+    spec = load_deployment(local_copy(tmp_path))
+    path = spec.parties["hosta"].data
+    path.parent.mkdir(parents=True)
+    users = len(layout(spec)["hosta"].early)
+    np.savez(path, early_contexts=np.zeros((users, 10, 4)), early_rewards=np.zeros((users, 10, 5), dtype=np.int8),
+             late_contexts=np.zeros((1, 10, 5)), late_rewards=np.zeros((1, 10, 5), dtype=np.int8))  # fmt: skip
+    with pytest.raises(DeploymentError, match=r"early_contexts must have shape \(1050, 10, 5\)"):
+        load_host(spec, "hosta")
