@@ -104,6 +104,22 @@ def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(tmp_
         assert to_server == network.traffic.total(phase, receiver="server").bytes
     assert all(result["refusals"] == [] for result in results.values())
 
+    # the encoded reports went through the shuffler's durable queue: one batch, released, no identity kept
+    from privbandits.deploy.p2b import queue_path
+    from privbandits.protocols.p2b_queue import ReportQueue
+
+    assert results["shuffler"]["queue"]["batches"] == [0]
+    path = queue_path(spec, "shuffler")
+    queue = ReportQueue(path)
+    try:
+        assert queue.batches() == [0] and queue.released(0) and queue.unreleased() == []
+        assert queue.held() == 0 and queue.held_senders() == []
+        assert len(queue.batch(0)) == reference.release["received"]
+    finally:
+        queue.close()
+    stored = b"".join(f.read_bytes() for f in path.parent.iterdir() if f.name.startswith(path.name))
+    assert not any(name.encode() in stored for name in hosts)
+
 
 def reference_shuffler(phase: str) -> str:
     return "raw_shuffler" if phase == "share_raw" else "shuffler"
@@ -139,3 +155,20 @@ def test_a_device_host_file_of_the_wrong_shape_is_named(tmp_path):
              late_contexts=np.zeros((1, 10, 5)), late_rewards=np.zeros((1, 10, 5), dtype=np.int8))  # fmt: skip
     with pytest.raises(DeploymentError, match=r"early_contexts must have shape \(1050, 10, 5\)"):
         load_host(spec, "hosta")
+
+
+def test_a_shuffler_queue_left_with_held_reports_is_not_reused_by_a_fresh_session(tmp_path):
+    from privbandits.deploy.p2b import open_queue, queue_path
+    from privbandits.protocols.p2b_queue import ReportQueue
+
+    spec = load_deployment(local_copy(tmp_path))
+    queue = open_queue(spec, "shuffler")  # a fresh queue opens
+    queue.accept("0" * 32, "hosta", 3, 1, 1)
+    queue.close()
+    with pytest.raises(DeploymentError, match=r"holds 1 report\(s\) .* of an interrupted session"):
+        open_queue(spec, "shuffler")
+    queue = ReportQueue(queue_path(spec, "shuffler"))
+    queue.close_batch(0)
+    queue.mark_released(0)
+    queue.close()
+    open_queue(spec, "shuffler").close()  # every batch released: the next session numbers on

@@ -16,7 +16,11 @@ Each party runs the party classes of :mod:`privbandits.protocols.p2b` on its own
   deployment order, each host's reports in the order sent: a canonical order, (device host,
   report index), before its seeded shuffle, so the processes' interleaving cannot change a
   batch. It then thresholds (crowd-blending) and sends the batch to the server, and to no one
-  else.
+  else. Encoded reports pass through its durable :class:`~privbandits.protocols.p2b_queue.ReportQueue`
+  (``OUTPUT/queues/NAME.sqlite``): each is persisted with the host's identity as it arrives,
+  the batch is formed there (identities dropped) and marked released once sent. Restarting a
+  shuffler mid-session (resending from the queue) is not implemented yet; raw baseline reports
+  (contexts) are not queued.
 * ``server``: holds nothing private; it accepts batches from the shuffler only, fits the
   central model and publishes it to every device host.
 
@@ -41,6 +45,7 @@ from __future__ import annotations
 
 import json
 import math
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,24 +231,39 @@ def _parties():
         """The shuffler of several device hosts: a batch is every host's reports up to its CloseBatch,
         taken host by host in deployment order (canonical), then shuffled with the shuffler's own stream."""
 
-        def __init__(self, *args, hosts: list[str], **kwargs) -> None:
+        def __init__(self, *args, hosts: list[str], queue=None, **kwargs) -> None:
             super().__init__(*args, **kwargs)
-            self.hosts = hosts
+            self.hosts, self.queue = hosts, queue
             self.released: list[Message] = []
+            self.batch_ids: list[int] = []
 
         def _collect(self, kind: str) -> list[Message]:
-            from privbandits.protocols.p2b import CloseBatch
+            from privbandits.protocols.p2b import CloseBatch, EncodedReport
 
+            durable = self.queue is not None and kind == EncodedReport.kind
             wanted, held = (kind, CloseBatch.kind), []
             for host in self.hosts:
                 while (message := self.receive_one_of(wanted, host)).kind != CloseBatch.kind:
-                    held.append(message)
-            return held
+                    if durable:  # persisted with its sender's identity before anything else happens to it
+                        self.queue.accept(secrets.token_hex(16), host, message.code, message.action, message.reward)
+                    else:
+                        held.append(message)
+            if not durable:
+                return held
+            # the batch is formed in the queue (identities dropped there), in arrival order: canonical
+            batch = self.queue.close_batch(self.queue.next_batch_id())
+            self.batch_ids.append(batch.batch_id)
+            return [
+                EncodedReport(code, action, reward)
+                for code, action, reward in zip(batch.codes, batch.actions, batch.rewards, strict=True)
+            ]
 
         def send(self, receiver: str, message: Message) -> None:
             if isinstance(message, EncodedBatch | RawBatch):
                 self.released.append(message)
             super().send(receiver, message)
+            if self.queue is not None and isinstance(message, EncodedBatch):
+                self.queue.mark_released(self.batch_ids[-1])  # sent (no acknowledgement in this protocol yet)
 
     class PublishingServer(Server):
         """The server of a deployment: batches only from the shuffler; each model to every device host."""
@@ -297,10 +317,12 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network) -> dict:
     protocol = _protocol(deployment)
     _, CanonicalShuffler, _ = _parties()
     streams, server = streams_of(protocol), deployment.names("server")[0]
+    queue = open_queue(deployment, name)
     shuffler = CanonicalShuffler(
         name,
         network,
         hosts=deployment.names("device_host"),
+        queue=queue,
         threshold=None,
         participation=protocol.participation,
         n_codes=None,
@@ -312,8 +334,11 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network) -> dict:
     raw_release = dict(shuffler.last_release)
     shuffler.threshold, shuffler.n_codes, shuffler.rng = protocol.threshold, protocol.n_codes, streams[5]
     shuffler.omega = protocol.omega
-    with network.phase(SHARE_ENCODED):
-        shuffler.release_encoded(server)
+    try:
+        with network.phase(SHARE_ENCODED):
+            shuffler.release_encoded(server)
+    finally:
+        queue.close()
     network.close(timeout=None)  # its part is over; stay linked so a failure reaches it too
     raw, encoded = shuffler.released
     return {
@@ -333,8 +358,39 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network) -> dict:
             },
         },
         "release": {"raw": raw_release, "encoded": dict(shuffler.last_release)},
+        "queue": {"path": str(queue.path), "batches": shuffler.batch_ids},
         "ledger": _ledger_rows(shuffler.ledger),
     }
+
+
+def queue_path(deployment: Deployment, name: str) -> Path:
+    """The shuffler's durable report queue (SQLite), in the deployment's output folder."""
+    return deployment.output / "queues" / f"{name}.sqlite"
+
+
+def open_queue(deployment: Deployment, name: str):
+    """The shuffler's :class:`~privbandits.protocols.p2b_queue.ReportQueue` for the encoded reports.
+
+    A queue left with held reports or an unreleased batch by an interrupted session is not
+    reused by a fresh one (that would mix two sessions' reports, and restarting a shuffler
+    mid-session is not implemented for deployments yet): the party refuses to start and names it.
+    """
+    from privbandits.protocols.p2b_queue import ReportQueue
+    from privbandits.validation import InvalidInputError
+
+    protocol, path = _protocol(deployment), queue_path(deployment, name)
+    try:
+        queue = ReportQueue(path, n_codes=protocol.n_codes, n_arms=protocol.n_actions)
+    except InvalidInputError as exc:
+        raise DeploymentError(f"the shuffler's report queue {path}: {exc}") from None
+    held, unreleased = queue.held(), queue.unreleased()
+    if held or unreleased:
+        queue.close()
+        raise DeploymentError(
+            f"the shuffler's report queue {path} holds {held} report(s) and unreleased batch(es) {unreleased} "
+            "of an interrupted session; move it away to start afresh"
+        )
+    return queue
 
 
 def _run_server(deployment: Deployment, name: str, network: Network, on_round) -> dict:
