@@ -5,7 +5,7 @@ certs
 deployment
     The deployment file (TOML): protocol, parameters, and each party's address,
     certificate, key and local data file, validated with pydantic.
-vertical, mpc
+vertical, mpc, p2b
     Each protocol's parties as processes (``run_party``), its synthetic data files and the
     in-memory run it must equal (``run_in_memory``).
 party, local, checkpoint
