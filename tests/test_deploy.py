@@ -83,7 +83,7 @@ def test_a_deployment_file_loads_with_paths_resolved_against_its_folder(tmp_path
         (lambda t: t.replace("[parties.active]", "[parties.Active]"), "party name 'Active' must be lower-case"),
         (lambda t: t.replace("rounds = 20", "rounds = 0"), "protocol.rounds: Input should be greater than or equal"),
         (lambda t: t.replace("rounds = 20", "rounds = 20\nrouns = 3"), "protocol.rouns: Extra inputs"),
-        (lambda t: t.replace('name = "vertical-o3m"', 'name = "fclub"'), "protocol.name: Input should be 'vertical-o3m'"),
+        (lambda t: t.replace('name = "vertical-o3m"', 'name = "xy"'), "protocol.name: Input should be 'vertical-o3m'"),
         (
             lambda t: t.replace("partition = [3, 2]", "partition = [3, 2]\nsecure_aggregation = true"),
             "at least 2 passive",
