@@ -198,7 +198,9 @@ def vfucb(dim: int, n_arms: int, parties: int, rounds: int) -> dict[str, float]:
     }
 
 
-def mpc_deployment(folder: Path, dim: int, n_arms: int, parties: int, rounds: int) -> Path:
+def mpc_deployment(
+    folder: Path, dim: int, n_arms: int, parties: int, rounds: int, reciprocal: tuple[str, int] = ("exp", 7)
+) -> Path:
     base, extra = divmod(dim, parties)
     partition = [base + (1 if j < extra else 0) for j in range(parties)]
     roles = {"dealer": "dealer", **{f"c{j}": "computing" for j in range(parties)}, "env": "environment"}
@@ -213,6 +215,8 @@ def mpc_deployment(folder: Path, dim: int, n_arms: int, parties: int, rounds: in
         f"n_arms = {n_arms}",
         f"rounds = {rounds}",
         "epsilon = 0.1",
+        f'reciprocal_start = "{reciprocal[0]}"',
+        f"nr_iterations = {reciprocal[1]}",
     ]
     for name, role in roles.items():
         lines += [f"\n[parties.{name}]", f'role = "{role}"', 'address = "127.0.0.1:0"']
@@ -223,7 +227,7 @@ def mpc_deployment(folder: Path, dim: int, n_arms: int, parties: int, rounds: in
     return path
 
 
-def mpc(dim: int, n_arms: int, parties: int, rounds: int) -> dict[str, float]:
+def mpc(dim: int, n_arms: int, parties: int, rounds: int, reciprocal: tuple[str, int] = ("exp", 7)) -> dict[str, float]:
     from privbandits.deploy.deployment import load_deployment
     from privbandits.deploy.local import run_local
     from privbandits.deploy.mpc import (
@@ -237,7 +241,7 @@ def mpc(dim: int, n_arms: int, parties: int, rounds: int) -> dict[str, float]:
     from privbandits.protocols.mpc_bandit import ExplorationStream, PlaintextEpsilonGreedy
 
     with tempfile.TemporaryDirectory() as folder:
-        spec = load_deployment(mpc_deployment(Path(folder), dim, n_arms, parties, rounds))
+        spec = load_deployment(mpc_deployment(Path(folder), dim, n_arms, parties, rounds, reciprocal))
         write_synthetic_data(spec)
         codes, processes = run_local(spec)
         if any(codes.values()):
@@ -330,8 +334,10 @@ def main() -> None:
         f"\nPrivate ε-greedy (MPC), {args.mpc_parties} computing parties, |A| = {args.mpc_arms}, D = {args.mpc_dim}, "
         f"{mpc_rounds} rounds (dealer, computing parties and environment each a process):"
     )
-    result = mpc(args.mpc_dim, args.mpc_arms, args.mpc_parties, mpc_rounds)
-    report(result, "plaintext twin (float64)", "networked ≤ 150× the plaintext twin")
+    for start, iterations, what in (("exp", 7, "the paper's reciprocal"), ("linear", 3, "reciprocal_start = linear")):
+        print(f"  {what} ({iterations} Newton–Raphson iterations):")
+        result = mpc(args.mpc_dim, args.mpc_arms, args.mpc_parties, mpc_rounds, (start, iterations))
+        report(result, "plaintext twin (float64)", "networked ≤ 150× the plaintext twin")
 
 
 if __name__ == "__main__":

@@ -96,6 +96,14 @@ def test_short_session_as_processes_decides_as_in_memory(tmp_path, computing):
     assert_same_as_in_memory(load_deployment(path))
 
 
+def test_the_linear_reciprocal_start_as_processes_decides_as_in_memory(tmp_path):
+    path = make_deployment(tmp_path, rounds=40, reciprocal_start="linear", nr_iterations=3)
+    run_local(path)
+    spec = load_deployment(path)
+    assert spec.protocol.reciprocal_start == "linear"
+    assert_same_as_in_memory(spec)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("computing", [2, 3])
 def test_200_rounds_as_processes_decide_as_in_memory_with_the_same_bytes_per_link(tmp_path, computing):

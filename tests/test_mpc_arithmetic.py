@@ -130,6 +130,23 @@ def test_reciprocal_error_follows_the_spec_table():
     assert residual[4] == pytest.approx(0.015, rel=0.1)
 
 
+def test_the_linear_start_reaches_fixed_point_precision_on_1_to_2_in_3_iterations_without_a_round_for_it():
+    """y_0 = 24/17 − 8/17·d is within 1/17 of 1/d on [1, 2]; each Newton–Raphson step squares the error."""
+    d = np.linspace(1.0, 2.0, 11)
+    engine = _engine(2, seed=4)
+    with engine.phase("start"):
+        start = engine.open(engine.reciprocal(engine.input(d), 0, "linear"))
+    assert np.abs(1 - d * start).max() == pytest.approx(1 / 17, rel=1e-3)
+    with engine.phase("three"):
+        shared = engine.input(d)
+        residual = np.abs(1 - d * engine.open(engine.reciprocal(shared, 3, "linear")))
+    assert residual.max() <= 4 * 2.0**-20
+    assert engine.traffic.rounds["start"] == 2  # the input and the opening: the start itself is local
+    with pytest.raises(ValueError, match=r"reciprocal start must be one of \('exp', 'linear'\), got 'taylor'"):
+        with engine.phase("bad"):
+            engine.reciprocal(shared, 3, "taylor")
+
+
 def test_exp_is_the_limit_approximation():
     u = np.array([-9.5, -2.0, -0.5, 0.0, 1.0])
     engine = _engine(3, seed=5)

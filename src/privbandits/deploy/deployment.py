@@ -170,6 +170,11 @@ class MPCProtocol(_Strict):
     epsilon: float = Field(0.01, ge=0, le=1, description="exploration probability; each opening is log(|A|/ε)-DP")
     precision: int = Field(20, ge=1, le=26, description="fixed-point fractional bits L")
     nr_iterations: int = Field(7, ge=0, description="Newton–Raphson iterations of the reciprocal")
+    reciprocal_start: Literal["exp", "linear"] = Field(
+        "exp",
+        description="the reciprocal's initial value: the paper's exp (8 rounds) or linear (no round; "
+        "with nr_iterations = 3, 25 communication rounds a learner round instead of 41)",
+    )
     truncation: Literal["auto", "local", "wraps", "exact"] = "auto"
     binary_rewards: bool = True
 

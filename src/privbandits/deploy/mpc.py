@@ -200,6 +200,7 @@ def config_of(deployment: Deployment):
         epsilon=protocol.epsilon,
         precision=protocol.precision,
         nr_iterations=protocol.nr_iterations,
+        reciprocal_start=protocol.reciprocal_start,
         truncation=protocol.truncation,
         puller=environment,
         rewarder=environment,

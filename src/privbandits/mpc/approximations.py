@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from privbandits.mpc.arithmetic import mul, square
+from privbandits.mpc.arithmetic import mul, mul_public, square
 from privbandits.mpc.sharing import ArithmeticShares
 from privbandits.mpc.truncation import truncate
 
@@ -38,16 +38,29 @@ def exp(ctx: Engine, x: ArithmeticShares, iterations: int = EXP_ITERATIONS) -> A
     return y
 
 
-def reciprocal(ctx: Engine, d: ArithmeticShares, iterations: int = NR_ITERATIONS) -> ArithmeticShares:
-    """``[1/d]`` for d in [1, 10]: y_0 = 3·e^(0.5−d) + 0.003, then y_{k+1} = y_k(2 − d·y_k).
+RECIPROCAL_STARTS = ("exp", "linear")
+"""Initial values of the Newton–Raphson reciprocal: the paper's ``3·e^(0.5−d) + 0.003`` (valid for
+d in [1, 10], 8 rounds of squarings for 2 parties), or ``linear``: 24/17 − 8/17·d, the minimax line
+for 1/d on [1, 2] (relative error at most 1/17; local, no round), where this application's
+Sherman–Morrison denominator lies; Newton–Raphson converges from it for d in (0, 3)."""
 
-    The paper's initial value (not modern CrypTen's); relative error |1 − d·y_k|
-    follows the table of spec §3.10. 2 rounds per iteration for 2 parties.
+
+def reciprocal(
+    ctx: Engine, d: ArithmeticShares, iterations: int = NR_ITERATIONS, start: str = "exp"
+) -> ArithmeticShares:
+    """``[1/d]``: y_0 from ``start`` (:data:`RECIPROCAL_STARTS`), then y_{k+1} = y_k(2 − d·y_k).
+
+    ``exp`` is the paper's initial value (not modern CrypTen's), for d in [1, 10]; relative
+    error |1 − d·y_k| follows the table of spec §3.10. ``linear`` needs d in [1, 2] (converges
+    for d in (0, 3)): its error 1/17 squares each iteration (1/289, 1.2e-5, 1.4e-10), so 3
+    iterations reach L = 20 bits with no round for the start. 2 rounds per iteration for 2 parties.
     """
     _check_fixed_point(ctx, d, "reciprocal")
     if iterations < 0:
         raise ValueError(f"Newton-Raphson iterations must be >= 0, got {iterations}")
-    y = exp(ctx, 0.5 - d) * 3 + 0.003
+    if start not in RECIPROCAL_STARTS:
+        raise ValueError(f"reciprocal start must be one of {RECIPROCAL_STARTS}, got {start!r}")
+    y = exp(ctx, 0.5 - d) * 3 + 0.003 if start == "exp" else mul_public(ctx, d, -8 / 17) + 24 / 17
     for _ in range(iterations):
         y = mul(ctx, y, 2.0 - mul(ctx, d, y))
     return y

@@ -38,7 +38,7 @@ import numpy as np
 
 from privbandits.comm import ROUND, SETUP, Network, Party
 from privbandits.mpc import Engine
-from privbandits.mpc.approximations import NR_ITERATIONS
+from privbandits.mpc.approximations import NR_ITERATIONS, RECIPROCAL_STARTS
 from privbandits.mpc.channel import Owner
 from privbandits.mpc.comparison import packed_bits
 from privbandits.mpc.dealer import (
@@ -102,6 +102,11 @@ class MPCBanditConfig:
         Fixed-point bits L, 1 … 26 (paper: 20).
     nr_iterations : int
         Newton–Raphson iterations of the reciprocal (paper: 7).
+    reciprocal_start : str
+        Initial value of the reciprocal: ``"exp"`` (the paper's, 8 rounds before the
+        iterations) or ``"linear"`` (24/17 − 8/17·d, exact to 1/17 on the denominator's range
+        [1, 2], no round; 3 iterations then reach L = 20 bits: 25 communication rounds a
+        learner round instead of 41 at the paper's 7). Not the paper's; for deployments.
     truncation : str
         ``"auto"`` (paper: local for 2 parties, Alg. 3 for more), ``"local"``,
         ``"wraps"`` or ``"exact"``.
@@ -124,6 +129,7 @@ class MPCBanditConfig:
     epsilon: float = 0.01
     precision: int = 20
     nr_iterations: int = NR_ITERATIONS
+    reciprocal_start: str = "exp"
     truncation: str = "auto"
     puller: str = "puller"
     rewarder: str = "rewarder"
@@ -151,6 +157,10 @@ class MPCBanditConfig:
             raise InvalidInputError(f"precision must be in [1, {MAX_PRECISION}] bits, got {describe(self.precision)}")
         if not Integer(low=0).accepts(self.nr_iterations):
             raise InvalidInputError(f"nr_iterations must be an integer >= 0, got {self.nr_iterations!r}")
+        if not Choice(RECIPROCAL_STARTS).accepts(self.reciprocal_start):
+            raise InvalidInputError(
+                f"reciprocal_start must be one of {RECIPROCAL_STARTS}, got {describe(self.reciprocal_start)}"
+            )
         if not Choice(("auto", *TRUNCATION_MODES)).accepts(self.truncation):
             raise InvalidInputError(
                 f"truncation must be one of {('auto', *TRUNCATION_MODES)}, got {describe(self.truncation)}"
@@ -445,7 +455,7 @@ class PrivateEpsilonGreedy:
             reward = engine.input(reward, self._rewarder, scale=self._reward_scale)
             # 6. Sherman–Morrison (Eq. 1) and b updates on every arm; the mask o multiplies last,
             # so arms not pulled change by exactly 0 (and, as integers, nothing is truncated)
-            inverse_d = engine.reciprocal(denominator, config.nr_iterations)
+            inverse_d = engine.reciprocal(denominator, config.nr_iterations, config.reciprocal_start)
             scaled, rewarded = engine.mul_many([(inverse_d[:, None], u), (reward, context)])
             outer = engine.matmul(scaled[:, :, None], u[:, None, :]).reshape(a, 1, d * d)  # u u^T / d per arm
             updates = concatenate([outer, rewarded._like(expand(rewarded.shares, (a, 1, d)))])
