@@ -158,3 +158,21 @@ def test_a_peer_that_vanishes_while_a_waits_is_named(pki):
         a.receive_one_of(WANTED)
     job.result()
     nets["a"].abort("test over")
+
+
+def test_with_every_peer_gone_it_says_so_at_once_instead_of_waiting_out_the_deadline(pki):
+    nets = linked(pki, ["a", "b"], deadline=3.0)
+    a = Party("a", nets["a"])
+    nets["b"].abort("done here")
+    with nets["a"].phase(ROUND):
+        with pytest.raises(PeerLost, match=r"session aborted by 'b': done here"):
+            a.receive_one_of(WANTED)
+        started = time.monotonic()
+        with pytest.raises(
+            PeerLost,
+            match=r"^no 'p2b\.encoded_report' or 'p2b\.close_batch' message can come in round 1: every peer has "
+            r"ended the session$",
+        ) as gone:
+            a.receive_one_of(WANTED)
+        assert time.monotonic() - started < 0.5 and gone.value.peer == "any"
+    nets["a"].abort("test over")

@@ -532,6 +532,13 @@ class TlsNetwork(Network):
             hit = link.pop(kinds)
             if hit is not None:
                 return hit
+        if not links:  # nobody can send any more: say so now rather than at the deadline
+            where = self._where()
+            raise PeerLost(
+                f"no {_named(kinds)} message can come in {where}: every peer has ended the session",
+                peer="any",
+                round=where,
+            )
         with selectors.DefaultSelector() as selector:
             for link in links:
                 selector.register(link.sock, selectors.EVENT_READ, link)
