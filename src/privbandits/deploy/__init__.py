@@ -8,7 +8,7 @@ deployment
 vertical, mpc, p2b
     Each protocol's parties as processes (``run_party``), its synthetic data files and the
     in-memory run it must equal (``run_in_memory``).
-party, local, checkpoint
+files, party, local, checkpoint
     One party in this process (exit codes, abort naming the lost peer); every party on
     127.0.0.1; atomic checkpoints for ``--resume``.
 cli

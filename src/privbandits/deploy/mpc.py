@@ -41,6 +41,7 @@ import numpy as np
 from privbandits.comm import Message, Network, Party, message
 from privbandits.deploy import checkpoint
 from privbandits.deploy.deployment import Deployment, DeploymentError, MPCProtocol
+from privbandits.deploy.files import read_arrays
 
 RESUME = "resume"
 """Phase of a resumed session in which the parties agree on the round to continue from."""
@@ -67,16 +68,7 @@ class ResumeAt(Message):
 
 def _load(path: Path, role: str, wanted: dict[str, tuple[str, int | None]]) -> dict[str, np.ndarray]:
     """Arrays of a party's ``.npz`` file: ``wanted[key] = (dtype kinds, ndim)``, all checked."""
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            arrays = {key: archive[key] for key in archive.files}
-    except FileNotFoundError:
-        raise DeploymentError(f"{role} party data file {path} does not exist") from None
-    except (OSError, ValueError) as exc:
-        raise DeploymentError(f"{path}: not a readable .npz file ({exc})") from None
-    missing = [key for key in wanted if key not in arrays]
-    if missing:
-        raise DeploymentError(f"{path}: missing array(s) {missing}; it has {sorted(arrays)}")
+    arrays = read_arrays(path, f"{role} party", wanted)
     for key, (kinds, ndim) in wanted.items():
         value = arrays[key]
         if value.dtype.kind not in kinds or (ndim is not None and value.ndim != ndim):

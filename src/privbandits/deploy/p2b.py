@@ -54,6 +54,7 @@ import numpy as np
 
 from privbandits.comm import InMemoryNetwork, Message, Network
 from privbandits.deploy.deployment import Deployment, DeploymentError, P2BProtocol
+from privbandits.deploy.files import read_arrays
 
 SHARE_RAW, SHARE_ENCODED = "share_raw", "share_encoded"
 """Phases, as in :func:`~privbandits.protocols.p2b.simulate`."""
@@ -132,16 +133,7 @@ def load_host(deployment: Deployment, name: str) -> HostData:
 
     protocol, block = _protocol(deployment), layout(deployment)[name]
     path = deployment.parties[name].data
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            arrays = {key: archive[key] for key in archive.files}
-    except FileNotFoundError:
-        raise DeploymentError(f"device host data file {path} does not exist (write one with `deploy data`)") from None
-    except (OSError, ValueError) as exc:
-        raise DeploymentError(f"{path}: not a readable .npz file ({exc})") from None
-    missing = [key for key in _ARRAYS if key not in arrays]
-    if missing:
-        raise DeploymentError(f"{path}: missing array(s) {missing}; it has {sorted(arrays)}")
+    arrays = read_arrays(path, "device host", _ARRAYS, " (write one with `deploy data`)")
     t, d, k = protocol.interactions, protocol.dim, protocol.n_actions
     parts = []
     for part, users in (("early", len(block.early)), ("late", len(block.late))):
@@ -466,7 +458,7 @@ def _per_user(log) -> dict[str, list]:
 
 def _run_host(deployment: Deployment, name: str, network: Network) -> dict:
     from privbandits.linear.population import CodeModel, DisjointModel
-    from privbandits.protocols.p2b import DEVICES, RAW_DEVICES
+    from privbandits.protocols.p2b import DEVICES, RAW_DEVICES, private_inputs
 
     protocol = _protocol(deployment)
     data = load_host(deployment, name)
@@ -490,12 +482,7 @@ def _run_host(deployment: Deployment, name: str, network: Network) -> dict:
     early_codes = encoder.encode(early.contexts.reshape(-1, dim)).reshape(early.n_users, -1)
     late_codes = encoder.encode(late.contexts.reshape(-1, dim)).reshape(late.n_users, -1)
     scalar = protocol.representation == "scalar_code"
-    if scalar:
-        early_seen, late_seen = early_codes[..., None].astype(float), late_codes[..., None].astype(float)
-        cold_private = DisjointModel.cold(n_arms, 1)
-    else:
-        early_seen, late_seen = early_codes, late_codes
-        cold_private = CodeModel.cold(n_arms, encoder.n_codes)
+    early_seen, late_seen, cold_private = private_inputs(scalar, early_codes, late_codes, n_arms, encoder.n_codes)
     early_private = _play(cold_private, early_seen, early.reward_table, streams[6], block.early.start, protocol)
     host.mechanism = DEVICES
     with network.phase(SHARE_ENCODED):

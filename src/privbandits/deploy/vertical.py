@@ -40,6 +40,7 @@ import numpy as np
 from privbandits.comm import ROUND, SETUP, InMemoryNetwork, Message, Network, message
 from privbandits.deploy import checkpoint
 from privbandits.deploy.deployment import Deployment, DeploymentError, VerticalProtocol
+from privbandits.deploy.files import read_arrays
 
 DATA_STREAM, LEARNER_STREAM = 0, 2
 RESUME = "resume"
@@ -72,17 +73,8 @@ class PartyData:
 
 def load_party_data(path: Path, *, role: str, n_arms: int, block: int) -> PartyData:
     """Read and check a party's ``.npz`` file (shapes, dtypes, unique users, finite values)."""
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            arrays = {key: archive[key] for key in archive.files}
-    except FileNotFoundError:
-        raise DeploymentError(f"{role} party data file {path} does not exist") from None
-    except (OSError, ValueError) as exc:
-        raise DeploymentError(f"{path}: not a readable .npz file ({exc})") from None
     wanted = ["users", "features"] + (["rewards"] if role == "active" else [])
-    missing = [key for key in wanted if key not in arrays]
-    if missing:
-        raise DeploymentError(f"{path}: missing array(s) {missing}; it has {sorted(arrays)}")
+    arrays = read_arrays(path, f"{role} party", wanted)
     users, features = arrays["users"], arrays["features"]
     if users.ndim != 1 or users.dtype.kind not in "iu":
         raise DeploymentError(f"{path}: users must be a 1-d integer array, got {users.dtype} {users.shape}")

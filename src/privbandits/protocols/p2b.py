@@ -580,6 +580,16 @@ def _check_simulation(
         )
 
 
+def private_inputs(
+    scalar: bool, early_codes: np.ndarray, late_codes: np.ndarray, n_arms: int, n_codes: int
+) -> tuple[np.ndarray, np.ndarray, CodeModel | DisjointModel]:
+    """What the private agents see and the cold model they start from: the code as a 1-d context of a
+    disjoint LinUCB (``scalar``, the reference code's mode), or the code itself for per-(arm, code) tables."""
+    if scalar:
+        return early_codes[..., None].astype(float), late_codes[..., None].astype(float), DisjointModel.cold(n_arms, 1)
+    return early_codes, late_codes, CodeModel.cold(n_arms, n_codes)
+
+
 def simulate(
     data: UserInteractions,
     encoder: ContextEncoder,
@@ -656,12 +666,7 @@ def simulate(
         ledger=PrivacyLedger(),
         omega=config.omega,
     )
-    if scalar:
-        early_seen, late_seen = early_codes[..., None].astype(float), late_codes[..., None].astype(float)
-        cold_private = DisjointModel.cold(n_arms, 1)
-    else:
-        early_seen, late_seen = early_codes, late_codes
-        cold_private = CodeModel.cold(n_arms, encoder.n_codes)
+    early_seen, late_seen, cold_private = private_inputs(scalar, early_codes, late_codes, n_arms, encoder.n_codes)
     early_private = run_population(cold_private, early_seen, early.reward_table, rng=streams[6], **run)
     with network.phase("share_encoded"):
         encoded_shared = _share(devices, shuffler, early_private, early_codes, config, streams[7], private=True)
