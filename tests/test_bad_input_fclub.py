@@ -96,9 +96,12 @@ BAD_SELECTS = [
 
 @pytest.mark.parametrize("kind", BANDITS)
 @pytest.mark.parametrize(("user", "bad", "message"), BAD_SELECTS)
-def test_select_refuses_bad_rounds_before_round_t_starts(kind, user, bad, message):
+@pytest.mark.parametrize("warm", [20, 30], ids=["scored", "detection"])
+def test_select_refuses_bad_rounds_before_round_t_starts(kind, user, bad, message, warm):
+    """Round 21 tests finiteness through the scores; round 31 = 2^5 - 1 starts a phase, whose cluster
+    detection runs before scoring, so the contexts are tested first (see ``RoundChecks``)."""
     bandit, twin = BANDITS[kind](), BANDITS[kind]()
-    rng, _ = _warm(bandit), _warm(twin)
+    rng, _ = _warm(bandit, warm), _warm(twin, warm)
     _, contexts = _round(np.random.default_rng(0))
     before = digest(bandit)
     assert message in rejects(lambda: bandit.select(user, contexts if bad is None else bad(contexts)), message[:4])
@@ -262,3 +265,16 @@ def test_baseline_config_refuses_bad_values(kwargs, message):
     with pytest.raises(InvalidInputError) as caught:
         BaselineConfig(**kwargs)
     assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+@pytest.mark.parametrize("value", [NAN, INF, -INF, 1e200])
+def test_the_scoring_kernel_marks_a_row_whose_norm_is_not_finite_with_nan(alpha, value):
+    """The fold of the finiteness check into scoring (``RoundChecks``) relies on this, even where θ is 0 and
+    ``alpha`` is 0 (so no product with the bad entry would be NaN by itself)."""
+    from privbandits.linear._kernels import shared_ucb_scores
+
+    contexts = np.full((K, D), 0.5)
+    contexts[2, 1] = value
+    scores = shared_ucb_scores(contexts, np.eye(D), np.zeros(D), alpha)
+    assert np.isnan(scores[2]) and np.isfinite(np.delete(scores, 2)).all()

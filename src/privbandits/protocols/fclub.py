@@ -325,13 +325,14 @@ class LocalServer(Party):
         cluster = self.cluster_of[i]
         count = cluster.T + (cluster.raw_T if self._with_own else 0)
         key = (count, cluster.sharing)
-        if key != cluster._beta_key:
-            cluster._beta_key, cluster.beta = key, self.cal.beta(count, cluster.sharing, cluster.depth)
+        beta = cluster.beta if key == cluster._beta_key else self.cal.beta(count, cluster.sharing, cluster.depth)
         if self._with_own:
-            scores = shared_ucb_scores(contexts, cluster.R_inv, cluster.theta_R, cluster.beta)
+            scores = shared_ucb_scores(contexts, cluster.R_inv, cluster.theta_R, beta)
         else:
-            scores = shared_ucb_scores(contexts, cluster.S_inv, cluster.theta, cluster.beta)
-        return break_ties(scores, self.config.tie_break, self.tie_rng)
+            scores = shared_ucb_scores(contexts, cluster.S_inv, cluster.theta, beta)
+        arm = break_ties(scores, self.config.tie_break, self.tie_rng)  # refuses NaN scores, drawing nothing
+        cluster._beta_key, cluster.beta = key, beta  # cached once the round is accepted
+        return arm
 
     def observe(self, i: int, x: np.ndarray, y: float) -> _LocalCluster | None:
         """Update user ``i`` and its cluster's buffer (Alg. 1, Alg. 3 line 1); the cluster if Eq. 5 fires.
@@ -977,26 +978,34 @@ FLOAT64 = np.dtype(np.float64)
 class RoundChecks:
     """The per-round contract of the clustered-users bandits (FCLUB and its local baselines), checked before
     any state changes: ``select(user, contexts)`` with ``user`` in ``[0, n_users)`` and finite float contexts of
-    shape ``(n_arms, dim)``, then exactly one ``update(reward)`` with a finite reward."""
+    shape ``(n_arms, dim)``, then exactly one ``update(reward)`` with a finite reward.
+
+    Finiteness costs no pass of its own on most rounds: the scoring kernel
+    (:func:`~privbandits.linear._kernels.shared_ucb_scores`) gives NaN for a row whose squared norm
+    is not finite, the tie-break refuses NaN scores before it draws anything, and :meth:`_recommend`
+    then checks the contexts, so the error names the caller's input, not the statistics. Rounds
+    that change state before scoring (FCLUB's cluster detection) test the contexts first
+    (:meth:`_check_finite`).
+    """
 
     _n_users: int
     _shape: tuple[int, int]
     _contexts: np.ndarray | None
 
     def _passes(self, user: object, contexts: object) -> bool:
-        """The common round's fast test (a few hundred ns): a Python int user in range and finite C float64
-        contexts of the fixed shape. Anything else goes to :meth:`_check_select`, which converts or names it."""
+        """The common round's fast test (about 0.2 µs): a Python int user in range and C float64 contexts of the
+        fixed shape (finiteness: see the class). Anything else goes to :meth:`_check_select`, which converts or
+        names it."""
         return (
             type(user) is int
             and 0 <= user < self._n_users
             and type(contexts) is np.ndarray
             and contexts.shape == self._shape
             and contexts.dtype is FLOAT64
-            and finite_row_norms(contexts)
         )
 
     def _check_select(self, user: int, contexts: np.ndarray) -> tuple[int, np.ndarray]:
-        """``(user, contexts)`` as a Python int and float64 contexts, or an error naming the argument."""
+        """``(user, contexts)`` as a Python int and finite float64 contexts, or an error naming the argument."""
         if not (type(user) is int and 0 <= user < self._n_users):
             user = int(check_index(user, self._n_users, "user", "n_users"))
         try:
@@ -1010,13 +1019,27 @@ class RoundChecks:
         if kind != "d":
             check_finite_array(contexts, "contexts")  # names a non-numeric dtype
             contexts = contexts.astype(np.float64)
+        self._check_finite(contexts)
+        return user, contexts
+
+    @staticmethod
+    def _check_finite(contexts: np.ndarray) -> None:
+        """Float64 contexts of the right shape whose every row has a finite squared norm, or an error naming them."""
         if not finite_row_norms(contexts):
             check_finite_array(contexts, "contexts")  # raises, naming the entry
             raise InvalidInputError(
                 f"contexts are too large: a row's squared norm overflows float64 (max |x_i| = "
                 f"{np.abs(contexts).max():g})"
             )
-        return user, contexts
+
+    def _recommend(self, server, i: int, contexts: np.ndarray) -> int:
+        """``server.recommend(i, contexts)``, which reads but changes nothing before its tie-break refuses a NaN
+        score; a refused score is blamed on the contexts when they are at fault (see the class)."""
+        try:
+            return server.recommend(i, contexts)
+        except ValueError:
+            self._check_finite(contexts)
+            raise
 
     def _check_update(self, reward: float) -> float:
         if self._contexts is None:
@@ -1102,18 +1125,21 @@ class FederatedClusteredBandit(RoundChecks):
         """
         if not self._passes(user, contexts):
             user, contexts = self._check_select(user, contexts)
-        self.t += 1
-        if self.t == self._next_phase_start:
-            self.phase += 1
-            self.phase_starts.append(self.t)
+        t = self.t + 1
+        if t == self._next_phase_start:
+            self._check_finite(contexts)  # detection changes state before the scores could test the contexts
+            self.t, self.phase = t, self.phase + 1
+            self.phase_starts.append(t)
             self._next_phase_start = 2 ** (self.phase + 1) - 1
-            self._detect(self.t)
+            self._detect(t)
         elif self.config.detect_every_round:  # the reference code's FCLUB (§7.6)
-            self._detect(self.t)
-        self._user, self._contexts = user, contexts
+            self._check_finite(contexts)
+            self.t = t
+            self._detect(t)
         server, i = self._route[user]
-        self._arm = server.recommend(i, contexts)
-        return self._arm
+        self._arm = arm = self._recommend(server, i, contexts)
+        self.t, self._user, self._contexts = t, user, contexts
+        return arm
 
     def update(self, reward: float) -> None:
         """The reward of the selected arm: user update, CheckUpload and CheckDownload (Alg. 3, 4).

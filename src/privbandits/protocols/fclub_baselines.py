@@ -287,11 +287,11 @@ class LocalBaselineBandit(RoundChecks):
                 raise
         elif not self._passes(user, contexts):
             user, contexts = self._check_select(user, contexts)
-        self.t += 1
         server, i = self._route[user]
+        self._arm = arm = self._recommend(server, i, contexts)
+        self.t += 1
         self._user, self._contexts = user, contexts
-        self._arm = server.recommend(i, contexts)
-        return self._arm
+        return arm
 
     def update(self, reward: float) -> None:
         """Once per :meth:`select`, with a finite reward."""
