@@ -138,7 +138,7 @@ def ping_pong_memory(n_floats: int, count: int, serialize: bool) -> list[float]:
     return times
 
 
-def vfucb_deployment(folder: Path, dim: int, n_arms: int, parties: int, rounds: int) -> Path:
+def vfucb_deployment(folder: Path, dim: int, n_arms: int, parties: int, rounds: int, prefetch: int = 1) -> Path:
     base, extra = divmod(dim, parties)
     partition = [base + (1 if j < extra else 0) for j in range(parties)]
     names = ["mask_generator", "active"] + [f"passive{j}" for j in range(2, parties + 1)]
@@ -151,6 +151,7 @@ def vfucb_deployment(folder: Path, dim: int, n_arms: int, parties: int, rounds: 
         f"partition = {json.dumps(partition)}",
         f"n_arms = {n_arms}",
         f"rounds = {rounds}",
+        f"prefetch = {prefetch}",
     ]
     for name in names:
         role = "mask_generator" if name == "mask_generator" else "active" if name == "active" else "passive"
@@ -163,13 +164,13 @@ def vfucb_deployment(folder: Path, dim: int, n_arms: int, parties: int, rounds: 
     return path
 
 
-def vfucb(dim: int, n_arms: int, parties: int, rounds: int) -> dict[str, float]:
+def vfucb(dim: int, n_arms: int, parties: int, rounds: int, prefetch: int = 1) -> dict[str, float]:
     from privbandits.deploy.deployment import load_deployment
     from privbandits.deploy.local import run_local
     from privbandits.deploy.vertical import load_all, make_learner, run_in_memory, write_synthetic_data
 
     with tempfile.TemporaryDirectory() as folder:
-        spec = load_deployment(vfucb_deployment(Path(folder), dim, n_arms, parties, rounds))
+        spec = load_deployment(vfucb_deployment(Path(folder), dim, n_arms, parties, rounds, prefetch))
         write_synthetic_data(spec)
         codes, processes = run_local(spec)
         if any(codes.values()):
@@ -289,6 +290,7 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=100)
     parser.add_argument("--arms", type=int, default=10)
     parser.add_argument("--parties", type=int, default=5, help="data-holding parties M")
+    parser.add_argument("--prefetch", type=int, default=32, help="VFUCB: also measure this many requests in flight")
     parser.add_argument("--mpc-rounds", type=int, default=300, help="private ε-greedy rounds")
     parser.add_argument("--mpc-dim", type=int, default=20)
     parser.add_argument("--mpc-arms", type=int, default=10)
@@ -328,7 +330,11 @@ def main() -> None:
             f"\nVFUCB, d = {args.dim}, K = {args.arms}, M = {args.parties}, {rounds} rounds "
             "(seconds per learner round):"
         )
-        report(vfucb(args.dim, args.arms, args.parties, rounds), "plaintext central LinUCB", "networked ≤ 3× in-memory")
+        for prefetch in sorted({1, args.prefetch}):
+            what = "each request when its round starts" if prefetch == 1 else f"{prefetch} rounds' requests in flight"
+            print(f"  prefetch = {prefetch} ({what}):")
+            result = vfucb(args.dim, args.arms, args.parties, rounds, prefetch)
+            report(result, "plaintext central LinUCB", "networked ≤ 3× in-memory")
     mpc_rounds = args.mpc_rounds if not args.quick else min(args.mpc_rounds, 100)
     print(
         f"\nPrivate ε-greedy (MPC), {args.mpc_parties} computing parties, |A| = {args.mpc_arms}, D = {args.mpc_dim}, "

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import defaultdict, deque
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -163,6 +164,12 @@ class Network(ABC):
     def phase(self, name: str) -> _PhaseBlock:
         """``with network.phase(name):`` counts the messages sent inside as one segment of ``name``."""
         return _PhaseBlock(self, name)
+
+    def batch(self) -> AbstractContextManager[None]:
+        """``with network.batch():`` lets a transport hold outgoing messages and write them together when the
+        party is about to wait (see :meth:`TlsNetwork.batch`); messages, order and ledger are unchanged.
+        In memory there is nothing to hold."""
+        return nullcontext()
 
     def _open_phase(self, name: str) -> None:
         if self._phase is not None:

@@ -105,8 +105,19 @@ class VerticalProtocol(_Strict):
     allow_single_feature_parties: bool = Field(
         False, description="accept a passive party holding one feature (the active party recovers it up to sign)"
     )
+    prefetch: int = Field(
+        1,
+        ge=1,
+        le=1024,
+        description="rounds whose requests the active party has in flight: 1 asks for each user when its round "
+        "starts; more sends the next users' requests ahead (they are known from its file and do not depend on "
+        "decisions), so the passive parties' answers overlap the active party's work; decisions and messages are "
+        "unchanged",
+    )
 
     ROLES: ClassVar[tuple[str, ...]] = ("mask_generator", "active", "passive")
+    UNDIGESTED: ClassVar[tuple[str, ...]] = ("prefetch",)
+    """Options that change when messages are sent but no decision, so a checkpoint does not depend on them."""
     REPORTER: ClassVar[str] = "active"
     """The role that learns the decisions (it reports progress and the final result)."""
 
@@ -334,7 +345,7 @@ class Deployment(_Strict):
     def protocol_digest(self) -> str:
         """SHA-256 of what a checkpoint depends on: the protocol and each party's role and data (not addresses)."""
         state = {
-            "protocol": self.protocol.model_dump(mode="json"),
+            "protocol": self.protocol.model_dump(mode="json", exclude=set(getattr(self.protocol, "UNDIGESTED", ()))),
             "parties": {name: [entry.role, str(entry.data)] for name, entry in self.parties.items()},
         }
         return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()

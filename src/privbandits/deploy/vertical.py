@@ -18,6 +18,14 @@ VFTS samples from ``[seed, 2]`` and synthetic data come from ``[seed, 0]`` (nump
 sequences); :func:`run_in_memory` uses the same and the mask generator's seed file, so
 decisions agree.
 
+Prefetch (``protocol.prefetch``, default 1): the active party may send the next rounds' requests
+ahead of their rounds, since the users it serves come from its file and a request depends on no
+decision; the passive parties then answer while it learns. It tops up in chunks of half the window,
+written together, and the passive parties write the answers to requests they read together in one
+call (:meth:`~privbandits.comm.TlsNetwork.batch`). Each request is still sent at the start of a
+round's segment (depth 1), so messages, bytes per link and each round's communication rounds are
+unchanged; a request link's own round count is lower (several rounds' requests share one).
+
 Checkpoints and ``--resume``: the active party saves its learner and decisions after setup
 and every ``checkpoint_every`` rounds (atomically). Resumed, every party runs setup again
 (the mask generator re-derives the same Q from its seed; secure-aggregation pair seeds are
@@ -31,6 +39,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -349,9 +358,10 @@ def _run_passive(deployment: Deployment, name: str, network: Network, resume: bo
             done = party.receive(ResumeAt.kind, active).round
         if not 0 <= done <= protocol.rounds:
             raise DeploymentError(f"{active!r} resumes after round {done}, outside 0..{protocol.rounds}")
-    for _ in range(protocol.rounds - done):
-        with network.phase(ROUND):
-            party.serve_round()
+    with network.batch():  # answers to requests read together leave together (see protocol.prefetch)
+        for _ in range(protocol.rounds - done):
+            with network.phase(ROUND):
+                party.serve_round()
     network.close()
     return {
         "party": name,
@@ -387,7 +397,7 @@ def _load_active(deployment: Deployment, name: str, learner) -> list[int]:
 
 
 def _run_active(deployment, name, network, resume, on_round) -> dict:
-    from privbandits.protocols.vertical import ActiveParty
+    from privbandits.protocols.vertical import ActiveParty, RoundRequest
 
     protocol = deployment.protocol
     passive = deployment.names("passive")
@@ -415,20 +425,30 @@ def _run_active(deployment, name, network, resume, on_round) -> dict:
         _save_active(deployment, name, learner, arms)
     items = np.arange(protocol.n_arms, dtype=np.int64)
     every = deployment.checkpoint_every
+    in_flight: deque[RoundRequest] = deque()
+    requested = resumed_after  # rounds 1..requested have been asked for
+    refill = max(1, protocol.prefetch // 2)  # top up in chunks, written together (batch)
     warm_up(protocol)
     start = time.perf_counter()
-    for t in range(resumed_after, rounds):
-        with network.phase(ROUND):
-            party.request_round(t + 1, int(data.users[t]), items)
-            for other in passive:
-                party.absorb(other)
-            arm = party.choose()
-        party.learn(arm, float(data.rewards[t, arm]))
-        arms.append(arm)
-        if (t + 1) % every == 0 or t + 1 == rounds:
-            _save_active(deployment, name, learner, arms)
-        if on_round is not None:
-            on_round(t + 1, rounds)
+    with network.batch():  # held requests leave together when the party waits for answers
+        for t in range(resumed_after, rounds):
+            with network.phase(ROUND):
+                # requests first, so each has depth 1 in its segment and the ledger is as without prefetch
+                if requested - t < refill:
+                    while requested < min(rounds, t + protocol.prefetch):
+                        in_flight.append(RoundRequest(requested + 1, int(data.users[requested]), items))
+                        party.send_request(in_flight[-1])
+                        requested += 1
+                party.begin_round(in_flight.popleft())
+                for other in passive:
+                    party.absorb(other)
+                arm = party.choose()
+            party.learn(arm, float(data.rewards[t, arm]))
+            arms.append(arm)
+            if (t + 1) % every == 0 or t + 1 == rounds:
+                _save_active(deployment, name, learner, arms)
+            if on_round is not None:
+                on_round(t + 1, rounds)
     seconds = time.perf_counter() - start
     network.close()
     run = _run_summary(data, arms, seconds)

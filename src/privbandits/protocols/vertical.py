@@ -231,9 +231,19 @@ class ActiveParty(Party):
 
     def request_round(self, round_index: int, user: int, items: np.ndarray) -> None:
         """Tell every PP which user and items to mask for this round, and mask the AP's own block."""
-        self._request = request = RoundRequest(round_index, user, items)
+        request = RoundRequest(round_index, user, items)
+        self.send_request(request)
+        self.begin_round(request)
+
+    def send_request(self, request: RoundRequest) -> None:
+        """Tell every PP which user and items to mask for ``request.round``: when that round starts, or ahead of
+        it (a request depends on no decision, so a deployment may keep several in flight)."""
         for party in self.passive:
             self.send(party, request)
+
+    def begin_round(self, request: RoundRequest) -> None:
+        """Start the round of ``request`` (already sent): mask the AP's own block."""
+        self._request = request
         self._total = self.features(request).dot(self._block_t)
         self._words = np.zeros(self._total.shape, dtype=np.uint64) if self.secure_aggregation else None
 
