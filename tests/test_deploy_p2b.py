@@ -172,3 +172,90 @@ def test_a_shuffler_queue_left_with_held_reports_is_not_reused_by_a_fresh_sessio
     queue.mark_released(0)
     queue.close()
     open_queue(spec, "shuffler").close()  # every batch released: the next session numbers on
+
+
+def _held_reports(path: Path) -> int:
+    """Reports accepted by the shuffler's queue and not yet batched (read-only, while the shuffler writes)."""
+    import sqlite3
+
+    if not path.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0) as db:
+            return db.execute("SELECT COUNT(*) FROM reports WHERE batch_id IS NULL").fetchone()[0]
+    except sqlite3.OperationalError:  # the schema is not written yet
+        return 0
+
+
+def test_a_shuffler_killed_mid_batch_loses_no_accepted_report_and_releases_no_batch_twice(tmp_path, encoder_cache):
+    """SIGKILL the shuffler while it accepts the encoded batch: every other party stops naming it; restarted
+    with --resume, the hosts replay their reports, the queue keeps each once (ids keyed by host and index),
+    the server resends the model it had published, and the session ends as the uninterrupted one."""
+    import os
+    import signal
+    import tempfile
+    import time
+
+    from privbandits.deploy.local import start_parties, wait_parties
+    from privbandits.deploy.p2b import queue_path
+    from privbandits.deploy.party import EXIT_LOST
+    from privbandits.protocols.p2b_queue import ReportQueue
+
+    deadline = 5.0
+    path = local_copy(tmp_path, **{"deadline_s = 30": f"deadline_s = {deadline}"})
+    runner = CliRunner()
+    for command in (["deploy", "certs", str(path), "--out", str(tmp_path / "certs")], ["deploy", "data", str(path)]):
+        assert runner.invoke(standalone, command).exit_code == 0
+    spec = load_deployment(path)
+    queue_file = queue_path(spec, "shuffler")
+    parties = start_parties(spec, tmp_path)
+    try:
+        by_name = {party.name: party for party in parties}
+        start = time.monotonic()
+        while _held_reports(queue_file) < 20 and time.monotonic() - start < 60:
+            assert by_name["shuffler"].process.poll() is None, "the shuffler ended before its batch"
+            time.sleep(0.005)
+        os.kill(by_name["shuffler"].process.pid, signal.SIGKILL)
+        killed = time.monotonic()
+        codes = wait_parties(parties, deadline)
+        elapsed = time.monotonic() - killed
+    finally:
+        for party in parties:
+            if party.process.poll() is None:
+                party.process.kill()
+    accepted = _held_reports(queue_file)
+    assert 20 <= accepted
+    assert codes["shuffler"] == -signal.SIGKILL
+    assert elapsed < 3 * deadline + 5.0  # the hosts wait 3x the deadline at most
+    for name in ("server", "hosta", "hostb"):
+        assert codes[name] == EXIT_LOST, (name, by_name[name].stderr)
+        assert by_name[name].last_error.startswith(f"party {name!r}: lost peer 'shuffler' in "), by_name[
+            name
+        ].last_error
+    assert not any(spec.result_path(name).exists() for name in spec.parties)
+
+    with tempfile.TemporaryDirectory() as workdir:
+        parties = start_parties(spec, Path(workdir), resume=True)
+        codes = wait_parties(parties, deadline)
+    assert all(code == 0 for code in codes.values()), {p.name: p.stderr for p in parties}
+    got, (reference, _) = outcome(spec), run_in_memory(spec)
+    results = got["results"]
+    assert results["server"]["resumed_after"] == 1  # the raw baseline's model was out; the private one not
+    for setting in SETTINGS:
+        assert got["late"][setting]["mean"] == getattr(reference, setting).mean
+    encoded = reference.release
+    assert len(got["batches"]["encoded"]["codes"]) == encoded["released"]
+    assert [(e.mechanism, e.epsilon, e.details) for e in got["ledger"].entries] == [
+        (e.mechanism, e.epsilon, e.details) for e in reference.ledger.entries
+    ]
+    # no accepted report lost, none counted twice: one batch of every report, released once; the server
+    # received one encoded batch in the resumed session (and none in the killed one: it had no model to save)
+    assert results["shuffler"]["queue"]["duplicates"] == accepted
+    queue = ReportQueue(queue_file)
+    try:
+        assert queue.batches() == [0] and queue.unreleased() == [] and queue.held() == 0
+        assert len(queue.batch(0)) == encoded["received"]
+    finally:
+        queue.close()
+    server_heard = [row for row in results["server"]["received"] if row[1] == "shuffler"]
+    assert [(row[0], row[3]) for row in server_heard] == [("share_encoded", 1)]

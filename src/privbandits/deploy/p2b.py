@@ -18,9 +18,8 @@ Each party runs the party classes of :mod:`privbandits.protocols.p2b` on its own
   batch. It then thresholds (crowd-blending) and sends the batch to the server, and to no one
   else. Encoded reports pass through its durable :class:`~privbandits.protocols.p2b_queue.ReportQueue`
   (``OUTPUT/queues/NAME.sqlite``): each is persisted with the host's identity as it arrives,
-  the batch is formed there (identities dropped) and marked released once sent. Restarting a
-  shuffler mid-session (resending from the queue) is not implemented yet; raw baseline reports
-  (contexts) are not queued.
+  the batch is formed there (identities dropped) and marked released once sent. Raw baseline
+  reports (contexts) are not queued.
 * ``server``: holds nothing private; it accepts batches from the shuffler only, fits the
   central model and publishes it to every device host.
 
@@ -38,11 +37,26 @@ shared deployment file: right for trying a deployment out and for the equality t
 for production, where each device's participation coin must be private to it.
 
 ``shared_warm_agent`` (one agent carried across all late users) is sequential across hosts
-and is not offered here. Checkpoints and ``--resume`` are not implemented for P2B yet.
+and is not offered here.
+
+Faults and ``--resume``: a party that dies makes the others stop naming it (exit 3), as in the
+other deployments. The server checkpoints each model it publishes (``OUTPUT/checkpoints``),
+which is its acknowledgement of the batch; the shuffler's checkpoint holds its private key for
+report ids and its session's batch id. Restarted with ``--resume``, the server tells everyone
+how many models it has published (a ``resume`` phase); every phase is then replayed: the hosts
+resend the same reports in the same order (their streams derive from the seed), the shuffler's
+queue keeps each encoded report once (its id is a keyed hash of host and index, so a report
+accepted before the stop is recognised and nothing accepted is lost), a batch formed before the
+stop is taken back unchanged, and a batch whose model is already published is not sent again:
+the server resends that model to the hosts instead. The session then ends as the uninterrupted
+one (``tests/test_deploy_p2b.py`` kills the shuffler while it accepts the encoded batch). Every
+party restarts, since the transport has no reconnection: a shuffler restarting alone while
+devices stay connected is not offered.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import secrets
@@ -52,12 +66,26 @@ from pathlib import Path
 
 import numpy as np
 
-from privbandits.comm import InMemoryNetwork, Message, Network
+from privbandits.comm import InMemoryNetwork, Message, Network, message
+from privbandits.deploy import checkpoint
 from privbandits.deploy.deployment import Deployment, DeploymentError, P2BProtocol
 from privbandits.deploy.files import read_arrays
 
 SHARE_RAW, SHARE_ENCODED = "share_raw", "share_encoded"
 """Phases, as in :func:`~privbandits.protocols.p2b.simulate`."""
+RESUME = "resume"
+"""Phase of a resumed session in which the server says how many models it has published."""
+
+
+@message("deploy.p2b.resume_at")
+class ResumeAt(Message):
+    """Server → shuffler and device hosts, only in a resumed session: how many of the session's two models
+    (the raw baseline's, then the private one) it has published; the session replays those phases without
+    their batch to the server (the server resends each published model instead)."""
+
+    published: int
+
+
 N_STREAMS = 9
 SETTINGS = ("cold", "warm_non_private", "warm_private")
 _ARRAYS = ("early_contexts", "early_rewards", "late_contexts", "late_rewards")
@@ -223,11 +251,21 @@ def _parties():
         """The shuffler of several device hosts: a batch is every host's reports up to its CloseBatch,
         taken host by host in deployment order (canonical), then shuffled with the shuffler's own stream."""
 
-        def __init__(self, *args, hosts: list[str], queue=None, **kwargs) -> None:
+        def __init__(self, *args, hosts: list[str], queue=None, key: bytes = b"", batch_id: int = 0, **kwargs):
             super().__init__(*args, **kwargs)
-            self.hosts, self.queue = hosts, queue
+            self.hosts, self.queue, self.key, self.batch_id = hosts, queue, key, batch_id
             self.released: list[Message] = []
             self.batch_ids: list[int] = []
+            self.published = 0
+            """Batches the server has already turned into models (a resumed session replays those phases
+            without sending them again)."""
+            self.duplicates = 0
+
+        def report_id(self, host: str, index: int) -> str:
+            """The queue id of host ``host``'s ``index``-th encoded report of this session: the same when a
+            resumed host resends it (so the queue keeps it once), keyed with the shuffler's private key, so
+            the id in the queue file does not name the host."""
+            return hashlib.blake2b(f"{host}/{index}".encode(), key=self.key, digest_size=16).hexdigest()
 
         def _collect(self, kind: str) -> list[Message]:
             from privbandits.protocols.p2b import CloseBatch, EncodedReport
@@ -235,15 +273,20 @@ def _parties():
             durable = self.queue is not None and kind == EncodedReport.kind
             wanted, held = (kind, CloseBatch.kind), []
             for host in self.hosts:
+                index = 0
                 while (message := self.receive_one_of(wanted, host)).kind != CloseBatch.kind:
                     if durable:  # persisted with its sender's identity before anything else happens to it
-                        self.queue.accept(secrets.token_hex(16), host, message.code, message.action, message.reward)
+                        report = (message.code, message.action, message.reward)
+                        if not self.queue.accept(self.report_id(host, index), host, *report):
+                            self.duplicates += 1  # accepted before a restart (or in the batch already formed)
+                        index += 1
                     else:
                         held.append(message)
             if not durable:
                 return held
-            # the batch is formed in the queue (identities dropped there), in arrival order: canonical
-            batch = self.queue.close_batch(self.queue.next_batch_id())
+            # the batch is formed in the queue (identities dropped there), in arrival order: canonical;
+            # a restarted shuffler whose batch was formed before the stop gets that same batch back
+            batch = self.queue.close_batch(self.batch_id)
             self.batch_ids.append(batch.batch_id)
             return [
                 EncodedReport(code, action, reward)
@@ -253,9 +296,13 @@ def _parties():
         def send(self, receiver: str, message: Message) -> None:
             if isinstance(message, EncodedBatch | RawBatch):
                 self.released.append(message)
+                if len(self.released) <= self.published:  # the server has its model: not sent twice
+                    if self.queue is not None and isinstance(message, EncodedBatch):
+                        self.queue.mark_released(self.batch_ids[-1])
+                    return
             super().send(receiver, message)
             if self.queue is not None and isinstance(message, EncodedBatch):
-                self.queue.mark_released(self.batch_ids[-1])  # sent (no acknowledgement in this protocol yet)
+                self.queue.mark_released(self.batch_ids[-1])  # sent (the server's checkpoint acknowledges it)
 
     class PublishingServer(Server):
         """The server of a deployment: batches only from the shuffler; each model to every device host."""
@@ -286,14 +333,12 @@ def run_party(
     on_round: Callable[[int, int], None] | None = None,
 ) -> dict:
     """Play party ``name``'s part of the session on ``network`` (already connected)."""
-    if resume:
-        raise DeploymentError("P2B deployments have no checkpoints yet: start the session afresh (without --resume)")
     role = deployment.parties[name].role
     if role == "shuffler":
-        return _run_shuffler(deployment, name, network)
+        return _run_shuffler(deployment, name, network, resume)
     if role == "server":
-        return _run_server(deployment, name, network, on_round)
-    return _run_host(deployment, name, network)
+        return _run_server(deployment, name, network, on_round, resume)
+    return _run_host(deployment, name, network, resume)
 
 
 def _ledger_rows(ledger) -> list[dict]:
@@ -303,24 +348,48 @@ def _ledger_rows(ledger) -> list[dict]:
     ]
 
 
-def _run_shuffler(deployment: Deployment, name: str, network: Network) -> dict:
+def _shuffler_state(deployment: Deployment, name: str, queue, resume: bool) -> tuple[bytes, int]:
+    """The shuffler's private report-id key and its session's batch id: made and saved (atomically) by a
+    fresh session, read back by a resumed one."""
+    path = deployment.checkpoint_path(name)
+    if resume:
+        saved = checkpoint.load(path)
+        if saved is None:
+            raise DeploymentError(f"no checkpoint at {path} to resume from (start the session afresh)")
+        arrays, meta = saved
+        if meta.get("digest") != deployment.protocol_digest():
+            raise DeploymentError(f"{path} was written for another deployment (its digest differs)")
+        return arrays["key"].tobytes(), int(meta["batch_id"])
+    key, batch_id = secrets.token_bytes(32), queue.next_batch_id()
+    meta = {"batch_id": batch_id, "digest": deployment.protocol_digest()}
+    checkpoint.save(path, {"key": np.frombuffer(key, dtype=np.uint8)}, meta)
+    return key, batch_id
+
+
+def _run_shuffler(deployment: Deployment, name: str, network: Network, resume: bool = False) -> dict:
     from privbandits.privacy.ledger import PrivacyLedger
 
     protocol = _protocol(deployment)
     _, CanonicalShuffler, _ = _parties()
     streams, server = streams_of(protocol), deployment.names("server")[0]
-    queue = open_queue(deployment, name)
+    queue = open_queue(deployment, name, resume=resume)
+    key, batch_id = _shuffler_state(deployment, name, queue, resume)
     shuffler = CanonicalShuffler(
         name,
         network,
         hosts=deployment.names("device_host"),
         queue=queue,
+        key=key,
+        batch_id=batch_id,
         threshold=None,
         participation=protocol.participation,
         n_codes=None,
         rng=streams[0],
         ledger=PrivacyLedger(),
     )
+    if resume:
+        with network.phase(RESUME):
+            shuffler.published = _published(shuffler.receive(ResumeAt.kind, server).published)
     with network.phase(SHARE_RAW):  # the non-private baseline: anonymise and shuffle, drop nothing
         shuffler.release_raw(server)
     raw_release = dict(shuffler.last_release)
@@ -350,9 +419,16 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network) -> dict:
             },
         },
         "release": {"raw": raw_release, "encoded": dict(shuffler.last_release)},
-        "queue": {"path": str(queue.path), "batches": shuffler.batch_ids},
+        "queue": {"path": str(queue.path), "batches": shuffler.batch_ids, "duplicates": shuffler.duplicates},
+        "resumed_after": shuffler.published if resume else None,
         "ledger": _ledger_rows(shuffler.ledger),
     }
+
+
+def _published(count: int) -> int:
+    if not 0 <= count <= 2:
+        raise DeploymentError(f"the server resumes after {count} published models, outside 0..2")
+    return count
 
 
 def queue_path(deployment: Deployment, name: str) -> Path:
@@ -360,12 +436,12 @@ def queue_path(deployment: Deployment, name: str) -> Path:
     return deployment.output / "queues" / f"{name}.sqlite"
 
 
-def open_queue(deployment: Deployment, name: str):
+def open_queue(deployment: Deployment, name: str, *, resume: bool = False):
     """The shuffler's :class:`~privbandits.protocols.p2b_queue.ReportQueue` for the encoded reports.
 
     A queue left with held reports or an unreleased batch by an interrupted session is not
-    reused by a fresh one (that would mix two sessions' reports, and restarting a shuffler
-    mid-session is not implemented for deployments yet): the party refuses to start and names it.
+    reused by a fresh one (that would mix two sessions' reports): the party refuses to start
+    and names it. A resumed session (``--resume``) continues with it.
     """
     from privbandits.protocols.p2b_queue import ReportQueue
     from privbandits.validation import InvalidInputError
@@ -376,7 +452,7 @@ def open_queue(deployment: Deployment, name: str):
     except InvalidInputError as exc:
         raise DeploymentError(f"the shuffler's report queue {path}: {exc}") from None
     held, unreleased = queue.held(), queue.unreleased()
-    if held or unreleased:
+    if (held or unreleased) and not resume:
         queue.close()
         raise DeploymentError(
             f"the shuffler's report queue {path} holds {held} report(s) and unreleased batch(es) {unreleased} "
@@ -385,27 +461,72 @@ def open_queue(deployment: Deployment, name: str):
     return queue
 
 
-def _run_server(deployment: Deployment, name: str, network: Network, on_round) -> dict:
+def _save_server(deployment: Deployment, name: str, server) -> None:
+    """The server's checkpoint: every model it published (its acknowledgement of each batch) and its ledger."""
+    arrays = {f"release{i}.{part}": value for i, pair in enumerate(server.releases) for part, value in
+              zip(("first", "second"), pair, strict=True)}  # fmt: skip
+    meta = {"published": len(server.releases), "ledger": _ledger_rows(server.ledger)}
+    checkpoint.save(deployment.checkpoint_path(name), arrays, meta | {"digest": deployment.protocol_digest()})
+
+
+def _restore_server(deployment: Deployment, name: str, server) -> int:
+    from privbandits.privacy.ledger import LedgerEntry
+
+    path = deployment.checkpoint_path(name)
+    saved = checkpoint.load(path)
+    if saved is None:
+        raise DeploymentError(f"no checkpoint at {path} to resume from (start the session afresh)")
+    arrays, meta = saved
+    if meta.get("digest") != deployment.protocol_digest():
+        raise DeploymentError(f"{path} was written for another deployment (its digest differs)")
+    published = _published(int(meta["published"]))
+    server.releases = [(arrays[f"release{i}.first"], arrays[f"release{i}.second"]) for i in range(published)]
+    for row in meta["ledger"]:
+        server.ledger.record(LedgerEntry(row["mechanism"], row["epsilon"], row["delta"], row["unit"], row["details"]))
+    return published
+
+
+def _run_server(deployment: Deployment, name: str, network: Network, on_round, resume: bool = False) -> dict:
+    from privbandits.protocols.p2b import ModelRelease
+
     protocol = _protocol(deployment)
     _, _, PublishingServer = _parties()
+    shuffler, hosts = deployment.names("shuffler")[0], deployment.names("device_host")
     server = PublishingServer(
         name,
         network,
         protocol.n_actions,
         participation=protocol.participation,
         omega=protocol.omega,
-        shuffler=deployment.names("shuffler")[0],
-        hosts=deployment.names("device_host"),
+        shuffler=shuffler,
+        hosts=hosts,
     )
+    published = _restore_server(deployment, name, server) if resume else 0
+    if resume:
+        with network.phase(RESUME):
+            for other in [shuffler, *hosts]:
+                server.send(other, ResumeAt(published))
+    else:
+        _save_server(deployment, name, server)  # nothing published yet (replaces an older session's)
     with network.phase(SHARE_RAW):
-        server.publish_linear_model("device hosts", protocol.dim)
+        if published >= 1:  # the phase is replayed: its model goes again to the hosts, from the checkpoint
+            for host in hosts:
+                server.send(host, ModelRelease(*server.releases[0]))
+        else:
+            server.publish_linear_model("device hosts", protocol.dim)
+            _save_server(deployment, name, server)
     if on_round is not None:
         on_round(1, 2)
     with network.phase(SHARE_ENCODED):
-        if protocol.representation == "scalar_code":
+        if published >= 2:
+            for host in hosts:
+                server.send(host, ModelRelease(*server.releases[1]))
+        elif protocol.representation == "scalar_code":
             server.publish_scalar_code_model("device hosts")
         else:
             server.publish_code_model(protocol.n_codes, "device hosts")
+        if published < 2:
+            _save_server(deployment, name, server)
     if on_round is not None:
         on_round(2, 2)
     network.close(timeout=None)
@@ -418,6 +539,7 @@ def _run_server(deployment: Deployment, name: str, network: Network, on_round) -
             "non_private": [np_first.tolist(), np_second.tolist()],
             "private": [p_first.tolist(), p_second.tolist()],
         },
+        "resumed_after": published if resume else None,
         "ledger": _ledger_rows(server.ledger),
     }
 
@@ -456,7 +578,7 @@ def _per_user(log) -> dict[str, list]:
     return {"mean_reward": log.mean_reward.tolist(), "known": log.known.tolist()}
 
 
-def _run_host(deployment: Deployment, name: str, network: Network) -> dict:
+def _run_host(deployment: Deployment, name: str, network: Network, resume: bool = False) -> dict:
     from privbandits.linear.population import CodeModel, DisjointModel
     from privbandits.protocols.p2b import DEVICES, RAW_DEVICES, private_inputs
 
@@ -469,6 +591,10 @@ def _run_host(deployment: Deployment, name: str, network: Network) -> dict:
     early, late, block = data.early, data.late, data.block
     n_arms, dim = protocol.n_actions, protocol.dim
     host = HostedDevices(name, network, prefix=f"{name}-device", mechanism=RAW_DEVICES)
+    resumed_after = None
+    if resume:  # every phase is replayed (the same reports, deduplicated by the shuffler's queue)
+        with network.phase(RESUME):
+            resumed_after = _published(host.receive(ResumeAt.kind, server).published)
 
     early_raw = _play(DisjointModel.cold(n_arms, dim), early.contexts, early.reward_table, streams[1],
                       block.early.start, protocol)  # fmt: skip
@@ -501,6 +627,7 @@ def _run_host(deployment: Deployment, name: str, network: Network) -> dict:
         "raw_reports_sent": raw_sent,
         "encoded_reports_sent": encoded_sent,
         "late": late_results,
+        "resumed_after": resumed_after,
         "ledger": _ledger_rows(host.ledger),
     }
 
