@@ -15,6 +15,9 @@ Three measurements, each printed as ratios against references measured in the sa
    process, against the stacked in-memory simulator and its plaintext twin on the same
    data, and communication rounds per learner round. Target: networked ≤ 150× the twin
    (the paper's CrypTen figure is about 500×, one machine).
+4. P2B (issue 17): device reports per second through the shuffler, every party a process,
+   against the same reports through a shuffler in one process (with and without its durable
+   SQLite queue).
 
     .venv/bin/python benchmarks/network_latency.py            # a few minutes on 2 cores
     .venv/bin/python benchmarks/network_latency.py --quick    # fewer round trips and rounds
@@ -270,6 +273,79 @@ def mpc(dim: int, n_arms: int, parties: int, rounds: int, reciprocal: tuple[str,
     }
 
 
+def p2b_deployment(folder: Path, n_users: int) -> Path:
+    """The shipped P2B example (a shuffler, the server, two device hosts) with ephemeral ports and ``n_users``."""
+    import re
+
+    example = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "p2b.toml"
+    text = re.sub(r'address = "127\.0\.0\.1:\d+"', 'address = "127.0.0.1:0"', example.read_text())
+    path = folder / "p2b.toml"
+    path.write_text(re.sub(r"n_users = \d+", f"n_users = {n_users}", text))
+    return path
+
+
+def shuffler_in_process(n_reports: int, protocol, durable: Path | None) -> float:
+    """Seconds for ``n_reports`` encoded reports from a device host through the deployment's shuffler on the
+    in-memory network, until the server has the batch (with the durable queue if ``durable``)."""
+    from privbandits.deploy.p2b import _parties
+    from privbandits.privacy.ledger import PrivacyLedger
+    from privbandits.protocols.p2b import EncodedBatch, EncodedReport
+    from privbandits.protocols.p2b_queue import ReportQueue
+
+    rng = np.random.default_rng(0)
+    network = InMemoryNetwork()
+    HostedDevices, CanonicalShuffler, _ = _parties()
+    host, server = HostedDevices("hosta", network), Party("server", network)
+    queue = None if durable is None else ReportQueue(durable, n_codes=protocol.n_codes, n_arms=protocol.n_actions)
+    shuffler = CanonicalShuffler("shuffler", network, hosts=["hosta"], queue=queue, key=bytes(32),
+                                 threshold=protocol.threshold, participation=protocol.participation,
+                                 n_codes=protocol.n_codes, rng=rng, ledger=PrivacyLedger())  # fmt: skip
+    codes = rng.integers(0, 4, size=n_reports)  # few codes: the whole batch passes the threshold
+    start = time.perf_counter()
+    with network.phase("share_encoded"):
+        for user, code in enumerate(codes.tolist()):
+            host.send_report(user, "shuffler", EncodedReport(code, user % protocol.n_actions, user % 2))
+        host.close_batch("shuffler")
+        shuffler.release_encoded("server")
+        batch = server.receive(EncodedBatch.kind, "shuffler")
+    seconds = time.perf_counter() - start
+    if queue is not None:
+        queue.close()
+    if len(batch.codes) != n_reports:
+        sys.exit(f"the in-process shuffler released {len(batch.codes)} of {n_reports} reports")
+    return seconds
+
+
+def p2b(n_users: int) -> dict[str, float]:
+    """Reports per second through the shuffler with every party a process (the raw baseline's reports held in
+    memory, the encoded ones persisted one by one in its SQLite queue before batching), against the same
+    number of encoded reports through a shuffler in one process, without and with the queue."""
+    from privbandits.deploy.deployment import load_deployment
+    from privbandits.deploy.local import run_local
+    from privbandits.deploy.p2b import write_synthetic_data
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = p2b_deployment(Path(folder), n_users)
+        spec = load_deployment(path)
+        write_development_pki(Path(folder) / "certs", list(spec.parties))
+        write_synthetic_data(spec)
+        codes, processes = run_local(spec)
+        if any(codes.values()):
+            sys.exit("; ".join(f"{p.name}: {p.last_error}" for p in processes if codes[p.name]))
+        shuffler = json.loads(spec.result_path("shuffler").read_text())
+        received = {phase: shuffler["release"][phase]["received"] for phase in ("raw", "encoded")}
+        seconds = shuffler["seconds"]
+        memory = shuffler_in_process(received["encoded"], spec.protocol, None)
+        durable = shuffler_in_process(received["encoded"], spec.protocol, Path(folder) / "bench-queue.sqlite")
+    return {
+        "reports": received["encoded"],
+        "raw_rate": received["raw"] / seconds["raw"],
+        "encoded_rate": received["encoded"] / seconds["encoded"],
+        "memory_rate": received["encoded"] / memory,
+        "durable_rate": received["encoded"] / durable,
+    }
+
+
 def report(result: dict[str, float], plaintext: str, target: str) -> None:
     print(
         f"  networked (one process per party, mutual TLS): {result['networked'] * 1e6:10.1f} µs\n"
@@ -297,6 +373,8 @@ def main() -> None:
     parser.add_argument("--mpc-parties", type=int, default=2, help="computing parties |P|")
     parser.add_argument("--skip-ping", action="store_true", help="skip the ping-pong table")
     parser.add_argument("--skip-vfucb", action="store_true", help="skip the VFUCB measurement")
+    parser.add_argument("--skip-p2b", action="store_true", help="skip the P2B shuffler measurement")
+    parser.add_argument("--p2b-users", type=int, default=3000, help="P2B users (70%% of them report)")
     args = parser.parse_args()
     count, rounds = (2000, 300) if args.quick else (args.count, args.rounds)
     for key in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -335,6 +413,18 @@ def main() -> None:
             print(f"  prefetch = {prefetch} ({what}):")
             result = vfucb(args.dim, args.arms, args.parties, rounds, prefetch)
             report(result, "plaintext central LinUCB", "networked ≤ 3× in-memory")
+    if not args.skip_p2b:
+        result = p2b(args.p2b_users)
+        print(
+            f"\nP2B, {args.p2b_users} users on two device hosts (shuffler, server and hosts each a process), "
+            f"{result['reports']} encoded reports:\n"
+            f"  through the shuffler, processes over mutual TLS: raw baseline {result['raw_rate']:9.0f} reports/s "
+            f"(held in memory), encoded {result['encoded_rate']:9.0f} reports/s (each committed to the SQLite queue)\n"
+            f"  the same number through a shuffler in one process: {result['memory_rate']:9.0f} reports/s, "
+            f"{result['durable_rate']:9.0f} reports/s with the durable queue\n"
+            f"  (timed from the batch's first report to its release at the shuffler; in one process from the "
+            f"first send to the server's receipt)"
+        )
     mpc_rounds = args.mpc_rounds if not args.quick else min(args.mpc_rounds, 100)
     print(
         f"\nPrivate ε-greedy (MPC), {args.mpc_parties} computing parties, |A| = {args.mpc_arms}, D = {args.mpc_dim}, "

@@ -60,6 +60,7 @@ import hashlib
 import json
 import math
 import secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -256,6 +257,8 @@ def _parties():
             self.hosts, self.queue, self.key, self.batch_id = hosts, queue, key, batch_id
             self.released: list[Message] = []
             self.batch_ids: list[int] = []
+            self.first_report_at: float | None = None
+            """When the open batch's first report arrived (``time.perf_counter``)."""
             self.published = 0
             """Batches the server has already turned into models (a resumed session replays those phases
             without sending them again)."""
@@ -272,9 +275,12 @@ def _parties():
 
             durable = self.queue is not None and kind == EncodedReport.kind
             wanted, held = (kind, CloseBatch.kind), []
+            self.first_report_at = None
             for host in self.hosts:
                 index = 0
                 while (message := self.receive_one_of(wanted, host)).kind != CloseBatch.kind:
+                    if self.first_report_at is None:  # the batch's throughput is timed from here
+                        self.first_report_at = time.perf_counter()
                     if durable:  # persisted with its sender's identity before anything else happens to it
                         report = (message.code, message.action, message.reward)
                         if not self.queue.accept(self.report_id(host, index), host, *report):
@@ -390,14 +396,17 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network, resume: b
     if resume:
         with network.phase(RESUME):
             shuffler.published = _published(shuffler.receive(ResumeAt.kind, server).published)
+    seconds = {}  # per batch, from its first report's arrival to its release
     with network.phase(SHARE_RAW):  # the non-private baseline: anonymise and shuffle, drop nothing
         shuffler.release_raw(server)
+        seconds["raw"] = time.perf_counter() - (shuffler.first_report_at or time.perf_counter())
     raw_release = dict(shuffler.last_release)
     shuffler.threshold, shuffler.n_codes, shuffler.rng = protocol.threshold, protocol.n_codes, streams[5]
     shuffler.omega = protocol.omega
     try:
         with network.phase(SHARE_ENCODED):
             shuffler.release_encoded(server)
+            seconds["encoded"] = time.perf_counter() - (shuffler.first_report_at or time.perf_counter())
     finally:
         queue.close()
     network.close(timeout=None)  # its part is over; stay linked so a failure reaches it too
@@ -419,6 +428,7 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network, resume: b
             },
         },
         "release": {"raw": raw_release, "encoded": dict(shuffler.last_release)},
+        "seconds": seconds,
         "queue": {"path": str(queue.path), "batches": shuffler.batch_ids, "duplicates": shuffler.duplicates},
         "resumed_after": shuffler.published if resume else None,
         "ledger": _ledger_rows(shuffler.ledger),
@@ -598,7 +608,8 @@ def _run_host(deployment: Deployment, name: str, network: Network, resume: bool 
 
     early_raw = _play(DisjointModel.cold(n_arms, dim), early.contexts, early.reward_table, streams[1],
                       block.early.start, protocol)  # fmt: skip
-    with network.phase(SHARE_RAW):
+    # inside a batch the devices' reports leave in large writes, at the latest when the host waits for the model
+    with network.phase(SHARE_RAW), network.batch():
         raw_sent = _send_reports(host, shuffler, early_raw, early.contexts, protocol, streams[2], block, False)
         non_private = host.receive_model(DisjointModel, server)
     first_late = block.late.start
@@ -611,7 +622,7 @@ def _run_host(deployment: Deployment, name: str, network: Network, resume: bool 
     early_seen, late_seen, cold_private = private_inputs(scalar, early_codes, late_codes, n_arms, encoder.n_codes)
     early_private = _play(cold_private, early_seen, early.reward_table, streams[6], block.early.start, protocol)
     host.mechanism = DEVICES
-    with network.phase(SHARE_ENCODED):
+    with network.phase(SHARE_ENCODED), network.batch():
         encoded_sent = _send_reports(host, shuffler, early_private, early_codes, protocol, streams[7], block, True)
         private_model = host.receive_model(DisjointModel if scalar else CodeModel, server)
     warm_p = _play(private_model, late_seen, late.reward_table, streams[8], first_late, protocol)
