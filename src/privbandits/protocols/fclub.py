@@ -471,13 +471,18 @@ class LocalServer(Party):
     def _rebuild(self, cluster: _LocalCluster, sent: PhaseUpload) -> None:
         """Spec §7.3 (``rebuild_local_copies``): the synchronized copy restarts from the cluster's own phase
         upload (what the global server holds for it) and the buffer is emptied; a renewal, if one follows,
-        replaces it. The noise chain restarts at the phase-start release (the reference's H_now = H_former)."""
+        replaces it. The noise chain restarts at the phase-start release: with noise only in the trigger as
+        the reference does (H_now = H_former); with privatized uploads the next H is a fresh release, as after
+        a renewal, so the next upload's noise H − H̄ is not zero (restarting at H̃ sent that upload raw)."""
         cluster.S[:] = sent.gram
         cluster.u[:] = sent.moment
         cluster.T, cluster.sharing = sent.count, 1
         if self._noisy:
             cluster.H_bar, cluster.h_bar = cluster.H_tilde, cluster.h_tilde
-            cluster.H, cluster.h = cluster.H_tilde, cluster.h_tilde
+            if self.config.noise_in_trigger_only:
+                cluster.H, cluster.h = cluster.H_tilde, cluster.h_tilde
+            else:
+                cluster.H, cluster.h = self._draw(cluster, cluster.async_tree, "async")
         self._start_buffer(cluster)
 
     def receive_renewal(self) -> None:
