@@ -239,6 +239,7 @@ class _LocalCluster:
 
     def __init__(self, uid: int, users: np.ndarray, dim: int, with_own_buffer: bool) -> None:
         self.uid, self.users = uid, users
+        self.key = frozenset(users.tolist())
         zeros, vector = np.zeros((dim, dim)), np.zeros(dim)
         self.S, self.u, self.T = zeros.copy(), vector.copy(), 0
         self.S_inv, self.theta, self.logdet_S = zeros.copy(), vector.copy(), 0.0
@@ -260,6 +261,9 @@ class _LocalCluster:
         self.shared = False  # shared_statistics_defect: one (S, u) with the global cluster until the phase ends
         self._beta_key: tuple[int, int] = (-1, -1)
         self.beta = 0.0
+        self.member_sums: tuple[np.ndarray, np.ndarray, int] | None = None
+        """ΣV_i, Σb_i, ΣT_i over its users, kept between detections while none of them observes (with
+        detection every round, most clusters send the same sums round after round)."""
 
 
 class LocalServer(Party):
@@ -307,6 +311,7 @@ class LocalServer(Party):
         self._rows = list(zip(self.V, self.b, strict=True))  # per-user views, made once
         self.graph = ~np.eye(n, dtype=bool)  # G^ℓ_0: the complete graph
         self._labels: np.ndarray | None = None  # its connected components, while it is unchanged
+        self._groups: list[tuple[np.ndarray, frozenset[int]]] = []  # each component's users (array and set)
         self.clusters: dict[int, _LocalCluster] = {}
         self.cluster_of: list[_LocalCluster] = []
         self.lineage: list[set[str]] = [set() for _ in range(n)]  # privatizers each user's data went through
@@ -341,6 +346,7 @@ class LocalServer(Party):
         """
         cluster = self.cluster_of[i]
         self.counts[i] += 1
+        cluster.member_sums = None
         V, b = self._rows[i]
         c = _absorb(x, y, V, b, cluster.raw_S, cluster.raw_u, cluster.M_inv, self._v, cluster.R_inv, cluster.theta_R)
         cluster.raw_T += 1
@@ -415,14 +421,16 @@ class LocalServer(Party):
                 self._labels = None
         if self._labels is None:  # edges are only deleted: the components change only when one is
             _, self._labels = connected_components(csr_matrix(self.graph), directed=False)
-        labels = self._labels
-        previous = {frozenset(c.users.tolist()): c for c in self.clusters.values()}
+            self._groups = [
+                (members, frozenset(members.tolist()))
+                for members in (np.flatnonzero(self._labels == label) for label in range(int(self._labels.max()) + 1))
+            ]
+        previous = {c.key: c for c in self.clusters.values()}
         reset = cfg.lifecycle is Lifecycle.RESET_EVERY_PHASE
         self.clusters, self.cluster_of = {}, [None] * n
-        last = int(labels.max())
-        for label in range(last + 1):
-            members = np.flatnonzero(labels == label)
-            cluster = previous.get(frozenset(members.tolist()))
+        last = len(self._groups) - 1
+        for label, (members, key) in enumerate(self._groups):
+            cluster = previous.get(key)
             if cluster is None:
                 cluster = _LocalCluster(self._next_uid, members, self.dim, self._with_own)
                 self._next_uid += 1
@@ -449,10 +457,12 @@ class LocalServer(Party):
     def _phase_upload(self, cluster: _LocalCluster, last: bool) -> PhaseUpload:
         """Line 4 (draw H̃) and line 5 (send Ṽ = shift·I + H̃ + ΣV_i, b̃ = h̃ + Σb_i, T̃ = ΣT_i)."""
         members = cluster.users
-        gram = self.V[members].sum(axis=0)
-        moment = self.b[members].sum(axis=0)
+        if cluster.member_sums is None:
+            count = sum(self.counts[i] for i in members)
+            cluster.member_sums = (self.V[members].sum(axis=0), self.b[members].sum(axis=0), count)
+        gram, moment, count = cluster.member_sums
         phase_shift, _ = self.cal.shifts(cluster.depth)
-        gram += phase_shift * self._eye
+        gram, moment = gram + phase_shift * self._eye, moment.copy()  # new arrays: the sums stay this server's
         trigger_only = self.config.noise_in_trigger_only
         if self._noisy and (not trigger_only or self.config.rebuild_local_copies):
             kind, tree = ("async", cluster.async_tree) if cluster.phase_tree is None else ("phase", cluster.phase_tree)
@@ -463,7 +473,6 @@ class LocalServer(Party):
             self._record(cluster, kind)
         elif self._noisy:
             self._record_raw(cluster)
-        count = sum(self.counts[i] for i in members)
         sent = PhaseUpload(cluster.uid, len(members), gram, moment, count, bool(last))
         self.send(GLOBAL, sent)
         return sent
@@ -742,20 +751,25 @@ class GlobalServer(Party):
         groups = [[k] for k in keys]
         alive = [True] * len(keys)
         last = len(keys) - 1
+        # Eq. 4's half-widths are elementwise in the counts, so each cluster's is computed once (again after it
+        # absorbs another) and a pair's test is w1 + w2 (what the sum of the pair's widths is, bit for bit);
+        # the distance is norm's own sqrt(d·d). With up to n local clusters a round tests O(n²) pairs.
+        widths = [float(w) for w in self.cal.merge_width(np.asarray(counts), depth)]
         for c1 in range(last - 1):
             if not alive[c1]:
                 continue
             for c2 in range(c1 + 1, last):
                 if not alive[c2]:
                     continue
-                width = self.cal.merge_width(np.array([counts[c1], counts[c2]]), depth)
-                if np.linalg.norm(estimates[c1] - estimates[c2]) < width.sum():
+                difference = estimates[c1] - estimates[c2]
+                if math.sqrt(difference.dot(difference)) < widths[c1] + widths[c2]:
                     grams[c1] += grams[c2]
                     moments[c1] += moments[c2]
                     counts[c1] += counts[c2]
                     groups[c1] += groups[c2]
                     alive[c2] = False
                     estimates[c1] = _solve(grams[c1][None], moments[c1][None])[0]
+                    widths[c1] = float(self.cal.merge_width(np.asarray([counts[c1]]), depth)[0])
         return frozenset(frozenset(group) for group, keep in zip(groups, alive, strict=True) if keep)
 
     def renew(self, partition: frozenset[frozenset[tuple[str, int]]], push: bool = True) -> None:
