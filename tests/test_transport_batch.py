@@ -126,3 +126,26 @@ class _nothing:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_a_wait_past_messages_of_other_kinds_still_writes_what_is_held(pki):
+    """b's two requests arrive in one record; a reads the first, so the second is decrypted and waiting. a then
+    holds a request of its own and waits for b's answer: reading past b's second request, a must still write
+    what it holds before it would block, or each would wait for the other until the deadline."""
+    nets = linked(pki, ["a", "b"])
+    a, b = Party("a", nets["a"]), Party("b", nets["b"])
+    with nets["b"].batch(), nets["b"].phase(ROUND):
+        b.send("a", request(9))
+        b.send("a", request(10))
+    with nets["a"].phase(ROUND):
+        assert a.receive(RoundRequest.kind, "b").round == 9
+    assert raw_link(nets["a"], "b").has_data()  # request 10, decrypted with 9
+    with nets["a"].batch(), nets["a"].phase(ROUND):
+        a.send("b", request(1))
+        job = Background(lambda: a.receive(MaskedContexts.kind, "b"))
+        with nets["b"].phase(ROUND):
+            assert b.receive(RoundRequest.kind, "a").round == 1
+            b.send("a", MaskedContexts(np.zeros((1, 1))))
+        assert job.result().blocks.shape == (1, 1)
+        assert a.receive(RoundRequest.kind, "b").round == 10  # read on the way, queued
+    close_all(nets)

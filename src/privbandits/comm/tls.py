@@ -589,9 +589,9 @@ class TlsNetwork(Network):
                 hit = link.pop(kinds)
                 if hit is not None:
                     return hit
-            if link.held is not None and not link.has_data():
-                self._flush_all()  # about to wait: a held message may be what the peer waits for
             while True:
+                if link.held is not None and not link.has_data():
+                    self._flush_all()  # about to wait: a held message may be what the peer waits for
                 item = self._next_envelope(link, deadline, kinds)
                 if item[0].message.kind in kinds:
                     return item
