@@ -25,7 +25,7 @@ ENTRIES: tuple[Reproduction, ...] = (
     ),
     Reproduction(
         "p2b-fig4",
-        "P2B paper Fig. 4: cold / warm non-private / warm private reward vs users, |A| = 10, 20, 50 (~15 min)",
+        "P2B paper Fig. 4: cold / warm non-private / warm private reward vs users, |A| = 10, 20, 50 (~7 min)",
         f"{_PAPERS}.p2b.options:Fig4Options",
         f"{_PAPERS}.p2b.fig4:tasks",
         f"{_PAPERS}.p2b.fig4:report",
