@@ -82,6 +82,8 @@ def test_a_deployment_file_loads_with_paths_resolved_against_its_folder(tmp_path
         (lambda t: t.replace('data = "data/passive2.npz"\n', ""), "parties.passive2.data: the passive party needs"),
         (lambda t: t.replace("[parties.active]", "[parties.Active]"), "party name 'Active' must be lower-case"),
         (lambda t: t.replace("rounds = 20", "rounds = 0"), "protocol.rounds: Input should be greater than or equal"),
+        (lambda t: t.replace("rounds = 20", "rounds = 20\nprefetch = 0"), "protocol.prefetch: Input should be greater"),
+        (lambda t: t.replace("rounds = 20", "rounds = 20\nprefetch = 2000"), "protocol.prefetch: Input should be less"),
         (lambda t: t.replace("rounds = 20", "rounds = 20\nrouns = 3"), "protocol.rouns: Extra inputs"),
         (lambda t: t.replace('name = "vertical-o3m"', 'name = "xy"'), "protocol.name: Input should be 'vertical-o3m'"),
         (

@@ -120,7 +120,7 @@ def bind_listener(host: str = "127.0.0.1", port: int = 0, backlog: int = 16) -> 
 class _Link:
     """One authenticated connection to a peer: framing, sequence numbers, a queue of messages read ahead."""
 
-    __slots__ = ("peer", "sock", "send_seq", "recv_seq", "queue", "ended", "max_payload", "held")
+    __slots__ = ("peer", "sock", "send_seq", "recv_seq", "queue", "ended", "max_payload", "held", "held_bytes")
 
     def __init__(self, peer: str, sock: ssl.SSLSocket, max_payload: int) -> None:
         self.peer, self.sock, self.max_payload = peer, sock, max_payload
@@ -130,12 +130,16 @@ class _Link:
         """None while open; "close" or "abort" once the peer sent that frame."""
         self.held: list[bytes] | None = None
         """Frames packed but not yet written, inside :meth:`TlsNetwork.batch` (None outside one)."""
+        self.held_bytes = 0
 
     def send(self, frame_type: FrameType, depth: int, payload: bytes) -> int:
         data = frames.pack(frame_type, self.send_seq, depth, payload)
         self.send_seq += 1
         if self.held is not None and frame_type is FrameType.DATA:
             self.held.append(data)
+            self.held_bytes += len(data)
+            if self.held_bytes >= BATCH_BYTES:
+                self.flush()
             return len(data)
         self.flush()  # frames leave in sequence order: held data first
         self.sock.sendall(data)
@@ -146,6 +150,7 @@ class _Link:
         if self.held:
             data = b"".join(self.held)
             self.held.clear()
+            self.held_bytes = 0
             self.sock.sendall(data)
 
     def has_data(self) -> bool:
@@ -457,8 +462,6 @@ class TlsNetwork(Network):
             # the timeout the last read left could be far shorter)
             link.sock.settimeout(self.deadline)
             size = link.send(FrameType.DATA, depth, encode(envelope))
-            if link.held is not None and sum(map(len, link.held)) >= BATCH_BYTES:
-                link.flush()
         except OSError as exc:
             lost = self._lost(link.peer, f"sending {envelope.message.kind!r} failed: {exc}")
             raise self._told_by(link, lost) from None

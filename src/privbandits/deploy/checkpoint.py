@@ -15,8 +15,12 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from privbandits.deploy.deployment import Deployment
 
 _META = "__meta__"
 _SCALARS = (bool, int, float, str, type(None))
@@ -45,6 +49,20 @@ def load(path: Path) -> tuple[dict[str, np.ndarray], dict] | None:
         arrays = {key: archive[key] for key in archive.files if key != _META}
         meta = json.loads(archive[_META].tobytes().decode())
     return arrays, meta
+
+
+def resume(deployment: Deployment, name: str) -> tuple[dict[str, np.ndarray], dict]:
+    """Party ``name``'s checkpoint to resume from: ``(arrays, meta)``, refused (:class:`DeploymentError`)
+    when there is none or it was written for another deployment (``meta["digest"]``)."""
+    from privbandits.deploy.deployment import DeploymentError
+
+    path = deployment.checkpoint_path(name)
+    saved = load(path)
+    if saved is None:
+        raise DeploymentError(f"no checkpoint at {path} to resume from (start the session afresh)")
+    if saved[1].get("digest") != deployment.protocol_digest():
+        raise DeploymentError(f"{path} was written for another deployment (its digest differs)")
+    return saved
 
 
 def capture(obj: object, prefix: str = "") -> tuple[dict[str, np.ndarray], dict]:

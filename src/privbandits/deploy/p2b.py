@@ -300,15 +300,13 @@ def _parties():
             ]
 
         def send(self, receiver: str, message: Message) -> None:
-            if isinstance(message, EncodedBatch | RawBatch):
+            batch = isinstance(message, EncodedBatch | RawBatch)
+            if batch:
                 self.released.append(message)
-                if len(self.released) <= self.published:  # the server has its model: not sent twice
-                    if self.queue is not None and isinstance(message, EncodedBatch):
-                        self.queue.mark_released(self.batch_ids[-1])
-                    return
-            super().send(receiver, message)
+            if not batch or len(self.released) > self.published:  # a batch the server has a model of: not resent
+                super().send(receiver, message)
             if self.queue is not None and isinstance(message, EncodedBatch):
-                self.queue.mark_released(self.batch_ids[-1])  # sent (the server's checkpoint acknowledges it)
+                self.queue.mark_released(self.batch_ids[-1])  # the server's checkpoint acknowledges it
 
     class PublishingServer(Server):
         """The server of a deployment: batches only from the shuffler; each model to every device host."""
@@ -354,21 +352,23 @@ def _ledger_rows(ledger) -> list[dict]:
     ]
 
 
+def _record_rows(ledger, rows: list[dict]) -> None:
+    """Record into ``ledger`` the entries :func:`_ledger_rows` wrote (a checkpoint's, a result file's)."""
+    from privbandits.privacy.ledger import LedgerEntry
+
+    for row in rows:
+        ledger.record(LedgerEntry(row["mechanism"], row["epsilon"], row["delta"], row["unit"], row["details"]))
+
+
 def _shuffler_state(deployment: Deployment, name: str, queue, resume: bool) -> tuple[bytes, int]:
     """The shuffler's private report-id key and its session's batch id: made and saved (atomically) by a
     fresh session, read back by a resumed one."""
-    path = deployment.checkpoint_path(name)
     if resume:
-        saved = checkpoint.load(path)
-        if saved is None:
-            raise DeploymentError(f"no checkpoint at {path} to resume from (start the session afresh)")
-        arrays, meta = saved
-        if meta.get("digest") != deployment.protocol_digest():
-            raise DeploymentError(f"{path} was written for another deployment (its digest differs)")
+        arrays, meta = checkpoint.resume(deployment, name)
         return arrays["key"].tobytes(), int(meta["batch_id"])
     key, batch_id = secrets.token_bytes(32), queue.next_batch_id()
     meta = {"batch_id": batch_id, "digest": deployment.protocol_digest()}
-    checkpoint.save(path, {"key": np.frombuffer(key, dtype=np.uint8)}, meta)
+    checkpoint.save(deployment.checkpoint_path(name), {"key": np.frombuffer(key, dtype=np.uint8)}, meta)
     return key, batch_id
 
 
@@ -480,19 +480,10 @@ def _save_server(deployment: Deployment, name: str, server) -> None:
 
 
 def _restore_server(deployment: Deployment, name: str, server) -> int:
-    from privbandits.privacy.ledger import LedgerEntry
-
-    path = deployment.checkpoint_path(name)
-    saved = checkpoint.load(path)
-    if saved is None:
-        raise DeploymentError(f"no checkpoint at {path} to resume from (start the session afresh)")
-    arrays, meta = saved
-    if meta.get("digest") != deployment.protocol_digest():
-        raise DeploymentError(f"{path} was written for another deployment (its digest differs)")
+    arrays, meta = checkpoint.resume(deployment, name)
     published = _published(int(meta["published"]))
     server.releases = [(arrays[f"release{i}.first"], arrays[f"release{i}.second"]) for i in range(published)]
-    for row in meta["ledger"]:
-        server.ledger.record(LedgerEntry(row["mechanism"], row["epsilon"], row["delta"], row["unit"], row["details"]))
+    _record_rows(server.ledger, meta["ledger"])
     return published
 
 
@@ -662,7 +653,7 @@ def setting_summary(mean_reward: list[float], known: list[int]) -> dict[str, flo
 def outcome(deployment: Deployment) -> dict:
     """The session's results from the parties' result files: late users per setting (hosts in file
     order), the released batches, the published models, and the protocol's composed ledger."""
-    from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
+    from privbandits.privacy.ledger import PrivacyLedger
     from privbandits.protocols.p2b import compose_ledgers
 
     results = {name: json.loads(deployment.result_path(name).read_text()) for name in deployment.parties}
@@ -686,10 +677,8 @@ def outcome(deployment: Deployment) -> dict:
             total["details"]["sent"] += row["details"]["sent"]
     ledgers = {}
     for name, rows in [("devices", devices)] + [(n, r["ledger"]) for n, r in results.items() if n not in hosts]:
-        ledger = PrivacyLedger()
-        for row in rows:
-            ledger.record(LedgerEntry(row["mechanism"], row["epsilon"], row["delta"], row["unit"], row["details"]))
-        ledgers[name] = ledger
+        ledgers[name] = ledger = PrivacyLedger()
+        _record_rows(ledger, rows)
     shuffler, server = deployment.names("shuffler")[0], deployment.names("server")[0]
     return {
         "late": late,

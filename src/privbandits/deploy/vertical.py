@@ -382,12 +382,7 @@ def _save_active(deployment: Deployment, name: str, learner, arms: list[int]) ->
 
 def _load_active(deployment: Deployment, name: str, learner) -> list[int]:
     path = deployment.checkpoint_path(name)
-    saved = checkpoint.load(path)
-    if saved is None:
-        raise DeploymentError(f"no checkpoint at {path} to resume from (start the session afresh)")
-    arrays, meta = saved
-    if meta.get("digest") != deployment.protocol_digest():
-        raise DeploymentError(f"{path} was written for another deployment (its digest differs)")
+    arrays, meta = checkpoint.resume(deployment, name)
     learned = {key.removeprefix("learner."): value for key, value in arrays.items() if key.startswith("learner.")}
     checkpoint.restore(learner, learned, meta["learner"])
     arms = arrays["arms"].tolist()
