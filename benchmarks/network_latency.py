@@ -18,6 +18,9 @@ Three measurements, each printed as ratios against references measured in the sa
 4. P2B (issue 17): device reports per second through the shuffler, every party a process,
    against the same reports through a shuffler in one process (with and without its durable
    SQLite queue).
+5. FCLUB (issue 17): rounds per second with the users, five local servers and the global server
+   each a process (the shipped example, faithful CDP-FCLUB-DC), against the same run in one
+   process (the experiments' in-memory run); the two runs' regret must be equal.
 
     .venv/bin/python benchmarks/network_latency.py            # a few minutes on 2 cores
     .venv/bin/python benchmarks/network_latency.py --quick    # fewer round trips and rounds
@@ -346,6 +349,42 @@ def p2b(n_users: int) -> dict[str, float]:
     }
 
 
+def fclub(horizon: int, algorithm: str) -> dict[str, float]:
+    """Rounds per second of the shipped FCLUB example (every party a process) and of the same run in one
+    process; exits if their regret differs."""
+    import re
+
+    from privbandits.deploy.deployment import load_deployment
+    from privbandits.deploy.fclub import outcome, run_in_memory
+    from privbandits.deploy.local import run_local
+
+    example = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "fclub.toml"
+    text = re.sub(r'address = "127\.0\.0\.1:\d+"', 'address = "127.0.0.1:0"', example.read_text())
+    text = re.sub(r"horizon = \d+", f"horizon = {horizon}", text)
+    text = re.sub(r'algorithm = "[^"]*"', f'algorithm = "{algorithm}"', text)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "fclub.toml"
+        path.write_text(text)
+        spec = load_deployment(path)
+        write_development_pki(Path(folder) / "certs", list(spec.parties))
+        codes, processes = run_local(spec)
+        if any(codes.values()):
+            sys.exit("; ".join(f"{p.name}: {p.last_error}" for p in processes if codes[p.name]))
+        got = outcome(spec)
+        users = got["results"]["users"]
+        reference = run_in_memory(spec)
+        if not np.array_equal(got["regret"], reference.regret):
+            sys.exit("FCLUB: the processes' regret differs from the in-memory run's")
+        messages = sum(row[3] for result in got["results"].values() for row in result["traffic"])
+    return {
+        "networked": users["rounds_per_second"],
+        "in_memory": horizon / reference.seconds,
+        "messages": messages / horizon,
+        "uploads": got["counts"].uploads,
+        "downloads": got["counts"].downloads,
+    }
+
+
 def report(result: dict[str, float], plaintext: str, target: str) -> None:
     print(
         f"  networked (one process per party, mutual TLS): {result['networked'] * 1e6:10.1f} µs\n"
@@ -375,6 +414,9 @@ def main() -> None:
     parser.add_argument("--skip-vfucb", action="store_true", help="skip the VFUCB measurement")
     parser.add_argument("--skip-p2b", action="store_true", help="skip the P2B shuffler measurement")
     parser.add_argument("--p2b-users", type=int, default=3000, help="P2B users (70%% of them report)")
+    parser.add_argument("--skip-fclub", action="store_true", help="skip the FCLUB rounds-per-second measurement")
+    parser.add_argument("--fclub-rounds", type=int, default=4095, help="FCLUB rounds T")
+    parser.add_argument("--fclub-algorithm", default="CDP-FCLUB-DC (faithful)", help="FCLUB preset")
     args = parser.parse_args()
     count, rounds = (2000, 300) if args.quick else (args.count, args.rounds)
     for key in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -424,6 +466,18 @@ def main() -> None:
             f"{result['durable_rate']:9.0f} reports/s with the durable queue\n"
             f"  (timed from the batch's first report to its release at the shuffler; in one process from the "
             f"first send to the server's receipt)"
+        )
+    if not args.skip_fclub:
+        fclub_rounds = args.fclub_rounds if not args.quick else min(args.fclub_rounds, 1023)
+        result = fclub(fclub_rounds, args.fclub_algorithm)
+        print(
+            f"\nFCLUB ({args.fclub_algorithm}), 40 users on 5 local servers, {fclub_rounds} rounds (users, local "
+            f"servers and the global server each a process; {result['uploads']} uploads, {result['downloads']} "
+            f"downloads):\n"
+            f"  networked (lock-step over mutual TLS): {result['networked']:9.0f} rounds/s "
+            f"({result['messages']:.1f} messages per round, sequencing included)\n"
+            f"  in one process (in-memory network):    {result['in_memory']:9.0f} rounds/s"
+            f"   in-memory / networked = {result['in_memory'] / result['networked']:.1f}×; regret equal"
         )
     mpc_rounds = args.mpc_rounds if not args.quick else min(args.mpc_rounds, 100)
     print(

@@ -176,3 +176,54 @@ def test_with_every_peer_gone_it_says_so_at_once_instead_of_waiting_out_the_dead
             a.receive_one_of(WANTED)
         assert time.monotonic() - started < 0.5 and gone.value.peer == "any"
     nets["a"].abort("test over")
+
+
+# -- peek and drop (issue 17, step 3: FCLUB's global server serves several local servers) ---------------------------
+
+
+@pytest.mark.parametrize("transport", ["memory", "tls"])
+def test_peek_names_the_next_sender_and_kind_and_leaves_the_message_waiting_in_order(pki, transport):
+    nets = linked(pki, ["a", "b", "c"]) if transport == "tls" else dict.fromkeys("abc", InMemoryNetwork())
+    a, b, c = (Party(name, nets[name]) for name in "abc")
+    with nets["b"].phase(ROUND):
+        b.send("a", MaskedContexts(np.ones((1, 1))))  # another kind first: peek looks past it
+        b.send("a", EncodedReport(1, 0, 1))
+        b.send("a", EncodedReport(2, 0, 0))
+    assert a.peek(WANTED) == ("b", EncodedReport.kind)
+    assert a.peek(WANTED, "b") == ("b", EncodedReport.kind)  # peeking twice takes nothing
+    assert a.receive(EncodedReport.kind, "b").code == 1
+    assert a.receive_one_of((MaskedContexts.kind, EncodedReport.kind), "b").kind == MaskedContexts.kind  # order kept
+    assert a.receive(EncodedReport.kind, "b").code == 2
+    with nets["c"].phase(ROUND):
+        c.send("a", CloseBatch())
+    assert a.peek(WANTED) == ("c", CloseBatch.kind)
+    a.receive(CloseBatch.kind, "c")
+    if transport == "tls":
+        close_all(nets)
+    else:
+        with pytest.raises(ProtocolError, match=r"'a' expected a 'p2b\.encoded_report' or 'p2b\.close_batch'"):
+            a.peek(WANTED)
+
+
+def test_a_dropped_peer_is_skipped_by_waits_refused_on_send_and_not_awaited_at_close(pki):
+    nets = linked(pki, ["a", "b", "c"], deadline=3.0)
+    a, c = Party("a", nets["a"]), Party("c", nets["c"])
+    nets["b"]._close_sockets()  # b is gone without a word (as a killed process: its connections just end)
+    with pytest.raises(PeerLost) as lost:
+        a.peek(WANTED)
+    assert lost.value.peer == "b"
+    nets["a"].drop("b")
+    with nets["a"].phase(ROUND), pytest.raises(PeerLost, match="'b' was lost earlier in the session"):
+        a.send("b", CloseBatch())
+    with nets["c"].phase(ROUND):
+        c.send("a", CloseBatch())
+    assert a.peek(WANTED) == ("c", CloseBatch.kind)  # b's link is no longer read
+    a.receive(CloseBatch.kind, "c")
+    nets["c"].drop("b")  # c goes on without b too
+    started = time.monotonic()
+    jobs = [Background(nets[name].close) for name in "ac"]
+    for job in jobs:
+        job.result()
+    assert time.monotonic() - started < 2.0  # a does not wait for b's CLOSE
+    with pytest.raises(ProtocolError, match="no link to 'd' to drop"):
+        nets["a"].drop("d")

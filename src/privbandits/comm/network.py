@@ -228,9 +228,20 @@ class Network(ABC):
             self._clock[receiver] = depth
         return envelope.message
 
+    def peek(self, receiver: str, kinds: tuple[str, ...], sender: str | None = None) -> tuple[str, str]:
+        """``(sender, kind)`` of the oldest waiting message for ``receiver`` of any of ``kinds`` (from ``sender``),
+        left waiting: a party that serves several peers learns whose message is next, then receives it with the
+        protocol's own handler. A transport waits for one within its deadline; in memory one must be waiting."""
+        envelope = self._find(receiver, tuple(kinds), sender)
+        return envelope.sender, envelope.message.kind
+
     def _take_one_of(self, receiver: str, kinds: tuple[str, ...], sender: str | None) -> tuple[Envelope, int]:
         """The oldest waiting envelope for ``receiver`` whose kind is one of ``kinds`` (from ``sender``)."""
         raise NotImplementedError(f"{type(self).__name__} cannot yet wait for one of several message kinds")
+
+    def _find(self, receiver: str, kinds: tuple[str, ...], sender: str | None) -> Envelope:
+        """The envelope :meth:`peek` names, not taken."""
+        raise NotImplementedError(f"{type(self).__name__} cannot peek at waiting messages")
 
     @abstractmethod
     def _deliver(self, envelope: Envelope, depth: int) -> None:
@@ -281,10 +292,18 @@ class InMemoryNetwork(Network):
 
     def _take_one_of(self, receiver: str, kinds: tuple[str, ...], sender: str | None) -> tuple[Envelope, int]:
         queue = self._queues[receiver]
-        for index, (envelope, depth) in enumerate(queue):
+        index = self._index(receiver, kinds, sender)
+        item = queue[index]
+        del queue[index]
+        return item
+
+    def _find(self, receiver: str, kinds: tuple[str, ...], sender: str | None) -> Envelope:
+        return self._queues[receiver][self._index(receiver, kinds, sender)][0]
+
+    def _index(self, receiver: str, kinds: tuple[str, ...], sender: str | None) -> int:
+        for index, (envelope, _) in enumerate(self._queues[receiver]):
             if envelope.message.kind in kinds and (sender is None or envelope.sender == sender):
-                del queue[index]
-                return envelope, depth
+                return index
         source = f" from {sender!r}" if sender else ""
         wanted = " or ".join(repr(kind) for kind in kinds)
         raise ProtocolError(f"{receiver!r} expected a {wanted} message{source}, but none is waiting")
@@ -324,3 +343,7 @@ class Party:
     def receive_one_of(self, kinds: tuple[str, ...], sender: str | None = None) -> Message:
         """The oldest waiting message of any of ``kinds`` (see :meth:`Network.receive_one_of`)."""
         return self.network.receive_one_of(self.name, kinds, sender)
+
+    def peek(self, kinds: tuple[str, ...], sender: str | None = None) -> tuple[str, str]:
+        """``(sender, kind)`` of the next message of any of ``kinds``, left waiting (see :meth:`Network.peek`)."""
+        return self.network.peek(self.name, kinds, sender)

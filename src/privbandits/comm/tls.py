@@ -127,7 +127,7 @@ class _Link:
         self.send_seq = self.recv_seq = 0
         self.queue: deque[tuple[Envelope, int]] = deque()
         self.ended: str | None = None
-        """None while open; "close" or "abort" once the peer sent that frame."""
+        """None while open; "close" or "abort" once the peer sent that frame; "lost" once this party dropped it."""
         self.held: list[bytes] | None = None
         """Frames packed but not yet written, inside :meth:`TlsNetwork.batch` (None outside one)."""
         self.held_bytes = 0
@@ -450,7 +450,8 @@ class TlsNetwork(Network):
             linked = sorted(self._links)
             raise ProtocolError(f"{self.local!r} has no link to {peer!r} (connect() first; linked: {linked})")
         if link.ended:
-            raise PeerLost(f"{peer!r} has already ended the session ({self._where()})", peer=peer, round=self._where())
+            what = "was lost earlier in the session" if link.ended == "lost" else "has already ended the session"
+            raise PeerLost(f"{peer!r} {what} ({self._where()})", peer=peer, round=self._where())
         return link
 
     def _deliver(self, envelope: Envelope, depth: int) -> None:
@@ -601,6 +602,33 @@ class TlsNetwork(Network):
                 link.queue.append(item)
         return self._take_any(kinds, deadline)
 
+    def _find(self, receiver: str, kinds: tuple[str, ...], sender: str | None) -> Envelope:
+        """:meth:`peek`: the oldest message of ``kinds`` read ahead, else the next one off the wire, which is then
+        queued last on its link (it is the newest there, so the link's order is kept)."""
+        if sender is not None:
+            links = [self._link(sender)]
+        else:
+            links = [link for link in self._links.values() if not link.ended]
+        for link in links:
+            for item in link.queue:
+                if item[0].message.kind in kinds:
+                    return item[0]
+        item = self._take_one_of(receiver, kinds, sender)
+        self._links[item[0].sender].queue.append(item)
+        return item[0]
+
+    def drop(self, peer: str) -> None:
+        """Go on without ``peer``, found lost (a party that can finish without it, as FCLUB's global server without
+        a local server): its link is closed, later sends to it raise :class:`PeerLost`, waits for any peer skip it
+        and :meth:`close` does not wait for it."""
+        link = self._links.get(peer)
+        if link is None:
+            raise ProtocolError(f"{self.local!r} has no link to {peer!r} to drop (linked: {sorted(self._links)})")
+        if link.ended is None:
+            link.ended = "lost"
+        link.held = None
+        link.shut()
+
     def _take_any(self, kinds: tuple[str, ...], deadline: float) -> tuple[Envelope, int]:
         """The first message of any of ``kinds`` from any peer still linked (read-ahead queues first)."""
         links = [link for link in self._links.values() if not link.ended]
@@ -652,7 +680,7 @@ class TlsNetwork(Network):
         wait = self.deadline if timeout == -1.0 else timeout
         try:
             for link in self._links.values():
-                if link.ended != "abort":
+                if link.ended not in ("abort", "lost"):
                     try:
                         self._count_wire(CONTROL, self.local, link.peer, link.send(FrameType.CLOSE, 0, b""))
                     except OSError:

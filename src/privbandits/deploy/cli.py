@@ -87,6 +87,9 @@ def data(deployment: DeploymentArgument) -> None:
         from privbandits.deploy.vertical import write_synthetic_data
     elif spec.protocol.name == "p2b":
         from privbandits.deploy.p2b import write_synthetic_data
+    elif spec.protocol.name == "fclub":
+        Console().print("fclub: no data files (every party derives the synthetic users from the seed)")
+        return
     else:
         from privbandits.deploy.mpc import write_synthetic_data
 

@@ -299,6 +299,87 @@ class P2BProtocol(_Strict):
                 raise ValueError(f"parties.{name}.data: the {entry.role} holds no private data; remove the field")
 
 
+class FCLUBProtocol(_Strict):
+    """FCLUB (spec ``fclub.md``): local servers, the global server and the users (:mod:`privbandits.deploy.fclub`).
+
+    Roles: one ``users`` party (the users' devices: the synthetic environment of spec §6.2,
+    drawn from ``seed``, which sends each round's user and contexts to that user's local
+    server and scores its choice), one ``global_server`` named ``global`` and one or more
+    ``local_server`` parties named ``local0``, ``local1``, ... in file order, each serving a
+    contiguous block of the users (the experiments' ``assign_groups`` blocks). ``algorithm``
+    is one of the experiments' FCLUB-family names, with their options (``privbandits show
+    fclub-fig2``): the default, the faithful CDP-FCLUB-DC, privatizes every upload; the
+    reference-compatible "CDP-FCLUB-DC" puts noise only in the upload trigger, so its uploads
+    reach the global server raw. Nobody holds a data file: every party derives its randomness from ``seed``
+    as :func:`~privbandits.protocols.fclub.run_fclub` does, so the processes reproduce that run.
+    """
+
+    name: Literal["fclub"]
+    algorithm: Literal["CDP-FCLUB-DC (faithful)", "CDP-FCLUB-DC", "FCLUB-DC", "FCLUB", "Homo-DC", "Homo"] = (
+        "CDP-FCLUB-DC (faithful)"
+    )
+    horizon: int = Field(ge=1, description="T, rounds")
+    n_users: int = Field(40, ge=1, description="n, users of all local servers together")
+    n_clusters: int = Field(4, ge=1, description="m, the users' true clusters")
+    dim: int = Field(10, ge=1, description="d")
+    n_arms: int = Field(10, ge=1, description="K, arms per round")
+    construction: Literal["reference", "paper"] = "reference"
+    epsilon: float = Field(1.0, gt=0, allow_inf_nan=False, description="ε of the privatizers")
+    seed: int = Field(0, ge=0, description="the run's randomness, as run_fclub(seed=...)")
+    options: dict[str, bool | int | float | str] = Field(
+        default_factory=dict, description="FCLUBConfig fields over the algorithm's preset (e.g. rebuild_local_copies)"
+    )
+
+    ROLES: ClassVar[tuple[str, ...]] = ("users", "global_server", "local_server")
+    REPORTER: ClassVar[str] = "users"
+    GLOBAL: ClassVar[str] = "global"
+
+    @model_validator(mode="after")
+    def _clusters(self) -> FCLUBProtocol:
+        if self.n_clusters > self.n_users:
+            raise ValueError(f"n_clusters = {self.n_clusters} exceeds n_users = {self.n_users}")
+        from dataclasses import fields
+
+        from privbandits.experiments.papers.fclub.runs import Setting, fclub_config
+        from privbandits.protocols.fclub_config import FCLUBConfig
+        from privbandits.validation import InvalidInputError
+
+        known = sorted(f.name for f in fields(FCLUBConfig) if f.name not in ("horizon", "epsilon"))
+        unknown = sorted(set(self.options) - set(known))
+        if unknown:
+            raise ValueError(f"options: unknown FCLUBConfig field(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        setting = Setting(n_users=self.n_users, n_clusters=self.n_clusters, epsilon=self.epsilon)
+        try:  # the options are FCLUBConfig's: its checks name the field and the allowed values
+            fclub_config(self.algorithm, setting, self.horizon, self.options)
+        except InvalidInputError as exc:
+            raise ValueError(f"options: {exc}") from None
+        return self
+
+    def check_parties(self, parties: dict[str, PartyEntry]) -> None:
+        roles = {name: entry.role for name, entry in parties.items()}
+        for name, role in roles.items():
+            if role not in self.ROLES:
+                raise ValueError(f"parties.{name}.role: must be one of {', '.join(self.ROLES)}, got {role!r}")
+        for role in ("users", "global_server"):
+            holders = [name for name, have in roles.items() if have == role]
+            if len(holders) != 1:
+                raise ValueError(f"parties: exactly one party must have role {role!r}, found {len(holders)}")
+        if roles.get(self.GLOBAL) != "global_server":
+            raise ValueError(f"parties: the global_server party must be named {self.GLOBAL!r} (the protocol's name)")
+        local = [name for name, role in roles.items() if role == "local_server"]
+        expected = [f"local{ell}" for ell in range(len(local))]
+        if not local or local != expected:
+            raise ValueError(
+                f"parties: the local_server parties must be named {', '.join(expected) or 'local0'} in file order "
+                f"(the protocol's names; they take the users' blocks in that order), got {', '.join(local) or 'none'}"
+            )
+        if len(local) > self.n_users:
+            raise ValueError(f"parties: {len(local)} local servers, but only n_users = {self.n_users} users")
+        for name, entry in parties.items():
+            if entry.data is not None:
+                raise ValueError(f"parties.{name}.data: no FCLUB party reads a data file (all derive from seed)")
+
+
 class Deployment(_Strict):
     """A validated deployment file; paths are absolute (resolved against the file's folder)."""
 
@@ -308,7 +389,7 @@ class Deployment(_Strict):
     connect_deadline_s: float = Field(60.0, gt=0)
     output: Path = Path("out")
     checkpoint_every: int = Field(100, ge=1, description="rounds between checkpoints of a party's state")
-    protocol: VerticalProtocol | MPCProtocol | P2BProtocol = Field(discriminator="name")
+    protocol: VerticalProtocol | MPCProtocol | P2BProtocol | FCLUBProtocol = Field(discriminator="name")
     parties: dict[str, PartyEntry] = Field(min_length=2)
     source: Path | None = Field(None, exclude=True)
 
@@ -377,6 +458,8 @@ def _toml_value(value: Any) -> str:
         return repr(value)
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    if isinstance(value, dict):  # an inline table (keys quoted: any string is a valid quoted key)
+        return "{" + ", ".join(f"{json.dumps(key)} = {_toml_value(item)}" for key, item in value.items()) + "}"
     return json.dumps(str(value))  # a JSON string is a valid TOML basic string
 
 

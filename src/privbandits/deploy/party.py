@@ -48,7 +48,12 @@ def write_json_atomic(path: Path, value: object) -> None:
 
 
 def network_for(
-    deployment: Deployment, name: str, listener: socket.socket | None = None, *, deadline: float | None = None
+    deployment: Deployment,
+    name: str,
+    listener: socket.socket | None = None,
+    *,
+    deadline: float | None = None,
+    peers: list[str] | None = None,
 ) -> TlsNetwork:
     """The (unconnected) network of party ``name``, configured from the deployment.
 
@@ -71,6 +76,7 @@ def network_for(
         deadline=deployment.deadline_s if deadline is None else deadline,
         connect_deadline=deployment.connect_deadline_s,
         listener=listener,
+        peers=peers,
     )
 
 
@@ -88,6 +94,10 @@ def _protocol(deployment: Deployment):
         from privbandits.deploy import p2b
 
         return p2b
+    if deployment.protocol.name == "fclub":
+        from privbandits.deploy import fclub
+
+        return fclub
     raise DeploymentError(f"protocol {deployment.protocol.name!r} cannot run as processes yet")
 
 
@@ -114,7 +124,9 @@ def run_party(
             raise DeploymentError(
                 f"no party named {name!r} in the deployment (parties: {', '.join(deployment.parties)})"
             )
-        network = network_for(deployment, name, listener, deadline=protocol.receive_deadline(deployment, name))
+        peers = getattr(protocol, "peers", lambda *_: None)(deployment, name)
+        network = network_for(deployment, name, listener, deadline=protocol.receive_deadline(deployment, name),
+                              peers=peers)  # fmt: skip
     except DeploymentError as exc:
         raise PartyFailed(str(exc), EXIT_DEPLOYMENT) from None
     try:

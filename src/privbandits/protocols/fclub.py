@@ -685,14 +685,18 @@ class GlobalServer(Party):
     def receive_phase_uploads(self) -> None:
         """Every server's phase uploads, up to the one marked ``last`` (Alg. 2 line 5)."""
         self.uploads = {}
-        for server in self.servers:
-            while True:
-                msg = self.receive(PhaseUpload.kind, server)
-                self.uploads[(server, msg.cluster)] = msg
-                if self.config.private:  # a release of the server's privatizer (raw with noise only in the trigger)
-                    self._received.append((msg.kind, server, msg.cluster))
-                if msg.last:
-                    break
+        for server in list(self.servers):
+            self.receive_phase_batch(server)
+
+    def receive_phase_batch(self, server: str) -> None:
+        """One server's phase uploads, up to the one marked ``last``."""
+        while True:
+            msg = self.receive(PhaseUpload.kind, server)
+            self.uploads[(server, msg.cluster)] = msg
+            if self.config.private:  # a release of the server's privatizer (raw with noise only in the trigger)
+                self._received.append((msg.kind, server, msg.cluster))
+            if msg.last:
+                break
 
     @property
     def ledger(self) -> PrivacyLedger:
@@ -1318,13 +1322,17 @@ def run_fclub(
     seed: int,
     *,
     event_hook: Callable[[FederatedClusteredBandit], None] | None = None,
+    network: Network | None = None,
 ) -> FCLUBOutcome:
     """Play ``config.horizon`` rounds of ``env`` with users on ``n_servers`` servers in blocks (§6.2).
 
-    The environment and the protocol get independent generators spawned from ``seed``.
+    The environment and the protocol get independent generators spawned from ``seed``; ``network``
+    (default: a fresh in-memory one) carries the parties' messages.
     """
     env_rng, protocol_rng = np.random.default_rng(seed).spawn(2)
     env.reset(env_rng)
     servers = assign_groups(env.n_users, n_servers, remainder_last=True)
-    bandit = FederatedClusteredBandit(config, servers, env.dim, env.n_arms, rng=protocol_rng, event_hook=event_hook)
+    bandit = FederatedClusteredBandit(
+        config, servers, env.dim, env.n_arms, rng=protocol_rng, network=network, event_hook=event_hook
+    )
     return play(bandit, env, config.horizon)

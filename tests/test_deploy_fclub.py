@@ -1,0 +1,205 @@
+"""FCLUB with five local servers, the global server and the users, each in its own OS process over mutual TLS.
+
+The processes' regret, communication (per round and by kind), the local servers' releases and the
+protocol's traffic per link must equal the in-memory run with the same seed; the global server must
+receive the very phase uploads and uploads of the in-memory run (which carry no raw statistics with
+the privatizer on); a SIGKILLed local server is named by the global server and the others finish.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from privbandits.comm import InMemoryNetwork
+from privbandits.deploy.cli import standalone
+from privbandits.deploy.deployment import DeploymentError, load_deployment
+from privbandits.deploy.fclub import outcome, run_in_memory, upload_digest
+from privbandits.protocols.fclub import PhaseUpload, Upload
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "fclub.toml"
+PROTOCOL_PHASES = ("detect", "phase_end", "async", "check")
+
+
+def local_copy(folder: Path, **replace: str) -> Path:
+    """The shipped example with ephemeral ports (and ``replace``d settings), in ``folder``."""
+    text = re.sub(r'address = "127\.0\.0\.1:\d+"', 'address = "127.0.0.1:0"', EXAMPLE.read_text())
+    for old, new in replace.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    path = folder / "fclub.toml"
+    path.write_text(text)
+    return path
+
+
+def certs(path: Path) -> None:
+    result = CliRunner().invoke(standalone, ["deploy", "certs", str(path), "--out", str(path.parent / "certs")])
+    assert result.exit_code == 0, result.output
+
+
+def arrivals(spec) -> np.ndarray:
+    """The local server of each round's user (the environment the users party draws)."""
+    from privbandits.deploy.fclub import _server_of_user, _streams, setting_of
+
+    env = setting_of(spec).environment()
+    env.reset(_streams(spec)[0])
+    servers = _server_of_user(spec)
+    return np.array([servers[env.user] for _ in range(spec.protocol.horizon) if env.next_round() is not None])
+
+
+def protocol_links(traffic_rows) -> dict[tuple[str, str, str], tuple[int, int]]:
+    return {(p, s, r): (m, b) for p, s, r, m, b, _ in traffic_rows if p in PROTOCOL_PHASES}
+
+
+def assert_equals_in_memory(spec) -> dict:
+    """Regret, communication, counts, ledger, traffic and the global server's uploads: as in memory."""
+    got = outcome(spec)
+    network = InMemoryNetwork(record=True)
+    reference = run_in_memory(spec, network)
+    bandit = reference.bandit
+    assert np.array_equal(got["regret"], reference.regret)
+    assert np.array_equal(got["communication"], reference.communication)
+    assert got["counts"] == bandit.communication
+    assert [(e.mechanism, e.epsilon, e.details) for e in got["ledger"].entries] == [
+        (e.mechanism, e.epsilon, e.details) for e in bandit.ledger.entries
+    ]
+    results = got["results"]
+    processes = {}
+    for result in results.values():
+        processes |= protocol_links(result["traffic"])
+    in_memory = {key: (link.messages, link.bytes) for key, link in bandit.traffic.links.items()}
+    assert processes == in_memory
+    uploads = [(e.sender, e.message) for e in network.transcript if e.message.kind in (PhaseUpload.kind, Upload.kind)]
+    assert results["global"]["uploads_digest"] == upload_digest(uploads)
+    return got
+
+
+def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(tmp_path):
+    path = local_copy(tmp_path, **{"horizon = 4095": "horizon = 2047"})
+    certs(path)
+    result = CliRunner().invoke(standalone, ["deploy", "local", str(path), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "fclub-five-local-servers: parties" in result.output and "2047 rounds" in result.output
+    spec = load_deployment(path)
+    assert len(spec.names("local_server")) == 5 and spec.protocol.algorithm == "CDP-FCLUB-DC (faithful)"
+    got = assert_equals_in_memory(spec)
+    counts, results = got["counts"], got["results"]
+    assert counts.uploads > 100 and counts.downloads > 100 and counts.phase_uploads > 0  # every message kind ran
+    # transcripts: the global server hears protocol messages only from the local servers, and from the users
+    # only the public clock; a local server is linked to the users and the global server only
+    local = set(spec.names("local_server"))
+    heard = {(phase, sender) for phase, sender, *_ in results["global"]["received"]}
+    assert {sender for phase, sender in heard if phase in PROTOCOL_PHASES} == local
+    assert {phase for phase, sender in heard if sender == "users"} == {"schedule"}
+    for name in local:
+        assert {receiver for _, _, receiver, *_ in results[name]["traffic"]} == {"users", "global"}
+        assert {sender for _, sender, *_ in results[name]["received"]} == {"users", "global"}
+    assert all(result["refusals"] == [] for result in results.values())
+    assert results["users"]["served"] == 2047 and results["global"]["lost"] == {}
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "horizon", "options"),
+    [
+        ("CDP-FCLUB-DC", 1023, ""),  # the reference preset: shared statistics, noise only in the trigger
+        ("FCLUB", 255, ""),  # synchronous, detection every round
+        ("CDP-FCLUB-DC", 1023, "options = { rebuild_local_copies = true }"),  # few uploads: download checks
+    ],
+)
+def test_other_presets_equal_the_in_memory_run(tmp_path, algorithm, horizon, options):
+    path = local_copy(tmp_path, **{
+        'algorithm = "CDP-FCLUB-DC (faithful)"': f'algorithm = "{algorithm}"',
+        "horizon = 4095": f"horizon = {horizon}",
+        "# options = { rebuild_local_copies = true }": options,
+    })  # fmt: skip
+    certs(path)
+    result = CliRunner().invoke(standalone, ["deploy", "local", str(path), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    got = assert_equals_in_memory(load_deployment(path))
+    if options:
+        checks = sum(got["results"][f"local{ell}"]["counts"]["download_checks"] for ell in range(5))
+        assert checks > 0.5 * horizon
+
+
+def test_a_killed_local_server_is_named_by_the_global_server_and_the_others_finish(tmp_path):
+    """SIGKILL local2 mid-run: the global server names it and drops it; the users stop sending it users; the
+    other local servers, the global server and the users finish (exit 0); every round before the first one
+    local2 left unserved is the in-memory run's."""
+    from privbandits.deploy.local import start_parties, wait_parties
+
+    deadline = 5.0
+    path = local_copy(tmp_path, **{"deadline_s = 10": f"deadline_s = {deadline}"})
+    certs(path)
+    spec = load_deployment(path)
+    parties = start_parties(spec, tmp_path)
+    try:
+        by_name = {party.name: party for party in parties}
+        progress = by_name["users"].process.stdout
+        start = time.monotonic()
+        for line in progress:  # "progress t T"
+            if int(line.split()[1]) >= 1000 or time.monotonic() - start > 60:
+                break
+        os.kill(by_name["local2"].process.pid, signal.SIGKILL)
+        killed = time.monotonic()
+        codes = wait_parties(parties, deadline)
+        elapsed = time.monotonic() - killed
+    finally:
+        for party in parties:
+            if party.process.poll() is None:
+                party.process.kill()
+    assert codes.pop("local2") == -signal.SIGKILL
+    assert codes == dict.fromkeys(codes, 0), {p.name: p.stderr for p in parties}
+    assert elapsed < deadline + 5.0
+    got = outcome(spec)
+    results = got["results"]
+    glob, users = results["global"], results["users"]
+    assert list(glob["lost"]) == ["local2"] and glob["lost"]["local2"].startswith("lost peer 'local2' in ")
+    assert "lost local2" in glob["outcome"] and "the others finished" in glob["outcome"]
+    assert list(users["lost"]) == ["local2"] and not spec.result_path("local2").exists()
+    # after local2 is lost its users' rounds go unserved, and only theirs
+    served = np.array([r is not None for r in users["regret"]])
+    first_unserved = int(np.argmin(served))
+    assert 1000 <= first_unserved and not served[first_unserved] and users["served"] < spec.protocol.horizon
+    assert np.array_equal(served[first_unserved:], arrivals(spec)[first_unserved:] != 2)
+    reference = run_in_memory(spec)
+    assert np.array_equal(np.cumsum(users["regret"][:first_unserved]), reference.regret[:first_unserved])
+    for name in ("local0", "local1", "local3", "local4"):
+        assert results[name]["counts"]["served"] > 0
+
+
+@pytest.mark.parametrize(
+    ("edit", "error"),
+    [
+        (lambda t: t.replace("[parties.local1]", "[parties.localb]"), "must be named local0, local1, local2, local3"),
+        (lambda t: t.replace("[parties.global]", "[parties.hub]"), "the global_server party must be named 'global'"),
+        (lambda t: t.replace('role = "users"', 'role = "local_server"'), "exactly one party must have role 'users'"),
+        (lambda t: t.replace('key = "certs/users.key"', 'key = "certs/users.key"\ndata = "data/users.npz"'),
+         "parties.users.data: no FCLUB party reads a data file"),
+        (lambda t: t.replace("n_users = 40 ", "n_users = 3 "), "n_clusters = 4 exceeds n_users = 3"),
+        (lambda t: t.replace("# options = { rebuild_local_copies = true }", "options = { bogus = 1 }"),
+         "options: unknown FCLUBConfig field"),
+        (lambda t: t.replace("# options = { rebuild_local_copies = true }", "options = { upload_threshold = 0.5 }"),
+         "options: upload_threshold"),
+        (lambda t: t.replace("algorithm = \"CDP-FCLUB-DC (faithful)\"", "algorithm = \"LinUCB\""), "algorithm"),
+    ],
+)  # fmt: skip
+def test_a_bad_fclub_deployment_file_names_the_field(tmp_path, edit, error):
+    path = local_copy(tmp_path)
+    path.write_text(edit(path.read_text()))
+    with pytest.raises(DeploymentError, match=error):
+        load_deployment(path)
+
+
+def test_fclub_refuses_resume(tmp_path):
+    from privbandits.deploy.fclub import run_party
+
+    spec = load_deployment(local_copy(tmp_path))
+    with pytest.raises(DeploymentError, match="FCLUB deployments have no --resume"):
+        run_party(spec, "global", InMemoryNetwork(), resume=True)
