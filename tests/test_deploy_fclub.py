@@ -16,12 +16,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_message_boundary_fclub import snooped_run
 from typer.testing import CliRunner
 
 from privbandits.comm import InMemoryNetwork
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
-from privbandits.deploy.fclub import outcome, run_in_memory, upload_digest
+from privbandits.deploy.fclub import config_of, outcome, run_in_memory, setting_of, upload_digest
 from privbandits.protocols.fclub import PhaseUpload, Upload
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "fclub.toml"
@@ -103,6 +104,14 @@ def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(tmp_
         assert {sender for _, sender, *_ in results[name]["received"]} == {"users", "global"}
     assert all(result["refusals"] == [] for result in results.values())
     assert results["users"]["served"] == 2047 and results["global"]["lost"] == {}
+
+    # no upload the global server received carries raw statistics: the same run in memory, each upload compared
+    # with every raw statistic of its sender at the moment of sending (tests/test_message_boundary_fclub.py),
+    # received the very uploads the process did (equal digests)
+    network = snooped_run(config_of(spec), spec.protocol.seed, setting_of(spec).environment(), 5)
+    assert len(network.uploads) > 100 and [matches for _, matches in network.uploads if matches] == []
+    uploads = [(e.sender, e.message) for e in network.transcript if e.message.kind in (PhaseUpload.kind, Upload.kind)]
+    assert upload_digest(uploads) == results["global"]["uploads_digest"]
 
 
 @pytest.mark.parametrize(

@@ -234,14 +234,19 @@ class SnoopingNetwork(InMemoryNetwork):
 
 
 def snoop(config: FCLUBConfig, seed: int = 0) -> list[tuple[str, list[str]]]:
+    return snooped_run(config, seed, small_env(), N_SERVERS).uploads
+
+
+def snooped_run(config: FCLUBConfig, seed: int, env: ClusteredLinearBandit, n_servers: int) -> SnoopingNetwork:
+    """:func:`run_fclub`'s run (same seeds, same server blocks) on a :class:`SnoopingNetwork` that records."""
     network = SnoopingNetwork()
-    env = small_env()
+    network.record = True
     env_rng, protocol_rng = np.random.default_rng(seed).spawn(2)
     env.reset(env_rng)
-    servers = assign_groups(env.n_users, N_SERVERS, remainder_last=True)
+    servers = assign_groups(env.n_users, n_servers, remainder_last=True)
     network.bandit = FederatedClusteredBandit(config, servers, env.dim, env.n_arms, rng=protocol_rng, network=network)
     play(network.bandit, env, config.horizon)
-    return network.uploads
+    return network
 
 
 @pytest.mark.parametrize("options", [{}, {"lifecycle": "reset_every_phase"}, {"shared_statistics_defect": True}])

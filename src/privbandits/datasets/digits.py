@@ -11,8 +11,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from sklearn.datasets import load_digits
-from sklearn.decomposition import PCA
 
 N_PIXELS = 64
 
@@ -42,6 +40,9 @@ def load_digits_data(pca_components: int | None = 20, unit_norm: bool = True) ->
     """
     if pca_components is not None and not 1 <= pca_components <= N_PIXELS:
         raise ValueError(f"pca_components must be in [1, {N_PIXELS}] or None, got {pca_components}")
+    from sklearn.datasets import load_digits  # imported here: scikit-learn takes a second to import
+    from sklearn.decomposition import PCA
+
     digits = load_digits()
     features = digits.data.astype(np.float64)
     if pca_components is not None:

@@ -23,7 +23,6 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.sparse import csr_matrix
-from sklearn.cluster import KMeans
 
 from privbandits.datasets.digits import unit_normalise
 
@@ -123,6 +122,8 @@ def preference_vectors(binary: np.ndarray, dim: int = 10, n_clusters: int = 4, s
     features = user_features(binary, dim)
     if not 1 <= n_clusters <= len(features):
         raise ValueError(f"n_clusters must be in 1..{len(features)} (users), got {n_clusters}")
+    from sklearn.cluster import KMeans  # imported here: scikit-learn takes a second to import, runs rarely need it
+
     model = KMeans(n_clusters=n_clusters, n_init=10, random_state=seed).fit(features)
     return Preferences(model.cluster_centers_[model.labels_], model.labels_.astype(np.int64), model.cluster_centers_)
 
