@@ -212,3 +212,10 @@ def test_fclub_refuses_resume(tmp_path):
     spec = load_deployment(local_copy(tmp_path))
     with pytest.raises(DeploymentError, match="FCLUB deployments have no --resume"):
         run_party(spec, "global", InMemoryNetwork(), resume=True)
+
+
+def test_deploy_data_says_fclub_needs_no_data_files(tmp_path):
+    path = local_copy(tmp_path)
+    result = CliRunner().invoke(standalone, ["deploy", "data", str(path)])
+    assert result.exit_code == 0 and "fclub: no data files" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fclub.toml"]
