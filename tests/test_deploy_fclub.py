@@ -141,7 +141,7 @@ def test_a_killed_local_server_is_named_by_the_global_server_and_the_others_fini
     """SIGKILL local2 mid-run: the global server names it and drops it; the users stop sending it users; the
     other local servers, the global server and the users finish (exit 0); every round before the first one
     local2 left unserved is the in-memory run's."""
-    from privbandits.deploy.local import start_parties, wait_parties
+    from privbandits.deploy.local import start_parties, survivable, wait_parties
 
     deadline = 5.0
     path = local_copy(tmp_path, **{"deadline_s = 10": f"deadline_s = {deadline}"})
@@ -157,7 +157,7 @@ def test_a_killed_local_server_is_named_by_the_global_server_and_the_others_fini
                 break
         os.kill(by_name["local2"].process.pid, signal.SIGKILL)
         killed = time.monotonic()
-        codes = wait_parties(parties, deadline)
+        codes = wait_parties(parties, deadline, survivable=survivable(spec))
         elapsed = time.monotonic() - killed
     finally:
         for party in parties:
@@ -165,7 +165,7 @@ def test_a_killed_local_server_is_named_by_the_global_server_and_the_others_fini
                 party.process.kill()
     assert codes.pop("local2") == -signal.SIGKILL
     assert codes == dict.fromkeys(codes, 0), {p.name: p.stderr for p in parties}
-    assert elapsed < deadline + 5.0
+    assert elapsed < 120  # the others finish their rounds (no countdown: a local server is survivable)
     got = outcome(spec)
     results = got["results"]
     glob, users = results["global"], results["users"]

@@ -8,12 +8,14 @@ message from a device host (transcript check).
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from privbandits.comm import TlsCredentials
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
 from privbandits.deploy.p2b import SETTINGS, layout, load_host, outcome, run_in_memory
@@ -94,7 +96,17 @@ def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(tmp_
     assert server_heard == {("share_raw", "shuffler"), ("share_encoded", "shuffler")}
     for name in hosts:
         assert {receiver for _, _, receiver, *_ in results[name]["traffic"]} == {"shuffler"}
-        assert {sender for _, sender, *_ in results[name]["received"]} == {"server"}
+        heard = {(sender, messages, size) for _, sender, _, messages, size, _ in results[name]["received"]
+                 if sender == "shuffler"}  # fmt: skip
+        assert heard == {("shuffler", 1, 0)}  # from the shuffler only the opening of each batch (no payload)
+        assert {sender for _, sender, *_ in results[name]["received"]} == {"server", "shuffler"}
+    # each device's report came on a connection of its own: the shuffler heard each device once per batch, by
+    # its own name (its host's certificate vouching for it), and the server never heard any device
+    shuffler_heard = [row for row in results["shuffler"]["received"] if row[0] in ("share_raw", "share_encoded")]
+    devices = [(phase, sender) for phase, sender, _, messages, *_ in shuffler_heard if "-device" in sender]
+    assert len(devices) == len(set(devices)) == reference.raw_tuples_shared + reference.encoded_tuples_shared
+    assert {sender.split("-device")[0] for _, sender in devices} == set(hosts)
+    assert all(messages == 1 for _, sender, _, messages, *_ in shuffler_heard if "-device" in sender)
     # the devices' report bytes to the shuffler are the in-memory ones (plus one CloseBatch per host)
     for phase in ("share_raw", "share_encoded"):
         processes = sum(row[4] for h in hosts for row in results[h]["traffic"] if row[0] == phase)
@@ -102,7 +114,7 @@ def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(tmp_
         assert processes == in_memory
         to_server = sum(row[4] for row in results["shuffler"]["traffic"] if row[0] == phase)
         assert to_server == network.traffic.total(phase, receiver="server").bytes
-    assert all(result["refusals"] == [] for result in results.values())
+    assert all(result["refusals"] == [] and result["dropped"] == [] for result in results.values())
 
     # the encoded reports went through the shuffler's durable queue: one batch, released, no identity kept
     from privbandits.deploy.p2b import queue_path
@@ -230,7 +242,7 @@ def test_a_shuffler_killed_mid_batch_loses_no_accepted_report_and_releases_no_ba
     queue.close()
     assert 20 <= accepted
     assert codes["shuffler"] == -signal.SIGKILL
-    assert elapsed < 3 * deadline + 5.0  # the hosts wait 3x the deadline at most
+    assert elapsed < 3 * deadline + 5.0  # the loss is seen at once (connections refused or ended), not at a deadline
     for name in ("server", "hosta", "hostb"):
         assert codes[name] == EXIT_LOST, (name, by_name[name].stderr)
         assert by_name[name].last_error.startswith(f"party {name!r}: lost peer 'shuffler' in "), by_name[
@@ -263,3 +275,49 @@ def test_a_shuffler_killed_mid_batch_loses_no_accepted_report_and_releases_no_ba
         queue.close()
     server_heard = [row for row in results["server"]["received"] if row[1] == "shuffler"]
     assert [(row[0], row[3]) for row in server_heard] == [("share_encoded", 1)]
+
+
+def test_a_device_that_disconnects_mid_report_loses_only_its_own_report(tmp_path, encoder_cache):
+    """While the shuffler takes hosta's encoded reports, two more "devices of hosta" connect (hosta's certificate):
+    one ends its connection half-way through its report's frame, one before sending anything. The shuffler drops
+    both connections, naming why, and goes on: every other report is kept and the session equals the in-memory
+    run (which never had those two reports)."""
+    import socket
+
+    from privbandits.comm import frames
+    from privbandits.comm.frames import FrameType
+    from privbandits.comm.tls import client_context
+    from privbandits.deploy.local import start_parties, wait_parties
+    from privbandits.deploy.p2b import queue_path
+
+    path = local_copy(tmp_path, **{"deadline_s = 30": "deadline_s = 10"})
+    runner = CliRunner()
+    for command in (["deploy", "certs", str(path), "--out", str(tmp_path / "certs")], ["deploy", "data", str(path)]):
+        assert runner.invoke(standalone, command).exit_code == 0
+    spec = load_deployment(path)
+    parties = start_parties(spec, tmp_path)
+    try:
+        start = time.monotonic()
+        while _held_reports(queue_path(spec, "shuffler")) < 5 and time.monotonic() - start < 60:
+            time.sleep(0.005)
+        resolved = load_deployment(tmp_path / "deployment.resolved.toml")
+        host, port = resolved.parties["shuffler"].host_port
+        context = client_context(TlsCredentials(spec.ca, spec.parties["hosta"].certificate, spec.parties["hosta"].key))
+        for cut in (True, False):
+            raw = socket.create_connection((host, port), timeout=10)
+            sock = context.wrap_socket(raw, server_hostname=None)
+            if cut:  # a header announcing 100 bytes, then 10 of them, then gone
+                sock.sendall(frames.pack_header(FrameType.DATA, 0, 1, 100) + b"x" * 10)
+            sock.close()
+        codes = wait_parties(parties, spec.deadline_s)
+    finally:
+        for party in parties:
+            if party.process.poll() is None:
+                party.process.kill()
+    assert codes == dict.fromkeys(codes, 0), {p.name: p.stderr for p in parties}
+    got, (reference, _) = outcome(spec), run_in_memory(spec)
+    dropped = got["results"]["shuffler"]["dropped"]
+    assert len(dropped) == 2 and all("'hosta'" in reason for reason in dropped), dropped  # why: test_transport_oneshot
+    assert len(got["batches"]["encoded"]["codes"]) == reference.release["released"]
+    for setting in SETTINGS:
+        assert got["late"][setting]["mean"] == getattr(reference, setting).mean

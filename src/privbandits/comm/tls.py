@@ -255,6 +255,9 @@ class TlsNetwork(Network):
         Seconds :meth:`connect` waits for all links.
     listener : socket, optional
         An already bound listening socket (else one is bound on this party's address when needed).
+    keep_listening : bool
+        Keep the listener open after :meth:`connect`, for devices' one-message connections
+        (:mod:`privbandits.comm.oneshot`).
     """
 
     def __init__(
@@ -270,6 +273,7 @@ class TlsNetwork(Network):
         handshake_timeout: float = 5.0,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         listener: socket.socket | None = None,
+        keep_listening: bool = False,
     ) -> None:
         super().__init__()
         if local not in addresses:
@@ -289,8 +293,8 @@ class TlsNetwork(Network):
         self.credentials = credentials
         self._server_context = server_context(credentials)
         self._client_context = client_context(credentials)
-        self._listener = listener
-        if listener is None and self._accept:
+        self._listener, self.keep_listening = listener, keep_listening
+        if listener is None and (self._accept or keep_listening):
             self._listener = bind_listener(*self.addresses[local])
         self._links: dict[str, _Link] = {}
         self.received = Traffic()
@@ -299,6 +303,8 @@ class TlsNetwork(Network):
         """Frames and frame bytes (header + codec bytes) sent and received, per (phase, sender, receiver)."""
         self.refusals: list[str] = []
         """Why each refused connection attempt was refused (wrong CA, name, plaintext, ...)."""
+        self.dropped: list[str] = []
+        """Why each device connection (:mod:`~privbandits.comm.oneshot`) was dropped without its message."""
         self.parties.update(wanted)
 
     # ----------------------------------------------------------------- setup
@@ -323,7 +329,7 @@ class TlsNetwork(Network):
             self._close_sockets()
             raise
         finally:
-            if self._listener is not None:
+            if self._listener is not None and not self.keep_listening:
                 self._listener.close()
                 self._listener = None
         return self

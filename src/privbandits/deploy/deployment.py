@@ -333,6 +333,8 @@ class FCLUBProtocol(_Strict):
     ROLES: ClassVar[tuple[str, ...]] = ("users", "global_server", "local_server")
     REPORTER: ClassVar[str] = "users"
     GLOBAL: ClassVar[str] = "global"
+    SURVIVABLE: ClassVar[tuple[str, ...]] = ("local_server",)
+    """Roles the session survives losing (``deploy local`` starts no countdown when one fails)."""
 
     @model_validator(mode="after")
     def _clusters(self) -> FCLUBProtocol:

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,10 +112,20 @@ def _collect(stream, lines: list[str]) -> None:
         lines.append(line)
 
 
+def survivable(deployment: Deployment) -> list[str]:
+    """The parties whose loss the others survive (FCLUB's local servers): their failure starts no countdown."""
+    return [name for role in getattr(deployment.protocol, "SURVIVABLE", ()) for name in deployment.names(role)]
+
+
 def wait_parties(
-    parties: list[PartyProcess], deadline_s: float, on_progress: Callable[[int, int], None] | None = None
+    parties: list[PartyProcess],
+    deadline_s: float,
+    on_progress: Callable[[int, int], None] | None = None,
+    survivable: Collection[str] = (),
 ) -> dict[str, int]:
-    """Wait for every party; after the first failure give the rest deadline + 5 s, then kill them."""
+    """Wait for every party; after the first failure give the rest deadline + 5 s, then kill them.
+
+    A failure of a ``survivable`` party (one the protocol goes on without) starts no countdown."""
     active = next((party for party in parties if party.process.stdout is not None), None)
     if active is not None:
 
@@ -132,7 +142,7 @@ def wait_parties(
         codes = {party.name: party.process.poll() for party in parties}
         if all(code is not None for code in codes.values()):
             break
-        if failed_at is None and any(code not in (None, 0) for code in codes.values()):
+        if failed_at is None and any(code not in (None, 0) for name, code in codes.items() if name not in survivable):
             failed_at = time.monotonic()
         if failed_at is not None and time.monotonic() - failed_at > deadline_s + GRACE_S:
             for party in parties:
@@ -155,7 +165,7 @@ def run_local(
     with tempfile.TemporaryDirectory(prefix="privbandits-local-") as workdir:
         parties = start_parties(deployment, Path(workdir), resume=resume)
         try:
-            codes = wait_parties(parties, deployment.deadline_s, on_progress)
+            codes = wait_parties(parties, deployment.deadline_s, on_progress, survivable(deployment))
         except BaseException:
             for party in parties:
                 if party.process.poll() is None:

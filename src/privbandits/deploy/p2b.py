@@ -10,14 +10,20 @@ Each party runs the party classes of :mod:`privbandits.protocols.p2b` on its own
   host closes each batch with :class:`~privbandits.protocols.p2b.CloseBatch`; its late users
   then play cold, warm from the non-private model and warm from the private model, each
   model rebuilt from the server's :class:`~privbandits.protocols.p2b.ModelRelease`. Over TLS
-  a device's transport identity is its host's certificate (one link per host), so the
-  shuffler sees (host, report index) next to each report, and strips it.
-* ``shuffler``: holds nothing but what it receives. It takes each batch host by host in
-  deployment order, each host's reports in the order sent: a canonical order, (device host,
+  each device sends its report on a connection of its own (:mod:`privbandits.comm.oneshot`),
+  named ``HOST-deviceUSER`` and vouched for by its host's certificate, and waits for the
+  shuffler's acknowledgement (sent once the report is stored); a device whose connection
+  ends half-way loses only its own report (the shuffler drops the connection, says why in
+  its result's ``dropped``, and goes on).
+* ``shuffler``: holds nothing but what it receives; the only party that sees a device's
+  identity next to its report. It keeps its listener open for the devices' connections and
+  takes each batch host by host in deployment order (it opens a host's turn with
+  :class:`BatchOpen`; the host's :class:`~privbandits.protocols.p2b.CloseBatch`, on its party
+  link, ends it), each host's reports in the order sent: a canonical order, (device host,
   report index), before its seeded shuffle, so the processes' interleaving cannot change a
   batch. It then thresholds (crowd-blending) and sends the batch to the server, and to no one
   else. Encoded reports pass through its durable :class:`~privbandits.protocols.p2b_queue.ReportQueue`
-  (``OUTPUT/queues/NAME.sqlite``): each is persisted with the host's identity as it arrives,
+  (``OUTPUT/queues/NAME.sqlite``): each is persisted with its device's identity as it arrives,
   the batch is formed there (identities dropped) and marked released once sent. Raw baseline
   reports (contexts) are not queued.
 * ``server``: holds nothing private; it accepts batches from the shuffler only, fits the
@@ -67,7 +73,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privbandits.comm import InMemoryNetwork, Message, Network, message
+from privbandits.comm import InMemoryNetwork, Message, Network, ProtocolError, message
 from privbandits.deploy import checkpoint
 from privbandits.deploy.deployment import Deployment, DeploymentError, P2BProtocol
 from privbandits.deploy.files import read_arrays
@@ -85,6 +91,12 @@ class ResumeAt(Message):
     their batch to the server (the server resends each published model instead)."""
 
     published: int
+
+
+@message("deploy.p2b.batch_open")
+class BatchOpen(Message):
+    """Shuffler → a device host: its devices may now send this batch's reports (hosts take turns, in deployment
+    order, so the batch's arrival order is canonical)."""
 
 
 N_STREAMS = 9
@@ -224,12 +236,20 @@ def streams_of(protocol: P2BProtocol) -> list[np.random.Generator]:
     return [np.random.default_rng(child) for child in np.random.SeedSequence(protocol.seed).spawn(N_STREAMS)]
 
 
+PER_REPORT_S = 0.02
+"""Seconds a batch may take per early user, on top of the deadlines of the parties that wait for a whole batch
+(each device's report is a TLS connection of its own: about 3 ms here, taken one at a time)."""
+
+
 def receive_deadline(deployment: Deployment, name: str) -> float:
-    """The shuffler waits ``deadline_s`` for a host's next report; the server waits twice that for the
-    shuffler's batch and the hosts three times that for a model, so a stall is reported by the party
-    next to it."""
-    factor = {"shuffler": 1.0, "server": 2.0}.get(deployment.parties[name].role, 3.0)
-    return factor * deployment.deadline_s
+    """The shuffler waits ``deadline_s`` for a host's next report or device; the server waits twice that for the
+    shuffler's batch and the hosts three times that for a model, each plus :data:`PER_REPORT_S` per early user
+    (the whole batch comes first), so a stall is reported by the party next to it."""
+    role = deployment.parties[name].role
+    if role == "shuffler":
+        return deployment.deadline_s
+    n_early = int(deployment.protocol.early_fraction * deployment.protocol.n_users)
+    return (2.0 if role == "server" else 3.0) * deployment.deadline_s + PER_REPORT_S * n_early
 
 
 # -- the parties in a process -----------------------------------------------------------------------
@@ -238,10 +258,17 @@ def _parties():
     from privbandits.protocols.p2b import DeviceHost, EncodedBatch, ModelRelease, RawBatch, Server, Shuffler
 
     class HostedDevices(DeviceHost):
-        """A device host over TLS: its devices' reports leave on the host's own authenticated link."""
+        """A device host: over TLS each device's report leaves on a connection of its own (the host's certificate,
+        the device's name ``HOST-deviceUSER`` as sender), acknowledged by the shuffler once stored; in memory on the
+        host's link."""
 
         def send_report(self, user: int, receiver: str, report: Message) -> None:
-            self.send(receiver, report)
+            if own_connections(self.network):
+                from privbandits.comm.oneshot import send_own
+
+                send_own(self.network, f"{self.prefix}{user}", receiver, report)
+            else:
+                self.send(receiver, report)
             self.sent += 1
 
         def receive_model(self, model, server: str):
@@ -271,23 +298,25 @@ def _parties():
             return hashlib.blake2b(f"{host}/{index}".encode(), key=self.key, digest_size=16).hexdigest()
 
         def _collect(self, kind: str) -> list[Message]:
-            from privbandits.protocols.p2b import CloseBatch, EncodedReport
+            from privbandits.protocols.p2b import EncodedReport
 
             durable = self.queue is not None and kind == EncodedReport.kind
-            wanted, held = (kind, CloseBatch.kind), []
+            held = []
             self.first_report_at = None
             for host in self.hosts:
                 index = 0
-                while (message := self.receive_one_of(wanted, host)).kind != CloseBatch.kind:
+                for identity, received, delivery in self._reports(host, kind):
                     if self.first_report_at is None:  # the batch's throughput is timed from here
                         self.first_report_at = time.perf_counter()
                     if durable:  # persisted with its sender's identity before anything else happens to it
-                        report = (message.code, message.action, message.reward)
-                        if not self.queue.accept(self.report_id(host, index), host, *report):
+                        report = (received.code, received.action, received.reward)
+                        if not self.queue.accept(self.report_id(host, index), identity, *report):
                             self.duplicates += 1  # accepted before a restart (or in the batch already formed)
                         index += 1
                     else:
-                        held.append(message)
+                        held.append(received)
+                    if delivery is not None:
+                        delivery.ack()  # stored: the device may go
             if not durable:
                 return held
             # the batch is formed in the queue (identities dropped there), in arrival order: canonical;
@@ -298,6 +327,32 @@ def _parties():
                 EncodedReport(code, action, reward)
                 for code, action, reward in zip(batch.codes, batch.actions, batch.rewards, strict=True)
             ]
+
+        def _reports(self, host: str, kind: str):
+            """``(identity, report, delivery)`` of ``host``'s devices until it closes the batch: over TLS each from
+            its device's own connection (the host is first told to open the batch), in memory from the host's
+            link. A device connection dropped half-way loses only its own report."""
+            from privbandits.protocols.p2b import CloseBatch
+
+            if not own_connections(self.network):
+                while (got := self.receive_one_of((kind, CloseBatch.kind), host)).kind != CloseBatch.kind:
+                    yield host, got, None
+                return
+            from privbandits.comm.oneshot import accept_own, device_waiting
+
+            self.send(host, BatchOpen())
+            while True:
+                if not device_waiting(self.network, host, self.network.deadline):
+                    self.receive(CloseBatch.kind, host)
+                    return
+                delivery = accept_own(self.network, [host])
+                if delivery is None:
+                    continue
+                got = delivery.envelope.message
+                if got.kind != kind:
+                    delivery.ack()
+                    raise ProtocolError(f"a device of {host!r} sent a {got.kind!r} message; expected {kind!r}")
+                yield delivery.envelope.sender, got, delivery
 
         def send(self, receiver: str, message: Message) -> None:
             batch = isinstance(message, EncodedBatch | RawBatch)
@@ -326,6 +381,18 @@ def _parties():
                 self.send(host, ModelRelease(first, second))
 
     return HostedDevices, CanonicalShuffler, PublishingServer
+
+
+def own_connections(network: Network) -> bool:
+    """Whether devices send on connections of their own (over TLS) or on their host's link (in memory)."""
+    from privbandits.comm import TlsNetwork
+
+    return isinstance(network, TlsNetwork)
+
+
+def keeps_listening(deployment: Deployment, name: str) -> bool:
+    """The shuffler keeps its listener open after set-up: devices connect to it, one connection per report."""
+    return deployment.parties[name].role == "shuffler"
 
 
 def run_party(
@@ -565,6 +632,8 @@ def _send_reports(host, shuffler: str, log, seen, protocol: P2BProtocol, rng, bl
     padded[first : first + len(block.early)] = log.rewards
     users, chosen = choose_reports(padded, protocol.participation, protocol.negative_rate, rng)
     local = users - first
+    if own_connections(host.network):
+        host.receive(BatchOpen.kind, shuffler)  # the shuffler takes the hosts' devices in turn
     payloads = seen[local, chosen]
     arms, rewards = log.arms[local, chosen].tolist(), log.rewards[local, chosen].astype(np.int64).tolist()
     report = EncodedReport if private else RawReport

@@ -54,6 +54,7 @@ def network_for(
     *,
     deadline: float | None = None,
     peers: list[str] | None = None,
+    keep_listening: bool = False,
 ) -> TlsNetwork:
     """The (unconnected) network of party ``name``, configured from the deployment.
 
@@ -77,6 +78,7 @@ def network_for(
         connect_deadline=deployment.connect_deadline_s,
         listener=listener,
         peers=peers,
+        keep_listening=keep_listening,
     )
 
 
@@ -125,8 +127,9 @@ def run_party(
                 f"no party named {name!r} in the deployment (parties: {', '.join(deployment.parties)})"
             )
         peers = getattr(protocol, "peers", lambda *_: None)(deployment, name)
+        listening = getattr(protocol, "keeps_listening", lambda *_: False)(deployment, name)
         network = network_for(deployment, name, listener, deadline=protocol.receive_deadline(deployment, name),
-                              peers=peers)  # fmt: skip
+                              peers=peers, keep_listening=listening)  # fmt: skip
     except DeploymentError as exc:
         raise PartyFailed(str(exc), EXIT_DEPLOYMENT) from None
     try:
@@ -152,6 +155,7 @@ def run_party(
         received=_rows(network.received),
         wire=_rows(network.wire),
         refusals=network.refusals,
+        dropped=network.dropped,
     )
     write_json_atomic(deployment.result_path(name), result)
     return result
