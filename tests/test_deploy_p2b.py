@@ -321,3 +321,33 @@ def test_a_device_that_disconnects_mid_report_loses_only_its_own_report(tmp_path
     assert len(got["batches"]["encoded"]["codes"]) == reference.release["released"]
     for setting in SETTINGS:
         assert got["late"][setting]["mean"] == getattr(reference, setting).mean
+
+
+@pytest.mark.parametrize(
+    ("setting", "check"),
+    [
+        ("batch_size = 100", lambda received, refused, total: received == 100 and refused == total - 100),
+        ("batch_window_s = 0.05", lambda received, refused, total: received < total and received + refused == total),
+    ],
+)
+def test_the_shuffler_closes_a_batch_by_size_or_time_and_refuses_later_reports(tmp_path, encoder_cache, setting, check):
+    """A batch closes once it holds ``batch_size`` reports or ``batch_window_s`` after it opened: the devices that
+    come later are refused (their reports lost, the devices and the session go on), and every party's count agrees
+    (the ledgers compose)."""
+    path = local_copy(tmp_path, **{'tie_break = "random"': f'tie_break = "random"\n{setting}'})
+    runner = CliRunner()
+    for command in (["deploy", "certs", str(path), "--out", str(tmp_path / "certs")], ["deploy", "data", str(path)],
+                    ["deploy", "local", str(path), "--no-progress"]):  # fmt: skip
+        result = runner.invoke(standalone, command)
+        assert result.exit_code == 0, result.output
+    spec = load_deployment(path)
+    got, (reference, _) = outcome(spec), run_in_memory(spec)  # outcome composes the ledgers: counts agree
+    results, hosts = got["results"], spec.names("device_host")
+    shuffler = results["shuffler"]
+    for phase, total, sent_key in (("raw", reference.raw_tuples_shared, "raw_reports_sent"),
+                                   ("encoded", reference.encoded_tuples_shared, "encoded_reports_sent")):  # fmt: skip
+        received, refused = shuffler["release"][phase]["received"], shuffler["refused"][phase]
+        assert check(received, refused, total), (phase, received, refused, total)
+        assert sum(results[h][sent_key] for h in hosts) == received
+    assert sum(results[h]["reports_refused"] for h in hosts) == sum(shuffler["refused"].values())
+    assert shuffler["dropped"] == []

@@ -25,6 +25,7 @@ import time
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from privbandits.comm import frames
 from privbandits.comm.codec import Envelope, MessageDecodeError, decode, encode
 from privbandits.comm.frames import HEADER_BYTES, FrameError, FrameType
 from privbandits.comm.messages import Message
@@ -32,9 +33,10 @@ from privbandits.comm.network import ProtocolError
 from privbandits.comm.tls import TlsNetwork, _Link, certificate_names
 
 
-def send_own(network: TlsNetwork, sender: str, receiver: str, message: Message) -> None:
+def send_own(network: TlsNetwork, sender: str, receiver: str, message: Message) -> bool:
     """Send ``message`` from ``sender``, a device of this party (named ``LOCAL-...``), to ``receiver`` on a new
-    connection, and wait for its acknowledgement; :class:`~privbandits.comm.PeerLost` if none comes."""
+    connection, and wait for the answer: True once stored, False if refused (:meth:`Delivery.refuse`);
+    :class:`~privbandits.comm.PeerLost` if no answer comes."""
     phase = network._phase
     if phase is None:
         raise ProtocolError(f"{sender!r} sent a {message.kind!r} message outside any phase")
@@ -59,13 +61,14 @@ def send_own(network: TlsNetwork, sender: str, receiver: str, message: Message) 
         raw.close()
         raise network._lost(receiver, f"{sender!r}'s {message.kind!r} message was not acknowledged: {exc}") from None
     link.shut()
-    if reply.type is not FrameType.CLOSE:
+    if reply.type not in (FrameType.CLOSE, FrameType.ABORT):
         raise FrameError(f"{receiver!r} answered {sender!r}'s message with a {reply.type.name} frame")
     counts = network.traffic.links[(phase, sender, receiver)]
     counts.messages += 1
     counts.bytes += message.payload_bytes()
     counts.rounds += 1
     network._count_wire(phase, sender, receiver, size)
+    return reply.type is FrameType.CLOSE
 
 
 @dataclass
@@ -80,11 +83,18 @@ class Delivery:
 
     def ack(self) -> None:
         """Tell the device its message is stored, and end its connection."""
+        self._answer(FrameType.CLOSE, b"")
+
+    def refuse(self, reason: str) -> None:
+        """Tell the device its message is not taken (``reason``, e.g. its batch has closed), and end its connection."""
+        self._answer(FrameType.ABORT, frames.json_payload(reason=reason))
+
+    def _answer(self, frame_type: FrameType, payload: bytes) -> None:
         try:
-            self._network._count_wire("control", self._network.local, self.envelope.sender, self._link.send(
-                FrameType.CLOSE, 0, b""))  # fmt: skip
+            size = self._link.send(frame_type, 0, payload)
+            self._network._count_wire("control", self._network.local, self.envelope.sender, size)
         except OSError:
-            pass  # it went away after sending: its message is stored all the same
+            pass  # it went away after sending: a stored message stays stored
         self._link.shut()
 
 

@@ -260,6 +260,12 @@ class P2BProtocol(_Strict):
     representation: Literal["one_hot", "scalar_code"] = "one_hot"
     tie_break: Literal["random", "lowest"] = "random"
     omega: float | None = Field(None, gt=0)
+    batch_size: int | None = Field(
+        None, ge=1, description="the shuffler closes a batch once it holds this many reports; later ones are refused"
+    )
+    batch_window_s: float | None = Field(
+        None, gt=0, description="the shuffler closes a batch this many seconds after it opened; later reports refused"
+    )
 
     ROLES: ClassVar[tuple[str, ...]] = ("shuffler", "server", "device_host")
     REPORTER: ClassVar[str] = "server"

@@ -21,7 +21,11 @@ Each party runs the party classes of :mod:`privbandits.protocols.p2b` on its own
   :class:`BatchOpen`; the host's :class:`~privbandits.protocols.p2b.CloseBatch`, on its party
   link, ends it), each host's reports in the order sent: a canonical order, (device host,
   report index), before its seeded shuffle, so the processes' interleaving cannot change a
-  batch. It then thresholds (crowd-blending) and sends the batch to the server, and to no one
+  batch. A batch closes when every host has closed it, or earlier once it holds
+  ``protocol.batch_size`` reports or ``protocol.batch_window_s`` seconds after it opened: later
+  devices are refused (:meth:`~privbandits.comm.oneshot.Delivery.refuse`; their reports are
+  lost, the session goes on, and the run then differs from the in-memory one, which has no such
+  limits). It then thresholds (crowd-blending) and sends the batch to the server, and to no one
   else. Encoded reports pass through its durable :class:`~privbandits.protocols.p2b_queue.ReportQueue`
   (``OUTPUT/queues/NAME.sqlite``): each is persisted with its device's identity as it arrives,
   the batch is formed there (identities dropped) and marked released once sent. Raw baseline
@@ -259,14 +263,19 @@ def _parties():
 
     class HostedDevices(DeviceHost):
         """A device host: over TLS each device's report leaves on a connection of its own (the host's certificate,
-        the device's name ``HOST-deviceUSER`` as sender), acknowledged by the shuffler once stored; in memory on the
-        host's link."""
+        the device's name ``HOST-deviceUSER`` as sender), acknowledged by the shuffler once stored (or refused once
+        the batch has closed); in memory on the host's link."""
+
+        refused = 0
+        """Reports the shuffler refused because their batch had closed (by size or time)."""
 
         def send_report(self, user: int, receiver: str, report: Message) -> None:
             if own_connections(self.network):
                 from privbandits.comm.oneshot import send_own
 
-                send_own(self.network, f"{self.prefix}{user}", receiver, report)
+                if not send_own(self.network, f"{self.prefix}{user}", receiver, report):
+                    self.refused += 1  # its batch had closed: the device's report is lost, the device goes on
+                    return
             else:
                 self.send(receiver, report)
             self.sent += 1
@@ -279,9 +288,14 @@ def _parties():
         """The shuffler of several device hosts: a batch is every host's reports up to its CloseBatch,
         taken host by host in deployment order (canonical), then shuffled with the shuffler's own stream."""
 
-        def __init__(self, *args, hosts: list[str], queue=None, key: bytes = b"", batch_id: int = 0, **kwargs):
+        def __init__(self, *args, hosts: list[str], queue=None, key: bytes = b"", batch_id: int = 0,
+                     batch_size: int | None = None, batch_window_s: float | None = None, **kwargs):  # fmt: skip
             super().__init__(*args, **kwargs)
             self.hosts, self.queue, self.key, self.batch_id = hosts, queue, key, batch_id
+            self.batch_size, self.batch_window_s = batch_size, batch_window_s
+            self.collected, self.opened_at = 0, 0.0  # the open batch's reports, and when it opened
+            self.refused: list[int] = []
+            """Per batch, the reports refused after it closed (by size or time)."""
             self.released: list[Message] = []
             self.batch_ids: list[int] = []
             self.first_report_at: float | None = None
@@ -303,6 +317,8 @@ def _parties():
             durable = self.queue is not None and kind == EncodedReport.kind
             held = []
             self.first_report_at = None
+            self.collected, self.opened_at = 0, time.monotonic()
+            self.refused.append(0)
             for host in self.hosts:
                 index = 0
                 for identity, received, delivery in self._reports(host, kind):
@@ -352,7 +368,21 @@ def _parties():
                 if got.kind != kind:
                     delivery.ack()
                     raise ProtocolError(f"a device of {host!r} sent a {got.kind!r} message; expected {kind!r}")
+                closed = self._closed()
+                if closed is not None:
+                    delivery.refuse(closed)
+                    self.refused[-1] += 1
+                    continue
+                self.collected += 1
                 yield delivery.envelope.sender, got, delivery
+
+        def _closed(self) -> str | None:
+            """Why the open batch takes no more reports (its size or its window reached), or None."""
+            if self.batch_size is not None and self.collected >= self.batch_size:
+                return f"the batch is full ({self.batch_size} reports)"
+            if self.batch_window_s is not None and time.monotonic() - self.opened_at > self.batch_window_s:
+                return f"the batch closed {self.batch_window_s:g} s after it opened"
+            return None
 
         def send(self, receiver: str, message: Message) -> None:
             batch = isinstance(message, EncodedBatch | RawBatch)
@@ -454,6 +484,8 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network, resume: b
         queue=queue,
         key=key,
         batch_id=batch_id,
+        batch_size=protocol.batch_size,
+        batch_window_s=protocol.batch_window_s,
         threshold=None,
         participation=protocol.participation,
         n_codes=None,
@@ -497,6 +529,7 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network, resume: b
         "release": {"raw": raw_release, "encoded": dict(shuffler.last_release)},
         "seconds": seconds,
         "queue": {"path": str(queue.path), "batches": shuffler.batch_ids, "duplicates": shuffler.duplicates},
+        "refused": dict(zip(("raw", "encoded"), shuffler.refused, strict=True)),
         "resumed_after": shuffler.published if resume else None,
         "ledger": _ledger_rows(shuffler.ledger),
     }
@@ -697,6 +730,7 @@ def _run_host(deployment: Deployment, name: str, network: Network, resume: bool 
         "late_users": [block.late.start, block.late.stop],
         "raw_reports_sent": raw_sent,
         "encoded_reports_sent": encoded_sent,
+        "reports_refused": host.refused,
         "late": late_results,
         "resumed_after": resumed_after,
         "ledger": _ledger_rows(host.ledger),
