@@ -104,3 +104,15 @@ def test_the_wait_names_the_peer_when_neither_a_device_nor_the_peer_comes(pki):
     with pytest.raises(PeerLost, match="neither a message nor a device's connection within the 0.3 s deadline"):
         device_waiting(nets["a"], "b", 0.3)
     close_all(nets)
+
+
+def test_a_refused_message_is_answered_and_the_device_learns_it_was_not_taken(nets):
+    with nets["b"].phase(ROUND):
+        job = Background(lambda: send_own(nets["b"], "b-device3", "a", EncodedReport(1, 0, 0)))
+        delivery = accept_own(nets["a"], ["b"])
+        delivery.refuse("the batch is full (1 reports)")
+        assert job.result() is False
+        job = Background(lambda: send_own(nets["b"], "b-device4", "a", EncodedReport(1, 0, 0)))
+        accept_own(nets["a"], ["b"]).ack()
+        assert job.result() is True
+    assert nets["a"].dropped == []  # a refusal is an answer, not a dropped connection
