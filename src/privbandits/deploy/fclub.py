@@ -207,32 +207,40 @@ def run_party(
         return _run_local_server(deployment, name, network)
 
 
-def _ledger_rows(ledger) -> list[dict]:
-    from privbandits.deploy.p2b import _ledger_rows as rows
-
-    return rows(ledger)
-
-
 # -- the users ---------------------------------------------------------------------------------------
+class _Reachable:
+    """The local servers the users still reach: one found lost is dropped, and the session goes on."""
+
+    def __init__(self, names: list[str], network: Network) -> None:
+        self.names, self.network = names, network
+        self.lost: dict[str, str] = {}
+
+    def lose(self, server: str, exc: PeerLost) -> None:
+        if exc.peer != server:  # the server reported losing another party (the global server, or us): fatal
+            raise exc
+        self.lost[server] = str(exc)
+        self.network.drop(server)
+
+    def tell(self, users, message: Message) -> None:
+        """``message`` to every local server still reached."""
+        for server in self.names:
+            if server not in self.lost:
+                try:
+                    users.send(server, message)
+                except PeerLost as exc:
+                    self.lose(server, exc)
+
+
 def _run_users(deployment: Deployment, name: str, network: Network, on_round) -> dict:
     from privbandits.comm import Party
 
     protocol, config = _protocol(deployment), config_of(deployment)
     env = setting_of(deployment).environment()
-    env_rng, _ = _streams(deployment)
-    env.reset(env_rng)
-    servers, server_of_user = deployment.names("local_server"), _server_of_user(deployment)
-    users = Party(name, network)
+    env.reset(_streams(deployment)[0])
+    server_of_user, users = _server_of_user(deployment), Party(name, network)
+    servers = _Reachable(deployment.names("local_server"), network)
     horizon = protocol.horizon
     regret, arms, rewards = np.full(horizon, np.nan), np.full(horizon, -1, dtype=np.int64), np.zeros(horizon)
-    lost: dict[str, str] = {}
-
-    def lose(server: str, exc: PeerLost) -> None:
-        if exc.peer != server:  # the server reported losing another party (the global server, or us)
-            raise exc
-        lost[server] = str(exc)
-        network.drop(server)
-
     next_start, phase = 1, 0
     start = time.perf_counter()
     for t in range(1, horizon + 1):
@@ -244,32 +252,22 @@ def _run_users(deployment: Deployment, name: str, network: Network, on_round) ->
         if starts or config.detect_every_round:
             with network.phase(SCHEDULE):
                 users.send(FCLUBProtocol.GLOBAL, PhaseStart(t))
-                for server in servers:
-                    if server not in lost:
-                        try:
-                            users.send(server, PhaseStart(t))
-                        except PeerLost as exc:
-                            lose(server, exc)
-        server = servers[server_of_user[env.user]]
-        if server not in lost:
+                servers.tell(users, PhaseStart(t))
+        server = servers.names[server_of_user[env.user]]
+        if server not in servers.lost:
             try:
                 arms[t - 1], rewards[t - 1] = _round(users, server, t, env, contexts, protocol.n_arms, network)
                 regret[t - 1] = expected.max() - expected[arms[t - 1]]
             except PeerLost as exc:
-                lose(server, exc)
+                servers.lose(server, exc)
         if on_round is not None:
             on_round(t, horizon)
     seconds = time.perf_counter() - start
     with network.phase(SCHEDULE):
-        for server in servers:
-            if server not in lost:
-                try:
-                    users.send(server, Finish(horizon))
-                except PeerLost as exc:
-                    lose(server, exc)
+        servers.tell(users, Finish(horizon))
         users.send(FCLUBProtocol.GLOBAL, Finish(horizon))
     network.close()
-    served = int((arms >= 0).sum())
+    served, lost = int((arms >= 0).sum()), servers.lost
     return {
         "party": name,
         "role": "users",
@@ -354,7 +352,7 @@ def _run_local_server(deployment: Deployment, name: str, network: Network) -> di
         "phases": events.phases,
         "upload_rounds": events.upload_rounds,
         "clusters": len(server.clusters),
-        "ledger": _ledger_rows(server.ledger),
+        "ledger": server.ledger.rows(),
         "privatizers": {key: list(value) for key, value in privatizers.items()},
         "max_nodes_per_datum": per_datum,
         "repairs": vars(server.repairs),
@@ -530,7 +528,7 @@ def _run_global(deployment: Deployment, name: str, network: Network) -> dict:
         "changed_rounds": changed,
         "counts": {"changed_phases": glob.changed_phases, "idle_downloads": glob.idle_downloads},
         "partition": sorted(sorted([server, int(uid)] for server, uid in group) for group in glob.partition),
-        "ledger": _ledger_rows(glob.ledger),
+        "ledger": glob.ledger.rows(),
         "uploads_digest": glob.uploads_digest.hexdigest(),
     }
 
@@ -592,8 +590,6 @@ def outcome(deployment: Deployment) -> dict:
     added = np.zeros(horizon + 1, dtype=np.int64)
     counts = Communication(synchronous=config_of(deployment).synchronous, rounds=users["served"])
     ledger = PrivacyLedger()
-    from privbandits.deploy.p2b import _record_rows
-
     for name in deployment.names("local_server"):
         if name not in results:
             continue  # lost: it wrote no result
@@ -604,7 +600,7 @@ def outcome(deployment: Deployment) -> dict:
             added[t] += 1 + delivered
         for key in ("phase_uploads", "renewals", "uploads", "downloads", "shared_updates"):
             setattr(counts, key, getattr(counts, key) + local["counts"][key])
-        _record_rows(ledger, local["ledger"])
+        ledger.record_rows(local["ledger"])
     counts.changed_phases = glob["counts"]["changed_phases"]
     counts.idle_downloads = glob["counts"]["idle_downloads"]
     return {

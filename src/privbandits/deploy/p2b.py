@@ -442,21 +442,6 @@ def run_party(
     return _run_host(deployment, name, network, resume)
 
 
-def _ledger_rows(ledger) -> list[dict]:
-    return [
-        {"mechanism": e.mechanism, "epsilon": e.epsilon, "delta": e.delta, "unit": e.unit, "details": dict(e.details)}
-        for e in ledger.entries
-    ]
-
-
-def _record_rows(ledger, rows: list[dict]) -> None:
-    """Record into ``ledger`` the entries :func:`_ledger_rows` wrote (a checkpoint's, a result file's)."""
-    from privbandits.privacy.ledger import LedgerEntry
-
-    for row in rows:
-        ledger.record(LedgerEntry(row["mechanism"], row["epsilon"], row["delta"], row["unit"], row["details"]))
-
-
 def _shuffler_state(deployment: Deployment, name: str, queue, resume: bool) -> tuple[bytes, int]:
     """The shuffler's private report-id key and its session's batch id: made and saved (atomically) by a
     fresh session, read back by a resumed one."""
@@ -531,7 +516,7 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network, resume: b
         "queue": {"path": str(queue.path), "batches": shuffler.batch_ids, "duplicates": shuffler.duplicates},
         "refused": dict(zip(("raw", "encoded"), shuffler.refused, strict=True)),
         "resumed_after": shuffler.published if resume else None,
-        "ledger": _ledger_rows(shuffler.ledger),
+        "ledger": shuffler.ledger.rows(),
     }
 
 
@@ -575,7 +560,7 @@ def _save_server(deployment: Deployment, name: str, server) -> None:
     """The server's checkpoint: every model it published (its acknowledgement of each batch) and its ledger."""
     arrays = {f"release{i}.{part}": value for i, pair in enumerate(server.releases) for part, value in
               zip(("first", "second"), pair, strict=True)}  # fmt: skip
-    meta = {"published": len(server.releases), "ledger": _ledger_rows(server.ledger)}
+    meta = {"published": len(server.releases), "ledger": server.ledger.rows()}
     checkpoint.save(deployment.checkpoint_path(name), arrays, meta | {"digest": deployment.protocol_digest()})
 
 
@@ -583,7 +568,7 @@ def _restore_server(deployment: Deployment, name: str, server) -> int:
     arrays, meta = checkpoint.resume(deployment, name)
     published = _published(int(meta["published"]))
     server.releases = [(arrays[f"release{i}.first"], arrays[f"release{i}.second"]) for i in range(published)]
-    _record_rows(server.ledger, meta["ledger"])
+    server.ledger.record_rows(meta["ledger"])
     return published
 
 
@@ -641,7 +626,7 @@ def _run_server(deployment: Deployment, name: str, network: Network, on_round, r
             "private": [p_first.tolist(), p_second.tolist()],
         },
         "resumed_after": published if resume else None,
-        "ledger": _ledger_rows(server.ledger),
+        "ledger": server.ledger.rows(),
     }
 
 
@@ -733,7 +718,7 @@ def _run_host(deployment: Deployment, name: str, network: Network, resume: bool 
         "reports_refused": host.refused,
         "late": late_results,
         "resumed_after": resumed_after,
-        "ledger": _ledger_rows(host.ledger),
+        "ledger": host.ledger.rows(),
     }
 
 
@@ -781,7 +766,7 @@ def outcome(deployment: Deployment) -> dict:
     ledgers = {}
     for name, rows in [("devices", devices)] + [(n, r["ledger"]) for n, r in results.items() if n not in hosts]:
         ledgers[name] = ledger = PrivacyLedger()
-        _record_rows(ledger, rows)
+        ledger.record_rows(rows)
     shuffler, server = deployment.names("shuffler")[0], deployment.names("server")[0]
     return {
         "late": late,

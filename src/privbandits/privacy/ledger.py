@@ -59,6 +59,16 @@ class PrivacyLedger:
     def entries(self) -> tuple[LedgerEntry, ...]:
         return tuple(self._entries)
 
+    def rows(self) -> list[dict[str, Any]]:
+        """The entries as plain JSON-ready rows (a party's result file, a checkpoint)."""
+        fields = ("mechanism", "epsilon", "delta", "unit")
+        return [{**{key: getattr(e, key) for key in fields}, "details": dict(e.details)} for e in self._entries]
+
+    def record_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Record the entries :meth:`rows` wrote."""
+        for row in rows:
+            self.record(LedgerEntry(row["mechanism"], row["epsilon"], row["delta"], row["unit"], dict(row["details"])))
+
     def basic_composition(self, mechanism: str | None = None) -> tuple[float, float | None]:
         """(Σε, Σδ) over the entries (of ``mechanism``): sequential composition, an upper bound.
 
