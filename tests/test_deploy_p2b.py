@@ -90,12 +90,18 @@ def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(tmp_
     assert sum(got["results"][h]["encoded_reports_sent"] for h in hosts) == reference.encoded_tuples_shared
     assert sum(got["results"][h]["raw_reports_sent"] for h in hosts) == reference.raw_tuples_shared
 
-    # transcripts: the server receives only from the shuffler; no device host ever sends to the server
+    # transcripts: the server receives batches only from the shuffler; from a device host only its fetch of each
+    # published model (a version number: 8 bytes), and nothing from any device
     results = got["results"]
-    server_heard = {(phase, sender) for phase, sender, receiver, *_ in results["server"]["received"]}
-    assert server_heard == {("share_raw", "shuffler"), ("share_encoded", "shuffler")}
+    server_heard = {(phase, sender, messages, size) for phase, sender, _, messages, size, _ in
+                    results["server"]["received"]}  # fmt: skip
+    fetches = {(phase, host, 1, 8) for phase in ("share_raw", "share_encoded") for host in hosts}
+    assert {row for row in server_heard if row[1] != "shuffler"} == fetches
+    assert {(phase, sender) for phase, sender, *_ in server_heard if sender == "shuffler"} == {
+        ("share_raw", "shuffler"), ("share_encoded", "shuffler")
+    }  # fmt: skip
     for name in hosts:
-        assert {receiver for _, _, receiver, *_ in results[name]["traffic"]} == {"shuffler"}
+        assert {receiver for _, _, receiver, *_ in results[name]["traffic"]} == {"shuffler", "server"}
         heard = {(sender, messages, size) for _, sender, _, messages, size, _ in results[name]["received"]
                  if sender == "shuffler"}  # fmt: skip
         assert heard == {("shuffler", 1, 0)}  # from the shuffler only the opening of each batch (no payload)
@@ -109,7 +115,8 @@ def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(tmp_
     assert all(messages == 1 for _, sender, _, messages, *_ in shuffler_heard if "-device" in sender)
     # the devices' report bytes to the shuffler are the in-memory ones (plus one CloseBatch per host)
     for phase in ("share_raw", "share_encoded"):
-        processes = sum(row[4] for h in hosts for row in results[h]["traffic"] if row[0] == phase)
+        to_shuffler = [row for h in hosts for row in results[h]["traffic"] if row[0] == phase and row[2] == "shuffler"]
+        processes = sum(row[4] for row in to_shuffler)
         in_memory = network.traffic.total(phase, receiver=reference_shuffler(phase)).bytes
         assert processes == in_memory
         to_server = sum(row[4] for row in results["shuffler"]["traffic"] if row[0] == phase)

@@ -31,7 +31,8 @@ Each party runs the party classes of :mod:`privbandits.protocols.p2b` on its own
   the batch is formed there (identities dropped) and marked released once sent. Raw baseline
   reports (contexts) are not queued.
 * ``server``: holds nothing private; it accepts batches from the shuffler only, fits the
-  central model and publishes it to every device host.
+  central model and publishes it as version 1 (the raw baseline's) or 2 (the private one); each
+  device host fetches each version (:class:`FetchModel`) and the server answers once it is published.
 
 Reproducing the in-memory run. The users are split into contiguous blocks: device host j
 holds the j-th block of the early users and the j-th block of the late users
@@ -58,7 +59,7 @@ resend the same reports in the same order (their streams derive from the seed), 
 queue keeps each encoded report once (its id is a keyed hash of host and index, so a report
 accepted before the stop is recognised and nothing accepted is lost), a batch formed before the
 stop is taken back unchanged, and a batch whose model is already published is not sent again:
-the server resends that model to the hosts instead. The session then ends as the uninterrupted
+the server serves that model from its checkpoint instead. The session then ends as the uninterrupted
 one (``tests/test_deploy_p2b.py`` kills the shuffler while it accepts the encoded batch). Every
 party restarts, since the transport has no reconnection: a shuffler restarting alone while
 devices stay connected is not offered.
@@ -92,9 +93,17 @@ RESUME = "resume"
 class ResumeAt(Message):
     """Server → shuffler and device hosts, only in a resumed session: how many of the session's two models
     (the raw baseline's, then the private one) it has published; the session replays those phases without
-    their batch to the server (the server resends each published model instead)."""
+    their batch to the server (the server serves each published model from its checkpoint instead)."""
 
     published: int
+
+
+@message("deploy.p2b.fetch_model")
+class FetchModel(Message):
+    """Device host → server: send me model ``version`` (1: the raw baseline's, 2: the private one) once it is
+    published (the server answers with a :class:`~privbandits.protocols.p2b.ModelRelease`)."""
+
+    version: int
 
 
 @message("deploy.p2b.batch_open")
@@ -280,7 +289,12 @@ def _parties():
                 self.send(receiver, report)
             self.sent += 1
 
+        fetched = 0
+        """Models fetched so far (the next fetch asks for version fetched + 1)."""
+
         def receive_model(self, model, server: str):
+            self.fetched += 1
+            self.send(server, FetchModel(self.fetched))
             release = self.receive(ModelRelease.kind, server)
             return model(release.first, release.second)
 
@@ -394,7 +408,8 @@ def _parties():
                 self.queue.mark_released(self.batch_ids[-1])  # the server's checkpoint acknowledges it
 
     class PublishingServer(Server):
-        """The server of a deployment: batches only from the shuffler; each model to every device host."""
+        """The server of a deployment: batches only from the shuffler; models, versioned 1, 2, ... in the order
+        published, to each device host that fetches them."""
 
         def __init__(self, *args, shuffler: str, hosts: list[str], **kwargs) -> None:
             super().__init__(*args, **kwargs)
@@ -407,8 +422,14 @@ def _parties():
         def _publish(self, model, first: np.ndarray, second: np.ndarray, audience: str) -> None:
             self.published.append(model)
             self.releases.append((first, second))
+
+        def serve(self, version: int) -> None:
+            """Answer every host's fetch of model ``version`` (published, or restored from the checkpoint)."""
             for host in self.hosts:
-                self.send(host, ModelRelease(first, second))
+                asked = super().receive(FetchModel.kind, host).version
+                if asked != version:
+                    raise ProtocolError(f"{host!r} fetched model version {asked}; version {version} is published")
+                self.send(host, ModelRelease(*self.releases[version - 1]))
 
     return HostedDevices, CanonicalShuffler, PublishingServer
 
@@ -573,7 +594,6 @@ def _restore_server(deployment: Deployment, name: str, server) -> int:
 
 
 def _run_server(deployment: Deployment, name: str, network: Network, on_round, resume: bool = False) -> dict:
-    from privbandits.protocols.p2b import ModelRelease
 
     protocol = _protocol(deployment)
     _, _, PublishingServer = _parties()
@@ -595,24 +615,20 @@ def _run_server(deployment: Deployment, name: str, network: Network, on_round, r
     else:
         _save_server(deployment, name, server)  # nothing published yet (replaces an older session's)
     with network.phase(SHARE_RAW):
-        if published >= 1:  # the phase is replayed: its model goes again to the hosts, from the checkpoint
-            for host in hosts:
-                server.send(host, ModelRelease(*server.releases[0]))
-        else:
+        if published < 1:  # else the phase is replayed: its model is served again, from the checkpoint
             server.publish_linear_model("device hosts", protocol.dim)
-            _save_server(deployment, name, server)
+            _save_server(deployment, name, server)  # published: the batch is acknowledged
+        server.serve(1)
     if on_round is not None:
         on_round(1, 2)
     with network.phase(SHARE_ENCODED):
-        if published >= 2:
-            for host in hosts:
-                server.send(host, ModelRelease(*server.releases[1]))
-        elif protocol.representation == "scalar_code":
-            server.publish_scalar_code_model("device hosts")
-        else:
-            server.publish_code_model(protocol.n_codes, "device hosts")
         if published < 2:
+            if protocol.representation == "scalar_code":
+                server.publish_scalar_code_model("device hosts")
+            else:
+                server.publish_code_model(protocol.n_codes, "device hosts")
             _save_server(deployment, name, server)
+        server.serve(2)
     if on_round is not None:
         on_round(2, 2)
     network.close(timeout=None)
