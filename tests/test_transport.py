@@ -323,7 +323,7 @@ def test_a_receive_past_its_deadline_names_the_peer_and_the_round(pki):
     start = time.monotonic()
     with nets["a"].phase(ROUND), pytest.raises(PeerLost, match=r"^lost peer 'b' in round 2: no 'o3m.masked_contexts'"):
         a.receive(MaskedContexts.kind, "b")
-    assert 0.3 <= time.monotonic() - start < 2.0
+    assert 0.3 <= time.monotonic() - start < 5.0  # bounded (loose: process tests load the machine alongside)
     for net in nets.values():
         net.abort("test over")
 

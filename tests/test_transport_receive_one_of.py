@@ -53,7 +53,7 @@ def test_it_returns_whichever_kind_arrives_from_whichever_peer(pki):
     with nets["a"].phase(ROUND):
         started = time.monotonic()
         got = a.receive_one_of(WANTED)
-        assert time.monotonic() - started < 2.0
+        assert time.monotonic() - started < 5.0  # loose: process tests load the machine alongside
     job.result()
     assert (got.kind, got.code, got.action, got.reward) == (EncodedReport.kind, 3, 1, 1)
     assert nets["a"].received.total(sender="b").messages == 1
@@ -127,7 +127,7 @@ def test_the_deadline_names_the_peers_and_both_kinds(pki):
             PeerLost, match=rf"^{wanted} from any of 'b', 'c' within the 0\.4 s deadline in round 1$"
         ) as lost:
             a.receive_one_of(WANTED)
-        assert 0.35 < time.monotonic() - started < 2.0
+        assert 0.35 < time.monotonic() - started < 5.0  # loose: process tests load the machine alongside
         assert lost.value.peer == "any" and lost.value.round == "round 1"
         with pytest.raises(PeerLost, match=rf"^lost peer 'c' in round 1: {wanted} within the 0\.4 s deadline$") as one:
             a.receive_one_of(WANTED, "c")
@@ -206,7 +206,7 @@ def test_peek_names_the_next_sender_and_kind_and_leaves_the_message_waiting_in_o
 
 
 def test_a_dropped_peer_is_skipped_by_waits_refused_on_send_and_not_awaited_at_close(pki):
-    nets = linked(pki, ["a", "b", "c"], deadline=3.0)
+    nets = linked(pki, ["a", "b", "c"], deadline=10.0)
     a, c = Party("a", nets["a"]), Party("c", nets["c"])
     nets["b"]._close_sockets()  # b is gone without a word (as a killed process: its connections just end)
     with pytest.raises(PeerLost) as lost:
@@ -224,6 +224,6 @@ def test_a_dropped_peer_is_skipped_by_waits_refused_on_send_and_not_awaited_at_c
     jobs = [Background(nets[name].close) for name in "ac"]
     for job in jobs:
         job.result()
-    assert time.monotonic() - started < 2.0  # a does not wait for b's CLOSE
+    assert time.monotonic() - started < 5.0  # a does not wait for b's CLOSE (it would wait out the 10 s deadline)
     with pytest.raises(ProtocolError, match="no link to 'd' to drop"):
         nets["a"].drop("d")
