@@ -520,7 +520,7 @@ def _run_global(deployment: Deployment, name: str, network: Network) -> dict:
     return {
         "party": name,
         "role": "global_server",
-        "outcome": f"{len(glob.partition)} global clusters from {len(glob.servers)} local servers"
+        "outcome": f"{len(glob.partition)} global cluster(s) from {len(glob.servers)} local servers"
         + (f"; lost {lost}; the others finished" if glob.lost else ""),
         "lost": glob.lost,
         "undelivered": glob.undelivered,
