@@ -89,6 +89,19 @@ class PartyEntry(_Strict):
         return parse_address(self.address)
 
 
+def _roles(parties: dict[str, PartyEntry], allowed: tuple[str, ...], single: tuple[str, ...]) -> dict[str, str]:
+    """Each party's role, checked: every role one of ``allowed``, exactly one party of each role in ``single``."""
+    roles = {name: entry.role for name, entry in parties.items()}
+    for name, role in roles.items():
+        if role not in allowed:
+            raise ValueError(f"parties.{name}.role: must be one of {', '.join(allowed)}, got {role!r}")
+    for role in single:
+        holders = [name for name, have in roles.items() if have == role]
+        if len(holders) != 1:
+            raise ValueError(f"parties: exactly one party must have role {role!r}, found {len(holders)}")
+    return roles
+
+
 class VerticalProtocol(_Strict):
     """VFUCB / VFTS with O3M masks (spec ``vertical-o3m.md``)."""
 
@@ -145,14 +158,7 @@ class VerticalProtocol(_Strict):
         return sum(self.partition)
 
     def check_parties(self, parties: dict[str, PartyEntry]) -> None:
-        roles = {name: entry.role for name, entry in parties.items()}
-        for name, role in roles.items():
-            if role not in self.ROLES:
-                raise ValueError(f"parties.{name}.role: must be one of {', '.join(self.ROLES)}, got {role!r}")
-        for role in ("mask_generator", "active"):
-            holders = [name for name, have in roles.items() if have == role]
-            if len(holders) != 1:
-                raise ValueError(f"parties: exactly one party must have role {role!r}, found {len(holders)}")
+        roles = _roles(parties, self.ROLES, ("mask_generator", "active"))
         passive = [name for name, role in roles.items() if role == "passive"]
         if len(passive) != len(self.partition) - 1:
             raise ValueError(
@@ -210,14 +216,7 @@ class MPCProtocol(_Strict):
         return sum(self.partition)
 
     def check_parties(self, parties: dict[str, PartyEntry]) -> None:
-        roles = {name: entry.role for name, entry in parties.items()}
-        for name, role in roles.items():
-            if role not in self.ROLES:
-                raise ValueError(f"parties.{name}.role: must be one of {', '.join(self.ROLES)}, got {role!r}")
-        for role in ("dealer", "environment"):
-            holders = [name for name, have in roles.items() if have == role]
-            if len(holders) != 1:
-                raise ValueError(f"parties: exactly one party must have role {role!r}, found {len(holders)}")
+        roles = _roles(parties, self.ROLES, ("dealer", "environment"))
         computing = [name for name, role in roles.items() if role == "computing"]
         if len(computing) != len(self.partition):
             raise ValueError(
@@ -281,14 +280,7 @@ class P2BProtocol(_Strict):
         return self
 
     def check_parties(self, parties: dict[str, PartyEntry]) -> None:
-        roles = {name: entry.role for name, entry in parties.items()}
-        for name, role in roles.items():
-            if role not in self.ROLES:
-                raise ValueError(f"parties.{name}.role: must be one of {', '.join(self.ROLES)}, got {role!r}")
-        for role in ("shuffler", "server"):
-            holders = [name for name, have in roles.items() if have == role]
-            if len(holders) != 1:
-                raise ValueError(f"parties: exactly one party must have role {role!r}, found {len(holders)}")
+        roles = _roles(parties, self.ROLES, ("shuffler", "server"))
         hosts = [name for name, role in roles.items() if role == "device_host"]
         if not hosts:
             raise ValueError("parties: at least one party must have role 'device_host'")
@@ -364,14 +356,7 @@ class FCLUBProtocol(_Strict):
         return self
 
     def check_parties(self, parties: dict[str, PartyEntry]) -> None:
-        roles = {name: entry.role for name, entry in parties.items()}
-        for name, role in roles.items():
-            if role not in self.ROLES:
-                raise ValueError(f"parties.{name}.role: must be one of {', '.join(self.ROLES)}, got {role!r}")
-        for role in ("users", "global_server"):
-            holders = [name for name, have in roles.items() if have == role]
-            if len(holders) != 1:
-                raise ValueError(f"parties: exactly one party must have role {role!r}, found {len(holders)}")
+        roles = _roles(parties, self.ROLES, ("users", "global_server"))
         if roles.get(self.GLOBAL) != "global_server":
             raise ValueError(f"parties: the global_server party must be named {self.GLOBAL!r} (the protocol's name)")
         local = [name for name, role in roles.items() if role == "local_server"]

@@ -52,6 +52,21 @@ import numpy as np
 
 from privbandits.comm import Message, Network, PeerLost, ProtocolError, message
 from privbandits.deploy.deployment import Deployment, DeploymentError, FCLUBProtocol
+from privbandits.protocols.fclub import (
+    ASYNC,
+    CHECK,
+    DETECT,
+    PHASE_END,
+    Communication,
+    Download,
+    DownloadCheck,
+    GlobalServer,
+    LocalServer,
+    PhaseUpload,
+    Upload,
+    run_fclub,
+)
+from privbandits.protocols.fclub_config import Calibration
 
 USERS, SCHEDULE, SEQUENCE = "users", "schedule", "sequence"
 """Phases of the deployment's sequencing messages (the in-memory driver's call order), outside the protocol."""
@@ -160,8 +175,6 @@ def _server_of_user(deployment: Deployment) -> np.ndarray:
 
 
 def _calibration(deployment: Deployment):
-    from privbandits.protocols.fclub_config import Calibration
-
     protocol = _protocol(deployment)
     return Calibration(config_of(deployment), protocol.dim, protocol.n_users, len(deployment.names("local_server")))
 
@@ -311,8 +324,6 @@ class _LocalEvents:
 
 
 def _run_local_server(deployment: Deployment, name: str, network: Network) -> dict:
-    from privbandits.protocols.fclub import LocalServer
-
     protocol, config = _protocol(deployment), config_of(deployment)
     servers = deployment.names("local_server")
     ell = servers.index(name)
@@ -323,8 +334,6 @@ def _run_local_server(deployment: Deployment, name: str, network: Network) -> di
     index = {int(user): i for i, user in enumerate(members)}
     events = _LocalEvents()
     count_idle = config.rebuild_local_copies and not config.synchronous
-    from privbandits.protocols.fclub import Download
-
     wanted = (Arrival.kind, PhaseStart.kind, Download.kind, Finish.kind)
     while True:
         sender, kind = server.peek(wanted)
@@ -365,8 +374,6 @@ def _check_sender(name: str, sender: str, kind: str, expected: str) -> None:
 
 
 def _apply_download(server, events: _LocalEvents, network: Network) -> None:
-    from privbandits.protocols.fclub import ASYNC
-
     with network.phase(ASYNC):
         shared = server.receive_download()
     events.counts["downloads"] += 1
@@ -376,8 +383,6 @@ def _apply_download(server, events: _LocalEvents, network: Network) -> None:
 
 
 def _detect(server, events: _LocalEvents, network: Network) -> None:
-    from privbandits.protocols.fclub import DETECT, PHASE_END
-
     t = server.receive(PhaseStart.kind).t
     with network.phase(DETECT):
         sent = server.detect(t)
@@ -391,8 +396,6 @@ def _detect(server, events: _LocalEvents, network: Network) -> None:
 def _serve(server, users: str, index: dict[int, int], events: _LocalEvents, network: Network, protocol,
            count_idle: bool) -> None:  # fmt: skip
     """One round: recommend, learn the reward, upload if Eq. 5 fires (or ask for the download check), say so."""
-    from privbandits.protocols.fclub import ASYNC, CHECK, Download
-
     arrival = server.receive(Arrival.kind, users)
     t, i, contexts = arrival.t, index.get(arrival.user), arrival.contexts
     if i is None:
@@ -429,61 +432,55 @@ def _serve(server, users: str, index: dict[int, int], events: _LocalEvents, netw
 
 
 # -- the global server -------------------------------------------------------------------------------
-def _deployed_global():
-    """The global server of a deployment: goes on without a lost local server (imported lazily)."""
-    from privbandits.protocols.fclub import GlobalServer, PhaseUpload, Upload
+class DeployedGlobal(GlobalServer):
+    """The global server of a deployment: goes on without a lost local server."""
 
-    class DeployedGlobal(GlobalServer):
-        def __init__(self, *args, **kwargs) -> None:
-            super().__init__(*args, **kwargs)
-            self.lost: dict[str, str] = {}
-            self.undelivered = 0
-            """Messages due to a lost local server, not sent."""
-            self.uploads_digest = hashlib.sha256()
-            """:func:`upload_digest` of every phase upload and upload received, with its sender."""
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.lost: dict[str, str] = {}
+        self.undelivered = 0
+        """Messages due to a lost local server, not sent."""
+        self.uploads_digest = hashlib.sha256()
+        """:func:`upload_digest` of every phase upload and upload received, with its sender."""
 
-        def receive(self, kind: str, sender: str | None = None) -> Message:
-            msg = super().receive(kind, sender)
-            if kind in (PhaseUpload.kind, Upload.kind):
-                _digest_upload(self.uploads_digest, sender, msg)
-            return msg
+    def receive(self, kind: str, sender: str | None = None) -> Message:
+        msg = super().receive(kind, sender)
+        if kind in (PhaseUpload.kind, Upload.kind):
+            _digest_upload(self.uploads_digest, sender, msg)
+        return msg
 
-        def lose(self, server: str, exc: PeerLost) -> None:
-            """Name ``server`` lost, drop its link, and leave it out of later merges."""
-            if exc.peer != server or server not in self.servers:
-                raise exc
-            self.lost[server] = str(exc)
-            self.servers.remove(server)
-            self.uploads = {key: msg for key, msg in self.uploads.items() if key[0] != server}
-            self.network.drop(server)
+    def lose(self, server: str, exc: PeerLost) -> None:
+        """Name ``server`` lost, drop its link, and leave it out of later merges."""
+        if exc.peer != server or server not in self.servers:
+            raise exc
+        self.lost[server] = str(exc)
+        self.servers.remove(server)
+        self.uploads = {key: msg for key, msg in self.uploads.items() if key[0] != server}
+        self.network.drop(server)
 
-        def receive_phase_batch(self, server: str) -> None:
-            try:
-                super().receive_phase_batch(server)
-            except PeerLost as exc:
-                self.lose(server, exc)
+    def receive_phase_batch(self, server: str) -> None:
+        try:
+            super().receive_phase_batch(server)
+        except PeerLost as exc:
+            self.lose(server, exc)
 
-        def send(self, receiver: str, message: Message) -> None:
-            if receiver in self.lost:
-                self.undelivered += 1
-                return
-            try:
-                super().send(receiver, message)
-            except PeerLost as exc:
-                if receiver not in self.servers:
-                    raise
-                self.lose(receiver, exc)
-                self.undelivered += 1
-
-    return DeployedGlobal
+    def send(self, receiver: str, message: Message) -> None:
+        if receiver in self.lost:
+            self.undelivered += 1
+            return
+        try:
+            super().send(receiver, message)
+        except PeerLost as exc:
+            if receiver not in self.servers:
+                raise
+            self.lose(receiver, exc)
+            self.undelivered += 1
 
 
 def _run_global(deployment: Deployment, name: str, network: Network) -> dict:
-    from privbandits.protocols.fclub import CHECK, DETECT, PHASE_END, DownloadCheck, Upload
-
     servers = deployment.names("local_server")
     users = deployment.names("users")[0]
-    glob = _deployed_global()(network, list(servers), _protocol(deployment).dim, _calibration(deployment))
+    glob = DeployedGlobal(network, list(servers), _protocol(deployment).dim, _calibration(deployment))
     downloads: dict[str, list[int]] = {server: [] for server in servers}  # per upload, in upload order
     changed: list[int] = []  # rounds whose detection changed the partition
     wanted = (PhaseStart.kind, Upload.kind, DownloadCheck.kind, Finish.kind)
@@ -505,7 +502,7 @@ def _run_global(deployment: Deployment, name: str, network: Network) -> dict:
             with network.phase(PHASE_END):
                 glob.end_phase()
         elif kind == Upload.kind:
-            downloads[sender].append(_absorb_upload(glob, sender, network))
+            downloads[sender].append(_serve_upload(glob, sender, network))
         elif kind == DownloadCheck.kind:
             with network.phase(CHECK):
                 glob.receive_download_check(sender)
@@ -533,12 +530,10 @@ def _run_global(deployment: Deployment, name: str, network: Network) -> dict:
     }
 
 
-def _absorb_upload(glob, sender: str, network: Network) -> int:
+def _serve_upload(glob, sender: str, network: Network) -> int:
     """An upload: absorb it, send the downloads it makes due, wait until each is applied, confirm it.
 
     Returns how many downloads were delivered."""
-    from privbandits.protocols.fclub import ASYNC
-
     with network.phase(ASYNC):
         due = glob.receive_upload(sender)
         delivered = []
@@ -576,7 +571,6 @@ def outcome(deployment: Deployment) -> dict:
     import json
 
     from privbandits.privacy.ledger import PrivacyLedger
-    from privbandits.protocols.fclub import Communication
 
     results = {}
     for name in deployment.parties:
@@ -615,8 +609,6 @@ def outcome(deployment: Deployment) -> dict:
 def run_in_memory(deployment: Deployment, network: Network | None = None):
     """The run of the deployment's algorithm, setting, horizon and seed in one process, as the experiments
     run it (on ``network``, default a fresh in-memory one): a :class:`~privbandits.protocols.fclub.FCLUBOutcome`."""
-    from privbandits.protocols.fclub import run_fclub
-
     setting = setting_of(deployment)
     with warnings.catch_warnings():
         if _protocol(deployment).algorithm != FAITHFUL:
