@@ -219,3 +219,58 @@ def test_deploy_data_says_fclub_needs_no_data_files(tmp_path):
     result = CliRunner().invoke(standalone, ["deploy", "data", str(path)])
     assert result.exit_code == 0 and "fclub: no data files" in result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fclub.toml"]
+
+
+@pytest.mark.parametrize(
+    ("user", "contexts", "reward", "error"),
+    [
+        (39, None, 1.0, "'users' sent user 39 in round 1, whom 'local0' does not serve"),
+        (0, np.zeros((10, 9)), 1.0, r"'users' sent contexts of shape \(10, 9\) \(float64\) in round 1; expected"),
+        (0, np.full((10, 10), np.nan), 1.0, "expected finite float64 of shape"),
+        (0, None, float("inf"), "'users' sent reward inf in round 1; expected a finite float"),
+    ],
+)
+def test_a_local_server_refuses_a_malformed_round_from_the_users(tmp_path, user, contexts, reward, error):
+    """What a local server checks in what the users send it (a hostile or broken users party), in memory."""
+    from privbandits.comm import Party, ProtocolError
+    from privbandits.deploy.fclub import USERS, Arrival, Feedback, _calibration, _LocalEvents, _serve, _streams
+    from privbandits.protocols.fclub import LocalServer
+
+    spec = load_deployment(local_copy(tmp_path))
+    network = InMemoryNetwork(serialize=True)
+    users = Party("users", network)
+    Party("global", network)
+    members = np.arange(8)  # local0's block
+    server = LocalServer("local0", network, members, 10, _calibration(spec), _streams(spec)[1][0])
+    with network.phase("detect"):
+        server.detect(1)  # its local clusters (the phase uploads wait at the global server, unread)
+    with network.phase(USERS):
+        users.send("local0", Arrival(1, user, np.ones((10, 10)) / 10 if contexts is None else contexts))
+        users.send("local0", Feedback(reward))
+    index = {int(u): i for i, u in enumerate(members)}
+    with pytest.raises(ProtocolError, match=error):
+        _serve(server, "users", index, _LocalEvents(), network, spec.protocol, False)
+
+
+@pytest.mark.parametrize(
+    ("arm", "served", "error"),
+    [
+        (10, 1, "'local0' chose arm 10 in round 1; the arms are 0..9"),
+        (3, 7, "'local0' said round 7 was served while round 1 ran"),
+    ],
+)
+def test_the_users_refuse_a_malformed_answer_from_a_local_server(arm, served, error):
+    """What the users check in what a local server answers (a broken or hostile local server), in memory."""
+    from types import SimpleNamespace
+
+    from privbandits.comm import Party, ProtocolError
+    from privbandits.deploy.fclub import USERS, Choice, Served, _round
+
+    network = InMemoryNetwork(serialize=True)
+    users, local = Party("users", network), Party("local0", network)
+    with network.phase(USERS):
+        local.send("users", Choice(arm))
+        local.send("users", Served(served))
+    env = SimpleNamespace(user=0, reward=lambda chosen: 1.0)
+    with pytest.raises(ProtocolError, match=error):
+        _round(users, "local0", 1, env, np.zeros((10, 10)), 10, network)

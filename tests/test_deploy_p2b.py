@@ -360,3 +360,18 @@ def test_the_shuffler_closes_a_batch_by_size_or_time_and_refuses_later_reports(t
         assert sum(results[h][sent_key] for h in hosts) == received
     assert sum(results[h]["reports_refused"] for h in hosts) == sum(shuffler["refused"].values())
     assert shuffler["dropped"] == []
+
+
+def test_the_server_refuses_a_fetch_of_a_model_version_it_has_not_published():
+    from privbandits.comm import InMemoryNetwork, Party, ProtocolError
+    from privbandits.deploy.p2b import SHARE_RAW, FetchModel, _parties
+
+    _, _, PublishingServer = _parties()
+    network = InMemoryNetwork(serialize=True)
+    server = PublishingServer("server", network, 3, participation=0.5, shuffler="shuffler", hosts=["hosta"])
+    host = Party("hosta", network)
+    server.releases.append((np.zeros(3), np.zeros(3)))
+    with network.phase(SHARE_RAW):
+        host.send("server", FetchModel(2))
+        with pytest.raises(ProtocolError, match="'hosta' fetched model version 2; version 1 is published"):
+            server.serve(1)
