@@ -55,6 +55,26 @@ def test_codec_round_trip_keeps_every_field():
     assert ints.dtype == np.uint64 and ints.tolist() == [0, 1, 2]
 
 
+def test_codec_arrays_start_aligned_and_a_bytearray_is_used_in_place():
+    """The header is padded so the arrays start 8-aligned; from a transport's own bytearray they are views
+    of it (no copy), writable; from bytes they are writable copies. Any byte order or layout goes out."""
+    values = np.arange(12, dtype=np.float64).reshape(3, 4) / 7
+    data = encode(Envelope("a", "b", "round", Sample(7, "héllo", values)))
+    assert (4 + int.from_bytes(data[:4], "big")) % 8 == 0
+    buffer = bytearray(data)
+    viewed = decode(buffer).message.values
+    assert viewed.base is not None and viewed.flags.writeable and viewed.flags.aligned
+    buffer[-8:] = np.float64(-1.5).tobytes()  # the view sees its buffer
+    assert viewed[-1, -1] == -1.5
+    copied = decode(data).message.values
+    assert copied.flags.writeable and copied.flags.owndata
+    np.testing.assert_array_equal(copied, values)
+    for odd in (values.astype(">f8"), values[:, ::2], np.asfortranarray(values)):
+        back = decode(encode(Envelope("a", "b", "round", Sample(0, "", odd)))).message.values
+        assert back.dtype == np.float64 and back.flags.c_contiguous
+        np.testing.assert_array_equal(back, odd)
+
+
 def _reheader(data: bytes, old: bytes, new: bytes) -> bytes:
     """The message with ``old`` replaced by ``new`` in its JSON header, the header length kept right."""
     length = int.from_bytes(data[:4], "big")

@@ -328,6 +328,27 @@ def test_a_receive_past_its_deadline_names_the_peer_and_the_round(pki):
         net.abort("test over")
 
 
+def test_a_receive_outlasts_a_shorter_socket_timeout_set_before_it(pki):
+    """The socket's timeout is re-set only when it would pass a receive's deadline: one left shorter
+    (here 0.3 s) makes the read retry until the message comes (0.8 s) within the deadline (3 s)."""
+    nets = linked(pki, ["a", "b"])
+    a, b = Party("a", nets["a"]), Party("b", nets["b"])
+    nets["a"]._links["b"].set_timeout(0.3)
+
+    def late() -> None:
+        time.sleep(0.8)
+        with nets["b"].phase(ROUND):
+            b.send("a", RoundRequest(1, 2, np.arange(3, dtype=np.int64)))
+
+    job = Background(late)
+    start = time.monotonic()
+    with nets["a"].phase(ROUND):
+        got = a.receive(RoundRequest.kind, "b")
+    assert got.round == 1 and 0.8 <= time.monotonic() - start < DEADLINE
+    job.result()
+    close_all(nets)
+
+
 def test_a_peer_that_vanishes_or_aborts_is_named(pki):
     nets = linked(pki, ["a", "b", "c"])
     raw_link(nets["b"], "a").sock.close()  # b's process dies: the kernel closes its sockets

@@ -2,7 +2,8 @@
 
 Layout: a 4-byte big-endian header length, a UTF-8 JSON header (sender,
 receiver, phase, message kind, scalar fields, and dtype/shape of each array
-field), then the raw C-order bytes of the arrays in header order. Any network
+field; padded with spaces to a multiple of 8 bytes with the length), then the
+raw C-order bytes of the arrays in header order. Any network
 transport can ship these bytes; the in-memory network can round-trip every
 message through them to prove a protocol uses nothing but what is sent.
 """
@@ -20,7 +21,11 @@ import numpy as np
 from privbandits.comm.messages import Message, message_class
 
 _LENGTH = struct.Struct(">I")
+_ALIGN = 8
+"""The header is padded so that the arrays begin at a multiple of this (a receiver can use them in place)."""
 _ALLOWED_DTYPES = {"<f8", "<i8", "<u8", "|b1", "<f4", "<i4", "|u1"}
+_LITTLE_ENDIAN = {np.dtype(name): name for name in _ALLOWED_DTYPES}
+"""The allowed dtypes as arrays carry them on a little-endian machine (an array of one goes out as it is)."""
 
 
 class MessageDecodeError(ValueError):
@@ -43,11 +48,16 @@ def encode(envelope: Envelope) -> bytes:
     for name in message.field_names:
         value = getattr(message, name)
         if isinstance(value, np.ndarray):
-            data = np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<"))
-            if data.dtype.str not in _ALLOWED_DTYPES:
-                raise TypeError(f"field {name!r} has unsupported dtype {value.dtype}")
-            arrays.append((name, data.dtype.str, data.shape))
-            buffers.append(data.tobytes())
+            dtype = _LITTLE_ENDIAN.get(value.dtype)
+            if dtype is not None and value.flags.c_contiguous:
+                data = value  # joined below as it is: no conversion, no intermediate copy
+            else:
+                data = np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<"))
+                dtype = data.dtype.str
+                if dtype not in _ALLOWED_DTYPES:
+                    raise TypeError(f"field {name!r} has unsupported dtype {value.dtype}")
+            arrays.append((name, dtype, data.shape))
+            buffers.append(data)
         else:
             scalars[name] = value.item() if isinstance(value, np.generic) else value
     route = (envelope.sender, envelope.receiver, envelope.phase, message.kind)
@@ -66,7 +76,8 @@ def _header(route: tuple[str, str, str, str], scalars: dict, arrays: list | tupl
         "scalars": scalars,
         "arrays": [{"name": name, "dtype": dtype, "shape": list(shape)} for name, dtype, shape in arrays],
     }
-    return json.dumps(header, separators=(",", ":")).encode()
+    head = json.dumps(header, separators=(",", ":")).encode()
+    return head + b" " * (-(_LENGTH.size + len(head)) % _ALIGN)  # the arrays start 8-aligned (JSON allows spaces)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -115,8 +126,12 @@ def _layout(head: bytes) -> _Layout:
     return _Layout(*route, cls, scalars, tuple(arrays))
 
 
-def decode(data: bytes) -> Envelope:
-    """Rebuild an envelope; :class:`MessageDecodeError` says what is wrong."""
+def decode(data: bytes | bytearray) -> Envelope:
+    """Rebuild an envelope; :class:`MessageDecodeError` says what is wrong.
+
+    The arrays are copies of ``bytes``; from a ``bytearray`` (a transport's fresh buffer per
+    frame, handed over) they are views of it, writable and aligned as numpy allocates them.
+    """
     if len(data) < _LENGTH.size:
         raise MessageDecodeError(f"message too short: {len(data)} bytes, need at least {_LENGTH.size}")
     (head_length,) = _LENGTH.unpack_from(data)
@@ -124,12 +139,13 @@ def decode(data: bytes) -> Envelope:
     if len(data) < end:
         raise MessageDecodeError(f"truncated header: need {end} bytes, got {len(data)}")
     layout = _layout(bytes(data[_LENGTH.size : end]))
-    fields, offset = dict(layout.scalars), end
+    fields, offset, owned = dict(layout.scalars), end, isinstance(data, bytearray)
     for name, dtype, shape, count in layout.arrays:
         size = dtype.itemsize * count
         if offset + size > len(data):
             raise MessageDecodeError(f"truncated array {name!r}: need {size} bytes at offset {offset}")
-        fields[name] = np.frombuffer(data, dtype, count, offset).reshape(shape).copy()
+        array = np.frombuffer(data, dtype, count, offset).reshape(shape)
+        fields[name] = array if owned and array.flags.aligned else array.copy()
         offset += size
     if offset != len(data):
         raise MessageDecodeError(f"{len(data) - offset} unexpected trailing bytes after the arrays")

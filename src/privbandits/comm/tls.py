@@ -54,6 +54,9 @@ CONTROL = "control"
 """Phase under which :attr:`TlsNetwork.wire` counts HELLO, CLOSE and ABORT frames."""
 BATCH_BYTES = 256 * 1024
 """Inside :meth:`TlsNetwork.batch`, a link whose held frames reach this many bytes writes them at once."""
+DEADLINE_SLACK = 0.05
+"""Seconds a receive may run past its deadline: the socket's timeout is re-set only when it would pass
+the deadline by more (each ``settimeout`` is an ``ioctl``; resetting it per read cost 6% of a message)."""
 
 
 class TransportError(RuntimeError):
@@ -120,10 +123,23 @@ def bind_listener(host: str = "127.0.0.1", port: int = 0, backlog: int = 16) -> 
 class _Link:
     """One authenticated connection to a peer: framing, sequence numbers, a queue of messages read ahead."""
 
-    __slots__ = ("peer", "sock", "send_seq", "recv_seq", "queue", "ended", "max_payload", "held", "held_bytes")
+    __slots__ = (
+        "peer",
+        "sock",
+        "send_seq",
+        "recv_seq",
+        "queue",
+        "ended",
+        "max_payload",
+        "held",
+        "held_bytes",
+        "timeout",
+    )
 
     def __init__(self, peer: str, sock: ssl.SSLSocket, max_payload: int) -> None:
         self.peer, self.sock, self.max_payload = peer, sock, max_payload
+        self.timeout = sock.gettimeout()
+        """The socket's timeout as last set (each ``settimeout`` is a system call: set only when it must change)."""
         self.send_seq = self.recv_seq = 0
         self.queue: deque[tuple[Envelope, int]] = deque()
         self.ended: str | None = None
@@ -156,20 +172,42 @@ class _Link:
     def has_data(self) -> bool:
         return self.sock.pending() > 0
 
+    def set_timeout(self, timeout: float | None) -> None:
+        """The socket's timeout for the next blocking call (None: block)."""
+        if timeout != self.timeout:
+            self.sock.settimeout(timeout)
+            self.timeout = timeout
+
+    def _limit_wait(self, deadline: float | None) -> None:
+        """Make the next read return by ``deadline`` (within :data:`DEADLINE_SLACK`).
+
+        The timeout already set is kept while it neither passes the deadline by more than the
+        slack nor falls far short of it (a read that times out short of the deadline is retried),
+        so a party's sends and reads at the session's deadline set it once, not once per call.
+        """
+        if deadline is None:
+            self.set_timeout(None)
+            return
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError
+        timeout = self.timeout
+        if timeout is None or timeout > remaining + DEADLINE_SLACK or timeout < remaining / 4:
+            self.sock.settimeout(remaining)
+            self.timeout = remaining
+
     def _read_exact(self, size: int, deadline: float | None, what: str) -> bytearray:
         """Exactly ``size`` bytes into a fresh buffer (``recv_into``: no per-call allocation, no over-read)."""
         buffer = bytearray(size)
         view, sock, got = memoryview(buffer), self.sock, 0
         while got < size:
-            if deadline is not None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError
-                sock.settimeout(remaining)
-            else:
-                sock.settimeout(None)
+            self._limit_wait(deadline)
             try:
                 count = sock.recv_into(view[got:], size - got)
+            except TimeoutError:
+                if deadline is not None and time.monotonic() < deadline:
+                    continue  # the timeout set was shorter than what is left
+                raise
             except (ssl.SSLZeroReturnError, ssl.SSLEOFError, ConnectionError):
                 count = 0
             if not count:
@@ -467,7 +505,7 @@ class TlsNetwork(Network):
         try:
             # a send blocks at most the deadline too (a peer that stops reading fills the buffers;
             # the timeout the last read left could be far shorter)
-            link.sock.settimeout(self.deadline)
+            link.set_timeout(self.deadline)
             size = link.send(FrameType.DATA, depth, encode(envelope))
         except OSError as exc:
             lost = self._lost(link.peer, f"sending {envelope.message.kind!r} failed: {exc}")
@@ -498,7 +536,7 @@ class TlsNetwork(Network):
         if not link.held:
             return
         try:
-            link.sock.settimeout(self.deadline)
+            link.set_timeout(self.deadline)
             link.flush()
         except OSError as exc:
             link.held = None
@@ -751,7 +789,7 @@ class TlsNetwork(Network):
             if link.ended:
                 continue
             try:
-                link.sock.settimeout(1.0)  # held frames go first (sequence order), within this timeout too
+                link.set_timeout(1.0)  # held frames go first (sequence order), within this timeout too
                 self._count_wire(CONTROL, self.local, link.peer, link.send(FrameType.ABORT, 0, payload))
             except OSError:
                 pass
