@@ -206,7 +206,13 @@ def vfucb(dim: int, n_arms: int, parties: int, rounds: int, prefetch: int = 1) -
 
 
 def mpc_deployment(
-    folder: Path, dim: int, n_arms: int, parties: int, rounds: int, reciprocal: tuple[str, int] = ("exp", 7)
+    folder: Path,
+    dim: int,
+    n_arms: int,
+    parties: int,
+    rounds: int,
+    reciprocal: tuple[str, int] = ("exp", 7),
+    overlap: bool = False,
 ) -> Path:
     base, extra = divmod(dim, parties)
     partition = [base + (1 if j < extra else 0) for j in range(parties)]
@@ -224,6 +230,7 @@ def mpc_deployment(
         "epsilon = 0.1",
         f'reciprocal_start = "{reciprocal[0]}"',
         f"nr_iterations = {reciprocal[1]}",
+        f"overlap_reciprocal = {str(overlap).lower()}",
     ]
     for name, role in roles.items():
         lines += [f"\n[parties.{name}]", f'role = "{role}"', 'address = "127.0.0.1:0"']
@@ -234,7 +241,9 @@ def mpc_deployment(
     return path
 
 
-def mpc(dim: int, n_arms: int, parties: int, rounds: int, reciprocal: tuple[str, int] = ("exp", 7)) -> dict[str, float]:
+def mpc(
+    dim: int, n_arms: int, parties: int, rounds: int, reciprocal: tuple[str, int] = ("exp", 7), overlap: bool = False
+) -> dict[str, float]:
     from privbandits.deploy.deployment import load_deployment
     from privbandits.deploy.local import run_local
     from privbandits.deploy.mpc import (
@@ -248,7 +257,7 @@ def mpc(dim: int, n_arms: int, parties: int, rounds: int, reciprocal: tuple[str,
     from privbandits.protocols.mpc_bandit import ExplorationStream, PlaintextEpsilonGreedy
 
     with tempfile.TemporaryDirectory() as folder:
-        spec = load_deployment(mpc_deployment(Path(folder), dim, n_arms, parties, rounds, reciprocal))
+        spec = load_deployment(mpc_deployment(Path(folder), dim, n_arms, parties, rounds, reciprocal, overlap))
         write_synthetic_data(spec)
         codes, processes = run_local(spec)
         if any(codes.values()):
@@ -485,9 +494,11 @@ def main() -> None:
         f"{mpc_rounds} rounds (dealer, computing parties and environment each a process):"
     )
     for start, iterations, what in (("exp", 7, "the paper's reciprocal"), ("linear", 3, "reciprocal_start = linear")):
-        print(f"  {what} ({iterations} Newton–Raphson iterations):")
-        result = mpc(args.mpc_dim, args.mpc_arms, args.mpc_parties, mpc_rounds, (start, iterations))
-        report(result, "plaintext twin (float64)", "networked ≤ 150× the plaintext twin")
+        for overlap in (False, True) if args.mpc_parties == 2 else (False,):
+            schedule = ", overlap_reciprocal (it rides on the argmax's openings)" if overlap else ""
+            print(f"  {what} ({iterations} Newton–Raphson iterations){schedule}:")
+            result = mpc(args.mpc_dim, args.mpc_arms, args.mpc_parties, mpc_rounds, (start, iterations), overlap)
+            report(result, "plaintext twin (float64)", "networked ≤ 150× the plaintext twin")
 
 
 if __name__ == "__main__":

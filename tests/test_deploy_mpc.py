@@ -96,11 +96,14 @@ def test_short_session_as_processes_decides_as_in_memory(tmp_path, computing):
     assert_same_as_in_memory(load_deployment(path))
 
 
-def test_the_linear_reciprocal_start_as_processes_decides_as_in_memory(tmp_path):
-    path = make_deployment(tmp_path, rounds=40, reciprocal_start="linear", nr_iterations=3)
+@pytest.mark.parametrize("overlap", [False, True])
+def test_the_linear_reciprocal_start_as_processes_decides_as_in_memory(tmp_path, overlap):
+    """Also with the reciprocal riding on the argmax's openings: each computing party's own rider
+    (PartyChannel) sends what the simulator's stacked one does."""
+    path = make_deployment(tmp_path, rounds=40, reciprocal_start="linear", nr_iterations=3, overlap_reciprocal=overlap)
     run_local(path)
     spec = load_deployment(path)
-    assert spec.protocol.reciprocal_start == "linear"
+    assert (spec.protocol.reciprocal_start, spec.protocol.overlap_reciprocal) == ("linear", overlap)
     assert_same_as_in_memory(spec)
 
 
@@ -202,6 +205,13 @@ def test_the_shipped_mpc_example_is_a_valid_deployment():
         (lambda t: t.replace('role = "environment"', 'role = "puller"'), "parties.env.role: must be one of"),
         (lambda t: t.replace("epsilon = 0.1", "epsilon = 1.5"), "protocol.epsilon: Input should be less than or equal"),
         (lambda t: t.replace("partition = [3, 2]", 'partition = [3, 2]\ntruncation = "round"'), "truncation"),
+        (
+            lambda t: t.replace(
+                "partition = [3, 2]", 'partition = [3, 2]\ntruncation = "wraps"\noverlap_reciprocal = true'
+            ),
+            r"overlap_reciprocal needs local truncation \(2 computing parties, truncation 'auto' or 'local'\); "
+            r"got 2 parties with truncation 'wraps'",
+        ),
     ],
 )
 def test_a_bad_mpc_deployment_file_names_the_field(tmp_path, edit, error):

@@ -194,6 +194,11 @@ class MPCProtocol(_Strict):
     )
     truncation: Literal["auto", "local", "wraps", "exact"] = "auto"
     binary_rewards: bool = True
+    overlap_reciprocal: bool = Field(
+        False,
+        description="run the reciprocal alongside the argmax, its multiplications riding on the argmax's "
+        "openings (2 parties; the same computation in fewer rounds, other randomness for a seed)",
+    )
 
     ROLES: ClassVar[tuple[str, ...]] = ("dealer", "computing", "environment")
     REPORTER: ClassVar[str] = "environment"
@@ -209,6 +214,11 @@ class MPCProtocol(_Strict):
     def _truncation(self) -> MPCProtocol:
         if self.truncation == "local" and len(self.partition) != 2:
             raise ValueError(f"local truncation is for 2 computing parties, got {len(self.partition)}")
+        from privbandits.protocols.mpc_bandit import overlap_problem  # the protocol's rule, not a copy
+
+        problem = overlap_problem(self.overlap_reciprocal, len(self.partition), self.truncation)
+        if problem:
+            raise ValueError(problem)
         return self
 
     @property

@@ -197,6 +197,7 @@ def config_of(deployment: Deployment):
         puller=environment,
         rewarder=environment,
         binary_rewards=protocol.binary_rewards,
+        overlap_reciprocal=protocol.overlap_reciprocal,
     )
 
 

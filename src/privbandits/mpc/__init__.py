@@ -15,6 +15,8 @@ binary, comparison
     AND, the log-depth adder, A2B / B2A; comparison, sign, AllMax, argmax (Alg. 2).
 approximations
     Exponential and the Newton–Raphson reciprocal.
+overlap
+    Multiplications that ride on another computation's openings (same values, fewer rounds).
 engine
     :class:`Engine`, which gathers all of the above as methods.
 """

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from privbandits.mpc.arithmetic import mul, mul_public, square
+from privbandits.mpc.arithmetic import mul_public
+from privbandits.mpc.overlap import Mul, Square, Steps, run_steps
 from privbandits.mpc.sharing import ArithmeticShares
 from privbandits.mpc.truncation import truncate
 
@@ -29,12 +30,21 @@ def _check_fixed_point(ctx: Engine, x: ArithmeticShares, name: str) -> None:
 
 def exp(ctx: Engine, x: ArithmeticShares, iterations: int = EXP_ITERATIONS) -> ArithmeticShares:
     """``[e^x]`` ≈ (1 + x/2^k)^(2^k): one public division, then k squarings (k rounds for 2 parties)."""
+    return run_steps(ctx, exp_steps(ctx, x, iterations))
+
+
+def exp_steps(ctx: Engine, x: ArithmeticShares, iterations: int = EXP_ITERATIONS) -> Steps:
+    """:func:`exp` as steps (:mod:`~privbandits.mpc.overlap`); the arguments are checked now."""
     _check_fixed_point(ctx, x, "exp")
     if iterations < 0:
         raise ValueError(f"exp iterations must be >= 0, got {iterations}")
+    return _exp(ctx, x, iterations)
+
+
+def _exp(ctx: Engine, x: ArithmeticShares, iterations: int) -> Steps:
     y = 1.0 + truncate(ctx, x, iterations)
     for _ in range(iterations):
-        y = square(ctx, y)
+        y = yield Square(y)
     return y
 
 
@@ -55,12 +65,25 @@ def reciprocal(
     for d in (0, 3)): its error 1/17 squares each iteration (1/289, 1.2e-5, 1.4e-10), so 3
     iterations reach L = 20 bits with no round for the start. 2 rounds per iteration for 2 parties.
     """
+    return run_steps(ctx, reciprocal_steps(ctx, d, iterations, start))
+
+
+def reciprocal_steps(ctx: Engine, d: ArithmeticShares, iterations: int = NR_ITERATIONS, start: str = "exp") -> Steps:
+    """:func:`reciprocal` as steps (:mod:`~privbandits.mpc.overlap`); the arguments are checked now."""
     _check_fixed_point(ctx, d, "reciprocal")
     if iterations < 0:
         raise ValueError(f"Newton-Raphson iterations must be >= 0, got {iterations}")
     if start not in RECIPROCAL_STARTS:
         raise ValueError(f"reciprocal start must be one of {RECIPROCAL_STARTS}, got {start!r}")
-    y = exp(ctx, 0.5 - d) * 3 + 0.003 if start == "exp" else mul_public(ctx, d, -8 / 17) + 24 / 17
+    return _reciprocal(ctx, d, iterations, start)
+
+
+def _reciprocal(ctx: Engine, d: ArithmeticShares, iterations: int, start: str) -> Steps:
+    if start == "exp":
+        y = (yield from exp_steps(ctx, 0.5 - d)) * 3 + 0.003
+    else:
+        y = mul_public(ctx, d, -8 / 17) + 24 / 17
     for _ in range(iterations):
-        y = mul(ctx, y, 2.0 - mul(ctx, d, y))
+        dy = yield Mul(d, y)
+        y = yield Mul(y, 2.0 - dy)
     return y

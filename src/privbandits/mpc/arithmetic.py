@@ -19,6 +19,7 @@ from privbandits.mpc.sharing import ArithmeticShares, common_shape, expand
 from privbandits.mpc.truncation import divide_shares
 
 if TYPE_CHECKING:
+    from privbandits.mpc.dealer import SquarePair, Triple
     from privbandits.mpc.engine import Engine
 
 
@@ -39,14 +40,9 @@ def mul_many(ctx: Engine, pairs: Sequence[tuple[ArithmeticShares, ArithmeticShar
         raise ValueError("mul_many needs at least one pair of operands")
     if len(pairs) == 1:  # fast path: no packing
         x, y = pairs[0]
-        shape = common_shape(x.shape, y.shape)
-        xs, ys = expand(x.shares, shape), expand(y.shares, shape)
-        a, b, c = ctx.dealer.triple(shape)
-        alpha, beta = ctx.channel.open_many([xs - a.shares, ys - b.shares])
-        z = c.shares + alpha * b.shares + beta * a.shares
-        if ctx.leads:
-            z[0] += alpha * beta
-        return [_rescale(ctx, z, x.scale, y.scale)]
+        triple, masked = beaver_masks(ctx, x, y)
+        alpha, beta = ctx.channel.open_many(masked)
+        return [beaver_product(ctx, triple, alpha, beta, x.scale, y.scale)]
     n = len(pairs[0][0].shares)  # rows held: every party's, or this party's own
     shapes, left, right, cuts = [], [], [], [0]
     for x, y in pairs:
@@ -78,14 +74,45 @@ def mul_many(ctx: Engine, pairs: Sequence[tuple[ArithmeticShares, ArithmeticShar
     return products
 
 
+def beaver_masks(ctx: Engine, x: ArithmeticShares, y: ArithmeticShares) -> tuple[Triple, tuple[np.ndarray, np.ndarray]]:
+    """The triple of ``[x·y]`` (drawn now) and the shares of α = x − a, β = y − b to open."""
+    shape = common_shape(x.shape, y.shape)
+    triple = ctx.dealer.triple(shape)
+    return triple, (expand(x.shares, shape) - triple.a.shares, expand(y.shares, shape) - triple.b.shares)
+
+
+def beaver_product(
+    ctx: Engine, triple: Triple, alpha: np.ndarray, beta: np.ndarray, scale_x: int, scale_y: int
+) -> ArithmeticShares:
+    """``[x·y]`` = [c] + α[b] + β[a] + αβ from the opened α, β, then truncation."""
+    a, b, c = triple
+    alpha, beta = alpha.reshape(c.shape), beta.reshape(c.shape)
+    z = c.shares + alpha * b.shares + beta * a.shares
+    if ctx.leads:
+        z[0] += alpha * beta
+    return _rescale(ctx, z, scale_x, scale_y)
+
+
 def square(ctx: Engine, x: ArithmeticShares) -> ArithmeticShares:
     """``[x²]`` from a square pair: open α = x − a (1 round), [a²] + 2α[a] + α², truncation."""
-    a, b = ctx.dealer.square_pair(x.shape)
-    alpha = ctx.channel.open(x.shares - a.shares)
+    pair, (masked,) = square_masks(ctx, x)
+    return square_product(ctx, pair, ctx.channel.open(masked), x.scale)
+
+
+def square_masks(ctx: Engine, x: ArithmeticShares) -> tuple[SquarePair, tuple[np.ndarray]]:
+    """The square pair of ``[x²]`` (drawn now) and the shares of α = x − a to open."""
+    pair = ctx.dealer.square_pair(x.shape)
+    return pair, (x.shares - pair.a.shares,)
+
+
+def square_product(ctx: Engine, pair: SquarePair, alpha: np.ndarray, scale: int) -> ArithmeticShares:
+    """``[x²]`` = [a²] + 2α[a] + α² from the opened α, then truncation."""
+    a, b = pair
+    alpha = alpha.reshape(a.shape)
     z = b.shares + WORD(2) * alpha * a.shares
     if ctx.leads:
         z[0] += alpha * alpha
-    return _rescale(ctx, z, x.scale, x.scale)
+    return _rescale(ctx, z, scale, scale)
 
 
 def matmul(ctx: Engine, x: ArithmeticShares, y: ArithmeticShares) -> ArithmeticShares:

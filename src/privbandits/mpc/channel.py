@@ -13,6 +13,7 @@ a :class:`PartyChannel` holds only its own.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,6 +21,9 @@ from privbandits.comm import Message, Network, Party, message
 from privbandits.comm.network import Endpoint
 from privbandits.mpc.ring import WORD
 from privbandits.mpc.sharing import share
+
+if TYPE_CHECKING:
+    from privbandits.mpc.overlap import Rider
 
 
 @message("mpc.words")
@@ -61,6 +65,8 @@ class Channel:
         self._links = [(i, self._endpoints[s].send, r) for i, s, r in links]
         self._inbound = sorted(((s, r) for _, s, r in links), key=lambda link: link[1] != self.names[0])
         self._first = len(self.names) - 1
+        self.rider: Rider | None = None
+        """Steps riding on this channel's openings (set by ``Engine.alongside``)."""
 
     def _owner(self, owner: Owner) -> tuple[str, Endpoint]:
         """Name and endpoint of an input's owner: a computing party this channel holds, or a party's own object."""
@@ -101,7 +107,13 @@ class Channel:
         return np.stack([shares[0], *self._broadcast(shares)])
 
     def open(self, shares: np.ndarray, *, xor: bool = False) -> np.ndarray:
-        """Public value of ``shares`` opened to all parties in 1 round (Σ in Z_2^64, or ⊕ when ``xor``)."""
+        """Public value of ``shares`` opened to all parties in 1 round (Σ in Z_2^64, or ⊕ when ``xor``).
+
+        Steps riding alongside (:mod:`~privbandits.mpc.overlap`) add their next request's words.
+        """
+        rider = self.rider
+        if rider is not None and not rider.done:
+            return rider.ride(shares, xor, self._broadcast)
         value = shares[0].copy()
         for words in self._broadcast(shares):
             if xor:
@@ -202,6 +214,8 @@ class PartyChannel:
         self._endpoint = self.party.endpoint
         self.index = self.names.index(local) if local in self.names else None
         self._others = [name for name in self.names if name != local]
+        self.rider: Rider | None = None
+        """Steps riding on this party's openings (set by ``Engine.alongside``)."""
 
     def _exchange(self, payload: Message, kind: str) -> list[Message]:
         """Send ``payload`` to every other computing party; their messages, in party order."""
@@ -221,6 +235,9 @@ class PartyChannel:
         return np.stack(rows)
 
     def open(self, shares: np.ndarray, *, xor: bool = False) -> np.ndarray:
+        rider = self.rider
+        if rider is not None and not rider.done:
+            return rider.ride(shares, xor, self._broadcast)
         value = shares[0].copy()
         for words in self._broadcast(shares):
             if xor:

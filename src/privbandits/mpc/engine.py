@@ -24,6 +24,7 @@ from privbandits.mpc import approximations, arithmetic, binary, comparison, trun
 from privbandits.mpc.channel import Channel, Owner, PartyChannel
 from privbandits.mpc.dealer import Dealer
 from privbandits.mpc.fixed_point import DEFAULT_PRECISION, decode, encode
+from privbandits.mpc.overlap import Alongside, Steps
 from privbandits.mpc.sharing import ArithmeticShares, BinaryShares
 from privbandits.mpc.truncation import TRUNCATION_MODES
 
@@ -202,6 +203,13 @@ class Engine:
     def permutation(self, size: int, batch: tuple[int, ...] = ()) -> ArithmeticShares:
         """Secret random permutations of 1..size along the last axis, integers."""
         return self.dealer.permutation(size, batch)
+
+    def alongside(self, steps: Steps) -> Alongside:
+        """``with engine.alongside(steps) as rider:`` runs ``steps`` (:mod:`~privbandits.mpc.overlap`) on the
+        openings the block makes, one request per opening; the requests left run on their own rounds at the
+        block's end (or at ``rider.finish()``). ``rider.result`` is then the steps' result. Local truncation only.
+        """
+        return Alongside(self, steps)
 
     # -- protocols -----------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -38,7 +39,7 @@ import numpy as np
 
 from privbandits.comm import ROUND, SETUP, Network, Party
 from privbandits.mpc import Engine
-from privbandits.mpc.approximations import NR_ITERATIONS, RECIPROCAL_STARTS
+from privbandits.mpc.approximations import NR_ITERATIONS, RECIPROCAL_STARTS, reciprocal_steps
 from privbandits.mpc.channel import Owner
 from privbandits.mpc.comparison import packed_bits
 from privbandits.mpc.dealer import (
@@ -51,6 +52,7 @@ from privbandits.mpc.dealer import (
     party_words,
     replay,
 )
+from privbandits.mpc.overlap import run_steps
 from privbandits.mpc.sharing import ArithmeticShares, concatenate, expand
 from privbandits.mpc.truncation import TRUNCATION_MODES
 from privbandits.privacy import epsilon_greedy
@@ -122,6 +124,14 @@ class MPCBanditConfig:
         CrypTen's, o is an encoded 1.0 and every masked update is truncated, so a wrap
         failure (probability ≈ |x|·2^(2L)/2^64, spec §3.6) corrupts the stored state for good:
         the mechanism behind the paper's collapse above L = 22 (Fig. 8).
+    overlap_reciprocal : bool
+        Run the Sherman–Morrison reciprocal alongside the exploration mix and the argmax
+        (:mod:`~privbandits.mpc.overlap`): it needs only the denominator, so its
+        multiplications ride on their openings and on p′'s pull. The same computation and
+        distribution in fewer communication rounds (21 instead of 27 with the linear start,
+        29 instead of 43 with the paper's, for |P| = 2, |A| = 10); the dealer draws in
+        another order, so a seed gives other randomness. 2 parties (local truncation) only.
+        Not the paper's schedule; for deployments.
     """
 
     n_arms: int = 10
@@ -135,6 +145,7 @@ class MPCBanditConfig:
     rewarder: str = "rewarder"
     binary_rewards: bool = True
     mask_encoding: str = "integer"
+    overlap_reciprocal: bool = False
 
     def __post_init__(self) -> None:
         owner = "MPCBanditConfig"
@@ -173,7 +184,10 @@ class MPCBanditConfig:
         if self.mask_encoding not in MASK_ENCODINGS:
             encoding = describe(self.mask_encoding)
             raise InvalidInputError(f"mask_encoding must be one of {MASK_ENCODINGS}, got {encoding}")
-        validate(owner, {"binary_rewards": Boolean()}, vars(self))
+        validate(owner, {"binary_rewards": Boolean(), "overlap_reciprocal": Boolean()}, vars(self))
+        problem = overlap_problem(self.overlap_reciprocal, len(partition), self.truncation)
+        if problem:
+            raise InvalidInputError(problem)
         for role in ("puller", "rewarder"):
             if not (isinstance(getattr(self, role), str) and getattr(self, role)):
                 raise InvalidInputError(f"{role} must be a non-empty party name, got {getattr(self, role)!r}")
@@ -265,6 +279,16 @@ def _check_context(x: np.ndarray, dim: int, norm_limit: float) -> np.ndarray:
             f"x / max(1, |x|)), got norm {np.sqrt(squared):.9g}"
         )
     return x
+
+
+def overlap_problem(overlap: bool, n_parties: int, truncation: str) -> str | None:
+    """Why ``overlap_reciprocal`` cannot be set with these parties and truncation (None: it can)."""
+    if overlap and (n_parties != 2 or truncation not in ("auto", "local")):
+        return (
+            f"overlap_reciprocal needs local truncation (2 computing parties, truncation 'auto' or 'local'); "
+            f"got {n_parties} parties with truncation {truncation!r}"
+        )
+    return None
 
 
 def _check_reward(reward: object, config: MPCBanditConfig) -> float:
@@ -443,9 +467,13 @@ class PrivateEpsilonGreedy:
             coin = dealer.deal("bernoulli", words["bernoulli"], 0)
             uniforms = dealer.deal("uniform", words["uniform"], self._score_scale)
             gamma = dealer.deal("permutation", words["permutation"], 0)
-            onehot = private_choice(engine, scores, coin, uniforms, gamma)
-            # a_t is opened to p′ only
-            arm = engine.open_to((onehot * self._arm_index).sum(), config.puller)
+            steps = reciprocal_steps(engine, denominator, config.nr_iterations, config.reciprocal_start)
+            with engine.alongside(steps) if config.overlap_reciprocal else nullcontext() as rider:
+                onehot = private_choice(engine, scores, coin, uniforms, gamma)
+                # a_t is opened to p′ only
+                arm = engine.open_to((onehot * self._arm_index).sum(), config.puller)
+                if rider is not None:  # the reciprocal's steps left run while p′ pulls
+                    rider.finish()
             reward = 0.0  # a placeholder where p″ is another process
             if arm is not None:  # this process hosts p′
                 arm = self._opened(int(arm))
@@ -455,7 +483,7 @@ class PrivateEpsilonGreedy:
             reward = engine.input(reward, self._rewarder, scale=self._reward_scale)
             # 6. Sherman–Morrison (Eq. 1) and b updates on every arm; the mask o multiplies last,
             # so arms not pulled change by exactly 0 (and, as integers, nothing is truncated)
-            inverse_d = engine.reciprocal(denominator, config.nr_iterations, config.reciprocal_start)
+            inverse_d = rider.result if rider is not None else run_steps(engine, steps)
             scaled, rewarded = engine.mul_many([(inverse_d[:, None], u), (reward, context)])
             outer = engine.matmul(scaled[:, :, None], u[:, None, :]).reshape(a, 1, d * d)  # u u^T / d per arm
             updates = concatenate([outer, rewarded._like(expand(rewarded.shares, (a, 1, d)))])

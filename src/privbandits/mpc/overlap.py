@@ -1,0 +1,164 @@
+"""Multiplications that ride on another computation's openings: the same values in fewer rounds.
+
+A computation written as *steps* (a generator that yields :class:`Mul` and :class:`Square`
+requests and receives their products) runs either on its own (:func:`run_steps`: each
+request is one :func:`~privbandits.mpc.arithmetic.mul` or
+:func:`~privbandits.mpc.arithmetic.square`, one round each) or *alongside* another
+computation (:meth:`Engine.alongside <privbandits.mpc.engine.Engine.alongside>`): its next
+request's masked words join the next additive or XOR opening the other computation makes
+between the computing parties, so independent work shares rounds. Each request draws the
+same dealer material and opens the same words either way; only the order of the dealer's
+draws (and so the randomness a seed gives) and the rounds differ.
+
+A request rides only on an opening of words among the computing parties (``open``,
+``open_many``); bit openings, reveals to one party and inputs carry none. Riding needs
+local truncation (2 parties): a request must finish in the one opening it rides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from privbandits.mpc.arithmetic import beaver_masks, beaver_product, square_masks, square_product
+from privbandits.mpc.sharing import ArithmeticShares
+
+if TYPE_CHECKING:
+    from privbandits.mpc.engine import Engine
+
+
+class Mul(NamedTuple):
+    """Request ``[x·y]`` (elementwise, numpy broadcasting)."""
+
+    x: ArithmeticShares
+    y: ArithmeticShares
+
+
+class Square(NamedTuple):
+    """Request ``[x²]``."""
+
+    x: ArithmeticShares
+
+
+Request = Mul | Square
+Steps = Generator[Request, ArithmeticShares, ArithmeticShares]
+"""A computation as requests: it yields each product it needs and returns its result."""
+
+
+def run_steps(ctx: Engine, steps: Steps) -> ArithmeticShares:
+    """Run ``steps`` on their own: each request in its own round."""
+    product = None
+    while True:
+        try:
+            request = steps.send(product)
+        except StopIteration as stop:
+            return stop.value
+        product = ctx.mul(request.x, request.y) if isinstance(request, Mul) else ctx.square(request.x)
+
+
+class _Pending:
+    """A request whose dealer material is drawn and whose masked words wait for an opening."""
+
+    __slots__ = ("request", "material", "words", "size")
+
+    def __init__(self, ctx: Engine, request: Request) -> None:
+        self.request = request
+        if isinstance(request, Mul):
+            self.material, masked = beaver_masks(ctx, request.x, request.y)
+        else:
+            self.material, masked = square_masks(ctx, request.x)
+        rows = len(masked[0])
+        self.words = np.concatenate([part.reshape(rows, -1) for part in masked], axis=1)
+        self.size = [part[0].size for part in masked]
+
+    def finish(self, ctx: Engine, opened: np.ndarray) -> ArithmeticShares:
+        request = self.request
+        if isinstance(request, Mul):
+            alpha, beta = opened[: self.size[0]], opened[self.size[0] :]
+            return beaver_product(ctx, self.material, alpha, beta, request.x.scale, request.y.scale)
+        return square_product(ctx, self.material, opened, request.x.scale)
+
+
+class Rider:
+    """Steps running alongside the computation of a ``with engine.alongside(steps):`` block.
+
+    The engine's channel hands it each additive or XOR opening among the computing parties
+    (:meth:`ride`); at the end of the block (or at :meth:`finish`) the requests left run on
+    their own rounds. :attr:`result` is the steps' return value once they are done.
+    """
+
+    def __init__(self, ctx: Engine, steps: Steps) -> None:
+        if ctx.truncation != "local":
+            raise ValueError(
+                f"steps can ride on other openings only with local truncation (2 parties), "
+                f"not {ctx.truncation!r}: each request must finish in the opening it rides"
+            )
+        self.ctx, self.steps = ctx, steps
+        self.result: ArithmeticShares | None = None
+        self.done = False
+        self.rides = 0
+        """Requests that shared an opening (each saved a round)."""
+        self._pending: _Pending | None = None
+        self._advance(None)
+
+    def _advance(self, product: ArithmeticShares | None) -> None:
+        try:
+            request = self.steps.send(product)
+        except StopIteration as stop:
+            self.result, self.done, self._pending = stop.value, True, None
+            return
+        self._pending = _Pending(self.ctx, request)
+
+    def ride(self, shares: np.ndarray, xor: bool, broadcast) -> np.ndarray:
+        """Open ``shares`` (all rows held, party axis 0; ⊕ when ``xor``) together with the pending
+        request's words, through ``broadcast`` (the channel's: the others' rows as received), and
+        finish the request; returns the opened value of ``shares``."""
+        pending = self._pending
+        rows = len(shares)
+        main = shares.reshape(rows, -1)
+        combined = np.concatenate([main, pending.words], axis=1)
+        cut = main.shape[1]
+        value = combined[0].copy()
+        for words in broadcast(combined):
+            if xor:
+                value[:cut] ^= words[:cut]
+            else:
+                value[:cut] += words[:cut]
+            value[cut:] += words[cut:]
+        self.rides += 1
+        self._advance(pending.finish(self.ctx, value[cut:]))
+        return value[:cut].reshape(shares.shape[1:])
+
+    def finish(self) -> ArithmeticShares:
+        """Run the requests left, each on its own round; the steps' result."""
+        channel = self.ctx.channel
+        if channel.rider is self:
+            channel.rider = None
+        while not self.done:
+            pending = self._pending
+            self._advance(pending.finish(self.ctx, channel.open(pending.words)))
+        return self.result
+
+
+class Alongside:
+    """Context manager of :meth:`Engine.alongside <privbandits.mpc.engine.Engine.alongside>`."""
+
+    __slots__ = ("ctx", "steps", "rider")
+
+    def __init__(self, ctx: Engine, steps: Steps) -> None:
+        self.ctx, self.steps, self.rider = ctx, steps, None
+
+    def __enter__(self) -> Rider:
+        if self.ctx.channel.rider is not None:
+            raise RuntimeError("steps already ride alongside this engine's computation (no nesting)")
+        self.rider = Rider(self.ctx, self.steps)
+        self.ctx.channel.rider = self.rider if not self.rider.done else None
+        return self.rider
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is not None:
+            self.ctx.channel.rider = None
+            return
+        self.rider.finish()
