@@ -196,8 +196,8 @@ class MPCProtocol(_Strict):
     binary_rewards: bool = True
     overlap_reciprocal: bool = Field(
         False,
-        description="run the reciprocal alongside the argmax, its multiplications riding on the argmax's "
-        "openings (2 parties; the same computation in fewer rounds, other randomness for a seed)",
+        description="compute the reciprocal and u u^T/d alongside the argmax, riding on its openings "
+        "(2 parties; the same computation in fewer rounds, other randomness for a seed)",
     )
 
     ROLES: ClassVar[tuple[str, ...]] = ("dealer", "computing", "environment")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -118,6 +118,23 @@ def square_product(ctx: Engine, pair: SquarePair, alpha: np.ndarray, scale: int)
 def matmul(ctx: Engine, x: ArithmeticShares, y: ArithmeticShares) -> ArithmeticShares:
     """``[x @ y]`` (numpy matmul shapes) with one matrix triple: opens x − A and y − B
     together (1 round), one truncation per output element (spec §3.4, recommended [D])."""
+    material, masked = matmul_masks(ctx, x, y)
+    alpha, beta = ctx.channel.open_many(masked)
+    return matmul_product(ctx, material, alpha, beta, x.scale, y.scale)
+
+
+class MatmulMaterial(NamedTuple):
+    """A matrix triple and whether each operand was a vector (its axis is dropped from the product)."""
+
+    triple: Triple
+    x_vector: bool
+    y_vector: bool
+
+
+def matmul_masks(
+    ctx: Engine, x: ArithmeticShares, y: ArithmeticShares
+) -> tuple[MatmulMaterial, tuple[np.ndarray, np.ndarray]]:
+    """The matrix triple of ``[x @ y]`` (drawn now) and the shares of x − A, y − B to open."""
     if x.shape == () or y.shape == ():
         raise ValueError("matmul needs operands with at least one axis; use mul for scalars")
     x_vector, y_vector = len(x.shape) == 1, len(y.shape) == 1
@@ -130,16 +147,24 @@ def matmul(ctx: Engine, x: ArithmeticShares, y: ArithmeticShares) -> ArithmeticS
     np.broadcast_shapes(x.shape[:-2], y.shape[:-2])  # raises on incompatible batch axes
     ndim = max(len(x.shape), len(y.shape))  # equal ranks, so the party axes line up in broadcasting
     x, y = x.reshape(*(1,) * (ndim - len(x.shape)), *x.shape), y.reshape(*(1,) * (ndim - len(y.shape)), *y.shape)
-    a, b, c = ctx.dealer.matrix_triple(x.shape, y.shape)
-    alpha, beta = ctx.channel.open_many([x.shares - a.shares, y.shares - b.shares])
+    triple = ctx.dealer.matrix_triple(x.shape, y.shape)
+    return MatmulMaterial(triple, x_vector, y_vector), (x.shares - triple.a.shares, y.shares - triple.b.shares)
+
+
+def matmul_product(
+    ctx: Engine, material: MatmulMaterial, alpha: np.ndarray, beta: np.ndarray, scale_x: int, scale_y: int
+) -> ArithmeticShares:
+    """``[x @ y]`` = [C] + α[B] + [A]β + αβ from the opened α, β, then truncation."""
+    a, b, c = material.triple
+    alpha, beta = alpha.reshape(a.shape), beta.reshape(b.shape)
     z = c.shares + np.matmul(alpha, b.shares) + np.matmul(a.shares, beta)
     if ctx.leads:
         z[0] += np.matmul(alpha, beta)
-    if x_vector:
+    if material.x_vector:
         z = z[..., 0, :]
-    if y_vector:
+    if material.y_vector:
         z = z[..., 0]
-    return _rescale(ctx, z, x.scale, y.scale)
+    return _rescale(ctx, z, scale_x, scale_y)
 
 
 def mul_public(ctx: Engine, x: ArithmeticShares, value: np.typing.ArrayLike) -> ArithmeticShares:

@@ -1,9 +1,10 @@
 """Multiplications that ride on another computation's openings: the same values in fewer rounds.
 
-A computation written as *steps* (a generator that yields :class:`Mul` and :class:`Square`
-requests and receives their products) runs either on its own (:func:`run_steps`: each
-request is one :func:`~privbandits.mpc.arithmetic.mul` or
-:func:`~privbandits.mpc.arithmetic.square`, one round each) or *alongside* another
+A computation written as *steps* (a generator that yields :class:`Mul`, :class:`Square` and
+:class:`Matmul` requests and receives their products) runs either on its own
+(:func:`run_steps`: each request is one :func:`~privbandits.mpc.arithmetic.mul`,
+:func:`~privbandits.mpc.arithmetic.square` or :func:`~privbandits.mpc.arithmetic.matmul`,
+one round each) or *alongside* another
 computation (:meth:`Engine.alongside <privbandits.mpc.engine.Engine.alongside>`): its next
 request's masked words join the next additive or XOR opening the other computation makes
 between the computing parties, so independent work shares rounds. Each request draws the
@@ -22,7 +23,14 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from privbandits.mpc.arithmetic import beaver_masks, beaver_product, square_masks, square_product
+from privbandits.mpc.arithmetic import (
+    beaver_masks,
+    beaver_product,
+    matmul_masks,
+    matmul_product,
+    square_masks,
+    square_product,
+)
 from privbandits.mpc.sharing import ArithmeticShares
 
 if TYPE_CHECKING:
@@ -42,9 +50,23 @@ class Square(NamedTuple):
     x: ArithmeticShares
 
 
-Request = Mul | Square
+class Matmul(NamedTuple):
+    """Request ``[x @ y]`` (numpy matmul shapes)."""
+
+    x: ArithmeticShares
+    y: ArithmeticShares
+
+
+Request = Mul | Square | Matmul
 Steps = Generator[Request, ArithmeticShares, ArithmeticShares]
 """A computation as requests: it yields each product it needs and returns its result."""
+
+_PROTOCOL = {
+    Mul: ("mul", beaver_masks, beaver_product),
+    Square: ("square", square_masks, square_product),
+    Matmul: ("matmul", matmul_masks, matmul_product),
+}
+"""Per request: the engine method that runs it alone, and its two halves around the opening."""
 
 
 def run_steps(ctx: Engine, steps: Steps) -> ArithmeticShares:
@@ -55,30 +77,24 @@ def run_steps(ctx: Engine, steps: Steps) -> ArithmeticShares:
             request = steps.send(product)
         except StopIteration as stop:
             return stop.value
-        product = ctx.mul(request.x, request.y) if isinstance(request, Mul) else ctx.square(request.x)
+        product = getattr(ctx, _PROTOCOL[type(request)][0])(*request)
 
 
 class _Pending:
     """A request whose dealer material is drawn and whose masked words wait for an opening."""
 
-    __slots__ = ("request", "material", "words", "size")
+    __slots__ = ("request", "material", "words", "cuts")
 
     def __init__(self, ctx: Engine, request: Request) -> None:
         self.request = request
-        if isinstance(request, Mul):
-            self.material, masked = beaver_masks(ctx, request.x, request.y)
-        else:
-            self.material, masked = square_masks(ctx, request.x)
+        self.material, masked = _PROTOCOL[type(request)][1](ctx, *request)
         rows = len(masked[0])
         self.words = np.concatenate([part.reshape(rows, -1) for part in masked], axis=1)
-        self.size = [part[0].size for part in masked]
+        self.cuts = np.cumsum([part[0].size for part in masked])[:-1]
 
     def finish(self, ctx: Engine, opened: np.ndarray) -> ArithmeticShares:
-        request = self.request
-        if isinstance(request, Mul):
-            alpha, beta = opened[: self.size[0]], opened[self.size[0] :]
-            return beaver_product(ctx, self.material, alpha, beta, request.x.scale, request.y.scale)
-        return square_product(ctx, self.material, opened, request.x.scale)
+        scales = [operand.scale for operand in self.request]
+        return _PROTOCOL[type(self.request)][2](ctx, self.material, *np.split(opened, self.cuts), *scales)
 
 
 class Rider:
@@ -131,14 +147,18 @@ class Rider:
         self._advance(pending.finish(self.ctx, value[cut:]))
         return value[:cut].reshape(shares.shape[1:])
 
-    def finish(self) -> ArithmeticShares:
-        """Run the requests left, each on its own round; the steps' result."""
+    def finish(self, limit: int | None = None) -> ArithmeticShares | None:
+        """Run the requests left, each on its own round (at most ``limit`` of them, and the steps go on
+        riding after); the steps' result once they are done, else None."""
         channel = self.ctx.channel
-        if channel.rider is self:
-            channel.rider = None
-        while not self.done:
+        channel.rider = None
+        run = 0
+        while not self.done and (limit is None or run < limit):
             pending = self._pending
             self._advance(pending.finish(self.ctx, channel.open(pending.words)))
+            run += 1
+        if not self.done:
+            channel.rider = self
         return self.result
 
 
