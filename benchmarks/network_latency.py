@@ -495,7 +495,7 @@ def main() -> None:
     )
     for start, iterations, what in (("exp", 7, "the paper's reciprocal"), ("linear", 3, "reciprocal_start = linear")):
         for overlap in (False, True) if args.mpc_parties == 2 else (False,):
-            schedule = ", overlap_reciprocal (it rides on the argmax's openings)" if overlap else ""
+            schedule = ", overlap_reciprocal (1/d and u u^T/d ride on the argmax's openings)" if overlap else ""
             print(f"  {what} ({iterations} Newton–Raphson iterations){schedule}:")
             result = mpc(args.mpc_dim, args.mpc_arms, args.mpc_parties, mpc_rounds, (start, iterations), overlap)
             report(result, "plaintext twin (float64)", "networked ≤ 150× the plaintext twin")

@@ -8,8 +8,9 @@ one round each) or *alongside* another
 computation (:meth:`Engine.alongside <privbandits.mpc.engine.Engine.alongside>`): its next
 request's masked words join the next additive or XOR opening the other computation makes
 between the computing parties, so independent work shares rounds. Each request draws the
-same dealer material and opens the same words either way; only the order of the dealer's
-draws (and so the randomness a seed gives) and the rounds differ.
+same dealer material and opens the same words either way (Beaver-masked, uniform to every
+party: riding reveals nothing more); only the order of the dealer's draws (and so the
+randomness a seed gives) and the rounds differ.
 
 A request rides only on an opening of words among the computing parties (``open``,
 ``open_many``); bit openings, reveals to one party and inputs carry none. Riding needs
