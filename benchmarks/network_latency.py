@@ -152,6 +152,7 @@ def vfucb_deployment(folder: Path, dim: int, n_arms: int, parties: int, rounds: 
         'name = "latency"',
         'ca = "certs/ca.pem"',
         "deadline_s = 60",
+        f"checkpoint_every = {rounds}",  # one checkpoint, at the end (as the MPC measurement): latency, not durability
         "\n[protocol]",
         'name = "vertical-o3m"',
         f"partition = {json.dumps(partition)}",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -73,6 +75,31 @@ def test_codec_arrays_start_aligned_and_a_bytearray_is_used_in_place():
         back = decode(encode(Envelope("a", "b", "round", Sample(0, "", odd)))).message.values
         assert back.dtype == np.float64 and back.flags.c_contiguous
         np.testing.assert_array_equal(back, odd)
+
+
+@pytest.mark.parametrize(
+    "label", ["", "plain", 'a,"scalars":{"x":1},"arrays":[', 'quote " and \\ backslash', "héllo ☃", "\x00 nul"]
+)
+def test_a_header_with_scalars_is_the_whole_dump_and_decodes_through_its_cached_structure(label):
+    """Messages of one kind on one route differ in their scalars only: the encoder writes the cached rest
+    around the scalars' JSON and the decoder checks the rest once; the bytes are those of one JSON dump
+    of the whole header, and strings that spell the markers round-trip (their quotes are escaped)."""
+    values = np.arange(6, dtype=np.float64).reshape(2, 3)
+    data = encode(Envelope("a", "b", "round", Sample(3, label, values)))
+    length = int.from_bytes(data[:4], "big")
+    header = {
+        "sender": "a",
+        "receiver": "b",
+        "phase": "round",
+        "kind": "test.sample",
+        "scalars": {"round": 3, "label": label},
+        "arrays": [{"name": "values", "dtype": "<f8", "shape": [2, 3]}],
+    }
+    assert data[4 : 4 + length].rstrip(b" ") == json.dumps(header, separators=(",", ":")).encode()
+    for round_ in (3, 4):
+        back = decode(bytearray(encode(Envelope("a", "b", "round", Sample(round_, label, values))))).message
+        assert (back.round, back.label) == (round_, label)
+        np.testing.assert_array_equal(back.values, values)
 
 
 def _reheader(data: bytes, old: bytes, new: bytes) -> bytes:

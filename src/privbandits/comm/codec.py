@@ -60,13 +60,21 @@ def encode(envelope: Envelope) -> bytes:
             buffers.append(data)
         else:
             scalars[name] = value.item() if isinstance(value, np.generic) else value
-    route = (envelope.sender, envelope.receiver, envelope.phase, message.kind)
-    # a header without scalars repeats (an MPC opening's differs only in its arrays' bytes): cached
-    head = _array_header(route, tuple(arrays)) if not scalars else _header(route, scalars, arrays)
+    route, arrays = (envelope.sender, envelope.receiver, envelope.phase, message.kind), tuple(arrays)
+    if scalars:  # only the scalars' JSON changes between messages of one kind on one route
+        before, after = _around_scalars(route, arrays)
+        head = _padded(before + _JSON.encode(scalars).encode() + after)
+    else:  # the whole header repeats (an MPC opening's differs only in its arrays' bytes)
+        head = _array_header(route, arrays)
     return _LENGTH.pack(len(head)) + head + b"".join(buffers)
 
 
-def _header(route: tuple[str, str, str, str], scalars: dict, arrays: list | tuple) -> bytes:
+_JSON = json.JSONEncoder(separators=(",", ":"))
+"""Compact JSON, one encoder (``json.dumps`` with separators builds a new one per call)."""
+_MARK = "\x00scalars\x00"
+
+
+def _header(route: tuple[str, str, str, str], scalars: object, arrays: tuple) -> bytes:
     sender, receiver, phase, kind = route
     header = {
         "sender": sender,
@@ -76,13 +84,24 @@ def _header(route: tuple[str, str, str, str], scalars: dict, arrays: list | tupl
         "scalars": scalars,
         "arrays": [{"name": name, "dtype": dtype, "shape": list(shape)} for name, dtype, shape in arrays],
     }
-    head = json.dumps(header, separators=(",", ":")).encode()
+    return _JSON.encode(header).encode()
+
+
+def _padded(head: bytes) -> bytes:
     return head + b" " * (-(_LENGTH.size + len(head)) % _ALIGN)  # the arrays start 8-aligned (JSON allows spaces)
 
 
 @functools.lru_cache(maxsize=4096)
 def _array_header(route: tuple[str, str, str, str], arrays: tuple) -> bytes:
-    return _header(route, {}, arrays)
+    return _padded(_header(route, {}, arrays))
+
+
+@functools.lru_cache(maxsize=4096)
+def _around_scalars(route: tuple[str, str, str, str], arrays: tuple) -> tuple[bytes, bytes]:
+    """The header's bytes before and after its scalars object: ``json.dumps`` writes a nested object as it
+    writes it alone, so a header is these around its scalars' own JSON (one small dump per message)."""
+    before, after = _header(route, _MARK, arrays).split(_JSON.encode(_MARK).encode())
+    return before, after
 
 
 class _Layout(NamedTuple):
@@ -98,13 +117,16 @@ class _Layout(NamedTuple):
 
 
 @functools.lru_cache(maxsize=4096)
-def _layout(head: bytes) -> _Layout:
-    """Parse and check a header once (bytes seen before come from the cache; errors are not cached)."""
+def _layout(head: bytes, scalar_names: tuple[str, ...] = ()) -> _Layout:
+    """Parse and check a header once (bytes seen before come from the cache; errors are not cached).
+
+    ``scalar_names``: the scalars of a header whose scalars object was cut out (:func:`_split`)."""
     try:
         header = json.loads(head)
         kind = header["kind"]
         cls = message_class(kind)
         scalars, specs = dict(header["scalars"]), list(header["arrays"])
+        scalars.update(dict.fromkeys(scalar_names))
         route = (str(header["sender"]), str(header["receiver"]), str(header["phase"]))
         arrays = []
         for spec in specs:
@@ -123,7 +145,29 @@ def _layout(head: bytes) -> _Layout:
     if len(names) != len(expected) or set(names) != expected:
         missing, extra = sorted(expected - set(names)), sorted(set(names) - expected)
         raise MessageDecodeError(f"{kind!r} message fields do not match: missing {missing}, unexpected {extra}")
-    return _Layout(*route, cls, scalars, tuple(arrays))
+    return _Layout(*route, cls, {} if scalar_names else scalars, tuple(arrays))
+
+
+_SCALARS, _ARRAYS, _NO_SCALARS = b',"scalars":', b',"arrays":[', b',"scalars":{}'
+
+
+def _split(head: bytes) -> tuple[_Layout, dict]:
+    """The layout and scalars of ``head``. Headers of one kind on one route differ in their scalars only,
+    so the rest (the structure) is checked once and cached; the scalars object is parsed per message.
+    A quote inside a JSON string is escaped, so the markers are found only where they structure the
+    header; anything unusual takes the whole header through :func:`_layout`."""
+    if _NO_SCALARS not in head:
+        start, stop = head.find(_SCALARS), head.rfind(_ARRAYS)
+        if 0 < start < stop:
+            try:
+                scalars = json.loads(head[start + len(_SCALARS) : stop])
+                if type(scalars) is dict and scalars:
+                    structure = head[:start] + _NO_SCALARS + head[stop:].rstrip(b" ")
+                    return _layout(structure, tuple(scalars)), scalars
+            except (ValueError, MessageDecodeError):
+                pass
+    layout = _layout(head)
+    return layout, layout.scalars
 
 
 def decode(data: bytes | bytearray) -> Envelope:
@@ -138,8 +182,8 @@ def decode(data: bytes | bytearray) -> Envelope:
     end = _LENGTH.size + head_length
     if len(data) < end:
         raise MessageDecodeError(f"truncated header: need {end} bytes, got {len(data)}")
-    layout = _layout(bytes(data[_LENGTH.size : end]))
-    fields, offset, owned = dict(layout.scalars), end, isinstance(data, bytearray)
+    layout, scalars = _split(bytes(data[_LENGTH.size : end]))
+    fields, offset, owned = dict(scalars), end, isinstance(data, bytearray)
     for name, dtype, shape, count in layout.arrays:
         size = dtype.itemsize * count
         if offset + size > len(data):
