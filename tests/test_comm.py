@@ -17,7 +17,7 @@ from privbandits.comm import (
     encode,
     message,
 )
-from privbandits.comm.codec import Envelope
+from privbandits.comm.codec import Envelope, _scalars_json
 
 
 @message("test.sample")
@@ -100,6 +100,12 @@ def test_a_header_with_scalars_is_the_whole_dump_and_decodes_through_its_cached_
         back = decode(bytearray(encode(Envelope("a", "b", "round", Sample(round_, label, values))))).message
         assert (back.round, back.label) == (round_, label)
         np.testing.assert_array_equal(back.values, values)
+
+
+def test_scalars_are_written_as_the_json_encoder_writes_them():
+    scalars = {"a": -3, "b": 2.5, "c": 1e300, "d": 1e-7, "e": float("inf"), "f": float("nan"), "g": True,
+               "h": None, "i": 'x"y', "é": 1, "j": 10**30, "k": -0.0}  # fmt: skip
+    assert _scalars_json(scalars) == json.dumps(scalars, separators=(",", ":"))
 
 
 def _reheader(data: bytes, old: bytes, new: bytes) -> bytes:

@@ -63,7 +63,7 @@ def encode(envelope: Envelope) -> bytes:
     route, arrays = (envelope.sender, envelope.receiver, envelope.phase, message.kind), tuple(arrays)
     if scalars:  # only the scalars' JSON changes between messages of one kind on one route
         before, after = _around_scalars(route, arrays)
-        head = _padded(before + _JSON.encode(scalars).encode() + after)
+        head = _padded(before + _scalars_json(scalars).encode() + after)
     else:  # the whole header repeats (an MPC opening's differs only in its arrays' bytes)
         head = _array_header(route, arrays)
     return _LENGTH.pack(len(head)) + head + b"".join(buffers)
@@ -72,6 +72,19 @@ def encode(envelope: Envelope) -> bytes:
 _JSON = json.JSONEncoder(separators=(",", ":"))
 """Compact JSON, one encoder (``json.dumps`` with separators builds a new one per call)."""
 _MARK = "\x00scalars\x00"
+
+
+def _scalars_json(scalars: dict) -> str:
+    """``_JSON.encode(scalars)``, with ints and finite floats written directly (their JSON is their repr)."""
+    parts = []
+    for name, value in scalars.items():
+        kind = type(value)
+        if kind is int or (kind is float and math.isfinite(value)):
+            text = repr(value)
+        else:  # strings (escaped), booleans, None, non-finite floats
+            text = _JSON.encode(value)
+        parts.append(f'"{name}":{text}' if name.isascii() and name.isidentifier() else f"{_JSON.encode(name)}:{text}")
+    return "{" + ",".join(parts) + "}"
 
 
 def _header(route: tuple[str, str, str, str], scalars: object, arrays: tuple) -> bytes:
