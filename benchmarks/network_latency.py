@@ -62,7 +62,8 @@ def _echo(addresses, credentials, count: int) -> None:
     network.close()
 
 
-def ping_pong_tls(pki, n_floats: int, count: int, warmup: int) -> list[float]:
+def ping_pong_tls(pki, n_floats: int, count: int, warmup: int) -> tuple[list[float], float]:
+    """Round-trip times, and party a's CPU seconds per round trip (``time.process_time``, after the warm-up)."""
     listener = bind_listener()
     addresses = {"a": listener.getsockname()[:2], "b": ("127.0.0.1", 9)}
     child = multiprocessing.get_context("spawn").Process(target=_echo, args=(addresses, pki["b"], count + warmup))
@@ -71,20 +72,23 @@ def ping_pong_tls(pki, n_floats: int, count: int, warmup: int) -> list[float]:
         network = TlsNetwork("a", addresses, pki["a"], listener=listener, deadline=30, connect_deadline=30).connect()
         party = Party("a", network)
         payload = Payload(np.arange(n_floats, dtype=np.float64))
-        times = []
+        times, cpu = [], 0.0
         for i in range(count + warmup):
+            if i == warmup:
+                cpu = time.process_time()
             start = time.perf_counter()
             with network.phase(ROUND):
                 party.send("b", payload)
                 party.receive(Payload.kind, "b")
             if i >= warmup:
                 times.append(time.perf_counter() - start)
+        cpu = (time.process_time() - cpu) / count
         network.close()
     finally:
         child.join(30)
         if child.is_alive():
             child.kill()
-    return times
+    return times, cpu
 
 
 def _raw_echo(port: int, credentials, size: int, count: int) -> None:
@@ -425,6 +429,7 @@ def main() -> None:
     parser.add_argument("--skip-p2b", action="store_true", help="skip the P2B shuffler measurement")
     parser.add_argument("--p2b-users", type=int, default=3000, help="P2B users (70%% of them report)")
     parser.add_argument("--skip-fclub", action="store_true", help="skip the FCLUB rounds-per-second measurement")
+    parser.add_argument("--skip-mpc", action="store_true", help="skip the private ε-greedy (MPC) measurement")
     parser.add_argument("--fclub-rounds", type=int, default=4095, help="FCLUB rounds T")
     parser.add_argument("--fclub-algorithm", default="CDP-FCLUB-DC (faithful)", help="FCLUB preset")
     args = parser.parse_args()
@@ -438,21 +443,22 @@ def main() -> None:
         ca, files = write_development_pki(Path(folder), ["a", "b"])
         pki = {name: TlsCredentials(ca, f.certificate, f.key) for name, f in files.items()}
         print(f"Ping-pong round trip, median of {count} (a in this process, b in another for TLS):")
-        columns = ("in-memory", "+ codec", "bare TLS", "mutual TLS", "TLS / codec", "TLS / bare")
+        columns = ("in-memory", "+ codec", "bare TLS", "mutual TLS", "TLS / codec", "TLS / bare", "CPU of a")
         print(f"{'payload':>10} " + " ".join(f"{column:>12}" for column in columns))
         for n_floats in (10, 1000, 100_000) if count else ():
             size = count if n_floats < 100_000 else max(200, count // 20)
             memory = statistics.median(ping_pong_memory(n_floats, size, serialize=False))
             codec = statistics.median(ping_pong_memory(n_floats, size, serialize=True))
             warmup = min(200, size // 10)
-            tls = statistics.median(ping_pong_tls(pki, n_floats, size, warmup=warmup))
+            times, cpu = ping_pong_tls(pki, n_floats, size, warmup=warmup)
+            tls = statistics.median(times)
             frame = len(
                 frames.pack(FrameType.DATA, 0, 0, encode(Envelope("a", "b", ROUND, Payload(np.zeros(n_floats)))))
             )
             bare = statistics.median(ping_pong_raw_tls(pki, frame, size, warmup=warmup))
             print(
                 f"{8 * n_floats:>9}B {memory * 1e6:>10.1f}µs {codec * 1e6:>10.1f}µs {bare * 1e6:>10.1f}µs "
-                f"{tls * 1e6:>10.1f}µs {tls / codec:>11.1f}× {tls / bare:>11.1f}×"
+                f"{tls * 1e6:>10.1f}µs {tls / codec:>11.1f}× {tls / bare:>11.1f}× {cpu * 1e6:>10.1f}µs"
             )
 
     if not args.skip_vfucb:
@@ -489,6 +495,8 @@ def main() -> None:
             f"  in one process (in-memory network):    {result['in_memory']:9.0f} rounds/s"
             f"   in-memory / networked = {result['in_memory'] / result['networked']:.1f}×; regret equal"
         )
+    if args.skip_mpc:
+        return
     mpc_rounds = args.mpc_rounds if not args.quick else min(args.mpc_rounds, 100)
     print(
         f"\nPrivate ε-greedy (MPC), {args.mpc_parties} computing parties, |A| = {args.mpc_arms}, D = {args.mpc_dim}, "
