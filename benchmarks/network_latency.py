@@ -148,7 +148,9 @@ def ping_pong_memory(n_floats: int, count: int, serialize: bool) -> list[float]:
     return times
 
 
-def vfucb_deployment(folder: Path, dim: int, n_arms: int, parties: int, rounds: int, prefetch: int = 1) -> Path:
+def vfucb_deployment(
+    folder: Path, dim: int, n_arms: int, parties: int, rounds: int, prefetch: int = 1, checkpoint_every: int = 0
+) -> Path:
     base, extra = divmod(dim, parties)
     partition = [base + (1 if j < extra else 0) for j in range(parties)]
     names = ["mask_generator", "active"] + [f"passive{j}" for j in range(2, parties + 1)]
@@ -156,7 +158,8 @@ def vfucb_deployment(folder: Path, dim: int, n_arms: int, parties: int, rounds: 
         'name = "latency"',
         'ca = "certs/ca.pem"',
         "deadline_s = 60",
-        f"checkpoint_every = {rounds}",  # one checkpoint, at the end (as the MPC measurement): latency, not durability
+        # by default one checkpoint, at the end (as the MPC measurement): latency, not durability
+        f"checkpoint_every = {checkpoint_every or rounds}",
         "\n[protocol]",
         'name = "vertical-o3m"',
         f"partition = {json.dumps(partition)}",
@@ -175,13 +178,15 @@ def vfucb_deployment(folder: Path, dim: int, n_arms: int, parties: int, rounds: 
     return path
 
 
-def vfucb(dim: int, n_arms: int, parties: int, rounds: int, prefetch: int = 1) -> dict[str, float]:
+def vfucb(
+    dim: int, n_arms: int, parties: int, rounds: int, prefetch: int = 1, checkpoint_every: int = 0
+) -> dict[str, float]:
     from privbandits.deploy.deployment import load_deployment
     from privbandits.deploy.local import run_local
     from privbandits.deploy.vertical import load_all, make_learner, run_in_memory, write_synthetic_data
 
     with tempfile.TemporaryDirectory() as folder:
-        spec = load_deployment(vfucb_deployment(Path(folder), dim, n_arms, parties, rounds, prefetch))
+        spec = load_deployment(vfucb_deployment(Path(folder), dim, n_arms, parties, rounds, prefetch, checkpoint_every))
         write_synthetic_data(spec)
         codes, processes = run_local(spec)
         if any(codes.values()):
@@ -430,6 +435,12 @@ def main() -> None:
     parser.add_argument("--p2b-users", type=int, default=3000, help="P2B users (70%% of them report)")
     parser.add_argument("--skip-fclub", action="store_true", help="skip the FCLUB rounds-per-second measurement")
     parser.add_argument("--skip-mpc", action="store_true", help="skip the private ε-greedy (MPC) measurement")
+    parser.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=0,
+        help="VFUCB checkpoint interval in rounds (default: once, at the end)",
+    )
     parser.add_argument("--fclub-rounds", type=int, default=4095, help="FCLUB rounds T")
     parser.add_argument("--fclub-algorithm", default="CDP-FCLUB-DC (faithful)", help="FCLUB preset")
     args = parser.parse_args()
@@ -469,7 +480,7 @@ def main() -> None:
         for prefetch in sorted({1, args.prefetch}):
             what = "each request when its round starts" if prefetch == 1 else f"{prefetch} rounds' requests in flight"
             print(f"  prefetch = {prefetch} ({what}):")
-            result = vfucb(args.dim, args.arms, args.parties, rounds, prefetch)
+            result = vfucb(args.dim, args.arms, args.parties, rounds, prefetch, args.checkpoint_every)
             report(result, "plaintext central LinUCB", "networked ≤ 3× in-memory")
     if not args.skip_p2b:
         result = p2b(args.p2b_users)

@@ -65,6 +65,55 @@ def resume(deployment: Deployment, name: str) -> tuple[dict[str, np.ndarray], di
     return saved
 
 
+class DecisionLog:
+    """A party's decisions (int64), appended and fsynced at each checkpoint, which then stores only their
+    count (a checkpoint holding them all cost O(T) each, O(T²) over a session).
+
+    The log is written before the checkpoint that counts it, so it never holds fewer decisions than
+    a checkpoint counts; a resumed party cuts it to the count of the checkpoint it resumes from (what
+    was appended after that checkpoint, or torn by a crash, goes). Mode 0600, as the checkpoints.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.written = path, 0
+
+    def start(self) -> None:
+        """An empty log (a fresh session)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+        self.written = 0
+
+    def append(self, decisions: list[int]) -> None:
+        """Write the decisions not yet logged, durably."""
+        new = np.asarray(decisions[self.written :], dtype="<i8")
+        if new.size:
+            with open(self.path, "ab") as handle:
+                handle.write(new.tobytes())
+                handle.flush()
+                os.fsync(handle.fileno())
+        self.written = len(decisions)
+
+    def restore(self, count: int) -> list[int]:
+        """The first ``count`` decisions; the log is cut there. :class:`DeploymentError` if it holds fewer."""
+        from privbandits.deploy.deployment import DeploymentError
+
+        size = self.path.stat().st_size if self.path.is_file() else 0
+        if size < 8 * count:
+            raise DeploymentError(f"{self.path} holds {size // 8} decisions; the checkpoint counts {count}")
+        with open(self.path, "r+b") as handle:
+            data = handle.read(8 * count)
+            handle.truncate(8 * count)
+            handle.flush()
+            os.fsync(handle.fileno())
+        self.written = count
+        return np.frombuffer(data, dtype="<i8").tolist()
+
+
+def decision_log(deployment: Deployment, name: str) -> DecisionLog:
+    """Party ``name``'s decision log, beside its checkpoint."""
+    return DecisionLog(deployment.checkpoint_path(name).with_suffix(".decisions"))
+
+
 def capture(obj: object, prefix: str = "") -> tuple[dict[str, np.ndarray], dict]:
     """Arrays, numbers and generator states of ``obj`` and of its privbandits sub-objects."""
     arrays, meta = {}, {}

@@ -418,22 +418,22 @@ def _run_environment(deployment, name, network, resume, on_round) -> dict:
     rng = party.engine.input_rng(name)
     arms: list[int] = []
     done = 0
+    log = checkpoint.decision_log(deployment, name)
     if resume:
-        done, (arrays, meta) = _offer_and_agree(deployment, party.engine.channel.party)
-        arms = arrays["arms"].tolist()
-        if len(arms) != done:
-            raise DeploymentError(f"the checkpoint of round {done} holds {len(arms)} decisions")
+        done, (_, meta) = _offer_and_agree(deployment, party.engine.channel.party)
+        arms = log.restore(done)
         rng.bit_generator.state = meta["rng"]
         party.rounds, party.invalid_openings = done, meta["invalid_openings"]
         for index in range(done):  # the privacy ledger: one opening per round played
             epsilon_greedy.record_action(party.ledger, config.n_arms, config.epsilon, index)
 
     def save() -> None:
-        arrays = {"arms": np.asarray(arms, dtype=np.int64)}
+        log.append(arms)  # first: the checkpoint counts them
         meta = {"rng": rng.bit_generator.state, "invalid_openings": party.invalid_openings}
-        save_state(deployment, name, len(arms), arrays, meta)
+        save_state(deployment, name, len(arms), {}, meta)
 
     if not resume:
+        log.start()
         save()
     start = time.perf_counter()
     every = deployment.checkpoint_every

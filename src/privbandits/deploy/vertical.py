@@ -372,23 +372,19 @@ def _run_passive(deployment: Deployment, name: str, network: Network, resume: bo
     }
 
 
-def _save_active(deployment: Deployment, name: str, learner, arms: list[int]) -> None:
+def _save_active(deployment: Deployment, name: str, learner, arms: list[int], log: checkpoint.DecisionLog) -> None:
+    log.append(arms)  # first: the checkpoint below counts them
     arrays, meta = checkpoint.capture(learner)
     arrays = {f"learner.{key}": value for key, value in arrays.items()}
-    arrays["arms"] = np.asarray(arms, dtype=np.int64)
     meta = {"learner": meta, "round": len(arms), "digest": deployment.protocol_digest()}
     checkpoint.save(deployment.checkpoint_path(name), arrays, meta)
 
 
-def _load_active(deployment: Deployment, name: str, learner) -> list[int]:
-    path = deployment.checkpoint_path(name)
+def _load_active(deployment: Deployment, name: str, learner, log: checkpoint.DecisionLog) -> list[int]:
     arrays, meta = checkpoint.resume(deployment, name)
     learned = {key.removeprefix("learner."): value for key, value in arrays.items() if key.startswith("learner.")}
     checkpoint.restore(learner, learned, meta["learner"])
-    arms = arrays["arms"].tolist()
-    if len(arms) != meta["round"]:
-        raise DeploymentError(f"{path} is inconsistent: {len(arms)} decisions for round {meta['round']}")
-    return arms
+    return log.restore(meta["round"])
 
 
 def _run_active(deployment, name, network, resume, on_round) -> dict:
@@ -399,7 +395,8 @@ def _run_active(deployment, name, network, resume, on_round) -> dict:
     data = load_all(deployment, [name])[name]
     rounds = _check_rounds(protocol, data)
     learner = make_learner(protocol)
-    arms = _load_active(deployment, name, learner) if resume else []
+    log = checkpoint.decision_log(deployment, name)
+    arms = _load_active(deployment, name, learner, log) if resume else []
     party = ActiveParty(
         name,
         network,
@@ -417,7 +414,8 @@ def _run_active(deployment, name, network, resume, on_round) -> dict:
             for other in passive:
                 party.send(other, ResumeAt(resumed_after))
     else:
-        _save_active(deployment, name, learner, arms)
+        log.start()
+        _save_active(deployment, name, learner, arms, log)
     items = np.arange(protocol.n_arms, dtype=np.int64)
     every = deployment.checkpoint_every
     in_flight: deque[RoundRequest] = deque()
@@ -441,7 +439,7 @@ def _run_active(deployment, name, network, resume, on_round) -> dict:
             party.learn(arm, float(data.rewards[t, arm]))
             arms.append(arm)
             if (t + 1) % every == 0 or t + 1 == rounds:
-                _save_active(deployment, name, learner, arms)
+                _save_active(deployment, name, learner, arms, log)
             if on_round is not None:
                 on_round(t + 1, rounds)
     seconds = time.perf_counter() - start
