@@ -39,3 +39,5 @@ def test_a_log_shorter_than_its_checkpoint_is_refused(tmp_path):
         DecisionLog(log.path).restore(3)
     with pytest.raises(DeploymentError, match=r"holds 0 decisions; the checkpoint counts 1$"):
         DecisionLog(tmp_path / "missing.decisions").restore(1)
+    fresh = DecisionLog(tmp_path / "fresh.decisions")
+    assert fresh.restore(0) == [] and fresh.path.stat().st_size == 0  # resumed at round 0: an empty log

@@ -97,6 +97,9 @@ class DecisionLog:
         """The first ``count`` decisions; the log is cut there. :class:`DeploymentError` if it holds fewer."""
         from privbandits.deploy.deployment import DeploymentError
 
+        if count == 0:  # the session's first checkpoint: nothing to keep
+            self.start()
+            return []
         size = self.path.stat().st_size if self.path.is_file() else 0
         if size < 8 * count:
             raise DeploymentError(f"{self.path} holds {size // 8} decisions; the checkpoint counts {count}")
