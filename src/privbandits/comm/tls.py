@@ -697,7 +697,7 @@ class TlsNetwork(Network):
                     remaining = deadline - time.monotonic()
                     events = selector.select(remaining) if remaining > 0 else []
                     if not events:
-                        peers = ", ".join(repr(link.peer) for link in links)
+                        peers = ", ".join(sorted(repr(link.peer) for link in links))  # links are in connection order
                         where = self._where()
                         raise PeerLost(
                             f"no {_named(kinds)} message from any of {peers} within the {self.deadline:g} s "
