@@ -278,3 +278,24 @@ def test_the_overlapped_reciprocal_saves_rounds_and_decides_as_the_sequential_on
             payload[start, overlap] = traffic.total(ROUND).bytes
     assert rounds == {("exp", False): 41, ("exp", True): 29, ("linear", False): 25, ("linear", True): 18}
     assert payload["exp", True] == payload["exp", False] and payload["linear", True] == payload["linear", False]
+
+
+def test_the_store_key_leaves_out_overlap_reciprocal_while_it_is_off():
+    """Off, the learner computes bit for bit what it did before the option existed, so the results store's
+    keys (sweep and cost units) stay those of results stored then; on, the option is in the key."""
+    from dataclasses import asdict
+
+    from privbandits.experiments.papers.mpc.costs import rounds_task
+    from privbandits.experiments.papers.mpc.sweeps import sweep_task
+    from privbandits.experiments.tasks import jsonable
+
+    config = MPCBanditConfig(epsilon=0.1)
+    off = config.store_params()
+    assert off == {key: value for key, value in asdict(config).items() if key != "overlap_reciprocal"}
+    assert MPCBanditConfig(**off) == config
+    on = MPCBanditConfig(epsilon=0.1, overlap_reciprocal=True)
+    assert on.store_params() == asdict(on)
+    assert sweep_task("x", config, private=True, seed=0, data={}).params["config"] == jsonable(off)
+    assert rounds_task("x", [config, on], rounds=1, twin_rounds=1, seed=0).params["configs"] == jsonable(
+        [off, asdict(on)]
+    )

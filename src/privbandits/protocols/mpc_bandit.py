@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -193,6 +193,15 @@ class MPCBanditConfig:
         for role in ("puller", "rewarder"):
             if not (isinstance(getattr(self, role), str) and getattr(self, role)):
                 raise InvalidInputError(f"{role} must be a non-empty party name, got {getattr(self, role)!r}")
+
+    def store_params(self) -> dict:
+        """The configuration as a results-store key: every field, except ``overlap_reciprocal`` while it is off
+        (off, the computation is bit for bit what it was before the option existed, so results stored then
+        keep their keys; on, it is in the key)."""
+        params = asdict(self)
+        if not self.overlap_reciprocal:
+            del params["overlap_reciprocal"]
+        return params
 
     @property
     def context_norm_limit(self) -> float:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -93,7 +92,8 @@ def time_rounds(configs: list[dict[str, Any]], rounds: int, twin_rounds: int, se
 
 def rounds_task(label: str, configs: list[MPCBanditConfig], *, rounds: int, twin_rounds: int, seed: int) -> Task:
     """The :func:`time_rounds` unit of ``configs`` (whole configs in its key)."""
-    params = {"configs": [asdict(c) for c in configs], "rounds": rounds, "twin_rounds": twin_rounds, "seed": seed}
+    configs_params = [config.store_params() for config in configs]
+    params = {"configs": configs_params, "rounds": rounds, "twin_rounds": twin_rounds, "seed": seed}
     return Task(f"{_MODULE}:time_rounds", params, label)
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import asdict
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -177,7 +176,7 @@ def sweep_task(
 ) -> Task:
     """The :func:`sweep` unit: the whole learner config, the seed and the data's identity
     (:func:`data_params`) in its key."""
-    params = {"config": asdict(config), "private": private, "seed": seed, "sweeps": sweeps, "env": env, **data}
+    params = {"config": config.store_params(), "private": private, "seed": seed, "sweeps": sweeps, "env": env, **data}
     return Task(f"{_MODULE}:sweep", params, label)
 
 
@@ -215,5 +214,6 @@ def membership(
 
 def membership_task(label: str, epsilon: float, *, seed: int, checkpoints: int, data: dict[str, Any]) -> Task:
     """The :func:`membership` unit of the twin with exploration ``epsilon`` (``data``: :func:`data_params`)."""
-    params = {"config": asdict(MPCBanditConfig(epsilon=epsilon)), "seed": seed, "checkpoints": checkpoints, **data}
+    config = MPCBanditConfig(epsilon=epsilon).store_params()
+    params = {"config": config, "seed": seed, "checkpoints": checkpoints, **data}
     return Task(f"{_MODULE}:membership", params, label)
