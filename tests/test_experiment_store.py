@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from privbandits.experiments.executors import run_tasks
-from privbandits.experiments.store import ResultsStore
+from privbandits.experiments.store import ResultsStore, StoreError
 from privbandits.experiments.tasks import Task, file_identity
 
 TIMING_KEYS = {"wall_time_s"}
@@ -145,3 +145,28 @@ def test_ray_executor_stores_the_same_rows_as_the_local_pool(tmp_path):
     subprocess.run(_cli(*common, "--store", str(local), "--out", str(tmp_path / "a")), check=True)
     subprocess.run(_cli(*common, "--executor", "ray", "--store", str(ray), "--out", str(tmp_path / "b")), check=True)
     assert _rows(local) == _rows(ray) and len(_rows(ray)) == 12
+
+
+def test_a_store_opened_while_another_process_sets_it_up_retries_instead_of_refusing(tmp_path, monkeypatch):
+    """Two runs starting together: while one creates the store and switches it to WAL, SQLite may answer
+    the other's open "database is locked" at once, without its busy wait. Opening retries (it once said
+    "is not a privbandits results store"); another error still says what is wrong."""
+    import privbandits.experiments.store as store_module
+
+    answers = {"locked": 3}
+
+    class Busy(sqlite3.Connection):
+        def execute(self, sql, *args):
+            if sql == "PRAGMA journal_mode=WAL" and answers["locked"]:
+                answers["locked"] -= 1
+                raise sqlite3.OperationalError("database is locked")
+            return super().execute(sql, *args)
+
+    connect = sqlite3.connect
+    monkeypatch.setattr(store_module.sqlite3, "connect", lambda *a, **k: connect(*a, factory=Busy, **k))
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        assert store.stored_keys() == set()
+    assert answers["locked"] == 0
+    (tmp_path / "junk.sqlite").write_bytes(b"not a database, long enough to be read as a header" * 4)
+    with pytest.raises(StoreError, match="junk.sqlite is not a privbandits results store: file is not a database"):
+        ResultsStore(tmp_path / "junk.sqlite")

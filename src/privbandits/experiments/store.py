@@ -30,6 +30,9 @@ import numpy as np
 from privbandits import __version__
 from privbandits.experiments.tasks import Task, canonical_json
 
+_BUSY_SECONDS = 60
+"""How long opening or writing the store waits for another process's lock."""
+
 SCHEMA_VERSION = 2
 
 _SCHEMA = """
@@ -193,13 +196,31 @@ class ResultsStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, timeout=_BUSY_SECONDS)
+        deadline = time.monotonic() + _BUSY_SECONDS
+        while True:
+            try:
+                self._open()
+                return
+            except sqlite3.OperationalError as exc:
+                # another process creating the store or switching it to WAL: SQLite may answer "locked"
+                # at once, without its busy wait; try again until the same timeout
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    self._db.close()
+                    raise StoreError(f"{self.path} could not be opened: {exc}") from None
+                time.sleep(0.05)
+
+    def _open(self) -> None:
         try:
-            self._db = sqlite3.connect(self.path, timeout=60)
             self._db.execute("PRAGMA journal_mode=WAL")
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.OperationalError:
+            raise
         except sqlite3.DatabaseError as exc:
+            self._db.close()
             raise StoreError(f"{self.path} is not a privbandits results store: {exc}") from None
         if version > SCHEMA_VERSION:
+            self._db.close()
             raise StoreError(
                 f"{self.path} has schema version {version}; this privbandits reads up to "
                 f"{SCHEMA_VERSION}. Upgrade privbandits or use another --store."
