@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from typer.testing import CliRunner
 from privbandits.deploy.certs import make_ca, write_development_pki
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment, parse_deployment
+from privbandits.deploy.local import BACKGROUND_NICE, _place, available_cpus, background, placement
 
 PARTIES = """
 [parties.mask_generator]
@@ -157,3 +159,31 @@ def test_the_shipped_vertical_example_is_a_valid_deployment():
     spec = load_deployment(example)
     assert spec.protocol.partition == [40, 25, 35] and spec.names("passive") == ["passive2", "passive3"]
     assert spec.parties["mask_generator"].data is not None  # the mask seed is the mask generator's own
+
+
+def test_deploy_local_places_online_parties_first_and_lowers_the_dealer():
+    """``deploy local``: the MPC dealer (its material runs ahead) is the one background party;
+    pinning puts the parties that answer each other every round on cores of their own first."""
+    configs = Path(__file__).resolve().parents[1] / "configs" / "deploy"
+    mpc = load_deployment(configs / "mpc-epsilon-greedy.toml")
+    assert list(mpc.parties) == ["dealer", "bank", "shop", "environment"]
+    assert background(mpc) == ["dealer"]
+    assert placement(mpc, [0, 1]) == {"bank": 0, "shop": 1, "environment": 0, "dealer": 1}
+    assert placement(mpc, [2, 5, 7, 9]) == {"bank": 2, "shop": 5, "environment": 7, "dealer": 9}
+    assert background(load_deployment(configs / "vertical-vfucb.toml")) == []
+    with pytest.raises(DeploymentError, match="no CPU to pin the parties to"):
+        placement(mpc, [])
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="pinning needs os.sched_setaffinity (Linux)")
+def test_a_placed_process_runs_on_its_core_at_lower_priority():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        core = available_cpus()[-1]
+        _place(child.pid, core, BACKGROUND_NICE)
+        assert os.sched_getaffinity(child.pid) == {core}
+        assert os.getpriority(os.PRIO_PROCESS, child.pid) == os.getpriority(os.PRIO_PROCESS, 0) + BACKGROUND_NICE
+    finally:
+        child.kill()
+        child.wait()
+    _place(child.pid, core, BACKGROUND_NICE)  # a process that already ended is left to its exit code

@@ -83,8 +83,8 @@ def assert_same_as_in_memory(spec) -> None:
     assert got["env"]["openings"] == spec.protocol.rounds
 
 
-def run_local(path: Path) -> None:
-    result = CliRunner().invoke(standalone, ["deploy", "local", str(path), "--no-progress"])
+def run_local(path: Path, *options: str) -> None:
+    result = CliRunner().invoke(standalone, ["deploy", "local", str(path), "--no-progress", *options])
     assert result.exit_code == 0, result.output
     assert f"{load_deployment(path).protocol.rounds} rounds, cumulative reward" in result.output
 
@@ -99,9 +99,9 @@ def test_short_session_as_processes_decides_as_in_memory(tmp_path, computing):
 @pytest.mark.parametrize("overlap", [False, True])
 def test_the_linear_reciprocal_start_as_processes_decides_as_in_memory(tmp_path, overlap):
     """Also with the reciprocal riding on the argmax's openings: each computing party's own rider
-    (PartyChannel) sends what the simulator's stacked one does."""
+    (PartyChannel) sends what the simulator's stacked one does; that run pins every party to a core."""
     path = make_deployment(tmp_path, rounds=40, reciprocal_start="linear", nr_iterations=3, overlap_reciprocal=overlap)
-    run_local(path)
+    run_local(path, *(["--pin-cpus"] if overlap and hasattr(os, "sched_setaffinity") else []))
     spec = load_deployment(path)
     assert (spec.protocol.reciprocal_start, spec.protocol.overlap_reciprocal) == ("linear", overlap)
     assert_same_as_in_memory(spec)

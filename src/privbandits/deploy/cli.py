@@ -102,8 +102,18 @@ def local(
     deployment: DeploymentArgument,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     resume: Annotated[bool, typer.Option("--resume", help="Continue from the parties' checkpoints.")] = False,
+    pin_cpus: Annotated[
+        bool,
+        typer.Option(
+            "--pin-cpus",
+            help="Pin each party's process to one core, the online parties first (Linux; parties that answer "
+            "each other every round then never share a core while another is idle).",
+        ),
+    ] = False,
 ) -> None:
-    """Run every party on 127.0.0.1 as separate processes with mutual TLS, then print the report."""
+    """Run every party on 127.0.0.1 as separate processes with mutual TLS, then print the report.
+
+    Background roles (the MPC dealer, whose material runs ahead of the rounds) run at lower CPU priority."""
     from rich.console import Console
 
     from privbandits.deploy.deployment import DeploymentError
@@ -111,7 +121,7 @@ def local(
     spec = _load(deployment)
     console = Console()
     try:
-        codes, parties = _run_local(spec, progress, resume, console)
+        codes, parties = _run_local(spec, progress, resume, console, pin_cpus)
     except DeploymentError as exc:
         _fail(str(exc))
     _report(spec, codes, parties, console)
@@ -119,7 +129,7 @@ def local(
         raise typer.Exit(code=1)
 
 
-def _run_local(spec, progress: bool, resume: bool, console):
+def _run_local(spec, progress: bool, resume: bool, console, pin_cpus: bool = False):
     from rich.progress import Progress
 
     from privbandits.deploy.local import run_local
@@ -128,10 +138,13 @@ def _run_local(spec, progress: bool, resume: bool, console):
         with Progress(console=console, transient=False) as bar:
             task = bar.add_task(f"{spec.name}: rounds", total=None)
             codes, parties = run_local(
-                spec, resume=resume, on_progress=lambda t, total: bar.update(task, completed=t, total=total)
+                spec,
+                resume=resume,
+                on_progress=lambda t, total: bar.update(task, completed=t, total=total),
+                pin_cpus=pin_cpus,
             )
     else:
-        codes, parties = run_local(spec, resume=resume)
+        codes, parties = run_local(spec, resume=resume, pin_cpus=pin_cpus)
     return codes, parties
 
 

@@ -202,6 +202,8 @@ class MPCProtocol(_Strict):
 
     ROLES: ClassVar[tuple[str, ...]] = ("dealer", "computing", "environment")
     REPORTER: ClassVar[str] = "environment"
+    BACKGROUND: ClassVar[tuple[str, ...]] = ("dealer",)
+    """Roles whose work runs ahead of the rounds (the dealer's material): lower priority on a shared host."""
 
     @field_validator("partition")
     @classmethod

@@ -7,6 +7,14 @@ NAME --listen-fd FD`` per party with the socket inherited. The active party prin
 ``progress t T`` line per round on stdout; the launcher turns them into a progress bar.
 If a party fails, the others exit on their own within the deadline (they are told which
 peer was lost); any still running after deadline + 5 s are killed.
+
+All parties share this machine's cores, which separate hosts would not. Two things keep the
+parties that exchange messages every round from waiting on the others' work: a protocol's
+background roles (``BACKGROUND``: the MPC dealer, whose material runs ahead of the rounds)
+start at lower CPU priority (nice +:data:`BACKGROUND_NICE`), so they take the cycles the
+online parties leave; and ``pin_cpus`` pins each party to one core, the online parties
+first, round-robin in file order, so that two parties answering each other never share a
+core while another stands idle.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +33,8 @@ from privbandits.comm.tls import bind_listener
 from privbandits.deploy.deployment import Deployment, DeploymentError, parse_address
 
 GRACE_S = 5.0
+BACKGROUND_NICE = 10
+"""Niceness added to the processes of a protocol's background roles (they run ahead of the rounds)."""
 
 
 @dataclass
@@ -79,9 +89,50 @@ def child_environment() -> dict[str, str]:
     return env
 
 
-def start_parties(deployment: Deployment, workdir: Path, *, resume: bool = False) -> list[PartyProcess]:
+def background(deployment: Deployment) -> list[str]:
+    """The parties whose work runs ahead of the rounds (the MPC dealer): they start at lower priority."""
+    return [name for role in getattr(deployment.protocol, "BACKGROUND", ()) for name in deployment.names(role)]
+
+
+def placement(deployment: Deployment, cpus: Sequence[int]) -> dict[str, int]:
+    """One core per party: the online parties first, then the background ones, round-robin over ``cpus``
+    in file order (the MPC example on 2 cores: both computing parties on cores of their own)."""
+    if not cpus:
+        raise DeploymentError("no CPU to pin the parties to")
+    later = set(background(deployment))
+    order = [name for name in deployment.parties if name not in later] + [n for n in deployment.parties if n in later]
+    return {name: cpus[index % len(cpus)] for index, name in enumerate(order)}
+
+
+def _place(pid: int, cpu: int | None, nice: int) -> None:
+    """Pin process ``pid`` to ``cpu`` (None: leave it) and lower its priority by ``nice``."""
+    try:
+        if cpu is not None:
+            os.sched_setaffinity(pid, {cpu})
+        if nice and hasattr(os, "setpriority"):
+            os.setpriority(os.PRIO_PROCESS, pid, os.getpriority(os.PRIO_PROCESS, pid) + nice)
+    except ProcessLookupError:  # it already ended; its exit code reports why
+        pass
+
+
+def available_cpus() -> list[int]:
+    """The cores this process may run on (sorted); empty where the platform cannot pin."""
+    if not hasattr(os, "sched_getaffinity"):
+        return []
+    return sorted(os.sched_getaffinity(0))
+
+
+def start_parties(
+    deployment: Deployment, workdir: Path, *, resume: bool = False, pin_cpus: bool = False
+) -> list[PartyProcess]:
     """Start one process per party on 127.0.0.1; the party that learns the decisions (the vertical
-    protocol's active party, the MPC protocol's environment) reports progress on stdout."""
+    protocol's active party, the MPC protocol's environment) reports progress on stdout.
+
+    Background roles start at lower priority; ``pin_cpus`` pins each party to one core (:func:`placement`)."""
+    if pin_cpus and not available_cpus():
+        raise DeploymentError("pinning parties to cores needs os.sched_setaffinity (Linux); run without pin_cpus")
+    cores = placement(deployment, available_cpus()) if pin_cpus else {}
+    lower = set(background(deployment))
     resolved, listeners = resolve_local(deployment)
     path = workdir / "deployment.resolved.toml"
     path.write_text(resolved.to_toml())
@@ -99,6 +150,7 @@ def start_parties(deployment: Deployment, workdir: Path, *, resume: bool = False
                 env=child_environment(),
             )
             started.append(PartyProcess(name, process))
+            _place(process.pid, cores.get(name), BACKGROUND_NICE if name in lower else 0)
     finally:
         for listener in listeners.values():
             listener.close()  # the children hold their own copies
@@ -159,11 +211,17 @@ def wait_parties(
 
 
 def run_local(
-    deployment: Deployment, *, resume: bool = False, on_progress: Callable[[int, int], None] | None = None
+    deployment: Deployment,
+    *,
+    resume: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+    pin_cpus: bool = False,
 ) -> tuple[dict[str, int], list[PartyProcess]]:
-    """Start every party on 127.0.0.1 and wait for them; exit codes per party, and the processes."""
+    """Start every party on 127.0.0.1 and wait for them; exit codes per party, and the processes.
+
+    ``pin_cpus``: pin each party's process to one core (:func:`placement`)."""
     with tempfile.TemporaryDirectory(prefix="privbandits-local-") as workdir:
-        parties = start_parties(deployment, Path(workdir), resume=resume)
+        parties = start_parties(deployment, Path(workdir), resume=resume, pin_cpus=pin_cpus)
         try:
             codes = wait_parties(parties, deployment.deadline_s, on_progress, survivable(deployment))
         except BaseException:
