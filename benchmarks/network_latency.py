@@ -14,13 +14,17 @@ Three measurements, each printed as ratios against references measured in the sa
    seconds per round with the dealer, each computing party and the environment in its own
    process, against the stacked in-memory simulator and its plaintext twin on the same
    data, and communication rounds per learner round. Target: networked ≤ 150× the twin
-   (the paper's CrypTen figure is about 500×, one machine).
+   (the paper's CrypTen figure is about 500×, one machine); unpinned, and again with every
+   party pinned to one core (``deploy local --pin-cpus``).
 4. P2B (issue 17): device reports per second through the shuffler, every party a process,
    against the same reports through a shuffler in one process (with and without its durable
    SQLite queue).
 5. FCLUB (issue 17): rounds per second with the users, five local servers and the global server
    each a process (the shipped example, faithful CDP-FCLUB-DC), against the same run in one
    process (the experiments' in-memory run); the two runs' regret must be equal.
+
+The measurements with a target run ``--repeat`` times (3 by default): one run's ratio moves by
+20–40% on a shared VM, so each prints its median run and every run's ratio against the target.
 
     .venv/bin/python benchmarks/network_latency.py            # a few minutes on 2 cores
     .venv/bin/python benchmarks/network_latency.py --quick    # fewer round trips and rounds
@@ -433,6 +437,20 @@ def report(result: dict[str, float], plaintext: str, target: str) -> None:
     )
 
 
+def targeted(measure, runs: int, ratio: str, limit: float, plaintext: str, target: str) -> None:
+    """Run ``measure()`` ``runs`` times (a target's verdict from one noisy run is a coin toss on this
+    shared VM): the report of the median run, then every run's ratio and how many met the target."""
+    results = sorted((measure() for _ in range(runs)), key=lambda result: result["networked"] / result[ratio])
+    report(results[len(results) // 2], plaintext, target)
+    if runs > 1:
+        ratios = [result["networked"] / result[ratio] for result in results]
+        within = sum(value <= limit for value in ratios)
+        print(
+            f"  over {runs} runs (the median one above): {', '.join(f'{value:.2f}×' for value in ratios)}; "
+            f"{within} of {runs} within the target"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="2,000 round trips and 300 VFUCB rounds")
@@ -446,6 +464,9 @@ def main() -> None:
     parser.add_argument("--mpc-dim", type=int, default=20)
     parser.add_argument("--mpc-arms", type=int, default=10)
     parser.add_argument("--mpc-parties", type=int, default=2, help="computing parties |P|")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs of each measurement with a target (the median is reported)"
+    )
     parser.add_argument("--skip-ping", action="store_true", help="skip the ping-pong table")
     parser.add_argument("--skip-vfucb", action="store_true", help="skip the VFUCB measurement")
     parser.add_argument("--skip-p2b", action="store_true", help="skip the P2B shuffler measurement")
@@ -497,8 +518,16 @@ def main() -> None:
         for prefetch in sorted({1, args.prefetch}):
             what = "each request when its round starts" if prefetch == 1 else f"{prefetch} rounds' requests in flight"
             print(f"  prefetch = {prefetch} ({what}):")
-            result = vfucb(args.dim, args.arms, args.parties, rounds, prefetch, args.checkpoint_every)
-            report(result, "plaintext central LinUCB", "networked ≤ 3× in-memory")
+            targeted(
+                lambda prefetch=prefetch: vfucb(
+                    args.dim, args.arms, args.parties, rounds, prefetch, args.checkpoint_every
+                ),
+                args.repeat if prefetch == args.prefetch else 1,
+                "in_memory",
+                3.0,
+                "plaintext central LinUCB",
+                "networked ≤ 3× in-memory",
+            )
     if not args.skip_p2b:
         result = p2b(args.p2b_users)
         print(
@@ -536,15 +565,30 @@ def main() -> None:
         for overlap in overlaps:
             schedule = ", overlap_reciprocal (1/d and u u^T/d ride on the argmax's openings)" if overlap else ""
             print(f"  {what} ({iterations} Newton–Raphson iterations){schedule}:")
-            result = mpc(args.mpc_dim, args.mpc_arms, args.mpc_parties, mpc_rounds, (start, iterations), overlap)
-            report(result, "plaintext twin (float64)", "networked ≤ 150× the plaintext twin")
+            last = start == "linear" and overlap == overlaps[-1]
+            targeted(
+                lambda start=start, iterations=iterations, overlap=overlap: mpc(
+                    args.mpc_dim, args.mpc_arms, args.mpc_parties, mpc_rounds, (start, iterations), overlap
+                ),
+                args.repeat if last else 1,
+                "plaintext",
+                150.0,
+                "plaintext twin (float64)",
+                "networked ≤ 150× the plaintext twin",
+            )
     if len(available_cpus()) >= 2:
         print(
             f"  the last schedule again, each party pinned to one core (`deploy local --pin-cpus`: computing parties "
             f"on cores of their own, as on separate hosts; {len(available_cpus())} cores here):"
         )
-        result = mpc(args.mpc_dim, args.mpc_arms, args.mpc_parties, mpc_rounds, ("linear", 3), overlaps[-1], True)
-        report(result, "plaintext twin (float64)", "networked ≤ 150× the plaintext twin")
+        targeted(
+            lambda: mpc(args.mpc_dim, args.mpc_arms, args.mpc_parties, mpc_rounds, ("linear", 3), overlaps[-1], True),
+            args.repeat,
+            "plaintext",
+            150.0,
+            "plaintext twin (float64)",
+            "networked ≤ 150× the plaintext twin",
+        )
 
 
 if __name__ == "__main__":
