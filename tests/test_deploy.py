@@ -187,3 +187,16 @@ def test_a_placed_process_runs_on_its_core_at_lower_priority():
         child.kill()
         child.wait()
     _place(child.pid, core, BACKGROUND_NICE)  # a process that already ended is left to its exit code
+
+
+def test_pinning_where_the_platform_cannot_is_refused_before_any_party_starts(monkeypatch):
+    configs = Path(__file__).resolve().parents[1] / "configs" / "deploy"
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    started = []
+    monkeypatch.setattr(subprocess, "Popen", lambda *args, **kwargs: started.append(args))
+    result = CliRunner().invoke(
+        standalone, ["deploy", "local", str(configs / "mpc-epsilon-greedy.toml"), "--no-progress", "--pin-cpus"]
+    )
+    assert result.exit_code == 2, result.output
+    assert "pinning parties to cores needs os.sched_setaffinity (Linux); run without pin_cpus" in result.output
+    assert started == []

@@ -89,9 +89,14 @@ def child_environment() -> dict[str, str]:
     return env
 
 
+def _holding(deployment: Deployment, roles: str) -> list[str]:
+    """The parties whose role is in the protocol's class attribute ``roles`` (none if it has no such attribute)."""
+    return [name for role in getattr(deployment.protocol, roles, ()) for name in deployment.names(role)]
+
+
 def background(deployment: Deployment) -> list[str]:
     """The parties whose work runs ahead of the rounds (the MPC dealer): they start at lower priority."""
-    return [name for role in getattr(deployment.protocol, "BACKGROUND", ()) for name in deployment.names(role)]
+    return _holding(deployment, "BACKGROUND")
 
 
 def placement(deployment: Deployment, cpus: Sequence[int]) -> dict[str, int]:
@@ -166,7 +171,7 @@ def _collect(stream, lines: list[str]) -> None:
 
 def survivable(deployment: Deployment) -> list[str]:
     """The parties whose loss the others survive (FCLUB's local servers): their failure starts no countdown."""
-    return [name for role in getattr(deployment.protocol, "SURVIVABLE", ()) for name in deployment.names(role)]
+    return _holding(deployment, "SURVIVABLE")
 
 
 def wait_parties(
