@@ -13,9 +13,11 @@ Three measurements, each printed as ratios against references measured in the sa
 3. The private ε-greedy learner (MPC, 2 computing parties, |A| = 10, D = 20 by default):
    seconds per round with the dealer, each computing party and the environment in its own
    process, against the stacked in-memory simulator and its plaintext twin on the same
-   data, and communication rounds per learner round. Target: networked ≤ 150× the twin
-   (the paper's CrypTen figure is about 500×, one machine); unpinned, and again with every
-   party pinned to one core (``deploy local --pin-cpus``).
+   data, and communication rounds per learner round, for each schedule: the paper's, the
+   linear reciprocal start, overlap_reciprocal and mask_factors (2 parties). Target:
+   networked ≤ 150× the twin (the paper's CrypTen figure is about 500×, one machine) with the
+   last schedule; unpinned, and again with every party pinned to one core
+   (``deploy local --pin-cpus``).
 4. P2B (issue 17): device reports per second through the shuffler, every party a process,
    against the same reports through a shuffler in one process (with and without its durable
    SQLite queue).
@@ -235,6 +237,7 @@ def mpc_deployment(
     rounds: int,
     reciprocal: tuple[str, int] = ("exp", 7),
     overlap: bool = False,
+    factors: bool = False,
 ) -> Path:
     base, extra = divmod(dim, parties)
     partition = [base + (1 if j < extra else 0) for j in range(parties)]
@@ -253,6 +256,7 @@ def mpc_deployment(
         f'reciprocal_start = "{reciprocal[0]}"',
         f"nr_iterations = {reciprocal[1]}",
         f"overlap_reciprocal = {str(overlap).lower()}",
+        f"mask_factors = {str(factors).lower()}",
     ]
     for name, role in roles.items():
         lines += [f"\n[parties.{name}]", f'role = "{role}"', 'address = "127.0.0.1:0"']
@@ -270,6 +274,7 @@ def mpc(
     rounds: int,
     reciprocal: tuple[str, int] = ("exp", 7),
     overlap: bool = False,
+    factors: bool = False,
     pin_cpus: bool = False,
 ) -> dict[str, float]:
     from privbandits.deploy.deployment import load_deployment
@@ -285,7 +290,7 @@ def mpc(
     from privbandits.protocols.mpc_bandit import ExplorationStream, PlaintextEpsilonGreedy
 
     with tempfile.TemporaryDirectory() as folder:
-        spec = load_deployment(mpc_deployment(Path(folder), dim, n_arms, parties, rounds, reciprocal, overlap))
+        spec = load_deployment(mpc_deployment(Path(folder), dim, n_arms, parties, rounds, reciprocal, overlap, factors))
         write_synthetic_data(spec)
         codes, processes = run_local(spec, pin_cpus=pin_cpus)
         if any(codes.values()):
@@ -561,29 +566,36 @@ def main() -> None:
         f"{mpc_rounds} rounds (dealer, computing parties and environment each a process; the dealer, whose "
         f"material runs ahead of the rounds, at nice +{BACKGROUND_NICE} as `deploy local` starts it):"
     )
-    overlaps = (False, True) if args.mpc_parties == 2 else (False,)
-    for start, iterations, what in (("exp", 7, "the paper's reciprocal"), ("linear", 3, "reciprocal_start = linear")):
-        for overlap in overlaps:
-            schedule = ", overlap_reciprocal (1/d and u u^T/d ride on the argmax's openings)" if overlap else ""
-            print(f"  {what} ({iterations} Newton–Raphson iterations){schedule}:")
-            last = start == "linear" and overlap == overlaps[-1]
-            targeted(
-                lambda start=start, iterations=iterations, overlap=overlap: mpc(
-                    args.mpc_dim, args.mpc_arms, args.mpc_parties, mpc_rounds, (start, iterations), overlap
-                ),
-                args.repeat if last else 1,
-                "plaintext",
-                150.0,
-                "plaintext twin (float64)",
-                "networked ≤ 150× the plaintext twin",
-            )
+    schedules = [(start, iterations, False, False) for start, iterations in (("exp", 7), ("linear", 3))]
+    if args.mpc_parties == 2:  # the options that ride on openings need local truncation (2 parties)
+        schedules = [schedules[0], ("exp", 7, True, False), schedules[1], ("linear", 3, True, False)]
+        schedules.append(("linear", 3, True, True))
+    starts = {"exp": "the paper's reciprocal", "linear": "reciprocal_start = linear"}
+    for start, iterations, overlap, factors in schedules:
+        schedule = ", overlap_reciprocal (1/d and u u^T/d ride on the argmax's openings)" if overlap else ""
+        schedule += ", mask_factors (the one-hot masks the updates' factors)" if factors else ""
+        print(f"  {starts[start]} ({iterations} Newton–Raphson iterations){schedule}:")
+        last = (start, iterations, overlap, factors) == schedules[-1]
+        targeted(
+            lambda start=start, iterations=iterations, overlap=overlap, factors=factors: mpc(
+                args.mpc_dim, args.mpc_arms, args.mpc_parties, mpc_rounds, (start, iterations), overlap, factors
+            ),
+            args.repeat if last else 1,
+            "plaintext",
+            150.0,
+            "plaintext twin (float64)",
+            "networked ≤ 150× the plaintext twin",
+        )
     if len(available_cpus()) >= 2:
         print(
             f"  the last schedule again, each party pinned to one core (`deploy local --pin-cpus`: computing parties "
             f"on cores of their own, as on separate hosts; {len(available_cpus())} cores here):"
         )
+        start, iterations, overlap, factors = schedules[-1]
         targeted(
-            lambda: mpc(args.mpc_dim, args.mpc_arms, args.mpc_parties, mpc_rounds, ("linear", 3), overlaps[-1], True),
+            lambda: mpc(
+                args.mpc_dim, args.mpc_arms, args.mpc_parties, mpc_rounds, (start, iterations), overlap, factors, True
+            ),
             args.repeat,
             "plaintext",
             150.0,

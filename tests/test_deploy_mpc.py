@@ -96,14 +96,16 @@ def test_short_session_as_processes_decides_as_in_memory(tmp_path, computing):
     assert_same_as_in_memory(load_deployment(path))
 
 
-@pytest.mark.parametrize("overlap", [False, True])
-def test_the_linear_reciprocal_start_as_processes_decides_as_in_memory(tmp_path, overlap):
-    """Also with the reciprocal riding on the argmax's openings: each computing party's own rider
-    (PartyChannel) sends what the simulator's stacked one does; that run pins every party to a core."""
-    path = make_deployment(tmp_path, rounds=40, reciprocal_start="linear", nr_iterations=3, overlap_reciprocal=overlap)
+@pytest.mark.parametrize(("overlap", "factors"), [(False, False), (True, False), (True, True)])
+def test_the_linear_reciprocal_start_as_processes_decides_as_in_memory(tmp_path, overlap, factors):
+    """Also with the reciprocal riding on the argmax's openings, and with the one-hot masking the updates'
+    factors: each computing party's own riders (PartyChannel) send what the simulator's stacked ones do, and
+    each party truncates its own share (party 1 ceils); the overlap runs pin every party to a core."""
+    options = {"reciprocal_start": "linear", "nr_iterations": 3, "overlap_reciprocal": overlap, "mask_factors": factors}
+    path = make_deployment(tmp_path, rounds=40, **options)
     run_local(path, *(["--pin-cpus"] if overlap and hasattr(os, "sched_setaffinity") else []))
     spec = load_deployment(path)
-    assert (spec.protocol.reciprocal_start, spec.protocol.overlap_reciprocal) == ("linear", overlap)
+    assert (spec.protocol.overlap_reciprocal, spec.protocol.mask_factors) == (overlap, factors)
     assert_same_as_in_memory(spec)
 
 
@@ -211,6 +213,10 @@ def test_the_shipped_mpc_example_is_a_valid_deployment():
             ),
             r"overlap_reciprocal needs local truncation \(2 computing parties, truncation 'auto' or 'local'\); "
             r"got 2 parties with truncation 'wraps'",
+        ),
+        (
+            lambda t: t.replace("partition = [3, 2]", "partition = [3, 2]\nmask_factors = true"),
+            r"mask_factors needs overlap_reciprocal = True \(its products ride on the argmax's openings\), got False",
         ),
     ],
 )

@@ -206,3 +206,32 @@ def test_exact_truncation_costs_an_opening_a_prefix_carry_and_a_dabit():
     with engine.phase("input"):
         x = engine.input(np.ones(k))
     assert _cost(engine, "truncate", lambda: engine.truncate(x, L)) == (8, (8 * k + 11 * 16 * k + k // 8) * 6)
+
+
+def test_zero_exact_truncation_keeps_zero_exact_and_rounds_without_bias():
+    """Party 0 floors, party 1 ceils: a shared 0 truncates to exactly 0 on every sharing, where both
+    parties flooring (local truncation) gives −1 ulp almost always; any value is within 1 ulp, the
+    mean error ~0 (both flooring: about −1 ulp); the same in one party's own process (its rows)."""
+    from privbandits.mpc.sharing import ArithmeticShares, reconstruct, share
+    from privbandits.mpc.truncation import truncate, truncate_zero_exact
+
+    rng = np.random.default_rng(9)
+    engine = _engine(2)
+    values = np.concatenate([np.zeros(2000, dtype=np.int64), rng.integers(-(2**40), 2**40, size=4000)])
+    shares = ArithmeticShares(share(values.view(np.uint64), 2, rng), 0, True)
+    exact = reconstruct(truncate_zero_exact(engine, shares, L).shares).view(np.int64)
+    floored = reconstruct(truncate(engine, shares, L).shares).view(np.int64)
+    np.testing.assert_array_equal(exact[:2000], 0)
+    assert np.mean(floored[:2000] == -1) > 0.99
+    error, error_floored = exact - values / 2**L, floored - values / 2**L
+    assert np.abs(error).max() < 1 and -2 < error_floored.min()
+    assert abs(error[2000:].mean()) < 0.05 and error_floored[2000:].mean() < -0.9
+    by_party = [
+        truncate_zero_exact(Engine(2, seed=0, local=name), ArithmeticShares(shares.shares[[row]], 0, row == 0), L)
+        for row, name in enumerate(engine.names)
+    ]
+    np.testing.assert_array_equal(
+        np.concatenate([part.shares for part in by_party]), truncate_zero_exact(engine, shares, L).shares
+    )
+    with pytest.raises(ValueError, match=r"^zero-exact truncation is local truncation \(2 parties\), not 'wraps'$"):
+        truncate_zero_exact(_engine(3), ArithmeticShares(share(values.view(np.uint64), 3, rng), 0, True), L)

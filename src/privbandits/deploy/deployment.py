@@ -199,6 +199,11 @@ class MPCProtocol(_Strict):
         description="compute the reciprocal and u u^T/d alongside the argmax, riding on its openings "
         "(2 parties; the same computation in fewer rounds, other randomness for a seed)",
     )
+    mask_factors: bool = Field(
+        False,
+        description="mask the factors of each update with the one-hot before the outer products, not the "
+        "D×D products after them (with overlap_reciprocal; a third fewer bytes, other randomness for a seed)",
+    )
 
     ROLES: ClassVar[tuple[str, ...]] = ("dealer", "computing", "environment")
     REPORTER: ClassVar[str] = "environment"
@@ -216,9 +221,10 @@ class MPCProtocol(_Strict):
     def _truncation(self) -> MPCProtocol:
         if self.truncation == "local" and len(self.partition) != 2:
             raise ValueError(f"local truncation is for 2 computing parties, got {len(self.partition)}")
-        from privbandits.protocols.mpc_bandit import overlap_problem  # the protocol's rule, not a copy
+        from privbandits.protocols.mpc_bandit import mask_factors_problem, overlap_problem  # the protocol's rules
 
         problem = overlap_problem(self.overlap_reciprocal, len(self.partition), self.truncation)
+        problem = problem or mask_factors_problem(self.mask_factors, self.overlap_reciprocal)
         if problem:
             raise ValueError(problem)
         return self

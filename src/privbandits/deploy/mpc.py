@@ -198,6 +198,7 @@ def config_of(deployment: Deployment):
         rewarder=environment,
         binary_rewards=protocol.binary_rewards,
         overlap_reciprocal=protocol.overlap_reciprocal,
+        mask_factors=protocol.mask_factors,
     )
 
 

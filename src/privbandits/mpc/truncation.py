@@ -72,3 +72,19 @@ def _divide_with_wraps(ctx: Engine, shares: np.ndarray, bits: int, *, exact: boo
     else:
         quotient = (shares.view(np.int64) >> bits).view(WORD)
     return quotient - theta * WORD(1 << (64 - bits))
+
+
+def truncate_zero_exact(ctx: Engine, x: ArithmeticShares, bits: int) -> ArithmeticShares:
+    """``[x / 2^bits]`` by local truncation (2 parties, 0 rounds) in which party 0 floors its share and
+    party 1 ceils its own: off by less than one unit in the last place, and a secret 0 stays exactly 0
+    (both parties flooring, as :func:`truncate`, make 0 into −1 almost always)."""
+    if ctx.truncation != "local":
+        raise ValueError(f"zero-exact truncation is local truncation (2 parties), not {ctx.truncation!r}")
+    if not 0 <= bits < _OFFSET_BITS:
+        raise ValueError(f"truncation bits must be in [0, {_OFFSET_BITS}), got {bits}")
+    signed = x.shares.view(np.int64)
+    quotient = signed >> bits
+    for held, row in enumerate(ctx.rows):
+        if row == 1:
+            quotient[held] = -(-signed[held] >> bits)
+    return ArithmeticShares(quotient.view(WORD), x.scale, x.lead)
