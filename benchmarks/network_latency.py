@@ -14,7 +14,7 @@ Three measurements, each printed as ratios against references measured in the sa
    seconds per round with the dealer, each computing party and the environment in its own
    process, against the stacked in-memory simulator and its plaintext twin on the same
    data, and communication rounds per learner round, for each schedule: the paper's, the
-   linear reciprocal start, overlap_reciprocal and mask_factors (2 parties). Target:
+   linear reciprocal start, overlap_reciprocal, mask_factors and allmax_lookup (2 parties). Target:
    networked ≤ 150× the twin (the paper's CrypTen figure is about 500×, one machine) with the
    last schedule; unpinned, and again with every party pinned to one core
    (``deploy local --pin-cpus``).
@@ -229,16 +229,41 @@ def vfucb(
     }
 
 
+PAPERS = {"reciprocal_start": "exp", "nr_iterations": 7}
+LINEAR = {"reciprocal_start": "linear", "nr_iterations": 3}
+SCHEDULES = [
+    PAPERS,
+    {**PAPERS, "overlap_reciprocal": True},
+    LINEAR,
+    {**LINEAR, "overlap_reciprocal": True},
+    {**LINEAR, "overlap_reciprocal": True, "mask_factors": True},
+    {**LINEAR, "overlap_reciprocal": True, "mask_factors": True, "allmax_lookup": True},
+]
+"""The MPC schedules measured, each with the options before it; the target is the last one's (with more than
+2 computing parties, without ``overlap_reciprocal`` and ``mask_factors``, which need local truncation)."""
+
+_OPTIONS = {
+    "overlap_reciprocal": "overlap_reciprocal (1/d and u u^T/d ride on the argmax's openings)",
+    "mask_factors": "mask_factors (the one-hot masks the updates' factors)",
+    "allmax_lookup": "allmax_lookup (the argmax ends in one masked lookup)",
+}
+
+
+def _described(schedule: dict[str, object]) -> str:
+    start = "the paper's reciprocal" if schedule["reciprocal_start"] == "exp" else "reciprocal_start = linear"
+    options = "".join(f", {text}" for option, text in _OPTIONS.items() if schedule.get(option))
+    return f"{start} ({schedule['nr_iterations']} Newton–Raphson iterations){options}"
+
+
 def mpc_deployment(
     folder: Path,
     dim: int,
     n_arms: int,
     parties: int,
     rounds: int,
-    reciprocal: tuple[str, int] = ("exp", 7),
-    overlap: bool = False,
-    factors: bool = False,
+    schedule: dict[str, object],
 ) -> Path:
+    """A deployment of every party on 127.0.0.1 with ``schedule``'s protocol options (see :data:`SCHEDULES`)."""
     base, extra = divmod(dim, parties)
     partition = [base + (1 if j < extra else 0) for j in range(parties)]
     roles = {"dealer": "dealer", **{f"c{j}": "computing" for j in range(parties)}, "env": "environment"}
@@ -253,10 +278,7 @@ def mpc_deployment(
         f"n_arms = {n_arms}",
         f"rounds = {rounds}",
         "epsilon = 0.1",
-        f'reciprocal_start = "{reciprocal[0]}"',
-        f"nr_iterations = {reciprocal[1]}",
-        f"overlap_reciprocal = {str(overlap).lower()}",
-        f"mask_factors = {str(factors).lower()}",
+        *(f"{key} = {json.dumps(value)}" for key, value in schedule.items()),
     ]
     for name, role in roles.items():
         lines += [f"\n[parties.{name}]", f'role = "{role}"', 'address = "127.0.0.1:0"']
@@ -272,9 +294,7 @@ def mpc(
     n_arms: int,
     parties: int,
     rounds: int,
-    reciprocal: tuple[str, int] = ("exp", 7),
-    overlap: bool = False,
-    factors: bool = False,
+    schedule: dict[str, object],
     pin_cpus: bool = False,
 ) -> dict[str, float]:
     from privbandits.deploy.deployment import load_deployment
@@ -290,7 +310,7 @@ def mpc(
     from privbandits.protocols.mpc_bandit import ExplorationStream, PlaintextEpsilonGreedy
 
     with tempfile.TemporaryDirectory() as folder:
-        spec = load_deployment(mpc_deployment(Path(folder), dim, n_arms, parties, rounds, reciprocal, overlap, factors))
+        spec = load_deployment(mpc_deployment(Path(folder), dim, n_arms, parties, rounds, schedule))
         write_synthetic_data(spec)
         codes, processes = run_local(spec, pin_cpus=pin_cpus)
         if any(codes.values()):
@@ -566,21 +586,15 @@ def main() -> None:
         f"{mpc_rounds} rounds (dealer, computing parties and environment each a process; the dealer, whose "
         f"material runs ahead of the rounds, at nice +{BACKGROUND_NICE} as `deploy local` starts it):"
     )
-    schedules = [(start, iterations, False, False) for start, iterations in (("exp", 7), ("linear", 3))]
-    if args.mpc_parties == 2:  # the options that ride on openings need local truncation (2 parties)
-        schedules = [schedules[0], ("exp", 7, True, False), schedules[1], ("linear", 3, True, False)]
-        schedules.append(("linear", 3, True, True))
-    starts = {"exp": "the paper's reciprocal", "linear": "reciprocal_start = linear"}
-    for start, iterations, overlap, factors in schedules:
-        schedule = ", overlap_reciprocal (1/d and u u^T/d ride on the argmax's openings)" if overlap else ""
-        schedule += ", mask_factors (the one-hot masks the updates' factors)" if factors else ""
-        print(f"  {starts[start]} ({iterations} Newton–Raphson iterations){schedule}:")
-        last = (start, iterations, overlap, factors) == schedules[-1]
+    schedules = SCHEDULES
+    if args.mpc_parties != 2:  # without the options that ride on openings (they need local truncation)
+        schedules = [{k: v for k, v in s.items() if k not in ("overlap_reciprocal", "mask_factors")} for s in schedules]
+        schedules = [s for i, s in enumerate(schedules) if s not in schedules[:i]]
+    for schedule in schedules:
+        print(f"  {_described(schedule)}:")
         targeted(
-            lambda start=start, iterations=iterations, overlap=overlap, factors=factors: mpc(
-                args.mpc_dim, args.mpc_arms, args.mpc_parties, mpc_rounds, (start, iterations), overlap, factors
-            ),
-            args.repeat if last else 1,
+            lambda schedule=schedule: mpc(args.mpc_dim, args.mpc_arms, args.mpc_parties, mpc_rounds, schedule),
+            args.repeat if schedule is schedules[-1] else 1,
             "plaintext",
             150.0,
             "plaintext twin (float64)",
@@ -591,11 +605,8 @@ def main() -> None:
             f"  the last schedule again, each party pinned to one core (`deploy local --pin-cpus`: computing parties "
             f"on cores of their own, as on separate hosts; {len(available_cpus())} cores here):"
         )
-        start, iterations, overlap, factors = schedules[-1]
         targeted(
-            lambda: mpc(
-                args.mpc_dim, args.mpc_arms, args.mpc_parties, mpc_rounds, (start, iterations), overlap, factors, True
-            ),
+            lambda: mpc(args.mpc_dim, args.mpc_arms, args.mpc_parties, mpc_rounds, schedules[-1], True),
             args.repeat,
             "plaintext",
             150.0,

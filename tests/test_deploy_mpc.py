@@ -96,16 +96,25 @@ def test_short_session_as_processes_decides_as_in_memory(tmp_path, computing):
     assert_same_as_in_memory(load_deployment(path))
 
 
-@pytest.mark.parametrize(("overlap", "factors"), [(False, False), (True, False), (True, True)])
-def test_the_linear_reciprocal_start_as_processes_decides_as_in_memory(tmp_path, overlap, factors):
-    """Also with the reciprocal riding on the argmax's openings, and with the one-hot masking the updates'
-    factors: each computing party's own riders (PartyChannel) send what the simulator's stacked ones do, and
-    each party truncates its own share (party 1 ceils); the overlap runs pin every party to a core."""
-    options = {"reciprocal_start": "linear", "nr_iterations": 3, "overlap_reciprocal": overlap, "mask_factors": factors}
-    path = make_deployment(tmp_path, rounds=40, **options)
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"overlap_reciprocal": True},
+        {"overlap_reciprocal": True, "mask_factors": True},
+        {"overlap_reciprocal": True, "mask_factors": True, "allmax_lookup": True},
+    ],
+)
+def test_the_linear_reciprocal_start_as_processes_decides_as_in_memory(tmp_path, options):
+    """Also with the reciprocal riding on the argmax's openings, the one-hot masking the updates' factors and
+    the lookup argmax: each computing party's own riders (PartyChannel) send what the simulator's stacked ones
+    do, each party truncates its own share (party 1 ceils) and reads its own entry of the dealer's one-hot; the
+    overlap runs pin every party to a core."""
+    path = make_deployment(tmp_path, rounds=40, reciprocal_start="linear", nr_iterations=3, **options)
+    overlap = options.get("overlap_reciprocal", False)
     run_local(path, *(["--pin-cpus"] if overlap and hasattr(os, "sched_setaffinity") else []))
     spec = load_deployment(path)
-    assert (spec.protocol.overlap_reciprocal, spec.protocol.mask_factors) == (overlap, factors)
+    assert {key: getattr(spec.protocol, key) for key in options} == options
     assert_same_as_in_memory(spec)
 
 

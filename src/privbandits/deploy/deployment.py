@@ -204,6 +204,11 @@ class MPCProtocol(_Strict):
         description="mask the factors of each update with the one-hot before the outer products, not the "
         "D×D products after them (with overlap_reciprocal; a third fewer bytes, other randomness for a seed)",
     )
+    allmax_lookup: bool = Field(
+        False,
+        description="end each AllMax of the argmax in one masked lookup of the count of arms an arm beats, "
+        "instead of a product tree (3 rounds fewer for 10 arms; the same choice, other randomness for a seed)",
+    )
 
     ROLES: ClassVar[tuple[str, ...]] = ("dealer", "computing", "environment")
     REPORTER: ClassVar[str] = "environment"

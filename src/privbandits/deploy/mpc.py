@@ -199,6 +199,7 @@ def config_of(deployment: Deployment):
         binary_rewards=protocol.binary_rewards,
         overlap_reciprocal=protocol.overlap_reciprocal,
         mask_factors=protocol.mask_factors,
+        allmax_lookup=protocol.allmax_lookup,
     )
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from privbandits.mpc.arithmetic import mul
 from privbandits.mpc.binary import a2b, bit_to_arithmetic
+from privbandits.mpc.ring import WORD
 from privbandits.mpc.sharing import ArithmeticShares, concatenate
 
 if TYPE_CHECKING:
@@ -38,11 +39,13 @@ def sign(ctx: Engine, x: ArithmeticShares) -> ArithmeticShares:
     return 1 - 2 * ltz(ctx, x)
 
 
-def allmax(ctx: Engine, x: ArithmeticShares) -> ArithmeticShares:
+def allmax(ctx: Engine, x: ArithmeticShares, *, lookup: bool = False) -> ArithmeticShares:
     """Alg. 2, AllMax over the last axis: bit i is 1 iff x_i is a maximum.
 
-    All |A|(|A|−1) comparisons x_i ≥ x_j (j ≠ i, as cyclic rolls) run in one batch,
-    then a product tree over j takes ⌈log2(|A|−1)⌉ rounds.
+    All |A|(|A|−1) comparisons x_i ≥ x_j (j ≠ i, as cyclic rolls) run in one batch, then a
+    product tree over j takes ⌈log2(|A|−1)⌉ rounds; with ``lookup``, one round instead where that
+    is fewer (|A| > 3): x_i is a maximum iff its count Σ_j [x_i ≥ x_j] is |A|−1, read from a masked
+    lookup (:func:`count_is`).
     """
     if x.shape == () or x.shape[-1] == 0:
         raise ValueError(f"allmax needs a non-empty last axis, got shape {x.shape}")
@@ -54,6 +57,8 @@ def allmax(ctx: Engine, x: ArithmeticShares) -> ArithmeticShares:
         return ArithmeticShares(ones, 0, ctx.leads)
     others = (np.arange(size)[:, None] + np.arange(1, size)[None, :]) % size
     bits = ge(ctx, x[..., None], x[..., others])
+    if lookup and size > 3:
+        return count_is(ctx, bits.sum(axis=-1), size - 1)
     while bits.shape[-1] > 1:
         half = bits.shape[-1] // 2
         product = mul(ctx, bits[..., :half], bits[..., half : 2 * half])
@@ -61,8 +66,32 @@ def allmax(ctx: Engine, x: ArithmeticShares) -> ArithmeticShares:
     return bits[..., 0]
 
 
+def count_is(ctx: Engine, count: ArithmeticShares, value: int) -> ArithmeticShares:
+    """``[count = value]`` (integers) for integer counts in 0..value; 1 round.
+
+    With m the power of two above ``value`` and the dealer's ``[r]``, r uniform in Z_m, and its one-hot
+    ``[e_r]``, the parties open c = count + r mod m (each sends its share mod m: uniform, so c says
+    nothing of the count); then count = value iff r = c − value mod m, whose indicator is the entry
+    c − value of ``[e_r]``, a local selection.
+    """
+    size = 1 << value.bit_length()
+    mask = ctx.dealer.rotated_onehot(count.shape, size)
+    low = WORD(size - 1)
+    opened = ctx.channel.open((count.shares + mask.r.shares) & low) & low
+    index = ((opened - WORD(value)) & low).astype(np.intp)
+    selected = np.take_along_axis(
+        mask.onehot.shares, np.broadcast_to(index[..., None], (len(count.shares), *index.shape, 1)), axis=-1
+    )
+    return ArithmeticShares(selected[..., 0], 0, ctx.leads)
+
+
 def argmax(
-    ctx: Engine, x: ArithmeticShares, gamma: ArithmeticShares | None = None, *, packed: bool = False
+    ctx: Engine,
+    x: ArithmeticShares,
+    gamma: ArithmeticShares | None = None,
+    *,
+    packed: bool = False,
+    lookup: bool = False,
 ) -> ArithmeticShares:
     """One-hot ``[z]`` of a maximum of the last axis, ties broken uniformly at random (§3.9).
 
@@ -71,14 +100,15 @@ def argmax(
     maximum survives. ``packed``: one AllMax of the distinct keys x·2^k + γ (k bits hold γ),
     which picks the same element (the maximum with the largest γ) in half the rounds; the
     keys must stay below 2^62 as words, which is the caller's to ensure (:func:`packed_bits`).
+    ``lookup``: each AllMax ends in one masked lookup instead of a product tree (:func:`allmax`).
     """
     if gamma is None:
         gamma = ctx.dealer.permutation(x.shape[-1], x.shape[:-1])
     if packed:
         keys = x.shares * np.uint64(1 << packed_bits(x.shape[-1])) + gamma.shares
-        return allmax(ctx, ArithmeticShares(keys, 0, ctx.leads))
-    maxima = allmax(ctx, x)
-    return allmax(ctx, mul(ctx, maxima, gamma))
+        return allmax(ctx, ArithmeticShares(keys, 0, ctx.leads), lookup=lookup)
+    maxima = allmax(ctx, x, lookup=lookup)
+    return allmax(ctx, mul(ctx, maxima, gamma), lookup=lookup)
 
 
 def packed_bits(size: int) -> int:

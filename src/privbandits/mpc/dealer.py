@@ -66,6 +66,14 @@ class WordMask(NamedTuple):
     bits: ArithmeticShares
 
 
+class RotatedOneHot(NamedTuple):
+    """A random ``r`` in Z_m (``[r]``) and the one-hot of r over the last axis (``[e_r]``, length m): a
+    masked lookup of a small count (:func:`~privbandits.mpc.comparison.allmax` with ``lookup``)."""
+
+    r: ArithmeticShares
+    onehot: ArithmeticShares
+
+
 class WrapPair(NamedTuple):
     """``[r]``, its shares' wrap count ``[θ_r]`` and ``⟨r⟩`` (Alg. 3; ``⟨r⟩`` for the exact η)."""
 
@@ -261,6 +269,17 @@ class Dealer:
         key = ("permutation", size, tuple(batch))
         return self._pooled("permutation", key, size * math.prod(batch), make)[0]
 
+    def rotated_onehot(self, shape: tuple[int, ...], size: int) -> RotatedOneHot:
+        """Per element of ``shape``, ``[r]`` with r uniform in 0..size−1 and ``[e_r]`` (integers)."""
+
+        def make(batch: int) -> RotatedOneHot:
+            r = self.rng.integers(0, size, size=(batch, *shape), dtype=WORD)
+            onehot = (r[..., None] == np.arange(size, dtype=WORD)).astype(WORD)
+            return RotatedOneHot(ArithmeticShares(self._share(r), 0), ArithmeticShares(self._share(onehot), 0))
+
+        key = ("rotated_onehot", shape, size)
+        return self._pooled("rotated_onehot", key, (1 + size) * math.prod(shape), make)
+
     def _share(self, secret: np.ndarray) -> np.ndarray:
         return share(secret, self.n_parties, self.rng)
 
@@ -286,6 +305,7 @@ MATERIAL_METHODS = (
     "bernoulli",
     "uniform",
     "permutation",
+    "rotated_onehot",
 )
 """The :class:`Dealer` methods a protocol calls; :class:`RemoteDealer` answers each of them."""
 
@@ -440,3 +460,7 @@ class RemoteDealer:
 
     def permutation(self, size: int, batch: tuple[int, ...] = ()) -> ArithmeticShares:
         return self._arithmetic("permutation", (*batch, size))
+
+    def rotated_onehot(self, shape: tuple[int, ...], size: int) -> RotatedOneHot:
+        kind = "rotated_onehot"
+        return RotatedOneHot(self._arithmetic(kind, shape), self._arithmetic(kind, (*shape, size)))

@@ -82,7 +82,7 @@ PACKED_KEY_BITS = 54
 it leaves 8 bits, |s̃| < 128, below the 62-bit range of the comparison; above (L > 24 with 10 arms) Alg. 2's
 two AllMax run instead."""
 
-LATER_OPTIONS = ("overlap_reciprocal", "mask_factors")
+LATER_OPTIONS = ("overlap_reciprocal", "mask_factors", "allmax_lookup")
 """Boolean options added after results were stored: a results-store key holds each only while it is on."""
 
 CHECKPOINT = "checkpoint"
@@ -146,6 +146,12 @@ class MPCBanditConfig:
         last round after r_t's input done alongside r_t·x. Those outer products are truncated with
         party 0 flooring and party 1 ceiling its share, so a 0 stays exactly 0 (arms not pulled
         do not change) and the rounding has no bias. Other randomness for a seed; not the paper's.
+    allmax_lookup : bool
+        Each AllMax of the argmax ends in one masked lookup instead of a product tree: arm i is a
+        maximum iff it is ≥ each of the |A|−1 others, and that count is read in one round
+        (:func:`~privbandits.mpc.comparison.count_is`) instead of ⌈log2(|A|−1)⌉ rounds of
+        products (4 for |A| = 10). The same choice; any number of parties. Other randomness for a
+        seed; not the paper's.
     """
 
     n_arms: int = 10
@@ -161,6 +167,7 @@ class MPCBanditConfig:
     mask_encoding: str = "integer"
     overlap_reciprocal: bool = False
     mask_factors: bool = False
+    allmax_lookup: bool = False
 
     def __post_init__(self) -> None:
         owner = "MPCBanditConfig"
@@ -200,7 +207,9 @@ class MPCBanditConfig:
             encoding = describe(self.mask_encoding)
             raise InvalidInputError(f"mask_encoding must be one of {MASK_ENCODINGS}, got {encoding}")
         validate(
-            owner, {"binary_rewards": Boolean(), "overlap_reciprocal": Boolean(), "mask_factors": Boolean()}, vars(self)
+            owner,
+            {name: Boolean() for name in ("binary_rewards", "overlap_reciprocal", "mask_factors", "allmax_lookup")},
+            vars(self),
         )
         problem = overlap_problem(self.overlap_reciprocal, len(partition), self.truncation) or mask_factors_problem(
             self.mask_factors, self.overlap_reciprocal, self.mask_encoding
@@ -519,7 +528,7 @@ class PrivateEpsilonGreedy:
         config, engine = self.config, self.engine
         a, d = config.n_arms, config.dim
         with engine.alongside(_outer_steps(steps, u)) if config.overlap_reciprocal else nullcontext() as rider:
-            onehot = private_choice(engine, *choice)
+            onehot = private_choice(engine, *choice, lookup=config.allmax_lookup)
             # a_t is opened to p′ only
             arm = engine.open_to((onehot * self._arm_index).sum(), config.puller)
             if rider is not None:  # two of the steps left run while p′ pulls and p″ inputs
@@ -552,7 +561,7 @@ class PrivateEpsilonGreedy:
         config, engine = self.config, self.engine
         a, d = config.n_arms, config.dim
         with engine.alongside(_scaled_steps(steps, u)) as rider:  # 1/d_a and u_a/d_a ride on the argmax
-            onehot = private_choice(engine, *choice)
+            onehot = private_choice(engine, *choice, lookup=config.allmax_lookup)
             arm = engine.open_to((onehot * self._arm_index).sum(), config.puller)  # to p′ only
         with engine.alongside(_one(Matmul(onehot[:, None], context[None, :]))) as masked_context:
             scaled = engine.matmul(onehot[:, None, None], rider.result[:, None, :])  # o_a u_a/d_a; o_a x alongside
@@ -622,16 +631,19 @@ def private_choice(
     coin: ArithmeticShares,
     uniforms: ArithmeticShares,
     gamma: ArithmeticShares,
+    *,
+    lookup: bool = False,
 ) -> ArithmeticShares:
     """Alg. 1 steps 3–4 over any leading batch axes: s̃ = s + y(v − s), then Argmax (Alg. 2),
     packed into one AllMax of (s̃, γ) keys while they fit (:data:`PACKED_KEY_BITS`): same choice.
 
     ``scores`` and ``uniforms`` (…, |A|) share a scale; the coin y (…) and the
-    permutation γ (…, |A|) are integers. Returns the one-hot (integer shares).
+    permutation γ (…, |A|) are integers. ``lookup``: each AllMax ends in a masked lookup
+    (``allmax_lookup``). Returns the one-hot (integer shares).
     """
     noisy = scores + engine.mul(coin[..., None], uniforms - scores)
     packed = noisy.scale + packed_bits(noisy.shape[-1]) <= PACKED_KEY_BITS
-    return engine.argmax(noisy, gamma, packed=packed)
+    return engine.argmax(noisy, gamma, packed=packed, lookup=lookup)
 
 
 def plaintext_choice(scores: np.ndarray, coin: np.ndarray, uniforms: np.ndarray, gamma: np.ndarray) -> np.ndarray:
