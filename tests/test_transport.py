@@ -18,7 +18,7 @@ import pytest
 from privbandits.comm import ROUND, SETUP, InMemoryNetwork, Party, PeerLost, TlsCredentials, TlsNetwork, encode
 from privbandits.comm.codec import Envelope
 from privbandits.comm.frames import FrameError, FrameType, pack, pack_header
-from privbandits.comm.tls import HandshakeError, bind_listener
+from privbandits.comm.tls import READ_AHEAD, HandshakeError, bind_listener
 from privbandits.deploy.certs import write_development_pki
 from privbandits.protocols.vertical import AggregationShare, MaskBlock, MaskedContexts, RoundRequest
 
@@ -280,6 +280,38 @@ def test_a_truncated_frame_is_refused(pki, cut, error):
     link = raw_link(nets["b"], "a")
     link.sock.sendall(data[:cut])
     link.sock.close()  # the sender dies mid-frame
+    with nets["a"].phase(ROUND), pytest.raises(FrameError, match=error):
+        Party("a", nets["a"]).receive(MaskedContexts.kind, "b")
+    nets["a"].abort("test over")
+
+
+def test_frames_around_the_read_ahead_size_arrive_whole_and_in_order(pki):
+    """A link reads what has arrived, up to READ_AHEAD bytes at a time: frames smaller than it, straddling
+    its boundary and several times larger, written back to back in one call, each arrive intact."""
+    nets = linked(pki, ["a", "b"])
+    a, b = Party("a", nets["a"]), Party("b", nets["b"])
+    rng = np.random.default_rng(5)
+    words = READ_AHEAD // 8
+    sizes = [3, words - 40, words, words + 1, 3 * words + 7, 1, words // 2, words // 2]
+    sent = [MaskedContexts(rng.standard_normal((1, n))) for n in sizes]
+    with nets["b"].batch(), nets["b"].phase(ROUND):
+        for message in sent:
+            b.send("a", message)
+    with nets["a"].phase(ROUND):
+        for message in sent:
+            assert_same_message(a.receive(MaskedContexts.kind, "b"), message)
+    assert nets["a"].wire.links[(ROUND, "b", "a")].bytes == nets["b"].wire.links[(ROUND, "b", "a")].bytes
+    close_all(nets)
+
+
+def test_a_frame_larger_than_the_read_ahead_cut_short_is_refused(pki):
+    nets = linked(pki, ["a", "b"])
+    message = MaskedContexts(np.ones((3, READ_AHEAD // 8)))
+    data = pack(FrameType.DATA, 1, 1, encode(Envelope("b", "a", ROUND, message)))
+    link = raw_link(nets["b"], "a")
+    link.sock.sendall(data[: 24 + READ_AHEAD + 100])
+    link.sock.close()
+    error = rf"the connection closed after {READ_AHEAD + 100} of {len(data) - 24} payload bytes$"
     with nets["a"].phase(ROUND), pytest.raises(FrameError, match=error):
         Party("a", nets["a"]).receive(MaskedContexts.kind, "b")
     nets["a"].abort("test over")

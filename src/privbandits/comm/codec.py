@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import json.scanner
 import math
 import struct
 from typing import NamedTuple
@@ -43,14 +44,22 @@ class Envelope(NamedTuple):
 
 def encode(envelope: Envelope) -> bytes:
     """Serialise an envelope (arrays as little-endian raw bytes)."""
+    parts, _ = encode_parts(envelope)
+    return b"".join(parts)
+
+
+def encode_parts(envelope: Envelope) -> tuple[list, int]:
+    """:func:`encode`'s bytes as buffers not yet joined (the length prefix and header, then each array), and
+    their total length: a transport joins them with its own frame header in one copy."""
     scalars, arrays, buffers = {}, [], []
     message = envelope.message
+    length = 0
     for name in message.field_names:
         value = getattr(message, name)
         if isinstance(value, np.ndarray):
             dtype = _LITTLE_ENDIAN.get(value.dtype)
             if dtype is not None and value.flags.c_contiguous:
-                data = value  # joined below as it is: no conversion, no intermediate copy
+                data = value  # joined as it is: no conversion, no intermediate copy
             else:
                 data = np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<"))
                 dtype = data.dtype.str
@@ -58,6 +67,7 @@ def encode(envelope: Envelope) -> bytes:
                     raise TypeError(f"field {name!r} has unsupported dtype {value.dtype}")
             arrays.append((name, dtype, data.shape))
             buffers.append(data)
+            length += data.nbytes
         else:
             scalars[name] = value.item() if isinstance(value, np.generic) else value
     route, arrays = (envelope.sender, envelope.receiver, envelope.phase, message.kind), tuple(arrays)
@@ -66,7 +76,7 @@ def encode(envelope: Envelope) -> bytes:
         head = _padded(before + _scalars_json(scalars).encode() + after)
     else:  # the whole header repeats (an MPC opening's differs only in its arrays' bytes)
         head = _array_header(route, arrays)
-    return _LENGTH.pack(len(head)) + head + b"".join(buffers)
+    return [_LENGTH.pack(len(head)) + head, *buffers], _LENGTH.size + len(head) + length
 
 
 _JSON = json.JSONEncoder(separators=(",", ":"))
@@ -162,6 +172,8 @@ def _layout(head: bytes, scalar_names: tuple[str, ...] = ()) -> _Layout:
 
 
 _SCALARS, _ARRAYS, _NO_SCALARS = b',"scalars":', b',"arrays":[', b',"scalars":{}'
+_SCAN = json.scanner.make_scanner(json.JSONDecoder())
+"""The JSON decoder's scanner: ``(value, end)`` of the JSON value at an index of a str (StopIteration if none)."""
 
 
 def _split(head: bytes) -> tuple[_Layout, dict]:
@@ -173,11 +185,12 @@ def _split(head: bytes) -> tuple[_Layout, dict]:
         start, stop = head.find(_SCALARS), head.rfind(_ARRAYS)
         if 0 < start < stop:
             try:
-                scalars = json.loads(head[start + len(_SCALARS) : stop])
-                if type(scalars) is dict and scalars:
+                text = head[start + len(_SCALARS) : stop].decode()
+                scalars, end = _SCAN(text, 0)  # json.loads without its Python layers (1.6 of its 2 us)
+                if type(scalars) is dict and scalars and end == len(text):
                     structure = head[:start] + _NO_SCALARS + head[stop:].rstrip(b" ")
                     return _layout(structure, tuple(scalars)), scalars
-            except (ValueError, MessageDecodeError):
+            except (ValueError, StopIteration, MessageDecodeError):
                 pass
     layout = _layout(head)
     return layout, layout.scalars

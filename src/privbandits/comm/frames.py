@@ -59,9 +59,10 @@ def pack(frame_type: FrameType, seq: int, depth: int, payload: bytes) -> bytes:
     return HEADER.pack(MAGIC, frame_type, seq, depth, len(payload)) + payload
 
 
-def unpack_header(header: bytes, max_payload: int) -> tuple[FrameType, int, int, int]:
-    """``(type, seq, depth, length)`` of a 24-byte header; :class:`FrameError` if it is not one."""
-    magic, raw_type, seq, depth, length = HEADER.unpack(header)
+def unpack_header_from(buffer: bytes | bytearray, offset: int, max_payload: int) -> tuple[FrameType, int, int, int]:
+    """``(type, seq, depth, length)`` of the 24-byte header at ``buffer[offset:]`` (a link's read-ahead buffer);
+    :class:`FrameError` if it is not one."""
+    magic, raw_type, seq, depth, length = HEADER.unpack_from(buffer, offset)
     if magic != MAGIC:
         raise FrameError(f"not a privbandits frame (magic {magic!r}, expected {MAGIC!r})")
     frame_type = _TYPES.get(raw_type)
