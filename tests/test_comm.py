@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import struct
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from privbandits.comm import (
     encode,
     message,
 )
-from privbandits.comm.codec import Envelope, _scalars_json
+from privbandits.comm.codec import Envelope, _scalars_json, decode_counted
 
 
 @message("test.sample")
@@ -78,12 +79,13 @@ def test_codec_arrays_start_aligned_and_a_bytearray_is_used_in_place():
 
 
 @pytest.mark.parametrize(
-    "label", ["", "plain", 'a,"scalars":{"x":1},"arrays":[', 'quote " and \\ backslash', "héllo ☃", "\x00 nul"]
+    "label", ["", "plain", 'a,"scalars":{"x":1},"arrays":[', 'quote " and \\ backslash', "héllo ☃", "\x00 nul", "}}"]
 )
 def test_a_header_with_scalars_is_the_whole_dump_and_decodes_through_its_cached_structure(label):
-    """Messages of one kind on one route differ in their scalars only: the encoder writes the cached rest
-    around the scalars' JSON and the decoder checks the rest once; the bytes are those of one JSON dump
-    of the whole header, and strings that spell the markers round-trip (their quotes are escaped)."""
+    """Messages of one kind on one route differ in their numbers, arrays and scalars only: the header is the
+    cached rest, then the scalars' JSON (it ends the header); the decoder checks the rest once. The bytes are
+    those of one JSON dump of the whole header, and strings that spell the markers round-trip (their quotes
+    are escaped)."""
     values = np.arange(6, dtype=np.float64).reshape(2, 3)
     data = encode(Envelope("a", "b", "round", Sample(3, label, values)))
     length = int.from_bytes(data[:4], "big")
@@ -92,14 +94,84 @@ def test_a_header_with_scalars_is_the_whole_dump_and_decodes_through_its_cached_
         "receiver": "b",
         "phase": "round",
         "kind": "test.sample",
-        "scalars": {"round": 3, "label": label},
+        "numbers": [["round", "<i8"]],
         "arrays": [{"name": "values", "dtype": "<f8", "shape": [2, 3]}],
+        "scalars": {"label": label},
     }
     assert data[4 : 4 + length].rstrip(b" ") == json.dumps(header, separators=(",", ":")).encode()
+    assert data[4 + length : 4 + length + 8] == (3).to_bytes(8, "little")  # the number, as a word
     for round_ in (3, 4):
         back = decode(bytearray(encode(Envelope("a", "b", "round", Sample(round_, label, values))))).message
         assert (back.round, back.label) == (round_, label)
         np.testing.assert_array_equal(back.values, values)
+
+
+@message("test.numbers")
+class Numbers(Message):
+    small: int
+    large: int
+    ratio: float
+    flag: bool
+    nothing: object
+
+
+@pytest.mark.parametrize(
+    ("small", "large", "ratio"),
+    [
+        (0, 0, 0.0),
+        (-(2**63), 2**63 - 1, -0.0),
+        (2**63 - 1, 2**63, float("nan")),
+        (-1, -(2**63) - 1, float("-inf")),
+        (np.int64(-7), np.uint64(2**64 - 1), np.float32(1.5)),
+        (12, 10**30, 1e-310),
+    ],
+)
+def test_numbers_round_trip_exactly_as_words_and_the_rest_as_json(small, large, ratio):
+    """Ints in the int64 range and floats travel as 8-byte words, bit for bit (NaN, -0.0 and subnormals
+    included); larger ints, booleans and None as JSON; numpy scalars as the Python numbers they hold."""
+    sent = Numbers(small, large, ratio, True, None)
+    data = encode(Envelope("a", "b", "round", sent))
+    back = decode(data).message
+    for name in ("small", "large", "ratio"):
+        want = getattr(sent, name)
+        want = want.item() if isinstance(want, np.generic) else want
+        got = getattr(back, name)
+        assert type(got) is type(want)
+        if type(want) is float:
+            assert struct.pack("<d", got) == struct.pack("<d", want)  # bit for bit
+        else:
+            assert got == want
+    assert back.flag is True and back.nothing is None
+    head = json.loads(data[4 : 4 + int.from_bytes(data[:4], "big")])
+    words = [name for name, _ in head["numbers"]]
+    assert "small" in words and "ratio" in words and ("large" in words) == (-(2**63) <= int(large) < 2**63)
+    assert set(head["scalars"]) == {"flag", "nothing"} | ({"large"} - set(words))
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        Sample(3, "héllo", np.zeros((4, 5))),
+        Sample(-1, "", np.zeros(0, dtype=np.uint8)),
+        Flag(False),
+        Numbers(1, 10**30, 0.5, True, None),
+        Numbers(np.int64(2), np.uint64(2**64 - 1), np.float32(1.0), np.bool_(False), "text"),
+    ],
+)
+def test_decoding_counts_the_payload_bytes_the_message_counts(sent):
+    envelope, size = decode_counted(encode(Envelope("a", "b", "round", sent)))
+    assert size == sent.payload_bytes() == envelope.message.payload_bytes()
+
+
+def test_a_header_without_scalars_is_the_same_bytes_for_every_message_of_a_kind():
+    """Numbers and arrays change, the header does not: a receiver parses and checks it once."""
+    heads = set()
+    for t in range(5):
+        data = encode(Envelope("a", "b", "round", Numbers(t, 2 * t, t / 3, False, None)))
+        heads.add(data[: 4 + int.from_bytes(data[:4], "big")])
+    assert len(heads) == 1
+    data = encode(Envelope("a", "b", "round", Sample(5, "x", np.ones(3))))
+    assert encode(Envelope("a", "b", "round", Sample(6, "x", np.ones(3))))[: len(data) - 32] == data[: len(data) - 32]
 
 
 def test_scalars_are_written_as_the_json_encoder_writes_them():
@@ -121,6 +193,9 @@ def _reheader(data: bytes, old: bytes, new: bytes) -> bytes:
         (lambda data: data[:2], "message too short: 2 bytes, need at least 4"),
         (lambda data: data[:10], r"truncated header: need \d+ bytes, got 10"),
         (lambda data: data[:-8], r"truncated array 'values': need 96 bytes at offset \d+"),
+        (lambda data: data[:-100], r"truncated numbers: need 8 bytes at offset \d+"),
+        (lambda data: _reheader(data, b'"<i8"]', b'"<i4"]'), r"bad number field \['round', '<i4'\]"),
+        (lambda data: _reheader(data, b'["round"', b'[["round"]'), r"bad number field \[\['round'\], '<i8'\]"),
         (lambda data: data + b"xy", "2 unexpected trailing bytes after the arrays"),
         (lambda data: _reheader(data, b"[3,4]", b"[-3,4]"), r"array 'values' has an invalid shape \[-3, 4\]"),
         (lambda data: _reheader(data, b"[3,4]", b"[3,4.0]"), r"array 'values' has an invalid shape \[3, 4.0\]"),

@@ -22,7 +22,14 @@ SCALAR_BYTES = 8
 """Wire size of one int or float field (int64 / float64)."""
 
 _NUMBERS = (int, float, np.integer, np.floating)
-_SIZE_OF_TYPE = {int: SCALAR_BYTES, float: SCALAR_BYTES, bool: 1, np.int64: SCALAR_BYTES, np.float64: SCALAR_BYTES}
+_SIZE_OF_TYPE = {
+    int: SCALAR_BYTES,
+    float: SCALAR_BYTES,
+    bool: 1,
+    np.bool_: 1,
+    np.int64: SCALAR_BYTES,
+    np.float64: SCALAR_BYTES,
+}
 """Payload sizes of the commonest scalar types, looked up before :func:`field_bytes`'s general checks."""
 
 
@@ -51,7 +58,7 @@ def field_bytes(value: object) -> int:
     """Payload size of one field value (see :class:`Message`)."""
     if isinstance(value, np.ndarray):
         return value.nbytes
-    if isinstance(value, bool):
+    if isinstance(value, bool | np.bool_):
         return 1
     if isinstance(value, _NUMBERS):
         return SCALAR_BYTES

@@ -43,13 +43,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from privbandits.comm import frames
-from privbandits.comm.codec import Envelope, MessageDecodeError, decode, encode_parts
+from privbandits.comm.codec import Envelope, MessageDecodeError, decode_counted, encode_parts
 from privbandits.comm.frames import DEFAULT_MAX_FRAME_BYTES, HEADER_BYTES, FrameError, FrameType
 from privbandits.comm.network import Endpoint, LinkCounts, Network, ProtocolError, Traffic
 
 log = logging.getLogger(__name__)
 
-WIRE_VERSION = 1
+WIRE_VERSION = 2
+"""Frames and codec layout; parties of another version are refused at the hello (2: numbers as words)."""
 CONTROL = "control"
 """Phase under which :attr:`TlsNetwork.wire` counts HELLO, CLOSE and ABORT frames."""
 BATCH_BYTES = 256 * 1024
@@ -57,6 +58,8 @@ BATCH_BYTES = 256 * 1024
 READ_AHEAD = 64 * 1024
 """Bytes a link asks its socket for in one read: whatever has arrived, up to this (a TLS read returns at most one
 record, 16 KiB), so several small frames cost one read instead of two each."""
+_new_tuple = tuple.__new__
+"""Builds a frame (a named tuple) from its fields without the Python-level ``__new__``."""
 DEADLINE_SLACK = 0.05
 """Seconds a receive may run past its deadline: the socket's timeout is re-set only when it would pass
 the deadline by more (each ``settimeout`` is an ``ioctl``; resetting it per read cost 6% of a message)."""
@@ -292,7 +295,7 @@ class _Link:
                 f"frames from {self.peer!r} missing or reordered: sequence number {seq}, expected {self.recv_seq}"
             )
         self.recv_seq += 1
-        return frames.Frame(frame_type, seq, depth, payload)
+        return _new_tuple(frames.Frame, (frame_type, seq, depth, payload))
 
     def pop(self, kinds: tuple[str, ...]) -> tuple[Envelope, int] | None:
         """The oldest message read ahead whose kind is one of ``kinds`` (removed from the queue), or None."""
@@ -655,7 +658,7 @@ class TlsNetwork(Network):
             ) from None
         if frame.type is FrameType.DATA:
             try:
-                envelope = decode(frame.payload)
+                envelope, payload_bytes = decode_counted(frame.payload)
             except MessageDecodeError as exc:
                 raise FrameError(f"malformed message from {link.peer!r}: {exc}") from None
             if envelope.sender != link.peer or envelope.receiver != self.local:
@@ -669,7 +672,7 @@ class TlsNetwork(Network):
                 tally = link.got[envelope.phase] = (self.received.links[key], self.wire.links[key])
             counts, wire = tally
             counts.messages += 1
-            counts.bytes += envelope.message.payload_bytes()
+            counts.bytes += payload_bytes
             wire.messages += 1
             wire.bytes += HEADER_BYTES + len(frame.payload)
             return envelope, frame.depth
