@@ -64,6 +64,29 @@ def test_the_end_of_a_batch_writes_what_it_held(pki):
     close_all(nets)
 
 
+def test_flush_writes_what_a_batch_holds_without_waiting(pki):
+    """The active party's prefetch: requests made ahead leave at once, inside the batch, before it waits."""
+    nets = linked(pki, ["a", "b"])
+    a, b = Party("a", nets["a"]), Party("b", nets["b"])
+    with nets["a"].batch():
+        with nets["a"].phase(ROUND):
+            a.send("b", request(1))
+            a.send("b", request(2))
+        assert not readable(nets["b"], "a")
+        nets["a"].flush()
+        assert readable(nets["b"], "a", wait=2.0)
+        with nets["b"].phase(ROUND):
+            assert [b.receive(RoundRequest.kind, "a").round for _ in range(2)] == [1, 2]
+        with nets["a"].phase(ROUND):
+            a.send("b", request(3))
+        assert not readable(nets["b"], "a")  # still a batch: the next send is held again
+    with nets["b"].phase(ROUND):
+        assert b.receive(RoundRequest.kind, "a").round == 3
+    memory = InMemoryNetwork()
+    memory.flush()  # nothing is held in memory: a no-op
+    close_all(nets)
+
+
 def test_a_party_answering_requests_it_read_together_writes_its_answers_together(pki):
     """The passive party's pattern: b reads a's five requests from one record and holds its five answers
     until it would wait; the messages, their order and both ledgers are the unbatched ones."""

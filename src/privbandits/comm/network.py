@@ -171,6 +171,11 @@ class Network(ABC):
         In memory there is nothing to hold."""
         return nullcontext()
 
+    def flush(self) -> None:
+        """Write what :meth:`batch` holds now, rather than when the party next waits (e.g. requests sent ahead,
+        so that their receivers start on them while this party works). In memory nothing is held."""
+        return None
+
     def _open_phase(self, name: str) -> None:
         if self._phase is not None:
             raise ProtocolError(f"phase {name!r} opened inside phase {self._phase!r}")

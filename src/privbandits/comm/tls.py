@@ -613,6 +613,10 @@ class TlsNetwork(Network):
             link.held = None
             raise self._told_by(link, self._lost(link.peer, f"sending held messages failed: {exc}")) from None
 
+    def flush(self) -> None:
+        """Write every link's held frames now (see :meth:`Network.flush`)."""
+        self._flush_all()
+
     def _flush_all(self) -> None:
         """Before a wait that may block: every held frame goes out (a peer may need it to answer)."""
         for link in self._links.values():

@@ -21,8 +21,9 @@ decisions agree.
 Prefetch (``protocol.prefetch``, default 1): the active party may send the next rounds' requests
 ahead of their rounds, since the users it serves come from its file and a request depends on no
 decision; the passive parties then answer while it learns. It tops up in chunks of half the window,
-written together, and the passive parties write the answers to requests they read together in one
-call (:meth:`~privbandits.comm.TlsNetwork.batch`). Each request is still sent at the start of a
+written together as soon as they are made (:meth:`~privbandits.comm.Network.flush`), and the passive
+parties write the answers to requests they read together in one call
+(:meth:`~privbandits.comm.TlsNetwork.batch`). Each request is still sent at the start of a
 round's segment (depth 1), so messages, bytes per link and each round's communication rounds are
 unchanged; a request link's own round count is lower (several rounds' requests share one).
 
@@ -207,11 +208,11 @@ class UserFeatures:
     """A party's feature source: its rows for the requested user and items, or None for an unknown user."""
 
     def __init__(self, data: PartyData) -> None:
-        self.data, self._rows = data, data.index()
+        self.data, self._rows, self._features = data, data.index(), data.features
 
     def __call__(self, request) -> np.ndarray | None:
         row = self._rows.get(int(request.user))
-        return None if row is None else self.data.features[row][request.items]
+        return None if row is None else self._features[row].take(request.items, axis=0)  # 4x faster than [items]
 
 
 @dataclass
@@ -432,6 +433,7 @@ def _run_active(deployment, name, network, resume, on_round) -> dict:
                         in_flight.append(RoundRequest(requested + 1, int(data.users[requested]), items))
                         party.send_request(in_flight[-1])
                         requested += 1
+                    network.flush()  # the passive parties start on them now, while this party works
                 party.begin_round(in_flight.popleft())
                 for other in passive:
                     party.absorb(other)
