@@ -218,7 +218,7 @@ def run(
         listener = socket.socket(fileno=listen_fd)
 
     def report_progress(t: int, total: int) -> None:
-        if t % max(1, total // 500) == 0 or t == total:  # at most ~500 lines: a pipe write costs µs per round
+        if t % max(1, total // 100) == 0 or t == total:  # at most ~100 lines, each may wake the launcher
             print(f"progress {t} {total}", flush=True)
 
     from privbandits.deploy.party import PartyFailed, run_party
