@@ -9,7 +9,10 @@ Three measurements, each printed as ratios against references measured in the sa
 2. VFUCB (d = 100, K = 10, M = 5 by default): seconds per round with every party in its
    own process (``deploy local`` machinery) against the in-memory protocol run and the
    plaintext central LinUCB on the same data; communication rounds per learner round beside
-   them, since network latency multiplies them. Target: networked ≤ 3× in-memory.
+   them, since network latency multiplies them. Each request when its round starts, then with
+   ``--prefetch`` rounds' requests in flight, then those sent as chunks (``chunk_requests``: one
+   message per top-up and passive party, answered with one; the same decisions and bytes per
+   link). Target: networked ≤ 3× in-memory, measured ``--repeat`` times for the last.
 3. The private ε-greedy learner (MPC, 2 computing parties, |A| = 10, D = 20 by default):
    seconds per round with the dealer, each computing party and the environment in its own
    process, against the stacked in-memory simulator and its plaintext twin on the same
@@ -160,7 +163,14 @@ def ping_pong_memory(n_floats: int, count: int, serialize: bool) -> list[float]:
 
 
 def vfucb_deployment(
-    folder: Path, dim: int, n_arms: int, parties: int, rounds: int, prefetch: int = 1, checkpoint_every: int = 0
+    folder: Path,
+    dim: int,
+    n_arms: int,
+    parties: int,
+    rounds: int,
+    prefetch: int = 1,
+    checkpoint_every: int = 0,
+    chunk_requests: bool = False,
 ) -> Path:
     base, extra = divmod(dim, parties)
     partition = [base + (1 if j < extra else 0) for j in range(parties)]
@@ -177,6 +187,7 @@ def vfucb_deployment(
         f"n_arms = {n_arms}",
         f"rounds = {rounds}",
         f"prefetch = {prefetch}",
+        f"chunk_requests = {json.dumps(chunk_requests)}",
     ]
     for name in names:
         role = "mask_generator" if name == "mask_generator" else "active" if name == "active" else "passive"
@@ -190,19 +201,30 @@ def vfucb_deployment(
 
 
 def vfucb(
-    dim: int, n_arms: int, parties: int, rounds: int, prefetch: int = 1, checkpoint_every: int = 0
+    dim: int,
+    n_arms: int,
+    parties: int,
+    rounds: int,
+    prefetch: int = 1,
+    checkpoint_every: int = 0,
+    chunk_requests: bool = False,
 ) -> dict[str, float]:
     from privbandits.deploy.deployment import load_deployment
     from privbandits.deploy.local import run_local
     from privbandits.deploy.vertical import load_all, make_learner, run_in_memory, write_synthetic_data
 
     with tempfile.TemporaryDirectory() as folder:
-        spec = load_deployment(vfucb_deployment(Path(folder), dim, n_arms, parties, rounds, prefetch, checkpoint_every))
+        deployment = vfucb_deployment(
+            Path(folder), dim, n_arms, parties, rounds, prefetch, checkpoint_every, chunk_requests
+        )
+        spec = load_deployment(deployment)
         write_synthetic_data(spec)
         codes, processes = run_local(spec)
         if any(codes.values()):
             sys.exit("; ".join(f"{p.name}: {p.last_error}" for p in processes if codes[p.name]))
         networked = json.loads(spec.result_path("active").read_text())
+        sent = [json.loads(spec.result_path(name).read_text())["traffic"] for name in spec.parties]
+        wire_messages = sum(row[3] for rows in sent for row in rows if row[0] == ROUND)
         runs = [run_in_memory(spec) for _ in range(REPEATS)]
         memory, network = runs[0]
         if any(run.arms.tolist() != networked["arms"] for run, _ in runs):
@@ -226,6 +248,8 @@ def vfucb(
         "plaintext": min(plain),
         "comm_rounds": traffic.rounds[ROUND] / traffic.segments[ROUND],
         "bytes": traffic.per_segment(ROUND),
+        "messages": traffic.total(ROUND).messages / rounds,
+        "networked_messages": wire_messages / rounds,
     }
 
 
@@ -460,6 +484,11 @@ def report(result: dict[str, float], plaintext: str, target: str) -> None:
         f"  communication rounds per learner round: {result['comm_rounds']:.0f}; "
         f"payload {result['bytes']:.0f} bytes per learner round; target: {target}"
     )
+    if "networked_messages" in result:
+        print(
+            f"  messages per learner round: {result['messages']:.2f} in memory, "
+            f"{result['networked_messages']:.2f} over the network"
+        )
 
 
 def targeted(measure, runs: int, ratio: str, limit: float, plaintext: str, target: str) -> None:
@@ -525,9 +554,10 @@ def main() -> None:
             count = 0
         ca, files = write_development_pki(Path(folder), ["a", "b"])
         pki = {name: TlsCredentials(ca, f.certificate, f.key) for name, f in files.items()}
-        print(f"Ping-pong round trip, median of {count} (a in this process, b in another for TLS):")
-        columns = ("in-memory", "+ codec", "bare TLS", "mutual TLS", "TLS / codec", "TLS / bare", "CPU of a")
-        print(f"{'payload':>10} " + " ".join(f"{column:>12}" for column in columns))
+        if count:
+            print(f"Ping-pong round trip, median of {count} (a in this process, b in another for TLS):")
+            columns = ("in-memory", "+ codec", "bare TLS", "mutual TLS", "TLS / codec", "TLS / bare", "CPU of a")
+            print(f"{'payload':>10} " + " ".join(f"{column:>12}" for column in columns))
         for n_floats in (10, 1000, 100_000) if count else ():
             size = count if n_floats < 100_000 else max(200, count // 20)
             memory = statistics.median(ping_pong_memory(n_floats, size, serialize=False))
@@ -549,14 +579,17 @@ def main() -> None:
             f"\nVFUCB, d = {args.dim}, K = {args.arms}, M = {args.parties}, {rounds} rounds "
             "(seconds per learner round):"
         )
-        for prefetch in sorted({1, args.prefetch}):
+        settings = [(1, False), (args.prefetch, False), (args.prefetch, True)]
+        for prefetch, chunked in sorted(set(settings), key=settings.index):
             what = "each request when its round starts" if prefetch == 1 else f"{prefetch} rounds' requests in flight"
+            if chunked:
+                what += "; chunk_requests: each top-up one message per passive party, answered with one"
             print(f"  prefetch = {prefetch} ({what}):")
             targeted(
-                lambda prefetch=prefetch: vfucb(
-                    args.dim, args.arms, args.parties, rounds, prefetch, args.checkpoint_every
+                lambda prefetch=prefetch, chunked=chunked: vfucb(
+                    args.dim, args.arms, args.parties, rounds, prefetch, args.checkpoint_every, chunked
                 ),
-                args.repeat if prefetch == args.prefetch else 1,
+                args.repeat if (prefetch, chunked) == settings[-1] else 1,
                 "in_memory",
                 3.0,
                 "plaintext central LinUCB",

@@ -71,14 +71,17 @@ def assert_same_as_in_memory(spec) -> None:
     # every process's ledger holds the links it sends on; together, with the simulation's names, the in-memory
     # ledger. With prefetch, requests for several rounds share one round on their link, so a link's round count
     # is lower; messages and bytes are the same.
+    # With chunk_requests, a request or answer link carries one message per top-up instead of one per round: the
+    # bytes are the same.
     names = in_memory_names(spec)
     columns = 6 if spec.protocol.prefetch == 1 else 5
+    keep = (lambda row: (*row[:3], row[4])) if spec.protocol.chunk_requests else (lambda row: row[:columns])
     rows = sorted(
-        (phase, names[sender], names[receiver], messages, size, rounds)[:columns]
+        keep((phase, names[sender], names[receiver], messages, size, rounds))
         for result in got.values()
         for phase, sender, receiver, messages, size, rounds in result["traffic"]
     )
-    assert rows == [row[:columns] for row in network.traffic.rows()]
+    assert rows == [keep(row) for row in network.traffic.rows()]
     # what each party received is what its peers sent
     sent = sorted(tuple(row[:5]) for result in got.values() for row in result["traffic"])
     received = sorted(tuple(row[:5]) for result in got.values() for row in result["received"])
@@ -99,6 +102,24 @@ def test_vfucb_as_processes_decides_as_in_memory_with_the_same_bytes_per_link(tm
     assert results(spec)["passive3"]["users_known"] == 197
 
 
+@pytest.mark.parametrize("secure", [False, True])
+def test_chunked_requests_as_processes_decide_as_in_memory_in_fewer_messages(tmp_path, secure):
+    """chunk_requests with prefetch = 8: each top-up of requests is one message to a passive party and one answer
+    back; the decisions and the bytes per link are the in-memory run's."""
+    path = make_deployment(
+        tmp_path, lacking={"passive3": [3, 50, 51]}, prefetch=8, chunk_requests=True, secure_aggregation=secure
+    )
+    result = CliRunner().invoke(standalone, ["deploy", "local", str(path), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    spec = load_deployment(path)
+    assert_same_as_in_memory(spec)
+    traffic = [row for result in results(spec).values() for row in result["traffic"] if row[0] == "round"]
+    messages = {(row[1], row[2]): row[3] for row in traffic}
+    # rounds 1-8 asked in round 1; then in round t + 1 whenever rounds t + 1 .. t + 3 are all that is asked for,
+    # back to t + 8: 5 at a time, so 1 + ceil(192 / 5) = 40 top-ups
+    assert messages == dict.fromkeys(messages, 40) and len(messages) == 4
+
+
 def test_vfts_with_secure_aggregation_as_processes_decides_as_in_memory(tmp_path):
     path = make_deployment(tmp_path, policy="vfts", secure_aggregation=True, rounds=200)
     result = CliRunner().invoke(standalone, ["deploy", "local", str(path), "--no-progress"])
@@ -109,9 +130,14 @@ def test_vfts_with_secure_aggregation_as_processes_decides_as_in_memory(tmp_path
     assert seeds == [["setup", "passive2", "passive3", 1, 32, 1]]
 
 
-def test_a_killed_passive_party_stops_everyone_naming_it_and_resume_gives_the_uninterrupted_decisions(tmp_path):
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_killed_passive_party_stops_everyone_naming_it_and_resume_gives_the_uninterrupted_decisions(
+    tmp_path, chunked
+):
     deadline = 4.0
-    path = make_deployment(tmp_path, deadline_s=deadline, partition=[2, 2, 2], n_arms=3, rounds=3000, prefetch=16)
+    path = make_deployment(
+        tmp_path, deadline_s=deadline, partition=[2, 2, 2], n_arms=3, rounds=3000, prefetch=16, chunk_requests=chunked
+    )
     spec = load_deployment(path)
     parties = start_parties(spec, tmp_path)  # with requests in flight and held (batch) when passive2 dies
     try:

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 from scipy.linalg import block_diag
 
-from privbandits.comm import InMemoryNetwork
+from privbandits.comm import ROUND, SETUP, InMemoryNetwork
 from privbandits.envs import LinearGaussianBandit
 from privbandits.linear import LinTS, LinUCB
 from privbandits.privacy.masks import (
@@ -20,10 +20,15 @@ from privbandits.privacy.masks import (
     split_columns,
 )
 from privbandits.protocols.vertical import (
+    ActiveParty,
     AggregationShare,
     MaskBlock,
     MaskedContexts,
+    MaskedContextsChunk,
+    MaskGenerator,
+    PassiveParty,
     RoundRequest,
+    RoundRequests,
     VerticalFederatedBandit,
     from_fixed_point,
 )
@@ -229,6 +234,104 @@ def test_secure_aggregation_shows_the_active_party_only_the_sum():
         assert np.max(np.abs(from_fixed_point(envelope.message.share) - truth)) > 1e3
     total = sum((e.message.share for e in last), np.zeros_like(last[0].message.share))
     np.testing.assert_allclose(from_fixed_point(total), sum(masked), atol=1e-11)
+
+
+def _rows_of(features: np.ndarray, block: slice):
+    """A feature source: round t's rows of ``features`` in ``block``'s columns."""
+    return lambda request: features[request.round - 1][:, block]
+
+
+def _hand_wired(secure: bool, features: np.ndarray, partition: list[int]):
+    """The parties of one session wired by hand on an in-memory network (as a deployment runs them)."""
+    network = InMemoryNetwork()
+    names = ["active"] + [f"passive{j}" for j in range(2, len(partition) + 1)]
+    starts = np.cumsum([0, *partition])
+    blocks = [slice(starts[j], starts[j + 1]) for j in range(len(partition))]
+    generator = MaskGenerator("pmg", network, partition, draw_mask(partition, rng=np.random.default_rng(5)))
+    active = ActiveParty(
+        "active",
+        network,
+        LinUCB(features.shape[1], features.shape[2], alpha=0.5),
+        _rows_of(features, blocks[0]),
+        passive=names[1:],
+        generator="pmg",
+        secure_aggregation=secure,
+    )
+    passive = [
+        PassiveParty(
+            name, network, lambda request, b=block: features[request.round - 1][:, b], active="active", generator="pmg"
+        )
+        for name, block in zip(names[1:], blocks[1:], strict=True)
+    ]
+    with network.phase(SETUP):
+        generator.distribute(names)
+        active.receive_mask()
+        for party in passive:
+            party.receive_mask()
+        if secure:
+            for j, party in enumerate(passive):
+                party.offer_pair_seeds(names[j + 2 :])
+            for j, party in enumerate(passive):
+                party.accept_pair_seeds(names[1 : j + 1])
+    return network, active, passive
+
+
+@pytest.mark.parametrize("secure", [False, True])
+def test_chunked_requests_give_every_round_the_same_masked_contexts_and_bytes_per_link(secure):
+    """A chunk of requests answered in one message per passive party: the active party sees, round by round,
+    exactly the masked contexts of one request per round (the sum under secure aggregation), decides the same,
+    and every link carries the same payload bytes in fewer messages."""
+    rounds, chunk, partition = 23, 5, [4, 3, 5, 2]
+    features = np.random.default_rng(8).normal(size=(rounds, 6, sum(partition)))
+    runs = []
+    for chunked in (False, True):
+        network, active, passive = _hand_wired(secure, features, partition)
+        seen, arms, items = [], [], np.arange(6)
+        for t in range(rounds):
+            with network.phase(ROUND):
+                if not chunked:
+                    active.request_round(t + 1, 100 + t, items)
+                    for party in passive:
+                        assert party.serve_round() == 1
+                else:
+                    if t % chunk == 0:
+                        requests = [RoundRequest(u + 1, 100 + u, items) for u in range(t, min(rounds, t + chunk))]
+                        active.send_requests(requests)
+                        for party in passive:
+                            assert party.serve_chunk() == len(requests)
+                    active.begin_round(RoundRequest(t + 1, 100 + t, items))
+                for party in passive:
+                    active.absorb(party.name)
+                arms.append(active.choose())
+                seen.append(active.masked_contexts.copy())
+            active.learn(arms[-1], float(features[t, arms[-1]].sum()))
+        runs.append((seen, arms, network.traffic))
+    (plain, plain_arms, plain_traffic), (chunked, chunked_arms, chunked_traffic) = runs
+    assert chunked_arms == plain_arms
+    for one, other in zip(plain, chunked, strict=True):
+        np.testing.assert_array_equal(one, other)
+    plain_links, chunked_links = _round_links(plain_traffic), _round_links(chunked_traffic)
+    assert plain_links.keys() == chunked_links.keys() and len(plain_links) == 6
+    for link, (messages, size) in plain_links.items():
+        assert (messages, chunked_links[link]) == (rounds, (5, size))  # ceil(23 / 5) = 5 chunks, the same bytes
+
+
+def _round_links(traffic) -> dict:
+    return {(phase, a, b): (m, size) for phase, a, b, m, size, _ in traffic.rows() if phase == "round"}
+
+
+def test_a_chunk_answered_with_the_wrong_number_of_rounds_is_named():
+    features = np.random.default_rng(8).normal(size=(4, 3, 6))
+    network, active, passive = _hand_wired(False, features, [3, 3])
+    with network.phase(ROUND):
+        active.send_requests([RoundRequest(t + 1, t, np.arange(3)) for t in range(4)])
+        passive[0].receive(RoundRequests.kind, "active")  # the chunk, answered short below
+        passive[0].send("active", MaskedContextsChunk(np.zeros((3, 3, 6))))
+        active.begin_round(RoundRequest(1, 0, np.arange(3)))
+        with pytest.raises(ValueError, match=r"^'passive2' answered 3 rounds of a chunk of 4 requests$"):
+            active.absorb("passive2")
+        with pytest.raises(ValueError, match="^a chunk of round requests needs at least one request$"):
+            active.send_requests([])
 
 
 def test_protocol_errors_are_clear():

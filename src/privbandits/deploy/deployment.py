@@ -127,9 +127,15 @@ class VerticalProtocol(_Strict):
         "decisions), so the passive parties' answers overlap the active party's work; decisions and messages are "
         "unchanged",
     )
+    chunk_requests: bool = Field(
+        False,
+        description="with prefetch: send each top-up of requests (half the prefetch window) to a passive party as "
+        "one message, answered with one; decisions and payload bytes per link are unchanged, messages per link fall "
+        "by the chunk size",
+    )
 
     ROLES: ClassVar[tuple[str, ...]] = ("mask_generator", "active", "passive")
-    UNDIGESTED: ClassVar[tuple[str, ...]] = ("prefetch",)
+    UNDIGESTED: ClassVar[tuple[str, ...]] = ("prefetch", "chunk_requests")
     """Options that change when messages are sent but no decision, so a checkpoint does not depend on them."""
     REPORTER: ClassVar[str] = "active"
     """The role that learns the decisions (it reports progress and the final result)."""

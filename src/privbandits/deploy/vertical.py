@@ -27,6 +27,13 @@ parties write the answers to requests they read together in one call
 round's segment (depth 1), so messages, bytes per link and each round's communication rounds are
 unchanged; a request link's own round count is lower (several rounds' requests share one).
 
+Chunked requests (``protocol.chunk_requests``, with prefetch): each top-up goes to a passive party
+as one :class:`~privbandits.protocols.vertical.RoundRequests` message, answered with one message
+holding every round's answer, which the active party takes apart round by round. The decisions and
+the payload bytes per link are the in-memory run's; the messages on a request or answer link fall
+from one per round to one per top-up (a passive party learns nothing it did not learn with prefetch:
+the same users, as early).
+
 Checkpoints and ``--resume``: the active party saves its learner and decisions after setup
 and every ``checkpoint_every`` rounds (atomically). Resumed, every party runs setup again
 (the mask generator re-derives the same Q from its seed; secure-aggregation pair seeds are
@@ -360,9 +367,10 @@ def _run_passive(deployment: Deployment, name: str, network: Network, resume: bo
         if not 0 <= done <= protocol.rounds:
             raise DeploymentError(f"{active!r} resumes after round {done}, outside 0..{protocol.rounds}")
     with network.batch():  # answers to requests read together leave together (see protocol.prefetch)
-        for _ in range(protocol.rounds - done):
+        served = done
+        while served < protocol.rounds:
             with network.phase(ROUND):
-                party.serve_round()
+                served += party.serve_chunk() if protocol.chunk_requests else party.serve_round()
     network.close()
     return {
         "party": name,
@@ -429,10 +437,9 @@ def _run_active(deployment, name, network, resume, on_round) -> dict:
             with network.phase(ROUND):
                 # requests first, so each has depth 1 in its segment and the ledger is as without prefetch
                 if requested - t < refill:
-                    while requested < min(rounds, t + protocol.prefetch):
-                        in_flight.append(RoundRequest(requested + 1, int(data.users[requested]), items))
-                        party.send_request(in_flight[-1])
-                        requested += 1
+                    end = min(rounds, t + protocol.prefetch)
+                    in_flight.extend(_request_ahead(party, data, items, requested, end, protocol.chunk_requests))
+                    requested = end
                     network.flush()  # the passive parties start on them now, while this party works
                 party.begin_round(in_flight.popleft())
                 for other in passive:
@@ -459,6 +466,20 @@ def _run_active(deployment, name, network, resume, on_round) -> dict:
     if run.regret is not None:
         summary["cumulative_regret"] = float(run.regret.sum())
     return summary
+
+
+def _request_ahead(party, data: PartyData, items: np.ndarray, done: int, end: int, chunked: bool) -> list:
+    """Ask every passive party for rounds ``done + 1 .. end`` (their requests, returned): a message per round, or
+    one per passive party for them all (``protocol.chunk_requests``)."""
+    from privbandits.protocols.vertical import RoundRequest
+
+    made = [RoundRequest(t + 1, int(data.users[t]), items) for t in range(done, end)]
+    if chunked and made:
+        party.send_requests(made)
+    else:
+        for request in made:
+            party.send_request(request)
+    return made
 
 
 def _check_rounds(protocol: VerticalProtocol, active: PartyData) -> int:

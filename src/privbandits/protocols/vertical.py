@@ -27,6 +27,7 @@ import hashlib
 import secrets
 import time
 import warnings
+from collections import deque
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -95,6 +96,48 @@ class PairSeed(Message):
 @message("o3m.aggregation_share")
 class AggregationShare(Message):
     """PP → AP under secure aggregation: fixed-point masked blocks plus pairwise masks, uint64 (K, d)."""
+
+    share: np.ndarray
+
+
+@message("o3m.round_requests")
+class RoundRequests(Message):
+    """AP → PP: the requests of several rounds in one message (a deployment's ``chunk_requests``).
+
+    Row i is one :class:`RoundRequest`; the payload is exactly the sum of theirs (8 + 8 + 8·K bytes a round).
+    """
+
+    rounds: np.ndarray
+    users: np.ndarray
+    items: np.ndarray
+
+    @classmethod
+    def of(cls, requests: Sequence[RoundRequest]) -> RoundRequests:
+        if not requests:
+            raise ValueError("a chunk of round requests needs at least one request")
+        return cls(
+            np.array([request.round for request in requests], dtype=np.int64),
+            np.array([request.user for request in requests], dtype=np.int64),
+            np.stack([np.asarray(request.items, dtype=np.int64) for request in requests]),
+        )
+
+    def requests(self) -> list[RoundRequest]:
+        return [
+            RoundRequest(round_index, user, items)
+            for round_index, user, items in zip(self.rounds.tolist(), self.users.tolist(), self.items, strict=True)
+        ]
+
+
+@message("o3m.masked_contexts_chunk")
+class MaskedContextsChunk(Message):
+    """PP → AP: the :class:`MaskedContexts` of a :class:`RoundRequests`' rounds, shape (rounds, K, d)."""
+
+    blocks: np.ndarray
+
+
+@message("o3m.aggregation_share_chunk")
+class AggregationShareChunk(Message):
+    """PP → AP under secure aggregation: the :class:`AggregationShare` of a chunk's rounds, uint64 (rounds, K, d)."""
 
     share: np.ndarray
 
@@ -179,9 +222,24 @@ class PassiveParty(Party):
         for other in earlier_parties:
             self._pair_seeds[other] = (-1, self.receive(PairSeed.kind, other).seed)
 
-    def serve_round(self) -> None:
-        """Answer the AP's round request with this party's masked blocks (Alg. 1 line 5)."""
-        request = self.receive(RoundRequest.kind, self.active)
+    def serve_round(self) -> int:
+        """Answer the AP's round request with this party's masked blocks (Alg. 1 line 5); returns 1, the rounds
+        served (as :meth:`serve_chunk`)."""
+        answer = self._answer(self.receive(RoundRequest.kind, self.active))
+        self.send(self.active, AggregationShare(answer) if self._pair_seeds else MaskedContexts(answer))
+        return 1
+
+    def serve_chunk(self) -> int:
+        """Answer a :class:`RoundRequests` with one message holding each round's answer (as :meth:`serve_round`
+        would send it); returns the number of rounds served."""
+        answers = np.stack(
+            [self._answer(request) for request in self.receive(RoundRequests.kind, self.active).requests()]
+        )
+        self.send(self.active, AggregationShareChunk(answers) if self._pair_seeds else MaskedContextsChunk(answers))
+        return len(answers)
+
+    def _answer(self, request: RoundRequest) -> np.ndarray:
+        """This party's masked blocks for ``request``, as fixed-point shares under secure aggregation."""
         raw = self.features(request)
         n_items = len(request.items)
         if raw is None:  # unknown user: the dummy value is zero features (spec §8.4.11)
@@ -191,13 +249,12 @@ class PassiveParty(Party):
                 raise ValueError(f"{self.name}: features have shape {raw.shape}, expected {(n_items, self.dim)}")
             masked = raw.dot(self._block_t)  # ndarray.dot: half the call overhead of @ at small sizes
         if not self._pair_seeds:
-            self.send(self.active, MaskedContexts(masked))
-            return
+            return masked
         share = to_fixed_point(masked)
         for sign, seed in self._pair_seeds.values():
             pad = _pair_mask(seed, request.round, share.shape)
             share = share + pad if sign > 0 else share - pad  # uint64 arithmetic wraps mod 2^64
-        self.send(self.active, AggregationShare(share))
+        return share
 
 
 class ActiveParty(Party):
@@ -225,6 +282,11 @@ class ActiveParty(Party):
         self._request: RoundRequest | None = None
         self._total: np.ndarray | None = None
         self._words: np.ndarray | None = None
+        self._chunked = False
+        self._held: dict[str, deque[np.ndarray]] = {party: deque() for party in self.passive}
+        """Per PP, the answers of a chunk received but not yet absorbed (rounds ahead of this one)."""
+        self._asked: dict[str, deque[int]] = {party: deque() for party in self.passive}
+        """Per PP, the sizes of the chunks sent and not yet answered."""
 
     def receive_mask(self) -> None:
         self._block_t = np.ascontiguousarray(self.receive(MaskBlock.kind, self.generator).block.T)
@@ -241,6 +303,15 @@ class ActiveParty(Party):
         for party in self.passive:
             self.send(party, request)
 
+    def send_requests(self, requests: Sequence[RoundRequest]) -> None:
+        """Send several rounds' requests to every PP in one message each (ahead of their rounds); from then on each
+        PP answers a chunk in one message, which :meth:`absorb` takes apart round by round."""
+        chunk = RoundRequests.of(requests)
+        self._chunked = True
+        for party in self.passive:
+            self.send(party, chunk)
+            self._asked[party].append(len(requests))
+
     def begin_round(self, request: RoundRequest) -> None:
         """Start the round of ``request`` (already sent): mask the AP's own block."""
         self._request = request
@@ -250,9 +321,27 @@ class ActiveParty(Party):
     def absorb(self, party: str) -> None:
         """Add one PP's answer to the running sum ``Σ_j Q^j x^j`` (in arrival order)."""
         if self._words is not None:
-            self._words += self.receive(AggregationShare.kind, party).share  # wraps mod 2^64
+            self._words += self._answer(party, secure=True)  # wraps mod 2^64
         else:
-            self._total += self.receive(MaskedContexts.kind, party).blocks
+            self._total += self._answer(party, secure=False)
+
+    def _answer(self, party: str, *, secure: bool) -> np.ndarray:
+        """``party``'s answer for this round: its own message, or the next row of the chunk it answered."""
+        if not self._chunked:
+            if secure:
+                return self.receive(AggregationShare.kind, party).share
+            return self.receive(MaskedContexts.kind, party).blocks
+        held = self._held[party]
+        if not held:
+            if secure:
+                rows = self.receive(AggregationShareChunk.kind, party).share
+            else:
+                rows = self.receive(MaskedContextsChunk.kind, party).blocks
+            asked = self._asked[party].popleft()
+            if len(rows) != asked:
+                raise ValueError(f"{party!r} answered {len(rows)} rounds of a chunk of {asked} requests")
+            held.extend(rows)
+        return held.popleft()
 
     def choose(self) -> int:
         """Pick an arm with the learner on ``x̃ = Σ_j Q^j x^j = Q x`` (Eq. 2), once every PP is absorbed."""
