@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 from scipy.linalg import block_diag
 
-from privbandits.comm import ROUND, SETUP, InMemoryNetwork
+from privbandits.comm import ROUND, SETUP, InMemoryNetwork, ProtocolError
 from privbandits.envs import LinearGaussianBandit
 from privbandits.linear import LinTS, LinUCB
 from privbandits.privacy.masks import (
@@ -328,7 +328,7 @@ def test_a_chunk_answered_with_the_wrong_number_of_rounds_is_named():
         passive[0].receive(RoundRequests.kind, "active")  # the chunk, answered short below
         passive[0].send("active", MaskedContextsChunk(np.zeros((3, 3, 6))))
         active.begin_round(RoundRequest(1, 0, np.arange(3)))
-        with pytest.raises(ValueError, match=r"^'passive2' answered 3 rounds of a chunk of 4 requests$"):
+        with pytest.raises(ProtocolError, match=r"^'passive2' answered 3 rounds of a chunk of 4 requests$"):
             active.absorb("passive2")
         with pytest.raises(ValueError, match="^a chunk of round requests needs at least one request$"):
             active.send_requests([])

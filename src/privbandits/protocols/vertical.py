@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from privbandits.comm import ROUND, SETUP, InMemoryNetwork, Message, Network, Party, message
+from privbandits.comm import ROUND, SETUP, InMemoryNetwork, Message, Network, Party, ProtocolError, message
 from privbandits.linear.policies import Layout, LinearBandit
 from privbandits.privacy.masks import MaskSource, block_slices, check_mask, check_partition, draw_mask
 from privbandits.validation import (
@@ -339,7 +339,7 @@ class ActiveParty(Party):
                 rows = self.receive(MaskedContextsChunk.kind, party).blocks
             asked = self._asked[party].popleft()
             if len(rows) != asked:
-                raise ValueError(f"{party!r} answered {len(rows)} rounds of a chunk of {asked} requests")
+                raise ProtocolError(f"{party!r} answered {len(rows)} rounds of a chunk of {asked} requests")
             held.extend(rows)
         return held.popleft()
 
