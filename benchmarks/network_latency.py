@@ -200,24 +200,15 @@ def vfucb_deployment(
     return path
 
 
-def vfucb(
-    dim: int,
-    n_arms: int,
-    parties: int,
-    rounds: int,
-    prefetch: int = 1,
-    checkpoint_every: int = 0,
-    chunk_requests: bool = False,
-) -> dict[str, float]:
+def vfucb(dim: int, n_arms: int, parties: int, rounds: int, **options) -> dict[str, float]:
+    """One networked VFUCB session against its in-memory and plaintext runs; ``options`` are
+    :func:`vfucb_deployment`'s (prefetch, checkpoint_every, chunk_requests)."""
     from privbandits.deploy.deployment import load_deployment
     from privbandits.deploy.local import run_local
     from privbandits.deploy.vertical import load_all, make_learner, run_in_memory, write_synthetic_data
 
     with tempfile.TemporaryDirectory() as folder:
-        deployment = vfucb_deployment(
-            Path(folder), dim, n_arms, parties, rounds, prefetch, checkpoint_every, chunk_requests
-        )
-        spec = load_deployment(deployment)
+        spec = load_deployment(vfucb_deployment(Path(folder), dim, n_arms, parties, rounds, **options))
         write_synthetic_data(spec)
         codes, processes = run_local(spec)
         if any(codes.values()):
@@ -587,7 +578,13 @@ def main() -> None:
             print(f"  prefetch = {prefetch} ({what}):")
             targeted(
                 lambda prefetch=prefetch, chunked=chunked: vfucb(
-                    args.dim, args.arms, args.parties, rounds, prefetch, args.checkpoint_every, chunked
+                    args.dim,
+                    args.arms,
+                    args.parties,
+                    rounds,
+                    prefetch=prefetch,
+                    checkpoint_every=args.checkpoint_every,
+                    chunk_requests=chunked,
                 ),
                 args.repeat if (prefetch, chunked) == settings[-1] else 1,
                 "in_memory",
