@@ -253,14 +253,25 @@ SCHEDULES = [
     {**LINEAR, "overlap_reciprocal": True},
     {**LINEAR, "overlap_reciprocal": True, "mask_factors": True},
     {**LINEAR, "overlap_reciprocal": True, "mask_factors": True, "allmax_lookup": True},
+    {**LINEAR, "overlap_reciprocal": True, "mask_factors": True, "allmax_lookup": True, "lookup_comparison": True},
+    {
+        **LINEAR,
+        "overlap_reciprocal": True,
+        "mask_factors": True,
+        "allmax_lookup": True,
+        "lookup_comparison": True,
+        "goldschmidt": True,
+    },  # fmt: skip
 ]
 """The MPC schedules measured, each with the options before it; the target is the last one's (with more than
-2 computing parties, without ``overlap_reciprocal`` and ``mask_factors``, which need local truncation)."""
+2 computing parties, without ``overlap_reciprocal``, ``mask_factors`` and ``lookup_comparison``, which need 2)."""
 
 _OPTIONS = {
     "overlap_reciprocal": "overlap_reciprocal (1/d and u u^T/d ride on the argmax's openings)",
     "mask_factors": "mask_factors (the one-hot masks the updates' factors)",
     "allmax_lookup": "allmax_lookup (the argmax ends in one masked lookup)",
+    "lookup_comparison": "lookup_comparison (3 rounds of table lookups a comparison)",
+    "goldschmidt": "goldschmidt (1 + 3 rounds for u/d)",
 }
 
 
@@ -626,7 +637,8 @@ def main() -> None:
     )
     schedules = SCHEDULES
     if args.mpc_parties != 2:  # without the options that ride on openings (they need local truncation)
-        schedules = [{k: v for k, v in s.items() if k not in ("overlap_reciprocal", "mask_factors")} for s in schedules]
+        two_only = ("overlap_reciprocal", "mask_factors", "lookup_comparison")
+        schedules = [{k: v for k, v in s.items() if k not in two_only} for s in schedules]
         schedules = [s for i, s in enumerate(schedules) if s not in schedules[:i]]
     for schedule in schedules:
         print(f"  {_described(schedule)}:")

@@ -103,13 +103,22 @@ def test_short_session_as_processes_decides_as_in_memory(tmp_path, computing):
         {"overlap_reciprocal": True},
         {"overlap_reciprocal": True, "mask_factors": True},
         {"overlap_reciprocal": True, "mask_factors": True, "allmax_lookup": True},
+        {
+            "overlap_reciprocal": True,
+            "mask_factors": True,
+            "allmax_lookup": True,
+            "lookup_comparison": True,
+            "goldschmidt": True,
+        },  # fmt: skip
+        {"allmax_lookup": True, "lookup_comparison": True},
     ],
 )
 def test_the_linear_reciprocal_start_as_processes_decides_as_in_memory(tmp_path, options):
-    """Also with the reciprocal riding on the argmax's openings, the one-hot masking the updates' factors and
-    the lookup argmax: each computing party's own riders (PartyChannel) send what the simulator's stacked ones
-    do, each party truncates its own share (party 1 ceils) and reads its own entry of the dealer's one-hot; the
-    overlap runs pin every party to a core."""
+    """Also with the reciprocal riding on the argmax's openings, the one-hot masking the updates' factors, the
+    lookup argmax, its comparisons by table lookups and Goldschmidt's u/d: each computing party's own riders
+    (PartyChannel) send what the simulator's stacked ones do, each party truncates its own share (party 1
+    ceils), reads its own entries of the dealer's one-hot and tables, and splits its own share into the
+    comparison's digits; the overlap runs pin every party to a core."""
     path = make_deployment(tmp_path, rounds=40, reciprocal_start="linear", nr_iterations=3, **options)
     overlap = options.get("overlap_reciprocal", False)
     run_local(path, *(["--pin-cpus"] if overlap and hasattr(os, "sched_setaffinity") else []))
@@ -226,6 +235,14 @@ def test_the_shipped_mpc_example_is_a_valid_deployment():
         (
             lambda t: t.replace("partition = [3, 2]", "partition = [3, 2]\nmask_factors = true"),
             r"mask_factors needs overlap_reciprocal = True \(its products ride on the argmax's openings\), got False",
+        ),
+        (
+            lambda t: t.replace("partition = [3, 2]", "partition = [3, 2]\nlookup_comparison = true"),
+            r"lookup_comparison needs allmax_lookup = True \(its comparisons are counted modulo 16\), got False",
+        ),
+        (
+            lambda t: t.replace("partition = [3, 2]", 'partition = [3, 2]\ngoldschmidt = "sometimes"'),
+            r"protocol.goldschmidt: Input should be a valid boolean",
         ),
     ],
 )

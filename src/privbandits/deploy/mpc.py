@@ -200,6 +200,8 @@ def config_of(deployment: Deployment):
         overlap_reciprocal=protocol.overlap_reciprocal,
         mask_factors=protocol.mask_factors,
         allmax_lookup=protocol.allmax_lookup,
+        lookup_comparison=protocol.lookup_comparison,
+        goldschmidt=protocol.goldschmidt,
     )
 
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from privbandits.mpc.arithmetic import mul_public
 from privbandits.mpc.overlap import Mul, Square, Steps, run_steps
-from privbandits.mpc.sharing import ArithmeticShares
+from privbandits.mpc.sharing import ArithmeticShares, concatenate, expand
 from privbandits.mpc.truncation import truncate
 
 if TYPE_CHECKING:
@@ -78,12 +80,76 @@ def reciprocal_steps(ctx: Engine, d: ArithmeticShares, iterations: int = NR_ITER
     return _reciprocal(ctx, d, iterations, start)
 
 
-def _reciprocal(ctx: Engine, d: ArithmeticShares, iterations: int, start: str) -> Steps:
+def _start(ctx: Engine, d: ArithmeticShares, start: str) -> Steps:
     if start == "exp":
-        y = (yield from exp_steps(ctx, 0.5 - d)) * 3 + 0.003
-    else:
-        y = mul_public(ctx, d, -8 / 17) + 24 / 17
+        return (yield from exp_steps(ctx, 0.5 - d)) * 3 + 0.003
+    return mul_public(ctx, d, -8 / 17) + 24 / 17
+
+
+def _reciprocal(ctx: Engine, d: ArithmeticShares, iterations: int, start: str) -> Steps:
+    y = yield from _start(ctx, d, start)
     for _ in range(iterations):
         dy = yield Mul(d, y)
         y = yield Mul(y, 2.0 - dy)
     return y
+
+
+def goldschmidt_steps(
+    ctx: Engine,
+    d: ArithmeticShares,
+    iterations: int = NR_ITERATIONS,
+    start: str = "exp",
+    numerator: ArithmeticShares | None = None,
+) -> Steps:
+    """``[n/d]`` (``[1/d]`` without ``numerator``) by Goldschmidt's iteration, as steps (:mod:`.overlap`).
+
+    From y_0 (``start``, as :func:`reciprocal`): e_0 = 1 − d·y_0 and z_0 = n·y_0 in one round, then
+    z_{k+1} = z_k(1 + e_k) and e_{k+1} = e_k², independent products, one round per iteration. z_k =
+    (n/d)(1 − e_0^(2^k)): the error of Newton–Raphson after k iterations, in 1 + k rounds instead of 2k (and
+    n/d needs no further product). Not self-correcting: each round's truncation (2^-L) stays in z, so for
+    |n| <= 1 z is within about 4(k + 1)·2^-L of n/d (measured: 8·2^-20 after 3 iterations from the linear
+    start), where Newton–Raphson's 1/d is within 2·2^-L. ``numerator``'s shape extends ``d``'s.
+    """
+    _check_fixed_point(ctx, d, "reciprocal")
+    if iterations < 0:
+        raise ValueError(f"Goldschmidt iterations must be >= 0, got {iterations}")
+    if start not in RECIPROCAL_STARTS:
+        raise ValueError(f"reciprocal start must be one of {RECIPROCAL_STARTS}, got {start!r}")
+    if numerator is not None and numerator.shape[: len(d.shape)] != d.shape:
+        raise ValueError(f"the numerator's shape must extend the denominator's {d.shape}, got {numerator.shape}")
+    return _goldschmidt(ctx, d, iterations, start, numerator)
+
+
+def _goldschmidt(
+    ctx: Engine, d: ArithmeticShares, iterations: int, start: str, numerator: ArithmeticShares | None
+) -> Steps:
+    y = yield from _start(ctx, d, start)
+    if numerator is None:
+        z, dy = y, (yield Mul(d, y))
+    else:
+        dy, z = yield from _products([(d, y), (numerator, y)])
+    error = 1.0 - dy
+    for k in range(iterations):
+        if k == iterations - 1:
+            (z,) = yield from _products([(z, 1.0 + error)])
+        else:
+            z, error = yield from _products([(z, 1.0 + error), (error, error)])
+    return z
+
+
+def _products(pairs: list[tuple[ArithmeticShares, ArithmeticShares]]) -> Steps:
+    """Elementwise products of fixed-point pairs, in one request: the right operand is broadcast over the
+    trailing axes of the left's shape (y_k against n_k)."""
+    left, right = [], []
+    for x, y in pairs:
+        y = y.reshape(*y.shape, *(1,) * (len(x.shape) - len(y.shape)))
+        left.append(x.reshape(-1))
+        right.append(ArithmeticShares(expand(y.shares, x.shape), y.scale, y.lead).reshape(-1))
+    left, right = concatenate(left), concatenate(right)
+    product = yield Mul(left, right)
+    parts, at = [], 0
+    for x, _ in pairs:
+        size = int(np.prod(x.shape, dtype=np.int64))
+        parts.append(product[at : at + size].reshape(*x.shape))
+        at += size
+    return parts

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from privbandits.mpc import lookup as tables
 from privbandits.mpc.arithmetic import mul
 from privbandits.mpc.binary import a2b, bit_to_arithmetic
 from privbandits.mpc.ring import WORD
@@ -39,13 +40,17 @@ def sign(ctx: Engine, x: ArithmeticShares) -> ArithmeticShares:
     return 1 - 2 * ltz(ctx, x)
 
 
-def allmax(ctx: Engine, x: ArithmeticShares, *, lookup: bool = False) -> ArithmeticShares:
+def allmax(
+    ctx: Engine, x: ArithmeticShares, *, lookup: bool = False, tabled: bool = False, distinct: bool = False
+) -> ArithmeticShares:
     """Alg. 2, AllMax over the last axis: bit i is 1 iff x_i is a maximum.
 
     All |A|(|A|−1) comparisons x_i ≥ x_j (j ≠ i, as cyclic rolls) run in one batch, then a
     product tree over j takes ⌈log2(|A|−1)⌉ rounds; with ``lookup``, one round instead where that
     is fewer (|A| > 3): x_i is a maximum iff its count Σ_j [x_i ≥ x_j] is |A|−1, read from a masked
-    lookup (:func:`count_is`).
+    lookup (:func:`count_is`). ``tabled`` (with ``lookup``, 2 parties): the comparisons are
+    :func:`~privbandits.mpc.lookup.ltz`'s 3 rounds of table lookups instead of 8, and the count follows in
+    one more (:func:`_tabled_allmax`); ``distinct``: the values are known to differ, so half of them do.
     """
     if x.shape == () or x.shape[-1] == 0:
         raise ValueError(f"allmax needs a non-empty last axis, got shape {x.shape}")
@@ -55,6 +60,8 @@ def allmax(ctx: Engine, x: ArithmeticShares, *, lookup: bool = False) -> Arithme
         if ctx.leads:
             ones[0] = 1
         return ArithmeticShares(ones, 0, ctx.leads)
+    if tabled and lookup:
+        return _tabled_allmax(ctx, x, distinct)
     others = (np.arange(size)[:, None] + np.arange(1, size)[None, :]) % size
     bits = ge(ctx, x[..., None], x[..., others])
     if lookup and size > 3:
@@ -64,6 +71,30 @@ def allmax(ctx: Engine, x: ArithmeticShares, *, lookup: bool = False) -> Arithme
         product = mul(ctx, bits[..., :half], bits[..., half : 2 * half])
         bits = concatenate([product, bits[..., 2 * half :]]) if bits.shape[-1] % 2 else product
     return bits[..., 0]
+
+
+def _tabled_allmax(ctx: Engine, x: ArithmeticShares, distinct: bool) -> ArithmeticShares:
+    """AllMax (|A| ≥ 2) by lookup comparisons, counted modulo 16 (or 256 above 16 values); 4 rounds.
+
+    With ``distinct`` values only the pairs i < j are compared: [x_j ≥ x_i] = 1 − [x_i ≥ x_j] = [x_i < x_j].
+    """
+    size = x.shape[-1]
+    if size > 256:
+        raise ValueError(f"the lookup AllMax counts up to 255 wins, so it takes at most 256 values, got {size}")
+    width = 4 if size <= 16 else 8
+    if distinct:
+        first, second = np.triu_indices(size, 1)
+    else:
+        first, second = np.nonzero(~np.eye(size, dtype=bool))
+    less = tables.ltz(ctx, (x[..., first] - x[..., second]).shares, width).astype(WORD)  # [x_i < x_j] per pair
+    wins = np.zeros((*less.shape[:-1], size), dtype=WORD)  # shares of Σ_j [x_i ≥ x_j], up to the constant below
+    np.subtract.at(wins, (..., first), less)
+    if distinct:
+        np.add.at(wins, (..., second), less)
+    beaten = np.bincount(first, minlength=size).astype(WORD)  # comparisons made with i first
+    if ctx.leads:
+        wins[0] += beaten
+    return count_is(ctx, ArithmeticShares(wins, 0, ctx.leads), size - 1)
 
 
 def count_is(ctx: Engine, count: ArithmeticShares, value: int) -> ArithmeticShares:
@@ -92,6 +123,7 @@ def argmax(
     *,
     packed: bool = False,
     lookup: bool = False,
+    tabled: bool = False,
 ) -> ArithmeticShares:
     """One-hot ``[z]`` of a maximum of the last axis, ties broken uniformly at random (§3.9).
 
@@ -100,15 +132,16 @@ def argmax(
     maximum survives. ``packed``: one AllMax of the distinct keys x·2^k + γ (k bits hold γ),
     which picks the same element (the maximum with the largest γ) in half the rounds; the
     keys must stay below 2^62 as words, which is the caller's to ensure (:func:`packed_bits`).
-    ``lookup``: each AllMax ends in one masked lookup instead of a product tree (:func:`allmax`).
+    ``lookup``: each AllMax ends in one masked lookup instead of a product tree (:func:`allmax`);
+    ``tabled``: its comparisons are table lookups too (2 parties), only half of them on the distinct packed keys.
     """
     if gamma is None:
         gamma = ctx.dealer.permutation(x.shape[-1], x.shape[:-1])
     if packed:
         keys = x.shares * np.uint64(1 << packed_bits(x.shape[-1])) + gamma.shares
-        return allmax(ctx, ArithmeticShares(keys, 0, ctx.leads), lookup=lookup)
-    maxima = allmax(ctx, x, lookup=lookup)
-    return allmax(ctx, mul(ctx, maxima, gamma), lookup=lookup)
+        return allmax(ctx, ArithmeticShares(keys, 0, ctx.leads), lookup=lookup, tabled=tabled, distinct=True)
+    maxima = allmax(ctx, x, lookup=lookup, tabled=tabled)
+    return allmax(ctx, mul(ctx, maxima, gamma), lookup=lookup, tabled=tabled)
 
 
 def packed_bits(size: int) -> int:

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from privbandits.comm import Message, Network, ProtocolError, message
+from privbandits.mpc import lookup
 from privbandits.mpc.ring import WORD, count_wraps, random_words
 from privbandits.mpc.sharing import ArithmeticShares, BinaryShares, reconstruct, share, share_xor
 
@@ -72,6 +73,14 @@ class RotatedOneHot(NamedTuple):
 
     r: ArithmeticShares
     onehot: ArithmeticShares
+
+
+class LookupMaterial(NamedTuple):
+    """A masked lookup (:func:`~privbandits.mpc.lookup.lookup`): ``⟨R⟩``, the 8-bit masks packed eight to a word,
+    and each index's share of the rotated table i ↦ f(i ⊕ R), packed (:func:`~privbandits.mpc.lookup.pack`)."""
+
+    mask: BinaryShares
+    table: BinaryShares
 
 
 class WrapPair(NamedTuple):
@@ -280,6 +289,35 @@ class Dealer:
         key = ("rotated_onehot", shape, size)
         return self._pooled("rotated_onehot", key, (1 + size) * math.prod(shape), make)
 
+    def lookup_table(self, name: str, shape: tuple[int, ...]) -> LookupMaterial:
+        """Per element of ``shape``, a uniform 8-bit mask R and the table ``name`` rotated by it
+        (:data:`~privbandits.mpc.lookup.TABLES`; 2 parties): XOR shares, or shares adding up modulo 2^width."""
+        if self.n_parties != 2:
+            raise ValueError(f"lookup tables are dealt to 2 computing parties, got {self.n_parties}")
+        table, shape = lookup.TABLES[name], tuple(shape)
+        tail = table.values.shape[:-1]
+        if shape[len(shape) - len(tail) :] != tail:
+            raise ValueError(f"table {name!r} is for indices of shape (..., {', '.join(map(str, tail))}), got {shape}")
+
+        def make(batch: int) -> LookupMaterial:
+            masks = self.rng.integers(0, lookup.ENTRIES, size=(batch, *shape), dtype=np.uint8)
+            axes = tuple(np.arange(size).reshape(size, *(1,) * (len(tail) - 1 - k)) for k, size in enumerate(tail))
+            if table.additive:  # entry by entry: the second share is the table minus the first, modulo 2^width
+                rotated = lookup.rotations(name, packed=False)[(*axes, masks)]  # (batch, *shape, 256)
+                low = np.uint8((1 << table.width) - 1)
+                first = random_words(self.rng, (*rotated.shape[:-1], lookup.ENTRIES // 8)).view(np.uint8) & low
+                shares = [lookup.pack(first, table.width), lookup.pack((rotated - first) & low, table.width)]
+            else:
+                rotated = lookup.rotations(name)[(*axes, masks)]  # (batch, *shape, words)
+                first = random_words(self.rng, rotated.shape)
+                shares = [first, rotated ^ first]
+            mask_first = self.rng.integers(0, lookup.ENTRIES, size=masks.shape, dtype=np.uint8)
+            mask_words = np.stack([lookup.bytes_to_words(mask_first), lookup.bytes_to_words(mask_first ^ masks)])
+            return LookupMaterial(BinaryShares(mask_words), BinaryShares(np.stack(shares)))
+
+        elements = math.prod(shape) * (1 + lookup.table_words(name))
+        return self._pooled("lookup_table", ("lookup_table", name, shape), elements, make)
+
     def _share(self, secret: np.ndarray) -> np.ndarray:
         return share(secret, self.n_parties, self.rng)
 
@@ -306,6 +344,7 @@ MATERIAL_METHODS = (
     "uniform",
     "permutation",
     "rotated_onehot",
+    "lookup_table",
 )
 """The :class:`Dealer` methods a protocol calls; :class:`RemoteDealer` answers each of them."""
 
@@ -464,3 +503,11 @@ class RemoteDealer:
     def rotated_onehot(self, shape: tuple[int, ...], size: int) -> RotatedOneHot:
         kind = "rotated_onehot"
         return RotatedOneHot(self._arithmetic(kind, shape), self._arithmetic(kind, (*shape, size)))
+
+    def lookup_table(self, name: str, shape: tuple[int, ...]) -> LookupMaterial:
+        shape = tuple(shape)
+        count = math.prod(shape)
+        mask = BinaryShares(self._take("lookup_table", lookup.mask_words(count)).reshape(1, -1), self.lead)
+        words = lookup.table_words(name)
+        table = BinaryShares(self._take("lookup_table", count * words).reshape(1, *shape, words), self.lead)
+        return LookupMaterial(mask, table)

@@ -39,7 +39,7 @@ import numpy as np
 
 from privbandits.comm import ROUND, SETUP, Network, Party
 from privbandits.mpc import Engine
-from privbandits.mpc.approximations import NR_ITERATIONS, RECIPROCAL_STARTS, reciprocal_steps
+from privbandits.mpc.approximations import NR_ITERATIONS, RECIPROCAL_STARTS, goldschmidt_steps, reciprocal_steps
 from privbandits.mpc.channel import Owner
 from privbandits.mpc.comparison import packed_bits
 from privbandits.mpc.dealer import (
@@ -82,7 +82,7 @@ PACKED_KEY_BITS = 54
 it leaves 8 bits, |s̃| < 128, below the 62-bit range of the comparison; above (L > 24 with 10 arms) Alg. 2's
 two AllMax run instead."""
 
-LATER_OPTIONS = ("overlap_reciprocal", "mask_factors", "allmax_lookup")
+LATER_OPTIONS = ("overlap_reciprocal", "mask_factors", "allmax_lookup", "lookup_comparison", "goldschmidt")
 """Boolean options added after results were stored: a results-store key holds each only while it is on."""
 
 CHECKPOINT = "checkpoint"
@@ -152,6 +152,19 @@ class MPCBanditConfig:
         (:func:`~privbandits.mpc.comparison.count_is`) instead of ⌈log2(|A|−1)⌉ rounds of
         products (4 for |A| = 10). The same choice; any number of parties. Other randomness for a
         seed; not the paper's.
+    lookup_comparison : bool
+        With ``allmax_lookup`` (2 computing parties): the argmax's comparisons are masked lookups of public
+        tables (:mod:`~privbandits.mpc.lookup`: one-time truth tables from the dealer) in 3 rounds, instead of
+        A2B's adder and a daBit in 8, and only the |A|(|A|−1)/2 pairs i < j of the distinct packed keys are
+        compared (the other half is 1 minus them). Exact, so the same choice: 5 communication rounds fewer a
+        learner round, 2 KB of online payload instead of 35 KB for the argmax (|A| = 10), and about 35 KB more
+        dealer material per party. Other randomness for a seed; not the paper's.
+    goldschmidt : bool
+        The reciprocal by Goldschmidt's iteration (:func:`~privbandits.mpc.approximations.goldschmidt_steps`)
+        instead of Newton–Raphson: the same error 1 − (1 − d·y_0)^(2^k) after ``nr_iterations`` = k, in 1 + k
+        rounds instead of 2k, and with ``mask_factors`` it yields u_a/d_a itself (one product fewer). Not
+        self-correcting, so the truncations of L = 20 leave u/d off by up to about 8e-6 instead of 2e-6. Other
+        numbers, other randomness for a seed; not the paper's.
     """
 
     n_arms: int = 10
@@ -168,6 +181,8 @@ class MPCBanditConfig:
     overlap_reciprocal: bool = False
     mask_factors: bool = False
     allmax_lookup: bool = False
+    lookup_comparison: bool = False
+    goldschmidt: bool = False
 
     def __post_init__(self) -> None:
         owner = "MPCBanditConfig"
@@ -208,11 +223,13 @@ class MPCBanditConfig:
             raise InvalidInputError(f"mask_encoding must be one of {MASK_ENCODINGS}, got {encoding}")
         validate(
             owner,
-            {name: Boolean() for name in ("binary_rewards", "overlap_reciprocal", "mask_factors", "allmax_lookup")},
+            {name: Boolean() for name in ("binary_rewards", *LATER_OPTIONS)},
             vars(self),
         )
-        problem = overlap_problem(self.overlap_reciprocal, len(partition), self.truncation) or mask_factors_problem(
-            self.mask_factors, self.overlap_reciprocal, self.mask_encoding
+        problem = (
+            overlap_problem(self.overlap_reciprocal, len(partition), self.truncation)
+            or mask_factors_problem(self.mask_factors, self.overlap_reciprocal, self.mask_encoding)
+            or lookup_comparison_problem(self.lookup_comparison, len(partition), self.allmax_lookup)
         )
         if problem:
             raise InvalidInputError(problem)
@@ -335,6 +352,15 @@ def mask_factors_problem(mask_factors: bool, overlap: bool, mask_encoding: str =
         return "mask_factors needs overlap_reciprocal = True (its products ride on the argmax's openings), got False"
     if mask_factors and mask_encoding != "integer":
         return f"mask_factors needs mask_encoding 'integer' (o masks the factors exactly), got {mask_encoding!r}"
+    return None
+
+
+def lookup_comparison_problem(lookup_comparison: bool, n_parties: int, allmax_lookup: bool) -> str | None:
+    """Why ``lookup_comparison`` cannot be set with these options (None: it can)."""
+    if lookup_comparison and n_parties != 2:
+        return f"lookup_comparison is for 2 computing parties (its tables split each share), got {n_parties}"
+    if lookup_comparison and not allmax_lookup:
+        return "lookup_comparison needs allmax_lookup = True (its comparisons are counted modulo 16), got False"
     return None
 
 
@@ -514,21 +540,32 @@ class PrivateEpsilonGreedy:
             coin = dealer.deal("bernoulli", words["bernoulli"], 0)
             uniforms = dealer.deal("uniform", words["uniform"], self._score_scale)
             gamma = dealer.deal("permutation", words["permutation"], 0)
-            steps = reciprocal_steps(engine, denominator, config.nr_iterations, config.reciprocal_start)
             choice = (scores, coin, uniforms, gamma)
             finish = self._finish_masking_factors if config.mask_factors else self._finish_masking_products
-            arm = finish(steps, u, context, choice, pull)
+            arm = finish(denominator, u, context, choice, pull)
         self.rounds += 1
         return arm
 
+    def _reciprocal(self, denominator: ArithmeticShares, numerator: ArithmeticShares | None = None) -> Steps:
+        """numerator/d (1/d without a numerator) as steps: Goldschmidt's iteration, or Newton–Raphson's (then
+        one product with the numerator)."""
+        config = self.config
+        if config.goldschmidt:
+            return goldschmidt_steps(
+                self.engine, denominator, config.nr_iterations, config.reciprocal_start, numerator=numerator
+            )
+        steps = reciprocal_steps(self.engine, denominator, config.nr_iterations, config.reciprocal_start)
+        return steps if numerator is None else _scaled_steps(steps, numerator)
+
     def _finish_masking_products(
-        self, steps: Steps, u: ArithmeticShares, context: ArithmeticShares, choice: tuple, pull
+        self, denominator: ArithmeticShares, u: ArithmeticShares, context: ArithmeticShares, choice: tuple, pull
     ) -> int | None:
         """Steps 4–6 of :meth:`play` as the paper orders them: the one-hot o masks the finished updates."""
         config, engine = self.config, self.engine
         a, d = config.n_arms, config.dim
-        with engine.alongside(_outer_steps(steps, u)) if config.overlap_reciprocal else nullcontext() as rider:
-            onehot = private_choice(engine, *choice, lookup=config.allmax_lookup)
+        overlap = config.overlap_reciprocal
+        with engine.alongside(_outer_steps(self._reciprocal(denominator, u), u)) if overlap else nullcontext() as rider:
+            onehot = private_choice(engine, *choice, lookup=config.allmax_lookup, tabled=config.lookup_comparison)
             # a_t is opened to p′ only
             arm = engine.open_to((onehot * self._arm_index).sum(), config.puller)
             if rider is not None:  # two of the steps left run while p′ pulls and p″ inputs
@@ -541,8 +578,11 @@ class PrivateEpsilonGreedy:
         if rider is not None:
             outer = rider.result
         else:
-            inverse_d = run_steps(engine, steps)
-            scaled, rewarded = engine.mul_many([(inverse_d[:, None], u), (reward, context)])
+            if config.goldschmidt:  # u/d itself
+                scaled, rewarded = run_steps(engine, self._reciprocal(denominator, u)), engine.mul(reward, context)
+            else:
+                inverse_d = run_steps(engine, self._reciprocal(denominator))
+                scaled, rewarded = engine.mul_many([(inverse_d[:, None], u), (reward, context)])
             outer = engine.matmul(scaled[:, :, None], u[:, None, :])
         outer = outer.reshape(a, 1, d * d)  # u u^T / d per arm
         updates = concatenate([outer, rewarded._like(expand(rewarded.shares, (a, 1, d)))])
@@ -552,7 +592,7 @@ class PrivateEpsilonGreedy:
         return arm
 
     def _finish_masking_factors(
-        self, steps: Steps, u: ArithmeticShares, context: ArithmeticShares, choice: tuple, pull
+        self, denominator: ArithmeticShares, u: ArithmeticShares, context: ArithmeticShares, choice: tuple, pull
     ) -> int | None:
         """Steps 4–6 of :meth:`play` with ``mask_factors``: o masks the factors u_a/d_a and x (exact integer
         products, computed while p′ pulls), so the outer products come out masked; each is truncated so that
@@ -560,8 +600,8 @@ class PrivateEpsilonGreedy:
         D×D matrix is masked and opened a second time."""
         config, engine = self.config, self.engine
         a, d = config.n_arms, config.dim
-        with engine.alongside(_scaled_steps(steps, u)) as rider:  # 1/d_a and u_a/d_a ride on the argmax
-            onehot = private_choice(engine, *choice, lookup=config.allmax_lookup)
+        with engine.alongside(self._reciprocal(denominator, u)) as rider:  # 1/d_a and u_a/d_a ride on the argmax
+            onehot = private_choice(engine, *choice, lookup=config.allmax_lookup, tabled=config.lookup_comparison)
             arm = engine.open_to((onehot * self._arm_index).sum(), config.puller)  # to p′ only
         with engine.alongside(_one(Matmul(onehot[:, None], context[None, :]))) as masked_context:
             scaled = engine.matmul(onehot[:, None, None], rider.result[:, None, :])  # o_a u_a/d_a; o_a x alongside
@@ -607,10 +647,9 @@ class PrivateEpsilonGreedy:
         return inverse, b
 
 
-def _outer_steps(reciprocal: Steps, u: ArithmeticShares) -> Steps:
-    """u u^T / d per arm as steps (overlap_reciprocal): the reciprocal's, then the scaling and the outer product."""
-    inverse_d = yield from reciprocal
-    scaled = yield Mul(inverse_d[:, None], u)
+def _outer_steps(scaled_steps: Steps, u: ArithmeticShares) -> Steps:
+    """u u^T / d per arm as steps (overlap_reciprocal): u/d's, then the outer product."""
+    scaled = yield from scaled_steps
     return (yield Matmul(scaled[:, :, None], u[:, None, :]))
 
 
@@ -633,17 +672,19 @@ def private_choice(
     gamma: ArithmeticShares,
     *,
     lookup: bool = False,
+    tabled: bool = False,
 ) -> ArithmeticShares:
     """Alg. 1 steps 3–4 over any leading batch axes: s̃ = s + y(v − s), then Argmax (Alg. 2),
     packed into one AllMax of (s̃, γ) keys while they fit (:data:`PACKED_KEY_BITS`): same choice.
 
     ``scores`` and ``uniforms`` (…, |A|) share a scale; the coin y (…) and the
     permutation γ (…, |A|) are integers. ``lookup``: each AllMax ends in a masked lookup
-    (``allmax_lookup``). Returns the one-hot (integer shares).
+    (``allmax_lookup``); ``tabled``: its comparisons are table lookups (``lookup_comparison``).
+    Returns the one-hot (integer shares).
     """
     noisy = scores + engine.mul(coin[..., None], uniforms - scores)
     packed = noisy.scale + packed_bits(noisy.shape[-1]) <= PACKED_KEY_BITS
-    return engine.argmax(noisy, gamma, packed=packed, lookup=lookup)
+    return engine.argmax(noisy, gamma, packed=packed, lookup=lookup, tabled=tabled)
 
 
 def plaintext_choice(scores: np.ndarray, coin: np.ndarray, uniforms: np.ndarray, gamma: np.ndarray) -> np.ndarray:
