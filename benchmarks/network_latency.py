@@ -17,7 +17,8 @@ Three measurements, each printed as ratios against references measured in the sa
    seconds per round with the dealer, each computing party and the environment in its own
    process, against the stacked in-memory simulator and its plaintext twin on the same
    data, and communication rounds per learner round, for each schedule: the paper's, the
-   linear reciprocal start, overlap_reciprocal, mask_factors and allmax_lookup (2 parties). Target:
+   linear reciprocal start, overlap_reciprocal, mask_factors, allmax_lookup, lookup_comparison (2 parties),
+   goldschmidt and dealt_exploration. Target:
    networked ≤ 150× the twin (the paper's CrypTen figure is about 500×, one machine) with the
    last schedule; unpinned, and again with every party pinned to one core
    (``deploy local --pin-cpus``).
@@ -272,6 +273,7 @@ _OPTIONS = {
     "allmax_lookup": "allmax_lookup (the argmax ends in one masked lookup)",
     "lookup_comparison": "lookup_comparison (3 rounds of table lookups a comparison)",
     "goldschmidt": "goldschmidt (1 + 3 rounds for u/d)",
+    "dealt_exploration": "dealt_exploration (no product for the exploration mix)",
 }
 
 

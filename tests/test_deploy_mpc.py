@@ -109,16 +109,18 @@ def test_short_session_as_processes_decides_as_in_memory(tmp_path, computing):
             "allmax_lookup": True,
             "lookup_comparison": True,
             "goldschmidt": True,
-        },  # fmt: skip
+            "dealt_exploration": True,
+        },
         {"allmax_lookup": True, "lookup_comparison": True},
     ],
 )
 def test_the_linear_reciprocal_start_as_processes_decides_as_in_memory(tmp_path, options):
     """Also with the reciprocal riding on the argmax's openings, the one-hot masking the updates' factors, the
-    lookup argmax, its comparisons by table lookups and Goldschmidt's u/d: each computing party's own riders
-    (PartyChannel) send what the simulator's stacked ones do, each party truncates its own share (party 1
-    ceils), reads its own entries of the dealer's one-hot and tables, and splits its own share into the
-    comparison's digits; the overlap runs pin every party to a core."""
+    lookup argmax, its comparisons by table lookups, Goldschmidt's u/d and the dealt exploration: each computing
+    party's own riders (PartyChannel) send what the simulator's stacked ones do, each party truncates its own
+    share (party 1 ceils), reads its own entries of the dealer's one-hots and tables, and splits its own share
+    into the comparison's digits; the dealer's process replays 1 − y_t of each round into its one-hot; the
+    overlap runs pin every party to a core."""
     path = make_deployment(tmp_path, rounds=40, reciprocal_start="linear", nr_iterations=3, **options)
     overlap = options.get("overlap_reciprocal", False)
     run_local(path, *(["--pin-cpus"] if overlap and hasattr(os, "sched_setaffinity") else []))
@@ -239,6 +241,10 @@ def test_the_shipped_mpc_example_is_a_valid_deployment():
         (
             lambda t: t.replace("partition = [3, 2]", "partition = [3, 2]\nlookup_comparison = true"),
             r"lookup_comparison needs allmax_lookup = True \(its comparisons are counted modulo 16\), got False",
+        ),
+        (
+            lambda t: t.replace("partition = [3, 2]", "partition = [3, 2]\ndealt_exploration = true"),
+            r"dealt_exploration needs allmax_lookup = True \(1 − y_t rides on the argmax's last lookup\), got False",
         ),
         (
             lambda t: t.replace("partition = [3, 2]", 'partition = [3, 2]\ngoldschmidt = "sometimes"'),

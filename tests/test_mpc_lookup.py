@@ -202,3 +202,35 @@ def test_goldschmidt_checks_its_arguments_when_made():
         goldschmidt_steps(engine, d, 3, "cubic")
     with pytest.raises(ValueError, match=r"^the numerator's shape must extend the denominator's \(4,\), got \(3, 2\)$"):
         goldschmidt_steps(engine, d, 3, "linear", u)
+
+
+def test_a_kept_factor_multiplies_the_argmax_at_no_cost():
+    """The dealer's one-hot times its secret factor (0 or 1 here, as 1 − y_t): the AllMax comes out multiplied by
+    it in the same rounds, with and without table comparisons; the replayed schedule takes the factor of the
+    round; kept needs the lookup AllMax."""
+    from privbandits.mpc.comparison import Kept, allmax
+
+    rng = np.random.default_rng(2)
+    values = rng.integers(-4, 4, size=(50, 10)).astype(float)
+    factor = rng.integers(0, 2, size=50).astype(np.uint64)
+    for tabled in (False, True):
+        engine = Engine(2, seed=3)
+        with engine.phase("input"):
+            x = engine.input(values)
+        with engine.phase("kept"):
+            bits = allmax(engine, x, lookup=True, tabled=tabled, kept=Kept(factor[:, None], "exploiting"))
+        with engine.phase("plain"):
+            allmax(engine, x, lookup=True, tabled=tabled)
+        assert engine.traffic.rounds["kept"] == engine.traffic.rounds["plain"]
+        with engine.phase("open"):
+            got = engine.open(bits)
+        np.testing.assert_array_equal(got, (values == values.max(axis=1, keepdims=True)) * factor[:, None])
+    engine = Engine(2, seed=3)
+    with engine.phase("input"):
+        x = engine.input(values)
+        with pytest.raises(ValueError, match=r"^kept needs the lookup AllMax \(lookup=True\) of 2 values or more"):
+            allmax(engine, x, kept=Kept(factor, "exploiting"))
+    recorder = RecordingDealer(Dealer(2, np.random.default_rng(5)))
+    recorder.rotated_onehot((4,), 16, factor=np.ones(4, np.uint64), factor_kind="exploiting")
+    (made,) = replay(Dealer(2, np.random.default_rng(5)), recorder.calls, lambda kind: np.zeros(4, np.uint64))
+    assert not (made.onehot.shares[0] + made.onehot.shares[1]).any()

@@ -225,6 +225,12 @@ class MPCProtocol(_Strict):
         description="the reciprocal by Goldschmidt's iteration: 1 + nr_iterations rounds instead of twice "
         "nr_iterations (other numbers, within about 8e-6 at L = 20; other randomness for a seed)",
     )
+    dealt_exploration: bool = Field(
+        False,
+        description="the dealer deals the exploring arm's one-hot and 1 − y_t rides on the argmax's last lookup, "
+        "so the exploration mix needs no product (with allmax_lookup; 1 round fewer, the same choice, other "
+        "randomness for a seed)",
+    )
 
     ROLES: ClassVar[tuple[str, ...]] = ("dealer", "computing", "environment")
     REPORTER: ClassVar[str] = "environment"
@@ -243,6 +249,7 @@ class MPCProtocol(_Strict):
         if self.truncation == "local" and len(self.partition) != 2:
             raise ValueError(f"local truncation is for 2 computing parties, got {len(self.partition)}")
         from privbandits.protocols.mpc_bandit import (  # the protocol's rules
+            dealt_exploration_problem,
             lookup_comparison_problem,
             mask_factors_problem,
             overlap_problem,
@@ -251,6 +258,7 @@ class MPCProtocol(_Strict):
         problem = overlap_problem(self.overlap_reciprocal, len(self.partition), self.truncation)
         problem = problem or mask_factors_problem(self.mask_factors, self.overlap_reciprocal)
         problem = problem or lookup_comparison_problem(self.lookup_comparison, len(self.partition), self.allmax_lookup)
+        problem = problem or dealt_exploration_problem(self.dealt_exploration, self.allmax_lookup)
         if problem:
             raise ValueError(problem)
         return self

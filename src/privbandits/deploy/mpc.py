@@ -202,6 +202,7 @@ def config_of(deployment: Deployment):
         allmax_lookup=protocol.allmax_lookup,
         lookup_comparison=protocol.lookup_comparison,
         goldschmidt=protocol.goldschmidt,
+        dealt_exploration=protocol.dealt_exploration,
     )
 
 

@@ -6,9 +6,8 @@ c < 10 (in this application d ∈ [1, 2]); no sign pre-pass is done.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
-
-import numpy as np
 
 from privbandits.mpc.arithmetic import mul_public
 from privbandits.mpc.overlap import Mul, Square, Steps, run_steps
@@ -149,7 +148,7 @@ def _products(pairs: list[tuple[ArithmeticShares, ArithmeticShares]]) -> Steps:
     product = yield Mul(left, right)
     parts, at = [], 0
     for x, _ in pairs:
-        size = int(np.prod(x.shape, dtype=np.int64))
+        size = math.prod(x.shape)
         parts.append(product[at : at + size].reshape(*x.shape))
         at += size
     return parts

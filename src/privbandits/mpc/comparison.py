@@ -6,7 +6,7 @@ values needs no truncation.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -18,6 +18,15 @@ from privbandits.mpc.sharing import ArithmeticShares, concatenate
 
 if TYPE_CHECKING:
     from privbandits.mpc.engine import Engine
+
+
+class Kept(NamedTuple):
+    """A secret integer factor of the dealer's (e.g. 1 − y_t) that the last masked lookup of an AllMax multiplies
+    into its result at no cost: the dealer deals its one-hot times the factor. ``factor`` is its value where the
+    dealer runs in this process (a placeholder elsewhere), ``kind`` its name in the dealer's replayed schedule."""
+
+    factor: np.ndarray
+    kind: str
 
 
 def ltz(ctx: Engine, x: ArithmeticShares) -> ArithmeticShares:
@@ -41,7 +50,13 @@ def sign(ctx: Engine, x: ArithmeticShares) -> ArithmeticShares:
 
 
 def allmax(
-    ctx: Engine, x: ArithmeticShares, *, lookup: bool = False, tabled: bool = False, distinct: bool = False
+    ctx: Engine,
+    x: ArithmeticShares,
+    *,
+    lookup: bool = False,
+    tabled: bool = False,
+    distinct: bool = False,
+    kept: Kept | None = None,
 ) -> ArithmeticShares:
     """Alg. 2, AllMax over the last axis: bit i is 1 iff x_i is a maximum.
 
@@ -51,6 +66,8 @@ def allmax(
     lookup (:func:`count_is`). ``tabled`` (with ``lookup``, 2 parties): the comparisons are
     :func:`~privbandits.mpc.lookup.ltz`'s 3 rounds of table lookups instead of 8, and the count follows in
     one more (:func:`_tabled_allmax`); ``distinct``: the values are known to differ, so half of them do.
+    ``kept`` (with ``lookup``, which then ends in a lookup whatever |A|): the bits come out multiplied by the
+    dealer's factor (:class:`Kept`).
     """
     if x.shape == () or x.shape[-1] == 0:
         raise ValueError(f"allmax needs a non-empty last axis, got shape {x.shape}")
@@ -60,12 +77,16 @@ def allmax(
         if ctx.leads:
             ones[0] = 1
         return ArithmeticShares(ones, 0, ctx.leads)
+    if kept is not None and (not lookup or size == 1):
+        raise ValueError(
+            f"kept needs the lookup AllMax (lookup=True) of 2 values or more, got {size} (lookup={lookup})"
+        )
     if tabled and lookup:
-        return _tabled_allmax(ctx, x, distinct)
+        return _tabled_allmax(ctx, x, distinct, kept)
     others = (np.arange(size)[:, None] + np.arange(1, size)[None, :]) % size
     bits = ge(ctx, x[..., None], x[..., others])
-    if lookup and size > 3:
-        return count_is(ctx, bits.sum(axis=-1), size - 1)
+    if lookup and (size > 3 or kept is not None):
+        return count_is(ctx, bits.sum(axis=-1), size - 1, kept)
     while bits.shape[-1] > 1:
         half = bits.shape[-1] // 2
         product = mul(ctx, bits[..., :half], bits[..., half : 2 * half])
@@ -73,7 +94,7 @@ def allmax(
     return bits[..., 0]
 
 
-def _tabled_allmax(ctx: Engine, x: ArithmeticShares, distinct: bool) -> ArithmeticShares:
+def _tabled_allmax(ctx: Engine, x: ArithmeticShares, distinct: bool, kept: Kept | None) -> ArithmeticShares:
     """AllMax (|A| ≥ 2) by lookup comparisons, counted modulo 16 (or 256 above 16 values); 4 rounds.
 
     With ``distinct`` values only the pairs i < j are compared: [x_j ≥ x_i] = 1 − [x_i ≥ x_j] = [x_i < x_j].
@@ -94,19 +115,23 @@ def _tabled_allmax(ctx: Engine, x: ArithmeticShares, distinct: bool) -> Arithmet
     beaten = np.bincount(first, minlength=size).astype(WORD)  # comparisons made with i first
     if ctx.leads:
         wins[0] += beaten
-    return count_is(ctx, ArithmeticShares(wins, 0, ctx.leads), size - 1)
+    return count_is(ctx, ArithmeticShares(wins, 0, ctx.leads), size - 1, kept)
 
 
-def count_is(ctx: Engine, count: ArithmeticShares, value: int) -> ArithmeticShares:
+def count_is(ctx: Engine, count: ArithmeticShares, value: int, kept: Kept | None = None) -> ArithmeticShares:
     """``[count = value]`` (integers) for integer counts in 0..value; 1 round.
 
     With m the power of two above ``value`` and the dealer's ``[r]``, r uniform in Z_m, and its one-hot
     ``[e_r]``, the parties open c = count + r mod m (each sends its share mod m: uniform, so c says
     nothing of the count); then count = value iff r = c − value mod m, whose indicator is the entry
-    c − value of ``[e_r]``, a local selection.
+    c − value of ``[e_r]``, a local selection. ``kept``: ``[factor·(count = value)]`` in the same round, from the
+    dealer's ``[factor·e_r]`` (:class:`Kept`).
     """
     size = 1 << value.bit_length()
-    mask = ctx.dealer.rotated_onehot(count.shape, size)
+    if kept is None:
+        mask = ctx.dealer.rotated_onehot(count.shape, size)
+    else:  # the dealer's one-hot times its secret factor: so is the result
+        mask = ctx.dealer.rotated_onehot(count.shape, size, factor=kept.factor, factor_kind=kept.kind)
     low = WORD(size - 1)
     opened = ctx.channel.open((count.shares + mask.r.shares) & low) & low
     index = ((opened - WORD(value)) & low).astype(np.intp)
@@ -124,6 +149,7 @@ def argmax(
     packed: bool = False,
     lookup: bool = False,
     tabled: bool = False,
+    kept: Kept | None = None,
 ) -> ArithmeticShares:
     """One-hot ``[z]`` of a maximum of the last axis, ties broken uniformly at random (§3.9).
 
@@ -133,15 +159,17 @@ def argmax(
     which picks the same element (the maximum with the largest γ) in half the rounds; the
     keys must stay below 2^62 as words, which is the caller's to ensure (:func:`packed_bits`).
     ``lookup``: each AllMax ends in one masked lookup instead of a product tree (:func:`allmax`);
-    ``tabled``: its comparisons are table lookups too (2 parties), only half of them on the distinct packed keys.
+    ``tabled``: its comparisons are table lookups too (2 parties), only half of them on the distinct packed keys;
+    ``kept``: the one-hot comes out multiplied by the dealer's factor (:class:`Kept`; with ``lookup``).
     """
     if gamma is None:
         gamma = ctx.dealer.permutation(x.shape[-1], x.shape[:-1])
     if packed:
         keys = x.shares * np.uint64(1 << packed_bits(x.shape[-1])) + gamma.shares
-        return allmax(ctx, ArithmeticShares(keys, 0, ctx.leads), lookup=lookup, tabled=tabled, distinct=True)
+        keys = ArithmeticShares(keys, 0, ctx.leads)
+        return allmax(ctx, keys, lookup=lookup, tabled=tabled, distinct=True, kept=kept)
     maxima = allmax(ctx, x, lookup=lookup, tabled=tabled)
-    return allmax(ctx, mul(ctx, maxima, gamma), lookup=lookup, tabled=tabled)
+    return allmax(ctx, mul(ctx, maxima, gamma), lookup=lookup, tabled=tabled, kept=kept)
 
 
 def packed_bits(size: int) -> int:

@@ -278,8 +278,16 @@ class Dealer:
         key = ("permutation", size, tuple(batch))
         return self._pooled("permutation", key, size * math.prod(batch), make)[0]
 
-    def rotated_onehot(self, shape: tuple[int, ...], size: int) -> RotatedOneHot:
-        """Per element of ``shape``, ``[r]`` with r uniform in 0..size−1 and ``[e_r]`` (integers)."""
+    def rotated_onehot(
+        self, shape: tuple[int, ...], size: int, factor: np.ndarray | None = None, factor_kind: str | None = None
+    ) -> RotatedOneHot:
+        """Per element of ``shape``, ``[r]`` with r uniform in 0..size−1 and ``[e_r]`` (integers); with a secret
+        ``factor`` (integers broadcast to ``shape``, the dealer's own, e.g. 1 − y_t), ``[factor·e_r]`` instead, so that the
+        lookup's result comes out multiplied by it. ``factor_kind`` names the factor for :func:`replay`."""
+        if factor is not None:
+            mask = self.rotated_onehot(shape, size)
+            scaled = reconstruct(mask.onehot.shares) * np.asarray(factor, dtype=WORD)[..., None]
+            return RotatedOneHot(mask.r, ArithmeticShares(self._share(scaled), 0))
 
         def make(batch: int) -> RotatedOneHot:
             r = self.rng.integers(0, size, size=(batch, *shape), dtype=WORD)
@@ -389,12 +397,15 @@ class RecordingDealer:
 
 def replay(dealer: Dealer, calls: Sequence[Call], words_for: Callable[[str], np.ndarray]) -> list[Any]:
     """The material of ``calls`` made again on ``dealer``; a ``deal`` call takes its secrets from
-    ``words_for(kind)`` (e.g. this round's exploration samples) instead of the recorded ones."""
+    ``words_for(kind)`` (e.g. this round's exploration samples) instead of the recorded ones, and a call
+    with a ``factor_kind`` its factor from ``words_for(factor_kind)``."""
     made = []
     for method, args, kwargs in calls:
         if method == "deal":
             kind, _, scale = args
             made.append(dealer.deal(kind, words_for(kind), scale))
+        elif kwargs.get("factor_kind") is not None:  # a secret factor of this round
+            made.append(getattr(dealer, method)(*args, **{**kwargs, "factor": words_for(kwargs["factor_kind"])}))
         else:
             made.append(getattr(dealer, method)(*args, **kwargs))
     return made
@@ -500,7 +511,9 @@ class RemoteDealer:
     def permutation(self, size: int, batch: tuple[int, ...] = ()) -> ArithmeticShares:
         return self._arithmetic("permutation", (*batch, size))
 
-    def rotated_onehot(self, shape: tuple[int, ...], size: int) -> RotatedOneHot:
+    def rotated_onehot(
+        self, shape: tuple[int, ...], size: int, factor: np.ndarray | None = None, factor_kind: str | None = None
+    ) -> RotatedOneHot:
         kind = "rotated_onehot"
         return RotatedOneHot(self._arithmetic(kind, shape), self._arithmetic(kind, (*shape, size)))
 

@@ -91,11 +91,15 @@ class _Pending:
         self.material, masked = _PROTOCOL[type(request)][1](ctx, *request)
         rows = len(masked[0])
         self.words = np.concatenate([part.reshape(rows, -1) for part in masked], axis=1)
-        self.cuts = np.cumsum([part[0].size for part in masked])[:-1]
+        self.cuts, at = [], 0  # [start, stop) of each opened part
+        for part in masked:
+            self.cuts.append((at, at + part[0].size))
+            at += part[0].size
 
     def finish(self, ctx: Engine, opened: np.ndarray) -> ArithmeticShares:
         scales = [operand.scale for operand in self.request]
-        return _PROTOCOL[type(self.request)][2](ctx, self.material, *np.split(opened, self.cuts), *scales)
+        parts = [opened[start:stop] for start, stop in self.cuts]
+        return _PROTOCOL[type(self.request)][2](ctx, self.material, *parts, *scales)
 
 
 class Rider:

@@ -41,7 +41,7 @@ from privbandits.comm import ROUND, SETUP, Network, Party
 from privbandits.mpc import Engine
 from privbandits.mpc.approximations import NR_ITERATIONS, RECIPROCAL_STARTS, goldschmidt_steps, reciprocal_steps
 from privbandits.mpc.channel import Owner
-from privbandits.mpc.comparison import packed_bits
+from privbandits.mpc.comparison import Kept, packed_bits
 from privbandits.mpc.dealer import (
     OFFLINE,
     Call,
@@ -82,7 +82,14 @@ PACKED_KEY_BITS = 54
 it leaves 8 bits, |s̃| < 128, below the 62-bit range of the comparison; above (L > 24 with 10 arms) Alg. 2's
 two AllMax run instead."""
 
-LATER_OPTIONS = ("overlap_reciprocal", "mask_factors", "allmax_lookup", "lookup_comparison", "goldschmidt")
+LATER_OPTIONS = (
+    "overlap_reciprocal",
+    "mask_factors",
+    "allmax_lookup",
+    "lookup_comparison",
+    "goldschmidt",
+    "dealt_exploration",
+)
 """Boolean options added after results were stored: a results-store key holds each only while it is on."""
 
 CHECKPOINT = "checkpoint"
@@ -165,6 +172,14 @@ class MPCBanditConfig:
         rounds instead of 2k, and with ``mask_factors`` it yields u_a/d_a itself (one product fewer). Not
         self-correcting, so the truncations of L = 20 leave u/d off by up to about 8e-6 instead of 2e-6. Other
         numbers, other randomness for a seed; not the paper's.
+    dealt_exploration : bool
+        With ``allmax_lookup``: the dealer, which draws the coin y_t, the uniforms v_a and γ, also deals the
+        one-hot of the arm exploration would pick (y_t·e_{argmax (v, γ)}, computed in the clear from its own
+        draws) and the argmax's last lookup one-hot times 1 − y_t, so the argmax of the scores comes out
+        multiplied by 1 − y_t and the sum is Alg. 1's choice: s̃ = s + y(v − s) needs no product (1
+        communication round fewer), the coin and the uniforms are not dealt, and the computing parties
+        learn what they learned before (nothing). The same choice; other randomness for a seed; not the
+        paper's.
     """
 
     n_arms: int = 10
@@ -183,6 +198,7 @@ class MPCBanditConfig:
     allmax_lookup: bool = False
     lookup_comparison: bool = False
     goldschmidt: bool = False
+    dealt_exploration: bool = False
 
     def __post_init__(self) -> None:
         owner = "MPCBanditConfig"
@@ -230,6 +246,7 @@ class MPCBanditConfig:
             overlap_problem(self.overlap_reciprocal, len(partition), self.truncation)
             or mask_factors_problem(self.mask_factors, self.overlap_reciprocal, self.mask_encoding)
             or lookup_comparison_problem(self.lookup_comparison, len(partition), self.allmax_lookup)
+            or dealt_exploration_problem(self.dealt_exploration, self.allmax_lookup)
         )
         if problem:
             raise InvalidInputError(problem)
@@ -364,6 +381,13 @@ def lookup_comparison_problem(lookup_comparison: bool, n_parties: int, allmax_lo
     return None
 
 
+def dealt_exploration_problem(dealt_exploration: bool, allmax_lookup: bool) -> str | None:
+    """Why ``dealt_exploration`` cannot be set with these options (None: it can)."""
+    if dealt_exploration and not allmax_lookup:
+        return "dealt_exploration needs allmax_lookup = True (1 − y_t rides on the argmax's last lookup), got False"
+    return None
+
+
 def _check_reward(reward: object, config: MPCBanditConfig) -> float:
     """The pulled arm's reward: 0 or 1 under ``binary_rewards``, else finite with |r| <= ``reward_limit``."""
     if config.binary_rewards:
@@ -402,11 +426,15 @@ def _sequence(seed: SeedLike) -> np.random.SeedSequence:
 
 def exploration_words(draw: ExplorationDraw, precision: int) -> dict[str, np.ndarray]:
     """The dealer's secrets of one round, by dealer kind: the coin y_t, the uniforms v_a at the
-    scores' 2L fractional bits, the tie-breaking permutation γ."""
+    scores' 2L fractional bits, the tie-breaking permutation γ, and (``dealt_exploration``) the one-hot
+    of the arm exploration picks times y_t and the factor 1 − y_t."""
+    explored = plaintext_choice(np.zeros(len(draw.uniforms)), 1, draw.uniforms, draw.permutation)
     return {
         "bernoulli": np.uint64(draw.coin),
         "uniform": draw.uniforms * np.uint64(1 << precision),
         "permutation": draw.permutation,
+        "exploring_arm": (np.arange(len(draw.uniforms)) == explored).astype(np.uint64) * np.uint64(draw.coin),
+        "exploiting": np.uint64(1 - draw.coin),
     }
 
 
@@ -537,14 +565,24 @@ class PrivateEpsilonGreedy:
             denominator = 1.0 + engine.truncate(quadratic.sum(axis=-1), precision)
             # 3.–4. exploration with the dealer's coin, uniforms and tie-breaking permutation
             words = exploration_words(draw, precision)
-            coin = dealer.deal("bernoulli", words["bernoulli"], 0)
-            uniforms = dealer.deal("uniform", words["uniform"], self._score_scale)
-            gamma = dealer.deal("permutation", words["permutation"], 0)
-            choice = (scores, coin, uniforms, gamma)
+            if config.dealt_exploration:
+                gamma = dealer.deal("permutation", words["permutation"], 0)
+                explored = dealer.deal("exploring_arm", words["exploring_arm"], 0)
+                choice = (scores, gamma, explored, Kept(words["exploiting"], "exploiting"))
+            else:
+                coin = dealer.deal("bernoulli", words["bernoulli"], 0)
+                uniforms = dealer.deal("uniform", words["uniform"], self._score_scale)
+                gamma = dealer.deal("permutation", words["permutation"], 0)
+                choice = (scores, coin, uniforms, gamma)
             finish = self._finish_masking_factors if config.mask_factors else self._finish_masking_products
             arm = finish(denominator, u, context, choice, pull)
         self.rounds += 1
         return arm
+
+    def _choose(self, choice: tuple) -> ArithmeticShares:
+        """Steps 3–4: the one-hot of a_t (:func:`private_choice`, or :func:`dealt_choice`)."""
+        choose = dealt_choice if self.config.dealt_exploration else private_choice
+        return choose(self.engine, *choice, lookup=self.config.allmax_lookup, tabled=self.config.lookup_comparison)
 
     def _reciprocal(self, denominator: ArithmeticShares, numerator: ArithmeticShares | None = None) -> Steps:
         """numerator/d (1/d without a numerator) as steps: Goldschmidt's iteration, or Newton–Raphson's (then
@@ -565,7 +603,7 @@ class PrivateEpsilonGreedy:
         a, d = config.n_arms, config.dim
         overlap = config.overlap_reciprocal
         with engine.alongside(_outer_steps(self._reciprocal(denominator, u), u)) if overlap else nullcontext() as rider:
-            onehot = private_choice(engine, *choice, lookup=config.allmax_lookup, tabled=config.lookup_comparison)
+            onehot = self._choose(choice)
             # a_t is opened to p′ only
             arm = engine.open_to((onehot * self._arm_index).sum(), config.puller)
             if rider is not None:  # two of the steps left run while p′ pulls and p″ inputs
@@ -601,7 +639,7 @@ class PrivateEpsilonGreedy:
         config, engine = self.config, self.engine
         a, d = config.n_arms, config.dim
         with engine.alongside(self._reciprocal(denominator, u)) as rider:  # 1/d_a and u_a/d_a ride on the argmax
-            onehot = private_choice(engine, *choice, lookup=config.allmax_lookup, tabled=config.lookup_comparison)
+            onehot = self._choose(choice)
             arm = engine.open_to((onehot * self._arm_index).sum(), config.puller)  # to p′ only
         with engine.alongside(_one(Matmul(onehot[:, None], context[None, :]))) as masked_context:
             scaled = engine.matmul(onehot[:, None, None], rider.result[:, None, :])  # o_a u_a/d_a; o_a x alongside
@@ -685,6 +723,24 @@ def private_choice(
     noisy = scores + engine.mul(coin[..., None], uniforms - scores)
     packed = noisy.scale + packed_bits(noisy.shape[-1]) <= PACKED_KEY_BITS
     return engine.argmax(noisy, gamma, packed=packed, lookup=lookup, tabled=tabled)
+
+
+def dealt_choice(
+    engine: Engine,
+    scores: ArithmeticShares,
+    gamma: ArithmeticShares,
+    explored: ArithmeticShares,
+    exploiting: Kept,
+    *,
+    lookup: bool = True,
+    tabled: bool = False,
+) -> ArithmeticShares:
+    """:func:`private_choice` with the exploration dealt (``dealt_exploration``): the argmax of the scores
+    (packed with γ while they fit), multiplied by the dealer's 1 − y_t in its last lookup, plus the dealer's
+    y_t·e_a of the arm exploration picks. The same one-hot, without the product y(v − s)."""
+    packed = scores.scale + packed_bits(scores.shape[-1]) <= PACKED_KEY_BITS
+    exploited = engine.argmax(scores, gamma, packed=packed, lookup=lookup, tabled=tabled, kept=exploiting)
+    return exploited + explored
 
 
 def plaintext_choice(scores: np.ndarray, coin: np.ndarray, uniforms: np.ndarray, gamma: np.ndarray) -> np.ndarray:
