@@ -18,7 +18,7 @@ Three measurements, each printed as ratios against references measured in the sa
    process, against the stacked in-memory simulator and its plaintext twin on the same
    data, and communication rounds per learner round, for each schedule: the paper's, the
    linear reciprocal start, overlap_reciprocal, mask_factors, allmax_lookup, lookup_comparison (2 parties),
-   goldschmidt and dealt_exploration. Target:
+   goldschmidt, dealt_exploration and fused_input. Target:
    networked ≤ 150× the twin (the paper's CrypTen figure is about 500×, one machine) with the
    last schedule; unpinned, and again with every party pinned to one core
    (``deploy local --pin-cpus``).
@@ -57,6 +57,7 @@ from privbandits.comm.frames import FrameType
 from privbandits.comm.tls import bind_listener, client_context, server_context
 from privbandits.deploy.certs import write_development_pki
 from privbandits.deploy.local import BACKGROUND_NICE, available_cpus
+from privbandits.protocols.mpc_bandit import LATER_OPTIONS
 
 REPEATS = 3
 """The in-memory and plaintext references run this many times and count their fastest run: a
@@ -247,23 +248,9 @@ def vfucb(dim: int, n_arms: int, parties: int, rounds: int, **options) -> dict[s
 
 PAPERS = {"reciprocal_start": "exp", "nr_iterations": 7}
 LINEAR = {"reciprocal_start": "linear", "nr_iterations": 3}
-SCHEDULES = [
-    PAPERS,
-    {**PAPERS, "overlap_reciprocal": True},
-    LINEAR,
-    {**LINEAR, "overlap_reciprocal": True},
-    {**LINEAR, "overlap_reciprocal": True, "mask_factors": True},
-    {**LINEAR, "overlap_reciprocal": True, "mask_factors": True, "allmax_lookup": True},
-    {**LINEAR, "overlap_reciprocal": True, "mask_factors": True, "allmax_lookup": True, "lookup_comparison": True},
-    {
-        **LINEAR,
-        "overlap_reciprocal": True,
-        "mask_factors": True,
-        "allmax_lookup": True,
-        "lookup_comparison": True,
-        "goldschmidt": True,
-    },  # fmt: skip
-]
+SCHEDULES = [PAPERS, {**PAPERS, "overlap_reciprocal": True}, LINEAR]
+for _option in LATER_OPTIONS:  # each added to the schedule before it
+    SCHEDULES.append({**SCHEDULES[-1], _option: True})
 """The MPC schedules measured, each with the options before it; the target is the last one's (with more than
 2 computing parties, without ``overlap_reciprocal``, ``mask_factors`` and ``lookup_comparison``, which need 2)."""
 
@@ -274,13 +261,15 @@ _OPTIONS = {
     "lookup_comparison": "lookup_comparison (3 rounds of table lookups a comparison)",
     "goldschmidt": "goldschmidt (1 + 3 rounds for u/d)",
     "dealt_exploration": "dealt_exploration (no product for the exploration mix)",
+    "fused_input": "fused_input (the context enters in the round of u = W^{-1}x)",
 }
 
 
 def _described(schedule: dict[str, object]) -> str:
     start = "the paper's reciprocal" if schedule["reciprocal_start"] == "exp" else "reciprocal_start = linear"
     options = "".join(f", {text}" for option, text in _OPTIONS.items() if schedule.get(option))
-    return f"{start} ({schedule['nr_iterations']} Newton–Raphson iterations){options}"
+    method = "Goldschmidt" if schedule.get("goldschmidt") else "Newton–Raphson"
+    return f"{start} ({schedule['nr_iterations']} {method} iterations){options}"
 
 
 def mpc_deployment(

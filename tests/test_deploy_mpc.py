@@ -110,17 +110,20 @@ def test_short_session_as_processes_decides_as_in_memory(tmp_path, computing):
             "lookup_comparison": True,
             "goldschmidt": True,
             "dealt_exploration": True,
+            "fused_input": True,
         },
         {"allmax_lookup": True, "lookup_comparison": True},
+        {"fused_input": True},
     ],
 )
 def test_the_linear_reciprocal_start_as_processes_decides_as_in_memory(tmp_path, options):
     """Also with the reciprocal riding on the argmax's openings, the one-hot masking the updates' factors, the
-    lookup argmax, its comparisons by table lookups, Goldschmidt's u/d and the dealt exploration: each computing
-    party's own riders (PartyChannel) send what the simulator's stacked ones do, each party truncates its own
-    share (party 1 ceils), reads its own entries of the dealer's one-hots and tables, and splits its own share
-    into the comparison's digits; the dealer's process replays 1 − y_t of each round into its one-hot; the
-    overlap runs pin every party to a core."""
+    lookup argmax, its comparisons by table lookups, Goldschmidt's u/d, the dealt exploration and the fused
+    input: each computing party's own riders (PartyChannel) send what the simulator's stacked ones do, each
+    party truncates its own share (party 1 ceils), reads its own entries of the dealer's one-hots and tables,
+    splits its own share into the comparison's digits and masks its own block of the context with the part of
+    B the dealer told it; the dealer's process replays 1 − y_t of each round into its one-hot; the overlap runs
+    pin every party to a core."""
     path = make_deployment(tmp_path, rounds=40, reciprocal_start="linear", nr_iterations=3, **options)
     overlap = options.get("overlap_reciprocal", False)
     run_local(path, *(["--pin-cpus"] if overlap and hasattr(os, "sched_setaffinity") else []))

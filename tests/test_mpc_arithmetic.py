@@ -235,3 +235,45 @@ def test_zero_exact_truncation_keeps_zero_exact_and_rounds_without_bias():
     )
     with pytest.raises(ValueError, match=r"^zero-exact truncation is local truncation \(2 parties\), not 'wraps'$"):
         truncate_zero_exact(_engine(3), ArithmeticShares(share(values.view(np.uint64), 3, rng), 0, True), L)
+
+
+@pytest.mark.parametrize("parties", [2, 3])
+def test_matmul_inputs_takes_the_owners_blocks_in_the_products_round(parties):
+    """[W @ x] and [x] for x the owners' plaintext blocks (one party may hold none) in the rounds of the product
+    alone (1 with 2 parties, and Alg. 3's truncation with 3), where input then product take one more; each party's share of the opened x − B is its own block (uniform: chi-square of the low
+    byte over 4,000 elements) and 0 elsewhere, and the product is within 2^-17 of W @ x (8 rounded terms)."""
+    from scipy import stats
+
+    from privbandits.mpc.arithmetic import matmul_inputs
+
+    engine = Engine(parties, seed=5)
+    rng = np.random.default_rng(5)
+    weights = rng.uniform(-1, 1, (3, 5, 8))
+    x = rng.uniform(-1, 1, 8)
+    blocks = {2: [(x[:5], "p0"), (x[5:], "p1")], 3: [(x[:3], "p0"), (x[3:], "p2")]}[parties]
+    with engine.phase("input"):
+        shared = engine.input(weights)
+    sent = []
+    original = engine.channel.open
+
+    def recording(shares, **kwargs):
+        sent.append(shares.copy())
+        return original(shares, **kwargs)
+
+    engine.channel.open = recording
+    with engine.phase("product"):
+        product, context = matmul_inputs(engine, shared, blocks)
+    assert engine.traffic.rounds["product"] == (1 if parties == 2 else 2)  # and Alg. 3's truncation round
+    with engine.phase("open"):
+        assert np.abs(engine.open(product) - weights @ x).max() < 2.0**-17
+        np.testing.assert_allclose(engine.open(context), x, atol=2.0**-21)
+    opened_y = sent[0][:, -8:]
+    owner = np.array([0] * 5 + [1] * 3) if parties == 2 else np.array([0] * 3 + [2] * 5)
+    for row in range(parties):
+        assert not opened_y[row][owner != row].any()
+    big = rng.uniform(-1, 1, 4000)
+    with engine.phase("uniform"):
+        sent.clear()
+        matmul_inputs(engine, engine.input(np.ones((1, 4000))), [(big, "p0")])
+    low_bytes = (sent[0][0, -4000:] & np.uint64(255)).astype(int)
+    assert stats.chisquare(np.bincount(low_bytes, minlength=256)).pvalue > 1e-3

@@ -359,14 +359,16 @@ def test_the_lookup_argmax_saves_three_rounds_and_decides_as_the_twin(digits):
     }  # fmt: skip
 
 
-def test_lookup_comparisons_goldschmidt_and_dealt_exploration_take_six_rounds_fewer_and_decide_as_the_twin(digits):
+def test_the_round_saving_options_take_seven_rounds_fewer_and_decide_as_the_twin(digits):
     """lookup_comparison: the argmax's comparisons in 3 rounds of table lookups instead of 8, on half the pairs;
-    goldschmidt: u/d in 1 + 3 rounds instead of 3·2 + 1; dealt_exploration: no product for s + y(v − s). On 300
-    digits rounds the arms are the twin's in every case; a learner round takes 10 communication rounds instead
-    of 15 with the first two (and overlap, mask_factors, allmax_lookup), 9 with all three, 119,712 payload
-    bytes instead of 134,152, and 172,888 bytes of dealer material per party instead of 123,696. Goldschmidt
-    alone: 23 rounds instead of 25 (linear start), 32 instead of 37 with 3 parties; dealt_exploration alone 21
-    instead of 22 (with allmax_lookup). Goldschmidt leaves W⁻¹ at most 2.5 times as far from the twin's."""
+    goldschmidt: u/d in 1 + 3 rounds instead of 3·2 + 1; dealt_exploration: no product for s + y(v − s);
+    fused_input: the context enters in the round of u = W⁻¹x. On 300 digits rounds the arms are the twin's in
+    every case; a learner round takes 10 communication rounds instead of 15 with the first two (and overlap,
+    mask_factors, allmax_lookup), 9 with the third, 8 with all four; 119,712 payload bytes instead of 134,152,
+    and 172,888 bytes of dealer material per party instead of 123,696 (first two). Goldschmidt alone: 23 rounds
+    instead of 25 (linear start), 32 instead of 37 with 3 parties; dealt_exploration alone 21 instead of 22
+    (with allmax_lookup); fused_input 36 instead of 37 with 3 parties. Goldschmidt leaves W⁻¹ at most 2.5
+    times as far from the twin's."""
     contexts, labels = digits.train.features[:300], digits.train.labels[:300]
     twin = PlaintextEpsilonGreedy(MPCBanditConfig(n_arms=10, epsilon=0.1), seed=5)
     twin_arms = _play(twin, contexts, labels)
@@ -378,6 +380,14 @@ def test_lookup_comparisons_goldschmidt_and_dealt_exploration_take_six_rounds_fe
         "riding, tables": {**riding, "lookup_comparison": True},
         "riding, both": {**riding, "lookup_comparison": True, "goldschmidt": True},
         "riding, all": {**riding, "lookup_comparison": True, "goldschmidt": True, "dealt_exploration": True},
+        "riding, all, fused": {
+            **riding,
+            "lookup_comparison": True,
+            "goldschmidt": True,
+            "dealt_exploration": True,
+            "fused_input": True,
+        },
+        "3 parties, fused": {"partition": (7, 7, 6), "fused_input": True},
         "lookup, dealt": {"allmax_lookup": True, "dealt_exploration": True},
         "linear": {},
         "linear, goldschmidt": {"goldschmidt": True},
@@ -395,8 +405,9 @@ def test_lookup_comparisons_goldschmidt_and_dealt_exploration_take_six_rounds_fe
             np.abs(inverse - twin.inverse).max(),
         )
     assert {name: values[0] for name, values in measured.items()} == {
-        "riding": 15, "riding, tables": 12, "riding, both": 10, "riding, all": 9, "lookup, dealt": 21, "linear": 25,
-        "linear, goldschmidt": 23, "3 parties": 37, "3 parties, goldschmidt": 32,
+        "riding": 15, "riding, tables": 12, "riding, both": 10, "riding, all": 9, "riding, all, fused": 8,
+        "lookup, dealt": 21, "linear": 25, "linear, goldschmidt": 23, "3 parties": 37, "3 parties, goldschmidt": 32,
+        "3 parties, fused": 36,
     }  # fmt: skip
     assert measured["riding"][1:3] == (134_152, 123_696) and measured["riding, both"][1:3] == (119_712, 172_888)
     assert measured["riding, both"][3] < 2.5 * measured["riding"][3]  # 2.1e-5 against 1.0e-5
@@ -415,7 +426,8 @@ def test_masking_the_factors_leaves_arms_not_pulled_exactly_untouched(digits):
 
 
 def test_the_store_key_leaves_out_the_later_options_while_they_are_off():
-    """overlap_reciprocal, mask_factors, allmax_lookup, lookup_comparison, goldschmidt, dealt_exploration: off, the
+    """overlap_reciprocal, mask_factors, allmax_lookup, lookup_comparison, goldschmidt, dealt_exploration and
+    fused_input: off, the
     learner computes bit for bit what it did before the option existed, so the results store's keys (sweep and
     cost units) stay those of results stored then; on, the option is in the key."""
     from dataclasses import asdict
@@ -433,6 +445,7 @@ def test_the_store_key_leaves_out_the_later_options_while_they_are_off():
         "lookup_comparison",
         "goldschmidt",
         "dealt_exploration",
+        "fused_input",
     )
     assert off == {key: value for key, value in asdict(config).items() if key not in LATER_OPTIONS}
     assert MPCBanditConfig(**off) == config
@@ -442,7 +455,7 @@ def test_the_store_key_leaves_out_the_later_options_while_they_are_off():
     }
     both = MPCBanditConfig(
         epsilon=0.1, overlap_reciprocal=True, mask_factors=True, allmax_lookup=True, lookup_comparison=True,
-        goldschmidt=True, dealt_exploration=True,
+        goldschmidt=True, dealt_exploration=True, fused_input=True,
     )  # fmt: skip
     assert both.store_params() == asdict(both) and MPCBanditConfig(**on.store_params()) == on
     assert sweep_task("x", config, private=True, seed=0, data={}).params["config"] == jsonable(off)

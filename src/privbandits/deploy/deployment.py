@@ -231,6 +231,11 @@ class MPCProtocol(_Strict):
         "so the exploration mix needs no product (with allmax_lookup; 1 round fewer, the same choice, other "
         "randomness for a seed)",
     )
+    fused_input: bool = Field(
+        False,
+        description="each computing party opens its block of the context minus the dealer's mask in the round "
+        "of u = W^{-1}x instead of secret-sharing it first (1 round fewer; other randomness for a seed)",
+    )
 
     ROLES: ClassVar[tuple[str, ...]] = ("dealer", "computing", "environment")
     REPORTER: ClassVar[str] = "environment"

@@ -203,6 +203,7 @@ def config_of(deployment: Deployment):
         lookup_comparison=protocol.lookup_comparison,
         goldschmidt=protocol.goldschmidt,
         dealt_exploration=protocol.dealt_exploration,
+        fused_input=protocol.fused_input,
     )
 
 

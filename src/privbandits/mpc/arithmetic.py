@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from privbandits.mpc.dealer import Triple
 from privbandits.mpc.fixed_point import encode
 from privbandits.mpc.ring import WORD
 from privbandits.mpc.sharing import ArithmeticShares, common_shape, expand
 from privbandits.mpc.truncation import divide_shares
 
 if TYPE_CHECKING:
-    from privbandits.mpc.dealer import SquarePair, Triple
+    from privbandits.mpc.dealer import SquarePair
     from privbandits.mpc.engine import Engine
 
 
@@ -165,6 +166,39 @@ def matmul_product(
     if material.y_vector:
         z = z[..., 0]
     return _rescale(ctx, z, scale_x, scale_y)
+
+
+def matmul_inputs(
+    ctx: Engine, x: ArithmeticShares, inputs: Sequence[tuple[np.typing.ArrayLike, str]], scale: int | None = None
+) -> tuple[ArithmeticShares, ArithmeticShares]:
+    """``([x @ y], [y])`` for the vector y that is the concatenation of the computing parties' plaintext blocks
+    ``inputs`` (``(values, owner)`` in order; where this process does not hold an owner's row, its values are
+    placeholders of the right size), at ``scale`` (default L); 1 round.
+
+    The dealer tells each owner its block of the matrix triple's B (:meth:`~privbandits.mpc.dealer.Dealer.
+    input_triple`), so the owner opens its block of y − B itself, in the product's round, instead of
+    secret-sharing y in a round before it: y − B is uniform (B is), and [y] = (y − B) + [B]. A party learns
+    only the mask of its own input.
+    """
+    scale = ctx.precision if scale is None else scale
+    words = [encode(np.ravel(values), scale) for values, _ in inputs]
+    owners = np.concatenate(
+        [np.full(len(block), ctx.names.index(owner)) for block, (_, owner) in zip(words, inputs, strict=True)]
+    )
+    y_shape = (len(owners), 1)
+    padded_x = x.reshape(*(1,) * max(0, 2 - len(x.shape)), *x.shape)
+    padded_y = (*(1,) * (len(padded_x.shape) - 2), *y_shape)
+    a, b, c, revealed = ctx.dealer.input_triple(padded_x.shape, padded_y, tuple(owners.tolist()))
+    triple = MatmulMaterial(Triple(a, b, c), False, False)
+    plain = np.concatenate(words).reshape(padded_y)
+    own = owners.reshape(padded_y)[None] == np.asarray(ctx.rows).reshape(-1, *(1,) * len(padded_y))
+    masked_y = np.where(own, plain[None] - revealed.shares, WORD(0))  # each row opens its own block of y − B
+    alpha, beta = ctx.channel.open_many([padded_x.shares - a.shares, masked_y])
+    product = matmul_product(ctx, triple, alpha, beta, x.scale, scale)
+    y = b.shares.copy()
+    if ctx.leads:
+        y[0] += beta.reshape(padded_y)
+    return product.reshape(*x.shape[:-1]), ArithmeticShares(y.reshape(len(y), -1), scale, ctx.leads)
 
 
 def mul_public(ctx: Engine, x: ArithmeticShares, value: np.typing.ArrayLike) -> ArithmeticShares:

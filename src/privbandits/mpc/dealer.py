@@ -38,6 +38,16 @@ class Triple(NamedTuple):
     c: ArithmeticShares
 
 
+class InputTriple(NamedTuple):
+    """A matrix triple whose ``b`` masks inputs, and ``revealed``: row p holds B where party p owns the input
+    (in the clear; 0 elsewhere), so that the owner can open its input minus B itself."""
+
+    a: ArithmeticShares
+    b: ArithmeticShares
+    c: ArithmeticShares
+    revealed: ArithmeticShares
+
+
 class BinaryTriple(NamedTuple):
     """XOR/AND triple ``(⟨a⟩, ⟨b⟩, ⟨c⟩)`` with ``c = a ∧ b`` (spec §3.3)."""
 
@@ -180,6 +190,17 @@ class Dealer:
         a, b, c = self._pooled("matrix_triple", ("matrix_triple", shape_a, shape_b), size, make)
         return Triple(a.reshape(*shape_a), b.reshape(*shape_b), c.reshape(*shape_c))
 
+    def input_triple(self, shape_a: tuple[int, ...], shape_b: tuple[int, ...], owners: tuple[int, ...]) -> InputTriple:
+        """A matrix triple (:meth:`matrix_triple`) whose B (of ``shape_b`` = (..., k, 1)) masks k inputs, with
+        each element's owner (a party's row, ``owners``) told its elements of B in the clear: row p of the
+        second field holds B where p owns it and 0 elsewhere (not shares; only the owner's row reaches it)
+        (:func:`~privbandits.mpc.arithmetic.matmul_inputs`)."""
+        triple = self.matrix_triple(shape_a, shape_b)
+        rows = np.asarray(owners).reshape(shape_b)[None] == np.arange(self.n_parties).reshape(-1, *(1,) * len(shape_b))
+        revealed = np.where(rows, reconstruct(triple.b.shares)[None], WORD(0))
+        self.issued["input_triple"] += revealed.nbytes
+        return InputTriple(*triple, ArithmeticShares(revealed, 0))
+
     def square_pair(self, shape: tuple[int, ...]) -> SquarePair:
         """``([a], [a²])`` of ``shape``."""
 
@@ -282,8 +303,8 @@ class Dealer:
         self, shape: tuple[int, ...], size: int, factor: np.ndarray | None = None, factor_kind: str | None = None
     ) -> RotatedOneHot:
         """Per element of ``shape``, ``[r]`` with r uniform in 0..size−1 and ``[e_r]`` (integers); with a secret
-        ``factor`` (integers broadcast to ``shape``, the dealer's own, e.g. 1 − y_t), ``[factor·e_r]`` instead, so that the
-        lookup's result comes out multiplied by it. ``factor_kind`` names the factor for :func:`replay`."""
+        ``factor`` (integers broadcast to ``shape``, the dealer's own, e.g. 1 − y_t), ``[factor·e_r]`` instead,
+        so that the lookup's result comes out multiplied by it. ``factor_kind`` names the factor for :func:`replay`."""
         if factor is not None:
             mask = self.rotated_onehot(shape, size)
             scaled = reconstruct(mask.onehot.shares) * np.asarray(factor, dtype=WORD)[..., None]
@@ -353,6 +374,7 @@ MATERIAL_METHODS = (
     "permutation",
     "rotated_onehot",
     "lookup_table",
+    "input_triple",
 )
 """The :class:`Dealer` methods a protocol calls; :class:`RemoteDealer` answers each of them."""
 
@@ -478,6 +500,9 @@ class RemoteDealer:
         shape_c = _matmul_shapes(tuple(shape_a), tuple(shape_b))[2]
         kind = "matrix_triple"
         return Triple(self._arithmetic(kind, shape_a), self._arithmetic(kind, shape_b), self._arithmetic(kind, shape_c))
+
+    def input_triple(self, shape_a: tuple[int, ...], shape_b: tuple[int, ...], owners: tuple[int, ...]) -> InputTriple:
+        return InputTriple(*self.matrix_triple(shape_a, shape_b), self._arithmetic("input_triple", shape_b))
 
     def square_pair(self, shape: tuple[int, ...]) -> SquarePair:
         return SquarePair(self._arithmetic("square_pair", shape), self._arithmetic("square_pair", shape))

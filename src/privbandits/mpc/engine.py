@@ -217,6 +217,7 @@ class Engine:
     mul_many = arithmetic.mul_many
     square = arithmetic.square
     matmul = arithmetic.matmul
+    matmul_inputs = arithmetic.matmul_inputs
     mul_public = arithmetic.mul_public
     truncate = truncation.truncate
     and_ = binary.and_

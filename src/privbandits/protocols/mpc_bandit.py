@@ -89,6 +89,7 @@ LATER_OPTIONS = (
     "lookup_comparison",
     "goldschmidt",
     "dealt_exploration",
+    "fused_input",
 )
 """Boolean options added after results were stored: a results-store key holds each only while it is on."""
 
@@ -180,6 +181,12 @@ class MPCBanditConfig:
         communication round fewer), the coin and the uniforms are not dealt, and the computing parties
         learn what they learned before (nothing). The same choice; other randomness for a seed; not the
         paper's.
+    fused_input : bool
+        Step 1 in the round of step 2: the dealer tells each computing party its block of the mask B of the
+        matrix triple of u = W^{-1}x, and the party opens its block of x − B itself (uniform, as every opening)
+        instead of secret-sharing x in a round before (:func:`~privbandits.mpc.arithmetic.matmul_inputs`):
+        1 communication round fewer, the same opened values' distribution; a party learns only the mask of
+        its own block. Other randomness for a seed; not the paper's.
     """
 
     n_arms: int = 10
@@ -199,6 +206,7 @@ class MPCBanditConfig:
     lookup_comparison: bool = False
     goldschmidt: bool = False
     dealt_exploration: bool = False
+    fused_input: bool = False
 
     def __post_init__(self) -> None:
         owner = "MPCBanditConfig"
@@ -558,8 +566,11 @@ class PrivateEpsilonGreedy:
         with engine.phase(ROUND):
             # 1. each party shares its block; 2. u = W^{-1}x, then s, d and uu^T in one round
             inputs = [(blocks.get(name, _placeholder(stop - start)), name) for name, start, stop in self._blocks]
-            context = concatenate(engine.input_many(inputs))
-            u = engine.matmul(self.inverse, context)
+            if config.fused_input:  # each party opens its block of x − B in the product's round
+                u, context = engine.matmul_inputs(self.inverse, inputs)
+            else:
+                context = concatenate(engine.input_many(inputs))
+                u = engine.matmul(self.inverse, context)
             scores, quadratic = engine.mul_many([(_integers(self.b), u), (_integers(u), context)])
             scores = ArithmeticShares(scores.sum(axis=-1).shares, self._score_scale, scores.lead)  # b·u at scale 2L
             denominator = 1.0 + engine.truncate(quadratic.sum(axis=-1), precision)
