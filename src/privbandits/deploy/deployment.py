@@ -218,7 +218,7 @@ class MPCProtocol(_Strict):
     lookup_comparison: bool = Field(
         False,
         description="compare by masked lookups of the dealer's tables, 3 rounds instead of 8 (with allmax_lookup, "
-        "2 parties; 5 rounds fewer, the same choice, more dealer material, other randomness for a seed)",
+        "2 parties; up to 5 rounds fewer, the same choice, more dealer material, other randomness for a seed)",
     )
     goldschmidt: bool = Field(
         False,

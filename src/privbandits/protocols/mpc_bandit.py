@@ -165,8 +165,9 @@ class MPCBanditConfig:
         tables (:mod:`~privbandits.mpc.lookup`: one-time truth tables from the dealer) in 3 rounds, instead of
         A2B's adder and a daBit in 8, and only the |A|(|A|−1)/2 pairs i < j of the distinct packed keys are
         compared (the other half is 1 minus them). Exact, so the same choice: 5 communication rounds fewer a
-        learner round, 2 KB of online payload instead of 35 KB for the argmax (|A| = 10), and about 35 KB more
-        dealer material per party. Other randomness for a seed; not the paper's.
+        learner round (3 with ``overlap_reciprocal``, whose steps then lack openings to ride on, unless
+        ``goldschmidt`` shortens them), 2 KB of online payload instead of 35 KB for the argmax (|A| = 10), and
+        about 35 KB more dealer material per party. Other randomness for a seed; not the paper's.
     goldschmidt : bool
         The reciprocal by Goldschmidt's iteration (:func:`~privbandits.mpc.approximations.goldschmidt_steps`)
         instead of Newton–Raphson: the same error 1 − (1 − d·y_0)^(2^k) after ``nr_iterations`` = k, in 1 + k
