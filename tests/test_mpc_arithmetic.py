@@ -240,8 +240,9 @@ def test_zero_exact_truncation_keeps_zero_exact_and_rounds_without_bias():
 @pytest.mark.parametrize("parties", [2, 3])
 def test_matmul_inputs_takes_the_owners_blocks_in_the_products_round(parties):
     """[W @ x] and [x] for x the owners' plaintext blocks (one party may hold none) in the rounds of the product
-    alone (1 with 2 parties, and Alg. 3's truncation with 3), where input then product take one more; each party's share of the opened x − B is its own block (uniform: chi-square of the low
-    byte over 4,000 elements) and 0 elsewhere, and the product is within 2^-17 of W @ x (8 rounded terms)."""
+    alone (1 with 2 parties, and Alg. 3's truncation with 3), where input then product take one more. Each
+    party's share of the opened x − B is its own block (uniform: chi-square of the low byte over 4,000
+    elements) and 0 elsewhere, and the product is within 2^-17 of W @ x (8 rounded terms)."""
     from scipy import stats
 
     from privbandits.mpc.arithmetic import matmul_inputs
