@@ -8,11 +8,13 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from privbandits.comm import ROUND, SETUP, InMemoryNetwork
 from privbandits.datasets.mnist import digits_stand_in
 from privbandits.linear import RidgeStatistics
 from privbandits.mpc import Engine
+from privbandits.mpc.comparison import Kept
 from privbandits.privacy import epsilon_greedy
 from privbandits.protocols.mpc_bandit import (
     LATER_OPTIONS,
@@ -21,6 +23,8 @@ from privbandits.protocols.mpc_bandit import (
     MPCBanditConfig,
     PlaintextEpsilonGreedy,
     PrivateEpsilonGreedy,
+    dealt_choice,
+    exploration_words,
     plaintext_choice,
     private_choice,
 )
@@ -149,6 +153,21 @@ def test_exploration_frequencies_match_theorem_1(epsilon):
     np.testing.assert_array_equal(onehot.sum(axis=1), 1)
     arms = onehot.argmax(axis=1)
     np.testing.assert_array_equal(arms, plaintext_choice(scores, coin, uniforms / 2**20, gamma))
+    # dealt_exploration: the same choice on every draw, with the count lookup (all rounds) and with the table
+    # comparisons too (the first 200: their tables are 8 KB a round)
+    dealt = [exploration_words(d, 20) for d in draws]
+    explored = np.stack([w["exploring_arm"] for w in dealt])
+    exploiting = np.array([w["exploiting"] for w in dealt], dtype=np.uint64)[:, None]
+    for tabled, rows in ((False, n_rounds), (True, 200)):
+        engine = Engine(2, seed=1)
+        with engine.phase("dealt"):
+            scores_here = engine.input(np.broadcast_to(scores, (rows, n_arms)))
+            gamma_here = engine.dealer.deal("draw", gamma[:rows], 0)
+            explored_here = engine.dealer.deal("draw", explored[:rows], 0)
+            kept = Kept(exploiting[:rows], "exploiting")
+            onehot = engine.open(dealt_choice(engine, scores_here, gamma_here, explored_here, kept, tabled=tabled))
+        np.testing.assert_array_equal(onehot.argmax(axis=1), arms[:rows])
+        np.testing.assert_array_equal(onehot.sum(axis=1), 1)
     counts = np.bincount(arms, minlength=n_arms)
     greedy, other = epsilon_greedy.action_probabilities(n_arms, epsilon)
     for arm, count in enumerate(counts):
@@ -159,18 +178,22 @@ def test_exploration_frequencies_match_theorem_1(epsilon):
         assert math.log(ratio) <= epsilon_greedy.action_privacy_loss(n_arms, epsilon)
 
 
-def test_transcript_audit_action_to_puller_only_reward_from_rewarder_only_rest_masked():
-    """Spec §8 point 9 on serialized messages of 3 rounds with outside p′ and p″: p′ receives exactly
-    one word per party per round, which sum to a_t; p″ sends only its reward shares, which sum to
-    r_t; neither receives or sends anything else; every word exchanged among the computing parties
-    is uniform-looking (none below 2^40 in magnitude, where every encoded secret of this run lies)
-    and opened bits are balanced."""
+EVERY_OPTION = {
+    "reciprocal_start": "linear",
+    "nr_iterations": 3,
+    **dict.fromkeys(("overlap_reciprocal", "mask_factors", "allmax_lookup", "lookup_comparison"), True),
+    **dict.fromkeys(("goldschmidt", "dealt_exploration", "fused_input"), True),
+}
+
+
+def _audited_words(options: dict, seed: int, rng: np.random.Generator, labels: list[int]):
+    """Play 3 rounds with outside p′ and p″ on a recording, serializing network; check what p′ and p″ see
+    (p′ receives one word per party per round, summing to a_t; p″ sends only its reward shares, summing to
+    r_t; neither receives or sends anything else), and return the messages among the computing parties."""
     network = InMemoryNetwork(record=True, serialize=True)
-    config = MPCBanditConfig(n_arms=8, partition=(3, 3))  # 8·7 comparison bits: packed without padding
-    learner = PrivateEpsilonGreedy(config, seed=2, network=network)
-    rng = np.random.default_rng(0)
-    contexts, labels = _unit_rows(rng, 3, 6), [1, 2, 1]
-    arms = _play(learner, contexts, labels)
+    config = MPCBanditConfig(n_arms=8, partition=(3, 3), **options)  # 8·7 comparison bits: packed without padding
+    learner = PrivateEpsilonGreedy(config, seed=seed, network=network)
+    arms = _play(learner, _unit_rows(rng, 3, 6), labels)
     rounds = [e for e in network.transcript if e.phase == ROUND]
     assert {e.sender for e in network.transcript if e.phase == SETUP} == {"puller"}  # p′ initialises the model
     to_puller = [e for e in rounds if e.receiver == "puller"]
@@ -185,12 +208,49 @@ def test_transcript_audit_action_to_puller_only_reward_from_rewarder_only_rest_m
     assert rewards == [float(a == y) for a, y in zip(arms, labels, strict=True)]
     assert not [e for e in rounds if e.sender == "puller" or e.receiver == "rewarder"]
     among = [e.message for e in rounds if e.sender in ("p0", "p1") and e.receiver in ("p0", "p1")]
+    assert not [m for m in among if m.kind not in ("mpc.words", "mpc.bits")]
+    return among
+
+
+def test_transcript_audit_action_to_puller_only_reward_from_rewarder_only_rest_masked():
+    """Spec §8 point 9 on serialized messages of 3 rounds (:func:`_audited_words`); every word exchanged among
+    the computing parties is uniform-looking (none below 2^40 in magnitude, where every encoded secret of this
+    run lies) and opened bits are balanced."""
+    among = _audited_words({}, 2, np.random.default_rng(0), [1, 2, 1])
     words = np.concatenate([m.words.ravel() for m in among if m.kind == "mpc.words"]).view(np.int64)
     assert words.size > 10_000
     assert np.count_nonzero(np.abs(words) < 2**40) == 0
     bits = np.unpackbits(np.concatenate([m.bits for m in among if m.kind == "mpc.bits"]))
     assert abs(bits.mean() - 0.5) <= 4 * 0.5 / math.sqrt(bits.size)
-    assert not [m for m in among if m.kind not in ("mpc.words", "mpc.bits")]
+
+
+def test_with_every_option_the_transcript_has_the_same_shape_whatever_the_data():
+    """With every deployment option, p′ and p″ see what they see without (:func:`_audited_words`), no bit is
+    opened, and the words among the computing parties below 2^40 are the protocol's, not the data's: exactly a
+    party's 0s for the other's block of x − B, a lookup's padded last word and the count lookup's shares modulo 16
+    (uniform: ``test_count_is_reads_each_count_from_a_uniform_opening``), at the same positions in two sessions
+    of other seeds, contexts and rewards; the top bytes of the other words are uniform."""
+    sessions = [
+        _audited_words(EVERY_OPTION, 2, np.random.default_rng(0), [1, 2, 1]),
+        _audited_words(EVERY_OPTION, 9, np.random.default_rng(7), [5, 0, 3]),
+    ]
+    small = []
+    for among in sessions:
+        assert not [m for m in among if m.kind == "mpc.bits"]
+        sizes = [m.words.size for m in among]
+        words = np.concatenate([m.words.ravel() for m in among]).view(np.int64)
+        below = np.abs(words) < 2**40
+        small.append((sizes, np.flatnonzero(below)))
+        # a round and party: 3 zeros (the other's block of x − B), 8 count shares (< 16), 1 padded last word of
+        # the 28 bytes of the last comparison lookup (4 bytes: < 2^32); an encoded secret would add to them
+        tiny = words[below]
+        assert words.size > 5_000 and tiny.size == 3 * 2 * (3 + 8 + 1)
+        assert np.count_nonzero((tiny >= 0) & (tiny < 16)) == 3 * 2 * (3 + 8) and (tiny >= 0).all()
+        assert (tiny < 2**32).all()
+        high = words[~below].view(np.uint64) >> np.uint64(56)  # the top byte of the other words: uniform
+        assert stats.chisquare(np.bincount(high.astype(int), minlength=256)).pvalue > 1e-4
+    assert small[0][0] == small[1][0]  # the same messages and sizes
+    np.testing.assert_array_equal(small[0][1], small[1][1])  # small words at the same places
 
 
 @pytest.fixture(scope="module")
