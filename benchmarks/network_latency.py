@@ -16,12 +16,12 @@ Three measurements, each printed as ratios against references measured in the sa
 3. The private ε-greedy learner (MPC, 2 computing parties, |A| = 10, D = 20 by default):
    seconds per round with the dealer, each computing party and the environment in its own
    process, against the stacked in-memory simulator and its plaintext twin on the same
-   data, and communication rounds per learner round, for each schedule: the paper's, the
-   linear reciprocal start, overlap_reciprocal, mask_factors, allmax_lookup, lookup_comparison (2 parties),
-   goldschmidt, dealt_exploration and fused_input. Target:
-   networked ≤ 150× the twin (the paper's CrypTen figure is about 500×, one machine) with the
-   last schedule; unpinned, and again with every party pinned to one core
-   (``deploy local --pin-cpus``).
+   data, communication rounds per learner round and each party's CPU per learner round (its
+   process time over its rounds), for each schedule: the paper's, the linear reciprocal start,
+   overlap_reciprocal, mask_factors, allmax_lookup, lookup_comparison (2 parties), goldschmidt,
+   dealt_exploration and fused_input, each added to the ones before. Target: networked ≤ 150×
+   the twin (the paper's CrypTen figure is about 500×, one machine) with the last schedule;
+   unpinned, and again with every party pinned to one core (``deploy local --pin-cpus``).
 4. P2B (issue 17): device reports per second through the shuffler, every party a process,
    against the same reports through a shuffler in one process (with and without its durable
    SQLite queue).
@@ -333,6 +333,7 @@ def mpc(
         if any(codes.values()):
             sys.exit("; ".join(f"{p.name}: {p.last_error}" for p in processes if codes[p.name]))
         networked = json.loads(spec.result_path("env").read_text())
+        cpu = {name: json.loads(spec.result_path(name).read_text())["cpu_seconds_per_round"] for name in spec.parties}
         runs = [run_in_memory(spec) for _ in range(REPEATS)]
         memory, network, _ = runs[0]
         if any(run.arms.tolist() != networked["arms"] for run, _, _ in runs):
@@ -355,6 +356,7 @@ def mpc(
         "plaintext": min(plain),
         "comm_rounds": traffic.rounds[ROUND] / traffic.segments[ROUND],
         "bytes": traffic.per_segment(ROUND),
+        "cpu": cpu,
     }
 
 
@@ -477,6 +479,10 @@ def report(result: dict[str, float], plaintext: str, target: str) -> None:
         f"  communication rounds per learner round: {result['comm_rounds']:.0f}; "
         f"payload {result['bytes']:.0f} bytes per learner round; target: {target}"
     )
+    if "cpu" in result:  # each party's process time over its rounds (the dealer's runs ahead of them)
+        parties = ", ".join(f"{name} {seconds * 1e3:.2f}" for name, seconds in result["cpu"].items())
+        total = sum(result["cpu"].values()) * 1e3
+        print(f"  CPU per learner round (ms): {parties}; {total:.2f} in all, on {os.cpu_count()} cores")
     if "networked_messages" in result:
         print(
             f"  messages per learner round: {result['messages']:.2f} in memory, "

@@ -81,6 +81,8 @@ def assert_same_as_in_memory(spec) -> None:
     assert sum(row[4] - 8 * row[3] for row in offline) == sum(learner.engine.dealer.issued.values())
     assert all(result["refusals"] == [] for result in got.values())
     assert got["env"]["openings"] == spec.protocol.rounds
+    # each party's process time over its rounds (what benchmarks/network_latency.py prints)
+    assert all(0 < result["cpu_seconds_per_round"] < 1 for result in got.values())
 
 
 def run_local(path: Path, *options: str) -> None:

@@ -357,11 +357,19 @@ def _run_dealer(deployment: Deployment, name: str, network: Network, resume: boo
                 dealer.send(party, ResumeAt(done))
         for _ in range(done):  # the dealer's state is its seed and the round: draw again up to there
             role.next_round()
-    sent = 0
+    sent, cpu = 0, time.process_time()
     for _ in range(done, protocol.rounds):
         sent += role.serve(dealer, computing)
+    cpu = time.process_time() - cpu
     network.close(timeout=None)  # its part is over; stay linked so that a failure reaches it too
-    return {"party": name, "role": "dealer", "rounds": protocol.rounds, "resumed_after": done, "material_bytes": sent}
+    return {
+        "party": name,
+        "role": "dealer",
+        "rounds": protocol.rounds,
+        "resumed_after": done,
+        "material_bytes": sent,
+        "cpu_seconds_per_round": cpu / max(protocol.rounds - done, 1),
+    }
 
 
 def _run_computing(deployment: Deployment, name: str, network: Network, resume: bool) -> dict:
@@ -395,14 +403,14 @@ def _run_computing(deployment: Deployment, name: str, network: Network, resume: 
 
     if not resume:
         save()
-    start, block = time.perf_counter(), {}
+    start, cpu, block = time.perf_counter(), time.process_time(), {}
     every = deployment.checkpoint_every
     for t in range(done, protocol.rounds):
         block[name] = data.contexts[t]
         learner.play(block)
         if (t + 1) % every == 0 or t + 1 == protocol.rounds:
             save()
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     network.close()
     return {
         "party": name,
@@ -410,6 +418,7 @@ def _run_computing(deployment: Deployment, name: str, network: Network, resume: 
         "rounds": protocol.rounds,
         "resumed_after": done,
         "seconds_per_round": seconds / max(protocol.rounds - done, 1),
+        "cpu_seconds_per_round": cpu / max(protocol.rounds - done, 1),
     }
 
 
@@ -441,7 +450,7 @@ def _run_environment(deployment, name, network, resume, on_round) -> dict:
     if not resume:
         log.start()
         save()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     every = deployment.checkpoint_every
     for t in range(done, protocol.rounds):
         arms.append(party.play(lambda arm, t=t: data.rewards[t, arm]))
@@ -449,7 +458,7 @@ def _run_environment(deployment, name, network, resume, on_round) -> dict:
             save()
         if on_round is not None:
             on_round(t + 1, protocol.rounds)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     network.close()
     chosen = np.asarray(arms, dtype=np.int64)
     return {
@@ -463,4 +472,5 @@ def _run_environment(deployment, name, network, resume, on_round) -> dict:
         "privacy_loss_per_opening": config.privacy_loss,
         "openings": len(party.ledger.entries),
         "seconds_per_round": seconds / max(protocol.rounds - done, 1),
+        "cpu_seconds_per_round": cpu / max(protocol.rounds - done, 1),
     }
