@@ -223,6 +223,27 @@ BAD_VALUES = [
         {"kind": "mpc_epsilon_greedy", "partition": [2, 2, 2], "truncation": "local"},
         "policies[0].truncation: 'local' is for 2 parties (got 3); use another",
     ),
+    (
+        {"kind": "digits", "pca_components": 6},
+        {"kind": "mpc_epsilon_greedy", "lookup_comparison": True},
+        "policies[0]: lookup_comparison needs allmax_lookup = True (its comparisons are counted modulo 16), got False",
+    ),
+    (
+        {"kind": "digits", "pca_components": 6},
+        {"kind": "mpc_epsilon_greedy", "partition": [2, 2, 2], "overlap_reciprocal": True},
+        "policies[0]: overlap_reciprocal needs local truncation (2 computing parties, truncation 'auto' or 'local'); "
+        "got 3 parties with truncation 'auto'",
+    ),
+    (
+        {"kind": "digits", "pca_components": 6},
+        {"kind": "mpc_epsilon_greedy", "reciprocal_start": "cubic"},
+        "policies[0].reciprocal_start: must be one of 'exp' or 'linear' (got 'cubic')",
+    ),
+    (
+        {"kind": "digits", "pca_components": 6},
+        {"kind": "mpc_epsilon_greedy", "goldschmidt": 1},
+        "policies[0].goldschmidt: must be a boolean (got 1)",
+    ),
     (POPULATION, {"kind": "p2b", "participation": 2}, "policies[0].participation: must be <= 1.0 (got 2)"),
     (
         POPULATION,
@@ -435,3 +456,28 @@ def test_p2b_on_a_multilabel_population(tmp_path, monkeypatch):
     assert _error(_config(environment, {"kind": "linucb", "layout": "disjoint"})).startswith(
         "policies[0]: environment 'multilabel_population' is a population"
     )
+
+
+def test_the_mpc_deployment_options_run_from_a_config_and_keep_the_keys_of_runs_stored_before():
+    """The protocol's later options and the reciprocal's start are fields of kind 'mpc_epsilon_greedy': at their
+    defaults the run spec leaves them out, so its hash is the one of runs stored before they existed (pinned);
+    set, they are in it. With every option the learner runs through the runner and picks the arms of the
+    linear-start schedule without them on 40 digits rounds."""
+    from privbandits.experiments.config import MPCEpsilonGreedyConfig, config_hash
+    from privbandits.protocols.mpc_bandit import LATER_OPTIONS
+
+    assert MPCEpsilonGreedyConfig.LATER == {"reciprocal_start": "exp", **dict.fromkeys(LATER_OPTIONS, False)}
+    digits = {"kind": "digits", "pca_components": 6}
+    linear = {"kind": "mpc_epsilon_greedy", "epsilon": 0.2, "nr_iterations": 3}
+    every = {**linear, "reciprocal_start": "linear", **dict.fromkeys(LATER_OPTIONS, True)}
+    config = parse_config(_config(digits, linear, {"kind": "plaintext_mpc_epsilon_greedy", "epsilon": 0.2}))
+    assert [config_hash(config.run_spec(i)) for i in range(2)] == ["178d29aa025d2deb", "69ccf2f16db2893a"]
+    linear_start = {**linear, "reciprocal_start": "linear", "label": "linear start"}
+    config = parse_config(_config(digits, linear_start, {**every, "label": "every option"}, horizon=40))
+    specs = [config.run_spec(i)["policy"] for i in range(2)]
+    assert specs[0]["reciprocal_start"] == "linear" and not set(LATER_OPTIONS) & set(specs[0])
+    assert all(specs[1][option] is True for option in LATER_OPTIONS)
+    protocol = config.policies[1].protocol_config(10, 6)
+    assert all(getattr(protocol, option) for option in LATER_OPTIONS) and protocol.reciprocal_start == "linear"
+    records = [run_single(config, i, 0) for i in range(2)]
+    np.testing.assert_array_equal(records[0].cumulative_regret, records[1].cumulative_regret)

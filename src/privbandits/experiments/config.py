@@ -23,7 +23,16 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from privbandits.linear.defaults import DEFAULT_REFRESH_EVERY, DEFAULT_TIE_TOLERANCE
 
@@ -785,16 +794,61 @@ class MPCEpsilonGreedyConfig(PlaintextMPCEpsilonGreedyConfig):
     rewarder: str = Field("rewarder", min_length=1)
     binary_rewards: bool = True
     mask_encoding: Literal["integer", "fixed_point"] = "integer"
+    reciprocal_start: Literal["exp", "linear"] = Field(
+        "exp", description="the reciprocal's start: the paper's exp (8 rounds) or linear (no round; use 3 iterations)"
+    )
+    overlap_reciprocal: bool = Field(False, description="1/d rides on the argmax's openings (2 parties)")
+    mask_factors: bool = Field(False, description="the one-hot masks the updates' factors (with overlap_reciprocal)")
+    allmax_lookup: bool = Field(False, description="the argmax ends in one masked lookup")
+    lookup_comparison: bool = Field(False, description="comparisons by table lookups (with allmax_lookup, 2 parties)")
+    goldschmidt: bool = Field(False, description="u/d by Goldschmidt's iteration")
+    dealt_exploration: bool = Field(False, description="the dealer deals the exploring arm (with allmax_lookup)")
+    fused_input: bool = Field(False, description="the context enters in the round of u = W^-1 x")
+
+    LATER: ClassVar[dict[str, object]] = {
+        "reciprocal_start": "exp",
+        **dict.fromkeys(
+            ("overlap_reciprocal", "mask_factors", "allmax_lookup", "lookup_comparison", "goldschmidt"), False
+        ),
+        **dict.fromkeys(("dealt_exploration", "fused_input"), False),
+    }
+    """Fields added after runs were stored, with their defaults: a run spec holds each only when it differs (the
+    protocol's options, :data:`~privbandits.protocols.mpc_bandit.LATER_OPTIONS`, and the reciprocal's start), so
+    the runs stored before keep their keys; at its default each computes what it computed then."""
 
     def parties(self, dim: int) -> tuple[int, ...]:
         return tuple(self.partition) if self.partition is not None else ((dim + 1) // 2, dim // 2)
 
+    @model_serializer(mode="wrap")
+    def _without_later_defaults(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        for name, default in self.LATER.items():
+            if data.get(name) == default:
+                del data[name]
+        return data
+
     @model_validator(mode="after")
     def _consistent(self) -> MPCEpsilonGreedyConfig:
+        from privbandits.protocols.mpc_bandit import (  # the protocol's rules
+            dealt_exploration_problem,
+            lookup_comparison_problem,
+            mask_factors_problem,
+            overlap_problem,
+        )
+
         if self.partition is not None and sum(self.partition) < 1:
             raise ValueError("partition: at least one feature in all")
         if self.truncation == "local" and self.partition is not None and len(self.partition) != 2:
             raise ValueError(f"truncation: 'local' is for 2 parties (got {len(self.partition)}); use another")
+        parties = 2 if self.partition is None else len(self.partition)
+        problem = (
+            overlap_problem(self.overlap_reciprocal, parties, self.truncation)
+            or mask_factors_problem(self.mask_factors, self.overlap_reciprocal, self.mask_encoding)
+            or lookup_comparison_problem(self.lookup_comparison, parties, self.allmax_lookup)
+            or dealt_exploration_problem(self.dealt_exploration, self.allmax_lookup)
+        )
+        if problem:
+            raise ValueError(problem)
         return self
 
     def protocol_config(self, n_arms: int, dim: int):
