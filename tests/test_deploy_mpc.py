@@ -143,6 +143,15 @@ FASTEST = {
 """Every deployment option on: the schedule `benchmarks/network_latency.py` holds to its target."""
 
 
+def test_three_computing_parties_with_every_option_they_allow_decide_as_in_memory(tmp_path):
+    """The options that need no local truncation, with 3 computing parties (Alg. 3's truncation rounds): each
+    party masks its own block of the context (fused_input), and the dealer's 1 − y_t rides on the count lookup."""
+    options = {"allmax_lookup": True, "goldschmidt": True, "dealt_exploration": True, "fused_input": True}
+    path = make_deployment(tmp_path, computing=3, rounds=40, reciprocal_start="linear", nr_iterations=3, **options)
+    run_local(path)
+    assert_same_as_in_memory(load_deployment(path))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("computing", "options"), [(2, {}), (3, {}), (2, FASTEST)])
 def test_200_rounds_as_processes_decide_as_in_memory_with_the_same_bytes_per_link(tmp_path, computing, options):
