@@ -5,16 +5,19 @@ fixed_point
 ring, sharing
     Ring helpers (wrap counts); arithmetic and XOR shares with local operations.
 dealer
-    The trusted dealer: Beaver triples, square pairs, daBits, wrap pairs, private
-    Bernoulli / uniform samples, random permutations.
+    The trusted dealer: Beaver triples (and input triples, whose mask each input's owner
+    learns), square pairs, daBits, wrap pairs, private Bernoulli / uniform samples, random
+    permutations, rotated one-hots and lookup tables.
 channel
     Openings and inputs as messages on :mod:`privbandits.comm`, so rounds and bytes are measured.
 arithmetic, truncation
     Beaver multiplication, square, matmul; division by 2^k (local, Alg. 3, exact).
 binary, comparison
     AND, the log-depth adder, A2B / B2A; comparison, sign, AllMax, argmax (Alg. 2).
+lookup
+    Masked lookups of public tables (one-time truth tables) and the 3-round comparison on them.
 approximations
-    Exponential and the Newton–Raphson reciprocal.
+    Exponential; the Newton–Raphson and Goldschmidt reciprocals.
 overlap
     Multiplications that ride on another computation's openings (same values, fewer rounds).
 engine
