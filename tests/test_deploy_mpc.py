@@ -24,6 +24,7 @@ from privbandits.deploy.deployment import DeploymentError, load_deployment
 from privbandits.deploy.local import start_parties, wait_parties
 from privbandits.deploy.mpc import run_in_memory, saved_states, write_synthetic_data
 from privbandits.deploy.party import EXIT_LOST
+from privbandits.protocols.mpc_bandit import LATER_OPTIONS
 
 
 def make_deployment(
@@ -134,12 +135,7 @@ def test_the_linear_reciprocal_start_as_processes_decides_as_in_memory(tmp_path,
     assert_same_as_in_memory(spec)
 
 
-FASTEST = {
-    "reciprocal_start": "linear",
-    "nr_iterations": 3,
-    **dict.fromkeys(("overlap_reciprocal", "mask_factors", "allmax_lookup", "lookup_comparison"), True),
-    **dict.fromkeys(("goldschmidt", "dealt_exploration", "fused_input"), True),
-}
+FASTEST = {"reciprocal_start": "linear", "nr_iterations": 3, **dict.fromkeys(LATER_OPTIONS, True)}
 """Every deployment option on: the schedule `benchmarks/network_latency.py` holds to its target."""
 
 

@@ -243,6 +243,7 @@ def test_matmul_inputs_takes_the_owners_blocks_in_the_products_round(parties):
     alone (1 with 2 parties, and Alg. 3's truncation with 3), where input then product take one more. Each
     party's share of the opened x − B is its own block (uniform: chi-square of the low byte over 4,000
     elements) and 0 elsewhere, and the product is within 2^-17 of W @ x (8 rounded terms)."""
+    from mpc_openings import record_openings
     from scipy import stats
 
     from privbandits.mpc.arithmetic import matmul_inputs
@@ -254,14 +255,7 @@ def test_matmul_inputs_takes_the_owners_blocks_in_the_products_round(parties):
     blocks = {2: [(x[:5], "p0"), (x[5:], "p1")], 3: [(x[:3], "p0"), (x[3:], "p2")]}[parties]
     with engine.phase("input"):
         shared = engine.input(weights)
-    sent = []
-    original = engine.channel.open
-
-    def recording(shares, **kwargs):
-        sent.append(shares.copy())
-        return original(shares, **kwargs)
-
-    engine.channel.open = recording
+    sent = record_openings(engine)
     with engine.phase("product"):
         product, context = matmul_inputs(engine, shared, blocks)
     assert engine.traffic.rounds["product"] == (1 if parties == 2 else 2)  # and Alg. 3's truncation round

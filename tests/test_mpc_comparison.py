@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from mpc_openings import record_openings
 from scipy import stats
 
 from privbandits.mpc import ArithmeticShares, BinaryShares, Engine, encode, share_xor
@@ -173,14 +174,7 @@ def test_count_is_reads_each_count_from_a_uniform_opening():
 
     engine = Engine(2, seed=3)
     counts = np.concatenate([np.arange(10), np.full(4000, 9)])
-    sent = []
-    original = engine.channel.open
-
-    def recording(shares, **kwargs):
-        sent.append(shares.copy())
-        return original(shares, **kwargs)
-
-    engine.channel.open = recording
+    sent = record_openings(engine)
     with engine.phase("count"):
         result = engine.open(count_is(engine, engine.input(counts, scale=0), 9))
     np.testing.assert_array_equal(result, counts == 9)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from mpc_openings import record_openings
 from scipy import stats
 
 from privbandits.comm import InMemoryNetwork, Party
@@ -14,18 +15,6 @@ from privbandits.mpc.overlap import run_steps
 from privbandits.mpc.sharing import share, share_xor
 
 INT64_EDGES = np.array([-(2**63), -(2**63) + 1, -(2**62), -1, 0, 1, 2**62, 2**63 - 1], dtype=np.int64)
-
-
-def _recording_openings(engine):
-    sent = []
-    original = engine.channel.open
-
-    def recording(shares, **kwargs):
-        sent.append(shares.copy())
-        return original(shares, **kwargs)
-
-    engine.channel.open = recording
-    return sent
 
 
 def test_pack_unpack_and_entry_round_trip_at_every_width():
@@ -47,7 +36,7 @@ def test_a_lookup_gives_the_table_entry_of_every_index_from_a_uniform_opening(na
     table = lookup.TABLES[name]
     tail = table.values.shape[:-1]
     engine = Engine(2, seed=4)
-    sent = _recording_openings(engine)
+    sent = record_openings(engine)
     index = np.tile(np.arange(256, dtype=np.uint8), 40)
     if tail:
         index = np.broadcast_to(index[:, None], (len(index), *tail)).copy()
@@ -230,6 +219,8 @@ def test_a_kept_factor_multiplies_the_argmax_at_no_cost():
         x = engine.input(values)
         with pytest.raises(ValueError, match=r"^kept needs the lookup AllMax \(lookup=True\) of 2 values or more"):
             allmax(engine, x, kept=Kept(factor, "exploiting"))
+        with pytest.raises(ValueError, match=r"^kept needs the lookup AllMax \(lookup=True\) of 2 values or more"):
+            allmax(engine, x[:, :1], lookup=True, kept=Kept(factor, "exploiting"))  # one value: nothing to scale
     recorder = RecordingDealer(Dealer(2, np.random.default_rng(5)))
     recorder.rotated_onehot((4,), 16, factor=np.ones(4, np.uint64), factor_kind="exploiting")
     (made,) = replay(Dealer(2, np.random.default_rng(5)), recorder.calls, lambda kind: np.zeros(4, np.uint64))

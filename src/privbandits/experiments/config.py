@@ -808,9 +808,17 @@ class MPCEpsilonGreedyConfig(PlaintextMPCEpsilonGreedyConfig):
     LATER: ClassVar[dict[str, object]] = {
         "reciprocal_start": "exp",
         **dict.fromkeys(
-            ("overlap_reciprocal", "mask_factors", "allmax_lookup", "lookup_comparison", "goldschmidt"), False
-        ),
-        **dict.fromkeys(("dealt_exploration", "fused_input"), False),
+            (
+                "overlap_reciprocal",
+                "mask_factors",
+                "allmax_lookup",
+                "lookup_comparison",
+                "goldschmidt",
+                "dealt_exploration",
+                "fused_input",
+            ),
+            False,
+        ),  # fmt: skip
     }
     """Fields added after runs were stored, with their defaults: a run spec holds each only when it differs (the
     protocol's options, :data:`~privbandits.protocols.mpc_bandit.LATER_OPTIONS`, and the reciprocal's start), so

@@ -72,15 +72,15 @@ def allmax(
     if x.shape == () or x.shape[-1] == 0:
         raise ValueError(f"allmax needs a non-empty last axis, got shape {x.shape}")
     size = x.shape[-1]
+    if kept is not None and (not lookup or size == 1):
+        raise ValueError(
+            f"kept needs the lookup AllMax (lookup=True) of 2 values or more, got {size} (lookup={lookup})"
+        )
     if size == 1:
         ones = np.zeros_like(x.shares)
         if ctx.leads:
             ones[0] = 1
         return ArithmeticShares(ones, 0, ctx.leads)
-    if kept is not None and (not lookup or size == 1):
-        raise ValueError(
-            f"kept needs the lookup AllMax (lookup=True) of 2 values or more, got {size} (lookup={lookup})"
-        )
     if tabled and lookup:
         return _tabled_allmax(ctx, x, distinct, kept)
     others = (np.arange(size)[:, None] + np.arange(1, size)[None, :]) % size

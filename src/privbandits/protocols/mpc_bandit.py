@@ -433,18 +433,20 @@ def _sequence(seed: SeedLike) -> np.random.SeedSequence:
     return seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
 
 
-def exploration_words(draw: ExplorationDraw, precision: int) -> dict[str, np.ndarray]:
+def exploration_words(draw: ExplorationDraw, precision: int, dealt: bool = False) -> dict[str, np.ndarray]:
     """The dealer's secrets of one round, by dealer kind: the coin y_t, the uniforms v_a at the
-    scores' 2L fractional bits, the tie-breaking permutation γ, and (``dealt_exploration``) the one-hot
-    of the arm exploration picks times y_t and the factor 1 − y_t."""
-    explored = plaintext_choice(np.zeros(len(draw.uniforms)), 1, draw.uniforms, draw.permutation)
-    return {
+    scores' 2L fractional bits, the tie-breaking permutation γ, and with ``dealt`` (``dealt_exploration``)
+    the one-hot of the arm exploration picks times y_t and the factor 1 − y_t."""
+    words = {
         "bernoulli": np.uint64(draw.coin),
         "uniform": draw.uniforms * np.uint64(1 << precision),
         "permutation": draw.permutation,
-        "exploring_arm": (np.arange(len(draw.uniforms)) == explored).astype(np.uint64) * np.uint64(draw.coin),
-        "exploiting": np.uint64(1 - draw.coin),
     }
+    if dealt:
+        explored = plaintext_choice(np.zeros(len(draw.uniforms)), 1, draw.uniforms, draw.permutation)
+        words["exploring_arm"] = (np.arange(len(draw.uniforms)) == explored).astype(np.uint64) * np.uint64(draw.coin)
+        words["exploiting"] = np.uint64(1 - draw.coin)
+    return words
 
 
 class PrivateEpsilonGreedy:
@@ -576,7 +578,7 @@ class PrivateEpsilonGreedy:
             scores = ArithmeticShares(scores.sum(axis=-1).shares, self._score_scale, scores.lead)  # b·u at scale 2L
             denominator = 1.0 + engine.truncate(quadratic.sum(axis=-1), precision)
             # 3.–4. exploration with the dealer's coin, uniforms and tie-breaking permutation
-            words = exploration_words(draw, precision)
+            words = exploration_words(draw, precision, config.dealt_exploration)
             if config.dealt_exploration:
                 gamma = dealer.deal("permutation", words["permutation"], 0)
                 explored = dealer.deal("exploring_arm", words["exploring_arm"], 0)
@@ -733,8 +735,7 @@ def private_choice(
     Returns the one-hot (integer shares).
     """
     noisy = scores + engine.mul(coin[..., None], uniforms - scores)
-    packed = noisy.scale + packed_bits(noisy.shape[-1]) <= PACKED_KEY_BITS
-    return engine.argmax(noisy, gamma, packed=packed, lookup=lookup, tabled=tabled)
+    return _argmax(engine, noisy, gamma, lookup=lookup, tabled=tabled)
 
 
 def dealt_choice(
@@ -750,9 +751,14 @@ def dealt_choice(
     """:func:`private_choice` with the exploration dealt (``dealt_exploration``): the argmax of the scores
     (packed with γ while they fit), multiplied by the dealer's 1 − y_t in its last lookup, plus the dealer's
     y_t·e_a of the arm exploration picks. The same one-hot, without the product y(v − s)."""
-    packed = scores.scale + packed_bits(scores.shape[-1]) <= PACKED_KEY_BITS
-    exploited = engine.argmax(scores, gamma, packed=packed, lookup=lookup, tabled=tabled, kept=exploiting)
-    return exploited + explored
+    return _argmax(engine, scores, gamma, lookup=lookup, tabled=tabled, kept=exploiting) + explored
+
+
+def _argmax(engine: Engine, values: ArithmeticShares, gamma: ArithmeticShares, **options) -> ArithmeticShares:
+    """Alg. 2 on ``values`` with the dealer's γ, packed into one AllMax of (value, γ) keys while they fit
+    (:data:`PACKED_KEY_BITS`); ``options`` as :func:`~privbandits.mpc.comparison.argmax`'s."""
+    packed = values.scale + packed_bits(values.shape[-1]) <= PACKED_KEY_BITS
+    return engine.argmax(values, gamma, packed=packed, **options)
 
 
 def plaintext_choice(scores: np.ndarray, coin: np.ndarray, uniforms: np.ndarray, gamma: np.ndarray) -> np.ndarray:
@@ -865,7 +871,7 @@ class DealerRole:
 
     def next_round(self) -> list[np.ndarray]:
         """The next round's material: one flat word array per computing party."""
-        words = exploration_words(self.exploration.draw(), self.config.precision)
+        words = exploration_words(self.exploration.draw(), self.config.precision, self.config.dealt_exploration)
         materials = replay(self.dealer, self.calls, words.__getitem__)
         self.rounds += 1
         return [party_words(materials, row) for row in range(self.n_parties)]
