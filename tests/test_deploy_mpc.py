@@ -269,6 +269,10 @@ def test_the_shipped_mpc_example_is_a_valid_deployment():
             r"lookup_comparison needs allmax_lookup = True \(its comparisons are counted modulo 16\), got False",
         ),
         (
+            lambda t: t.replace("n_arms = 4", "n_arms = 300\nallmax_lookup = true\nlookup_comparison = true"),
+            r"lookup_comparison counts an arm's wins in a byte, so it takes at most 256 arms, got n_arms = 300",
+        ),
+        (
             lambda t: t.replace("partition = [3, 2]", "partition = [3, 2]\ndealt_exploration = true"),
             r"dealt_exploration needs allmax_lookup = True \(1 − y_t rides on the argmax's last lookup\), got False",
         ),

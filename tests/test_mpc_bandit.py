@@ -85,6 +85,10 @@ def _play(learner, contexts, labels):
         ),
         ({"goldschmidt": "no"}, r"goldschmidt must be a bool \(True or False\), got 'no'$"),
         (
+            {"n_arms": 300, "allmax_lookup": True, "lookup_comparison": True},
+            r"^lookup_comparison counts an arm's wins in a byte, so it takes at most 256 arms, got n_arms = 300$",
+        ),
+        (
             {"dealt_exploration": True},
             r"^dealt_exploration needs allmax_lookup = True \(1 − y_t rides on the argmax's last lookup\), got False$",
         ),

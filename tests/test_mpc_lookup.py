@@ -118,6 +118,16 @@ def test_the_tabled_allmax_marks_every_maximum_in_four_rounds(distinct):
         assert engine.traffic.rounds["tabled"] == 4 + 1  # and the opening
 
 
+def test_the_tabled_allmax_refuses_more_values_than_a_byte_counts():
+    from privbandits.mpc.comparison import allmax
+
+    engine = Engine(2, seed=1)
+    with engine.phase("input"):
+        x = engine.input(np.zeros(257))
+    with pytest.raises(ValueError, match=r"^the lookup AllMax counts up to 255 wins, so it takes at most 256 values"):
+        allmax(engine, x, lookup=True, tabled=True)
+
+
 def test_the_tabled_argmax_for_ten_arms_takes_four_rounds_and_two_kilobytes():
     """Packed keys are distinct: 45 comparisons of 16 + 4 + 1 lookups (bytes rounded up to words), then the count:
     2 links x (8·⌈720/8⌉ + 8·⌈180/8⌉ + 8·⌈45/8⌉ + 8·10) bytes, against 9 rounds and 34,744 bytes without tables."""

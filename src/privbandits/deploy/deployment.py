@@ -262,7 +262,9 @@ class MPCProtocol(_Strict):
 
         problem = overlap_problem(self.overlap_reciprocal, len(self.partition), self.truncation)
         problem = problem or mask_factors_problem(self.mask_factors, self.overlap_reciprocal)
-        problem = problem or lookup_comparison_problem(self.lookup_comparison, len(self.partition), self.allmax_lookup)
+        problem = problem or lookup_comparison_problem(
+            self.lookup_comparison, len(self.partition), self.allmax_lookup, self.n_arms
+        )
         problem = problem or dealt_exploration_problem(self.dealt_exploration, self.allmax_lookup)
         if problem:
             raise ValueError(problem)

@@ -254,7 +254,7 @@ class MPCBanditConfig:
         problem = (
             overlap_problem(self.overlap_reciprocal, len(partition), self.truncation)
             or mask_factors_problem(self.mask_factors, self.overlap_reciprocal, self.mask_encoding)
-            or lookup_comparison_problem(self.lookup_comparison, len(partition), self.allmax_lookup)
+            or lookup_comparison_problem(self.lookup_comparison, len(partition), self.allmax_lookup, self.n_arms)
             or dealt_exploration_problem(self.dealt_exploration, self.allmax_lookup)
         )
         if problem:
@@ -381,12 +381,16 @@ def mask_factors_problem(mask_factors: bool, overlap: bool, mask_encoding: str =
     return None
 
 
-def lookup_comparison_problem(lookup_comparison: bool, n_parties: int, allmax_lookup: bool) -> str | None:
-    """Why ``lookup_comparison`` cannot be set with these options (None: it can)."""
+def lookup_comparison_problem(
+    lookup_comparison: bool, n_parties: int, allmax_lookup: bool, n_arms: int | None = None
+) -> str | None:
+    """Why ``lookup_comparison`` cannot be set with these options (None: it can; ``n_arms`` None: not known yet)."""
     if lookup_comparison and n_parties != 2:
         return f"lookup_comparison is for 2 computing parties (its tables split each share), got {n_parties}"
     if lookup_comparison and not allmax_lookup:
         return "lookup_comparison needs allmax_lookup = True (its comparisons are counted modulo 16), got False"
+    if lookup_comparison and n_arms is not None and n_arms > 256:
+        return f"lookup_comparison counts an arm's wins in a byte, so it takes at most 256 arms, got n_arms = {n_arms}"
     return None
 
 
