@@ -372,8 +372,8 @@ def test_a_receive_outlasts_a_shorter_socket_timeout_set_before_it(pki):
         with nets["b"].phase(ROUND):
             b.send("a", RoundRequest(1, 2, np.arange(3, dtype=np.int64)))
 
+    start = time.monotonic()  # before the sender's sleep starts, so the wait measured is at least its 0.8 s
     job = Background(late)
-    start = time.monotonic()
     with nets["a"].phase(ROUND):
         got = a.receive(RoundRequest.kind, "b")
     assert got.round == 1 and 0.8 <= time.monotonic() - start < DEADLINE
