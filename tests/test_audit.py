@@ -164,3 +164,23 @@ def test_cli_audit_refuses_bad_input(tmp_path):
     few = runner.invoke(app, ["audit", "--samples", "1", "--store", str(tmp_path / "s")])
     assert few.exit_code == 2 and "--samples must be an integer >= 2" in few.output
     assert not (tmp_path / "s").exists()
+
+
+def test_site_has_an_audit_page_from_the_stored_units(tmp_path):
+    """`privbandits site` writes audit/index.html from the stored units (the larger run of a mechanism
+    wins) and links it from the index with the count of DP mechanisms that pass both directions."""
+    from privbandits.experiments.audits import AuditPlan, run_plan, stored_audits
+    from privbandits.experiments.site import build_site
+
+    with ResultsStore(tmp_path / "s.sqlite") as store:
+        run_plan(AuditPlan(("dp_linucb.local", "p2b.crowd_blending"), 300), store)
+        run_plan(AuditPlan(("dp_linucb.local",), 600), store)
+        shown = stored_audits(store)
+        assert [(r["mechanism"], r["samples_per_side"]) for r in shown] == [
+            ("dp_linucb.local", 600), ("dp_linucb.local", 600), ("p2b.crowd_blending", 300),
+            ("p2b.crowd_blending", 300)]  # fmt: skip
+        build_site(store, tmp_path / "site", [])
+    page = (tmp_path / "site" / "audit" / "index.html").read_text()
+    assert "dp_linucb.local" in page and "verdict-yes" in page and "not DP" in page
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert '<a href="audit/index.html">1 of 1 DP mechanisms</a>' in index

@@ -8,7 +8,7 @@ term dropped, injected by the audit, never by editing the mechanism) must be cau
 lower bound must exceed the claim.
 
 This package sits above ``protocols`` (it runs their mechanisms) and below ``experiments``
-(whose store it writes through :class:`~privbandits.experiments.tasks.Task`).
+(:mod:`privbandits.experiments.audits` makes each audit a store unit and a site page).
 
 stats
     Clopper–Pearson bounds, the split-half likelihood-ratio test, exact Gaussian pair ε.
@@ -23,5 +23,7 @@ local
 crowd
     P2B's participation and threshold (crowd-blending, not DP) and the attack that applies.
 run
-    The registry of mechanisms, the store unit, the table and the report.
+    The registry of mechanisms, the audit unit (a task function), the table and the report.
+cli
+    ``privbandits audit``.
 """

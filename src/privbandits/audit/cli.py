@@ -68,7 +68,8 @@ def audit_command(
     """
     names = list(names or MECHANISM_NAMES)
     _check(names, samples, out)
-    from privbandits.audit.run import AuditPlan, rows, run_plan, write_report
+    from privbandits.audit.run import rows, write_report
+    from privbandits.experiments.audits import AuditPlan, run_plan
     from privbandits.experiments.store import ResultsStore, StoreError
 
     console = Console()

@@ -1,8 +1,9 @@
-"""Run the audits: one store unit per (mechanism, weakening), a table and a JSON/Markdown report.
+"""The registry of audited mechanisms, one audit unit, and its table and JSON/Markdown report.
 
-:func:`audit_unit` is the task function (``privbandits.audit.run:audit_unit``): its parameters
+:func:`audit_unit` is a task function (``privbandits.audit.run:audit_unit``): its parameters
 (mechanism, options, samples per side, seed, weakening) are the unit's complete spec, so the
-results store keys, reuses and refuses stale results as it does for every experiment.
+results store (:mod:`privbandits.experiments.audits`) keys, reuses and refuses stale results
+as it does for every experiment.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,44 +74,6 @@ def audit_unit(mechanism_name: str, options: dict, samples: int, seed: int, weak
     }
 
 
-@dataclass(frozen=True)
-class AuditPlan:
-    """The units of one ``privbandits audit``: each mechanism as calibrated and its weakened copy."""
-
-    names: tuple[str, ...]
-    samples: int | None = None
-    seed: int = 0
-
-    def tasks(self):
-        from privbandits.experiments.tasks import Task
-
-        tasks = []
-        for name in self.names:
-            audit = mechanism(name)
-            samples = self.samples or FULL_SAMPLES.get(name, DEFAULT_SAMPLES)
-            for weak in (Weakening(), audit.weakened):
-                params = {"mechanism_name": name, "options": {}, "samples": samples, "seed": self.seed,
-                          "weakening": weak.as_dict()}  # fmt: skip
-                tasks.append(Task(FUNCTION, params, label=f"audit {name} ({weak.describe(audit.dropped)})"))
-        return tasks
-
-
-def run_plan(plan: AuditPlan, store=None, *, force: bool = False, progress=None) -> list[dict[str, Any]]:
-    """Each unit of ``plan``: from ``store`` where stored (unless ``force``), else computed (and stored)."""
-    results = []
-    for task in plan.tasks():
-        stored = None if store is None or force else store.results([task]).get(task.key)
-        if stored is None:
-            start = time.perf_counter()
-            stored = task.run()
-            if store is not None:
-                store.put(task, stored, time.perf_counter() - start, replace=force)
-        results.append(stored)
-        if progress is not None:
-            progress(task.label)
-    return results
-
-
 def rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per mechanism: the calibrated audit beside its weakened copy, and the verdicts."""
     by_name: dict[str, list[dict[str, Any]]] = {}
@@ -133,9 +95,17 @@ def rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "samples_per_side": real["samples_per_side"],
             "seconds": real["seconds"] + weak["seconds"],
             "verdict": _verdict(real, weak),
+            "passed": _passed(real, weak),
             "note": real["note"],
         })  # fmt: skip
     return table
+
+
+def _passed(real: dict[str, Any], weak: dict[str, Any]) -> bool | None:
+    """Both directions hold (None for a notion that is not DP)."""
+    if not real["dp"]:
+        return None
+    return real["epsilon_lower"] <= real["claimed_epsilon"] < weak["epsilon_lower"]
 
 
 def _verdict(real: dict[str, Any], weak: dict[str, Any]) -> str:
