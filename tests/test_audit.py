@@ -146,13 +146,14 @@ def test_cli_audit_stores_units_and_writes_the_report(tmp_path):
     first = runner.invoke(app, args)
     assert first.exit_code == 0, first.output
     with ResultsStore(store) as results:
-        assert results.count() == 4
+        assert results.count() == 5  # 2 a mechanism and the calibration tables
     again = runner.invoke(app, args)
     assert again.exit_code == 0, again.output
     with ResultsStore(store) as results:
-        assert results.count() == 4
+        assert results.count() == 5
     text = (out / "audit.md").read_text()
     assert "| dp_linucb.local |" in text and "| p2b.crowd_blending |" in text and "vertical.o3m" in text
+    assert "## Calibration: the paper's σ against the analytic Gaussian" in text
     assert (out / "audit.json").is_file()
 
 
@@ -174,7 +175,7 @@ def test_site_has_an_audit_page_from_the_stored_units(tmp_path):
 
     with ResultsStore(tmp_path / "s.sqlite") as store:
         run_plan(AuditPlan(("dp_linucb.local", "p2b.crowd_blending"), 300), store)
-        run_plan(AuditPlan(("dp_linucb.local",), 600), store)
+        _, tables = run_plan(AuditPlan(("dp_linucb.local",), 600), store)
         shown = stored_audits(store)
         assert [(r["mechanism"], r["samples_per_side"]) for r in shown] == [
             ("dp_linucb.local", 600), ("dp_linucb.local", 600), ("p2b.crowd_blending", 300),
@@ -182,5 +183,6 @@ def test_site_has_an_audit_page_from_the_stored_units(tmp_path):
         build_site(store, tmp_path / "site", [])
     page = (tmp_path / "site" / "audit" / "index.html").read_text()
     assert "dp_linucb.local" in page and "verdict-yes" in page and "not DP" in page
+    assert "Accounting: PLD against RDP" in page and f"{tables['composition'][0]['pld_epsilon']:.4g}" in page
     index = (tmp_path / "site" / "index.html").read_text()
     assert '<a href="audit/index.html">1 of 1 DP mechanisms</a>' in index

@@ -14,7 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 MECHANISM_NAMES = ("mpc_bandit.action", "fclub.pvt", "dp_linucb.joint", "dp_linucb.local", "dp_linucb.shuffle",
-                   "p2b.crowd_blending")  # fmt: skip
+                   "p2b.crowd_blending", "fclub.pvt@analytic", "dp_linucb.joint@analytic",
+                   "dp_linucb.local@analytic")  # fmt: skip
 """The names :data:`privbandits.audit.run.MECHANISMS` registers (a test keeps the two equal)."""
 
 
@@ -33,16 +34,20 @@ def _check(names: list[str], samples: int | None, out: Path) -> None:
         _fail(f"--out must be a folder (got {str(out)!r}, an existing file)")
 
 
+def _plain_table(title: str, header: list[str], lines: list[list[str]]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in header:
+        table.add_column(column, overflow="fold")
+    for line in lines:
+        table.add_row(*line)
+    return table
+
+
 def _table(rows: list[dict]) -> Table:
     from privbandits.audit.run import HEADER, cells
 
-    table = Table(title="empirical privacy audit (ε ≥: one-sided 95% lower bound at the claimed δ)",
-                  title_justify="left")  # fmt: skip
-    for column in HEADER:
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(*cells(row))
-    return table
+    title = "empirical privacy audit (ε ≥: one-sided 95% lower bound at the claimed δ)"
+    return _plain_table(title, HEADER, [cells(row) for row in rows])
 
 
 def audit_command(
@@ -68,6 +73,7 @@ def audit_command(
     """
     names = list(names or MECHANISM_NAMES)
     _check(names, samples, out)
+    from privbandits.audit import calibrations
     from privbandits.audit.run import rows, write_report
     from privbandits.experiments.audits import AuditPlan, run_plan
     from privbandits.experiments.store import ResultsStore, StoreError
@@ -76,9 +82,11 @@ def audit_command(
     try:
         with ResultsStore(store) as results, console.status("auditing") as status:
             plan = AuditPlan(tuple(names), samples, seed)
-            found = run_plan(plan, results, force=force, progress=lambda label: status.update(f"done: {label}"))
+            found, tables = run_plan(plan, results, force=force, progress=lambda label: status.update(f"done: {label}"))
     except (StoreError, OSError) as exc:
         _fail(str(exc))
     console.print(_table(rows(found)))
-    for path in write_report(found, out):
+    for title, header, lines in calibrations.tables_for_print(tables):
+        console.print(_plain_table(title, header, lines))
+    for path in write_report(found, out, tables):
         console.print(f"wrote {path}")

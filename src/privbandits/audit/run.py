@@ -12,6 +12,7 @@ import json
 import math
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,12 @@ MECHANISMS: dict[str, Callable[..., MechanismAudit]] = {
     "dp_linucb.local": local.local_report,
     "dp_linucb.shuffle": local.shuffle_batch,
     "p2b.crowd_blending": crowd.participation_threshold,
+    "fclub.pvt@analytic": partial(tree.fclub_privatizer, noise_variance="analytic"),
+    "dp_linucb.joint@analytic": partial(tree.joint_linucb, calibration="analytic"),
+    "dp_linucb.local@analytic": partial(local.local_report, calibration="analytic"),
 }
-"""Every mechanism the auditor knows, by ledger name, with its audit's default options."""
+"""Every mechanism the auditor knows, by ledger name (``@analytic``: the analytic Gaussian calibration of
+:mod:`privbandits.privacy.calibration` instead of the paper's), with its audit's default options."""
 
 FULL_SAMPLES = {"dp_linucb.shuffle": 10_000}
 """Samples per side where the default (100,000) would take minutes (a shuffled batch is 100 reports)."""
@@ -146,10 +151,12 @@ def markdown(table: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(results: list[dict[str, Any]], out: Path) -> list[Path]:
-    """``audit.json`` (every unit) and ``audit.md`` (the table) under ``out``."""
+def write_report(results: list[dict[str, Any]], out: Path, tables: dict[str, Any] | None = None) -> list[Path]:
+    """``audit.json`` (every unit, and the calibration ``tables``) and ``audit.md`` (the tables) under ``out``."""
+    from privbandits.audit import calibrations
+
     out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out / "audit.json", out / "audit.md"
-    json_path.write_text(json.dumps(results, indent=1, default=str) + "\n")
-    md_path.write_text(markdown(rows(results)))
+    json_path.write_text(json.dumps({"audits": results, "calibration": tables}, indent=1, default=str) + "\n")
+    md_path.write_text(markdown(rows(results)) + ("\n" + calibrations.markdown(tables) if tables else ""))
     return [json_path, md_path]

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from privbandits.audit import calibrations
 from privbandits.audit.base import Weakening
 from privbandits.audit.run import DEFAULT_SAMPLES, FULL_SAMPLES, FUNCTION, MECHANISMS, mechanism
 from privbandits.experiments.tasks import Task
@@ -26,6 +27,10 @@ class AuditPlan:
     samples: int | None = None
     seed: int = 0
 
+    def calibration_task(self) -> Task:
+        """The σ and accounting tables (no sampling: one unit whatever the mechanisms)."""
+        return Task(calibrations.FUNCTION, {}, label="calibration tables")
+
     def tasks(self) -> list[Task]:
         tasks = []
         for name in self.names:
@@ -38,21 +43,32 @@ class AuditPlan:
         return tasks
 
 
+def _unit(task: Task, store, force: bool) -> dict[str, Any]:
+    """``task``'s result: read from ``store`` where stored (unless ``force``), else computed and stored."""
+    stored = None if force else store.results([task]).get(task.key)
+    if stored is None:
+        start = time.perf_counter()
+        stored = task.run()
+        store.put(task, stored, time.perf_counter() - start, replace=force)
+    return stored
+
+
 def run_plan(
     plan: AuditPlan, store, *, force: bool = False, progress: Callable[[str], None] | None = None
-) -> list[dict[str, Any]]:
-    """Each unit of ``plan``: read from ``store`` where stored (unless ``force``), else computed and stored."""
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Each audit unit of ``plan`` and the calibration tables, from ``store`` or computed (and stored)."""
     results = []
-    for task in plan.tasks():
-        stored = None if force else store.results([task]).get(task.key)
-        if stored is None:
-            start = time.perf_counter()
-            stored = task.run()
-            store.put(task, stored, time.perf_counter() - start, replace=force)
-        results.append(stored)
+    for task in [*plan.tasks(), plan.calibration_task()]:
+        results.append(_unit(task, store, force))
         if progress is not None:
             progress(task.label)
-    return results
+    return results[:-1], results[-1]
+
+
+def stored_tables(store) -> dict[str, Any] | None:
+    """The latest stored calibration tables (None before the first ``privbandits audit``)."""
+    units = store.units_of(calibrations.FUNCTION)
+    return units[-1].result if units else None
 
 
 def stored_audits(store) -> list[dict[str, Any]]:

@@ -140,8 +140,10 @@ def _audit_class(row: dict) -> str:
     return "other" if row["passed"] is None else "yes" if row["passed"] else "no"
 
 
-def audit_page(results: list[dict], out: Path) -> str:
-    """Write ``out/audit/index.html`` from stored audit units; returns the index's paragraph linking to it."""
+def audit_page(results: list[dict], out: Path, tables: dict | None = None) -> str:
+    """Write ``out/audit/index.html`` from stored audit units (and calibration tables); returns the index's
+    paragraph linking to it."""
+    from privbandits.audit.calibrations import SIGMA_NOTE, tables_for_print
     from privbandits.audit.run import HEADER, NOT_AUDITED, cells, rows
 
     table_rows = rows(results)
@@ -163,6 +165,10 @@ def audit_page(results: list[dict], out: Path) -> str:
         "<h2>Neighbouring relations and notes</h2>",
         "<ul>" + "".join(f"<li>{html.escape(note)}</li>" for note in notes) + "</ul>",
     ]
+    if tables:
+        parts.append(f'<p class="muted">{html.escape(SIGMA_NOTE)}</p>')
+        for title, header, lines in tables_for_print(tables):
+            parts += [f"<h2>{html.escape(title)}</h2>", _table(header, lines)]
     _write(out / AUDIT / "index.html", _document("Empirical privacy audit", "\n".join(parts), "../style.css"))
     passed = sum(row["passed"] is True for row in table_rows)
     dp = sum(row["passed"] is not None for row in table_rows)
@@ -211,8 +217,8 @@ def build_site(store, out: Path, names: list[str] | None = None) -> list[SitePag
         folder = out / reproduction.name
         paper = repro.report(reproduction, options, store, folder)
         pages.append(reproduction_page(paper, rerun_command(reproduction, options), folder))
-    from privbandits.experiments.audits import stored_audits
+    from privbandits.experiments.audits import stored_audits, stored_tables
 
     audits = stored_audits(store)
-    index_page(pages, out, audit_page(audits, out) if audits else "")
+    index_page(pages, out, audit_page(audits, out, stored_tables(store)) if audits else "")
     return pages
