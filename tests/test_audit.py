@@ -186,3 +186,24 @@ def test_site_has_an_audit_page_from_the_stored_units(tmp_path):
     assert "Accounting: PLD against RDP" in page and f"{tables['composition'][0]['pld_epsilon']:.4g}" in page
     index = (tmp_path / "site" / "index.html").read_text()
     assert '<a href="audit/index.html">1 of 1 DP mechanisms</a>' in index
+
+
+@pytest.mark.parametrize("count", [9, 10, 11])
+def test_p2b_audit_threshold_rule_is_the_shufflers(count):
+    """The audit's released count (count if count >= l else 0) is what the project's Shuffler releases."""
+    from privbandits.comm import InMemoryNetwork
+    from privbandits.privacy.ledger import PrivacyLedger
+    from privbandits.protocols.p2b import DeviceHost, EncodedReport, Server, Shuffler
+
+    net = InMemoryNetwork(record=True)
+    shuffler = Shuffler("shuffler", net, threshold=10, participation=0.5, n_codes=4, rng=np.random.default_rng(0),
+                        ledger=PrivacyLedger())  # fmt: skip
+    Server("server", net, n_arms=2)
+    devices = DeviceHost("devices", net)
+    with net.phase("report"):
+        for user in range(count):
+            devices.send_report(user, "shuffler", EncodedReport(0, 0, 1))
+        devices.close_batch("shuffler")
+        shuffler.release_encoded("server")
+    batch = next(e.message for e in net.transcript if e.receiver == "server")
+    assert len(batch.codes) == (count if count >= 10 else 0)
