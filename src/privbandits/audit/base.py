@@ -30,10 +30,10 @@ class Weakening:
     def none(self) -> bool:
         return self.scale == 1.0 and not self.drop
 
-    def describe(self, dropped: str) -> str:
+    def describe(self, dropped: str, scaled: str = "noise") -> str:
         if self.none:
             return "as calibrated"
-        parts = [f"noise × {self.scale:g}"] if self.scale != 1.0 else []
+        parts = [f"{scaled} × {self.scale:g}"] if self.scale != 1.0 else []
         return ", ".join(parts + ([f"{dropped} dropped"] if self.drop else []))
 
     def as_dict(self) -> dict[str, float | bool]:
@@ -46,7 +46,7 @@ class MechanismAudit:
 
     ``sample(n, rng, weakening)`` runs the project's mechanism code ``n`` times on each of the two
     neighbouring inputs and returns their outputs ``(out0, out1)``, each ``(n, k)``. ``discrete``:
-    one integer column. ``pair_epsilon(weakening)``: the exact ε at ``claimed_delta`` of the pair the
+    one integer column. ``dropped``/``scaled``: what a weakening drops or scales. ``pair_epsilon(weakening)``: the exact ε at ``claimed_delta`` of the pair the
     audit uses (the best any test can reach; NaN where unknown). ``dp``: whether the notion is
     differential privacy at all (P2B's crowd-blending is not).
     """
@@ -63,6 +63,8 @@ class MechanismAudit:
     pair_epsilon: Callable[[Weakening], float]
     dp: bool = True
     note: str = ""
+    scaled: str = "noise"
+    """What ``Weakening.scale`` multiplies (the ε-greedy release: its exploration probability)."""
     settings: dict | None = None
 
 

@@ -81,6 +81,7 @@ def action_release(n_arms: int = 10, exploration: float = 0.1, backend: str = "m
         claimed_delta=0.0,
         discrete=True,
         dropped="exploration",
+        scaled="exploration",
         weakened=Weakening(scale=0.5),
         sample=sample,
         pair_epsilon=lambda w: epsilon_greedy.tight_privacy_loss(n_arms, 0.0 if w.drop else exploration * w.scale),

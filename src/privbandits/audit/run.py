@@ -69,7 +69,7 @@ def audit_unit(mechanism_name: str, options: dict, samples: int, seed: int, weak
         "relation": audit.relation,
         "claimed_epsilon": audit.claimed_epsilon,
         "claimed_delta": audit.claimed_delta,
-        "weakening": weak.describe(audit.dropped),
+        "weakening": weak.describe(audit.dropped, audit.scaled),
         "pair_epsilon": audit.pair_epsilon(weak),
         "samples_per_side": samples,
         "seconds": time.perf_counter() - start,

@@ -39,7 +39,9 @@ class AuditPlan:
             for weak in (Weakening(), audit.weakened):
                 params = {"mechanism_name": name, "options": {}, "samples": samples, "seed": self.seed,
                           "weakening": weak.as_dict()}  # fmt: skip
-                tasks.append(Task(FUNCTION, params, label=f"audit {name} ({weak.describe(audit.dropped)})"))
+                tasks.append(
+                    Task(FUNCTION, params, label=f"audit {name} ({weak.describe(audit.dropped, audit.scaled)})")
+                )
         return tasks
 
 
