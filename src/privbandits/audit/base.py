@@ -46,9 +46,10 @@ class MechanismAudit:
 
     ``sample(n, rng, weakening)`` runs the project's mechanism code ``n`` times on each of the two
     neighbouring inputs and returns their outputs ``(out0, out1)``, each ``(n, k)``. ``discrete``:
-    one integer column. ``dropped``/``scaled``: what a weakening drops or scales. ``pair_epsilon(weakening)``: the exact ε at ``claimed_delta`` of the pair the
-    audit uses (the best any test can reach; NaN where unknown). ``dp``: whether the notion is
-    differential privacy at all (P2B's crowd-blending is not).
+    one integer column. ``dropped``/``scaled``: what a weakening drops or scales.
+    ``pair_epsilon(weakening)``: the exact ε at ``claimed_delta`` of the pair the audit uses (the best
+    any test can reach; NaN where unknown). ``dp``: whether the notion is differential privacy at all
+    (P2B's crowd-blending is not).
     """
 
     name: str
