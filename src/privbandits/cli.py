@@ -21,6 +21,7 @@ from rich.table import Table  # noqa: E402
 from rich.text import Text  # noqa: E402
 
 from privbandits import __version__  # noqa: E402
+from privbandits.audit.cli import audit_command  # noqa: E402
 from privbandits.data_cli import data_app  # noqa: E402
 from privbandits.deploy.cli import deploy_app, party_app  # noqa: E402
 from privbandits.experiments.config import ConfigError  # noqa: E402
@@ -41,6 +42,7 @@ app = typer.Typer(
 app.add_typer(deploy_app, name="deploy")
 app.add_typer(party_app, name="party")
 app.add_typer(data_app, name="data")
+app.command("audit")(audit_command)
 console = Console()
 err_console = Console(stderr=True)
 

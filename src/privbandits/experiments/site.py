@@ -132,8 +132,54 @@ def _featured_map(pages: list[SitePage]) -> str:
     )
 
 
-def index_page(pages: list[SitePage], out: Path) -> Path:
-    """``out/index.html``: every reproduction with its claim verdicts, linking to its page."""
+AUDIT = "audit"
+"""The folder of the empirical privacy audit's page."""
+
+
+def _audit_class(row: dict) -> str:
+    return "other" if row["passed"] is None else "yes" if row["passed"] else "no"
+
+
+def audit_page(results: list[dict], out: Path, tables: dict | None = None) -> str:
+    """Write ``out/audit/index.html`` from stored audit units (and calibration tables); returns the index's
+    paragraph linking to it."""
+    from privbandits.audit.calibrations import SIGMA_NOTE, tables_for_print
+    from privbandits.audit.run import HEADER, NOT_AUDITED, cells, rows
+
+    table_rows = rows(results)
+    head = "".join(_cell(column, "th") for column in HEADER)
+    body = "".join(
+        "<tr>" + "".join(_cell(c) for c in cells(row)[:-1]) + _cell(row["verdict"], css=f"verdict-{_audit_class(row)}")
+        + "</tr>" for row in table_rows
+    )  # fmt: skip
+    notes = [f"{r['mechanism']}: {r['relation']}." + (f" {r['note']}." if r["note"] else "") for r in table_rows]
+    notes += [f"{name} (not audited): {why}." for name, why in NOT_AUDITED.items()]
+    parts = [
+        '<nav><a href="../index.html">← all results</a></nav>',
+        "<h1>Empirical privacy audit</h1>",
+        '<p class="muted">Rebuilt from the results store; rerun with <code>privbandits audit</code>. '
+        "ε ≥ is a one-sided 95% Clopper–Pearson lower bound on ε at the claimed δ, from a threshold test "
+        "chosen on one half of the samples and measured on the other; pair ε is the exact ε of the "
+        "neighbouring pair used. A weakened copy (injected by the audit) must get a bound above the claim.</p>",
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>",
+        "<h2>Neighbouring relations and notes</h2>",
+        "<ul>" + "".join(f"<li>{html.escape(note)}</li>" for note in notes) + "</ul>",
+    ]
+    if tables:
+        parts.append(f'<p class="muted">{html.escape(SIGMA_NOTE)}</p>')
+        for title, header, lines in tables_for_print(tables):
+            parts += [f"<h2>{html.escape(title)}</h2>", _table(header, lines)]
+    _write(out / AUDIT / "index.html", _document("Empirical privacy audit", "\n".join(parts), "../style.css"))
+    passed = sum(row["passed"] is True for row in table_rows)
+    dp = sum(row["passed"] is not None for row in table_rows)
+    return (
+        f'<h2>Empirical privacy audit</h2>\n<p><a href="{AUDIT}/index.html">{passed} of {dp} DP mechanisms</a> '
+        "keep their claimed ε and are caught when weakened; notions that are not DP are marked.</p>\n"
+    )
+
+
+def index_page(pages: list[SitePage], out: Path, audit: str = "") -> Path:
+    """``out/index.html``: every reproduction with its claim verdicts, linking to its page (and the audit's)."""
     rows = []
     for page in pages:
         counts = page.verdicts
@@ -152,6 +198,7 @@ def index_page(pages: list[SitePage], out: Path) -> Path:
         '<p class="muted">Every page is rebuilt from the results store by <code>privbandits site</code>, '
         "so it shows exactly what ran. Claims are the papers' statements beside our measurements.</p>\n"
         + _featured_map(pages)
+        + audit
         + f"<table><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
     _write(out / "style.css", STYLE.lstrip())
@@ -170,5 +217,8 @@ def build_site(store, out: Path, names: list[str] | None = None) -> list[SitePag
         folder = out / reproduction.name
         paper = repro.report(reproduction, options, store, folder)
         pages.append(reproduction_page(paper, rerun_command(reproduction, options), folder))
-    index_page(pages, out)
+    from privbandits.experiments.audits import stored_audits, stored_tables
+
+    audits = stored_audits(store)
+    index_page(pages, out, audit_page(audits, out, stored_tables(store)) if audits else "")
     return pages

@@ -284,6 +284,14 @@ class ResultsStore:
                 rows[key] = StoredUnit(key, fn, _loads(params), _loads(result), seconds, version, when)
         return rows
 
+    def units_of(self, fn: str) -> list[StoredUnit]:
+        """Every stored row of task function ``fn`` (e.g. the audits), oldest first."""
+        query = "SELECT key, fn, params, result, seconds, version, finished_at FROM units WHERE fn = ? ORDER BY 7"
+        return [
+            StoredUnit(key, fn, _loads(params), _loads(result), seconds, version, when)
+            for key, fn, params, result, seconds, version, when in self._db.execute(query, (fn,))
+        ]
+
     def results(self, tasks: Iterable[Task]) -> dict[str, dict[str, Any]]:
         """``{task.key: result}`` for the stored ones among ``tasks``."""
         return {key: unit.result for key, unit in self.units(task.key for task in tasks).items()}

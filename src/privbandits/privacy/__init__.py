@@ -14,8 +14,15 @@ crowd_blending
     P2B's guarantee: ε(p) of pre-sampling + crowd-blending (Eq. 2), δ for a given Ω.
 ledger
     The privacy ledger every protocol records its releases in.
+calibration
+    Gaussian σ by name (the papers' formulas or the analytic Gaussian) and PLD / RDP accounting.
+tree_mechanism
+    The binary tree mechanism of FCLUB's privatizer and joint-DP LinUCB.
 epsilon_greedy
     η = log(|A|/ε) of an opened ε-greedy action (MPC paper Theorem 1).
 membership
     Membership inference against a bandit checkpoint (MPC paper §6.5, two metrics).
+
+The empirical audits of these mechanisms live in :mod:`privbandits.audit` (above the protocols
+they run).
 """

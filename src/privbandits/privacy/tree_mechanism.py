@@ -23,6 +23,8 @@ from enum import StrEnum
 
 import numpy as np
 
+from privbandits.privacy.calibration import analytic_gaussian_std, gaussian_event, rdp_epsilon
+
 REPLACE_SENSITIVITY = 2.0
 """L2 sensitivity of ``z zᵀ`` under symmetric noise when one (x, y) is replaced (see module doc)."""
 
@@ -37,17 +39,23 @@ class NoiseVariance(StrEnum):
     REFERENCE_STD
         ``64 ν (ln(2/δ))² / ε²`` used as the *standard deviation*, as the reference
         code does (spec §7.1): the variance is that number squared.
+    ANALYTIC
+        The analytic Gaussian (Balle & Wang 2018) for ν nodes of sensitivity
+        :data:`REPLACE_SENSITIVITY`: the smallest σ that is (ε, δ)-DP (not in the paper).
     """
 
     SQUARED_LOG = "squared_log"
     ALGORITHM5 = "algorithm5"
     REFERENCE_STD = "reference_std"
+    ANALYTIC = "analytic"
 
 
 def node_variance(epsilon: float, delta: float, depth: int, form: NoiseVariance = NoiseVariance.SQUARED_LOG) -> float:
     """Per-entry variance σ² of a node's noise for a depth-``depth`` tree that is (ε, δ)-DP (§4.2)."""
     if not (epsilon > 0 and 0 < delta < 1 and depth >= 1):
         raise ValueError(f"need epsilon > 0, 0 < delta < 1, depth >= 1; got {epsilon}, {delta}, {depth}")
+    if form is NoiseVariance.ANALYTIC:
+        return analytic_gaussian_std(epsilon, delta, REPLACE_SENSITIVITY, depth) ** 2
     log = math.log(2.0 / delta)
     value = 64.0 * depth * (log if form is NoiseVariance.ALGORITHM5 else log * log) / epsilon**2
     return value * value if form is NoiseVariance.REFERENCE_STD else value
@@ -116,28 +124,14 @@ class TreeMechanism:
         return self.releases.bit_length()
 
 
-def _accountant(std: float, compositions: int, sensitivity: float):
-    """An RDP accountant holding ``compositions`` Gaussian mechanisms with noise multiplier std/sensitivity."""
-    import dp_accounting
-    from dp_accounting import rdp
-
-    event = dp_accounting.GaussianDpEvent(std / sensitivity)
-    accountant = rdp.RdpAccountant()
-    accountant.compose(dp_accounting.SelfComposedDpEvent(event, compositions))
-    return accountant
-
-
 def accounted_epsilon(std: float, compositions: int, delta: float, sensitivity: float = REPLACE_SENSITIVITY) -> float:
     """ε at ``delta`` of ``compositions`` Gaussian mechanisms with noise ``std`` (dp-accounting, RDP).
 
     ``compositions`` is the number of tree nodes one datum entered (summed over
     every tree that released it); 0 compositions cost ε = 0, std = 0 costs ∞.
+    :func:`~privbandits.privacy.calibration.pld_epsilon` gives the tighter PLD value.
     """
-    if compositions == 0:
-        return 0.0
-    if std == 0:
-        return math.inf
-    return float(_accountant(std, compositions, sensitivity).get_epsilon(delta))
+    return rdp_epsilon(std, compositions, delta, sensitivity)
 
 
 def accounted_delta(std: float, compositions: int, epsilon: float, sensitivity: float = REPLACE_SENSITIVITY) -> float:
@@ -146,4 +140,8 @@ def accounted_delta(std: float, compositions: int, epsilon: float, sensitivity: 
         return 0.0
     if std == 0:
         return 1.0
-    return float(_accountant(std, compositions, sensitivity).get_delta(epsilon))
+    from dp_accounting import rdp
+
+    accountant = rdp.RdpAccountant()
+    accountant.compose(gaussian_event(std, compositions, sensitivity))
+    return float(accountant.get_delta(epsilon))

@@ -33,6 +33,7 @@ import scipy.linalg
 from privbandits.linear.defaults import DEFAULT_TIE_TOLERANCE
 from privbandits.linear.policies import as_generator
 from privbandits.linear.tiebreak import TieBreak, break_ties
+from privbandits.privacy.calibration import GaussianCalibration
 from privbandits.privacy.ledger import PrivacyLedger
 from privbandits.validation import (
     Boolean,
@@ -87,6 +88,9 @@ class PrivateLinUCB(ABC):
         α of the noise bound Υ (in (0, 1)); None: 1/T (as the reference code).
     shift_regularizer : bool
         Add the paper's shift 2Υ to the regulariser (True), or only repair an indefinite Ã.
+    calibration : GaussianCalibration or str
+        ``"paper"`` (the paper's σ formula, default) or ``"analytic"`` (the smallest σ that is
+        (ε, δ)-DP: :mod:`~privbandits.privacy.calibration`).
     tie_break, tie_tolerance
         As :class:`~privbandits.linear.policies.LinUCB`.
     rng : Generator, int or None
@@ -109,6 +113,7 @@ class PrivateLinUCB(ABC):
         reg: float = 1.0,
         failure_probability: float | None = None,
         shift_regularizer: bool = True,
+        calibration: GaussianCalibration | str = GaussianCalibration.PAPER,
         tie_break: TieBreak | str = TieBreak.LOWEST,
         tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
         rng: np.random.Generator | int | None = None,
@@ -127,6 +132,7 @@ class PrivateLinUCB(ABC):
                 "reg": Real(low=0, low_open=True),
                 "failure_probability": NoneOr(Real(low=0, high=1, low_open=True, high_open=True), "1/horizon"),
                 "shift_regularizer": Boolean(),
+                "calibration": Choice(GaussianCalibration),
                 "tie_break": Choice(TieBreak),
                 "tie_tolerance": Real(low=0),
                 "ledger": NoneOr(Instance((PrivacyLedger,))),
@@ -141,6 +147,7 @@ class PrivateLinUCB(ABC):
                 "reg": reg,
                 "failure_probability": failure_probability,
                 "shift_regularizer": shift_regularizer,
+                "calibration": calibration,
                 "tie_break": tie_break,
                 "tie_tolerance": tie_tolerance,
                 "ledger": ledger,
@@ -152,6 +159,7 @@ class PrivateLinUCB(ABC):
         self.alpha, self.reg = float(alpha), float(reg)
         self.failure_probability = 1.0 / self.horizon if failure_probability is None else float(failure_probability)
         self.shift_regularizer = checked["shift_regularizer"]
+        self.noise_calibration = GaussianCalibration(checked["calibration"])
         self.tie_break, self.tie_tolerance = checked["tie_break"], float(tie_tolerance)
         self.rng = as_generator(rng)
         self.ledger = PrivacyLedger() if ledger is None else ledger

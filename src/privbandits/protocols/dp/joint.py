@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from privbandits.privacy.calibration import GaussianCalibration, analytic_gaussian_std
 from privbandits.privacy.ledger import LedgerEntry
 from privbandits.privacy.tree_mechanism import REPLACE_SENSITIVITY, TreeMechanism, accounted_epsilon
 from privbandits.protocols.dp.base import CONTEXT_BOUND, REWARD_BOUND, PrivateLinUCB, spectral_bound
@@ -19,14 +20,19 @@ def tree_levels(horizon: int) -> int:
     return 1 + math.ceil(math.log2(horizon))
 
 
-def joint_noise_std(epsilon: float, delta: float, horizon: int) -> float:
+def joint_noise_std(
+    epsilon: float, delta: float, horizon: int, calibration: GaussianCalibration | str = GaussianCalibration.PAPER
+) -> float:
     """σ_noise with σ² = 16 m L̃⁴ ln(4/δ)² / ε² (Shariff & Sheffet 2018 §4.2, Gaussian noise).
 
     ``L̃² = L² + B̃² = 2`` for ``‖x‖ ≤ 1`` and ``|r| ≤ 1``; every node of the tree gets
-    ``(N̄ + N̄ᵀ)/√2`` with ``N̄_pq ~ N(0, σ²)``; 0 when ε = ∞.
+    ``(N̄ + N̄ᵀ)/√2`` with ``N̄_pq ~ N(0, σ²)``; 0 when ε = ∞. ``calibration="analytic"``:
+    the analytic Gaussian for m nodes of sensitivity 2 (:data:`REPLACE_SENSITIVITY`) instead.
     """
     if math.isinf(epsilon):
         return 0.0
+    if GaussianCalibration(calibration) is GaussianCalibration.ANALYTIC:
+        return analytic_gaussian_std(epsilon, delta, REPLACE_SENSITIVITY, tree_levels(horizon))
     l_tilde_4 = (CONTEXT_BOUND**2 + REWARD_BOUND**2) ** 2
     return math.sqrt(16.0 * tree_levels(horizon) * l_tilde_4) * math.log(4.0 / delta) / epsilon  # √ of the above
 
@@ -63,7 +69,7 @@ class JointDPLinUCB(PrivateLinUCB):
     def __init__(self, n_arms: int, dim: int, **kwargs) -> None:
         super().__init__(n_arms, dim, **kwargs)
         self.levels = tree_levels(self.horizon)
-        self._noise_std = joint_noise_std(self.epsilon, self.delta, self.horizon)
+        self._noise_std = joint_noise_std(self.epsilon, self.delta, self.horizon, self.noise_calibration)
         self.upsilon = (
             spectral_bound(
                 self._noise_std * math.sqrt(2 * self.levels), self.dim, self.horizon, self.failure_probability
@@ -105,6 +111,7 @@ class JointDPLinUCB(PrivateLinUCB):
             "horizon": self.horizon,
             "regularizer_shift": self.shift,
             "sensitivity": REPLACE_SENSITIVITY,
+            "calibration": str(self.noise_calibration),
         }
         if self.private:
             details["accounted_epsilon"] = (

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from privbandits.privacy.calibration import GaussianCalibration, analytic_gaussian_std
 from privbandits.privacy.ledger import LedgerEntry
 from privbandits.privacy.tree_mechanism import accounted_epsilon
 from privbandits.protocols.dp.base import PrivateLinUCB, spectral_bound, symmetric_upper_gaussian
@@ -17,11 +18,16 @@ REPORT_SENSITIVITY = math.sqrt(6.0)
 the triangle moves by at most √2, r x by at most 2, so √(2 + 4)."""
 
 
-def local_noise_std(epsilon: float, delta: float) -> float:
+def local_noise_std(
+    epsilon: float, delta: float, calibration: GaussianCalibration | str = GaussianCalibration.PAPER
+) -> float:
     """σ = 4 √(2 ln(1.25/δ)) / ε (Zheng et al. 2020, the LDP linear bandit's Gaussian randomizer,
-    Alg. 5 of arXiv:2006.00701 as its authors' code states it); 0 when ε = ∞."""
+    Alg. 5 of arXiv:2006.00701 as its authors' code states it); 0 when ε = ∞.
+    ``calibration="analytic"``: the analytic Gaussian for sensitivity :data:`REPORT_SENSITIVITY` instead."""
     if math.isinf(epsilon):
         return 0.0
+    if GaussianCalibration(calibration) is GaussianCalibration.ANALYTIC:
+        return analytic_gaussian_std(epsilon, delta, REPORT_SENSITIVITY)
     return 4.0 * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
 
 
@@ -71,9 +77,13 @@ class LocalDPLinUCB(PrivateLinUCB):
 
     def __init__(self, n_arms: int, dim: int, **kwargs) -> None:
         super().__init__(n_arms, dim, **kwargs)
-        self._noise_std = local_noise_std(self.epsilon, self.delta)
+        self._noise_std = local_noise_std(self.epsilon, self.delta, self.noise_calibration)
         self.randomizer = LocalRandomizer(self._noise_std, self.rng)
-        self._details = {"noise_std": self._noise_std, "sensitivity": REPORT_SENSITIVITY}
+        self._details = {
+            "noise_std": self._noise_std,
+            "sensitivity": REPORT_SENSITIVITY,
+            "calibration": str(self.noise_calibration),
+        }
         if self.private:
             self._details["accounted_epsilon"] = local_accounting(self._noise_std, self.delta)
         self._refresh()

@@ -5,19 +5,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import dp_accounting
 import numpy as np
 
 from privbandits.privacy.amplification import amplified_delta, amplified_epsilon, local_epsilon_for
+from privbandits.privacy.calibration import GaussianCalibration
 from privbandits.privacy.ledger import LedgerEntry
 from privbandits.protocols.dp.base import PrivateLinUCB, spectral_bound
 from privbandits.protocols.dp.local import REPORT_SENSITIVITY, LocalRandomizer, local_accounting, local_noise_std
 from privbandits.validation import Integer, check
 
 PRIVACY_UNIT = "one user's (x, r) report (shuffle DP, central view of one batch)"
-ANALYTIC_EPSILON_CAP = 1000.0
-"""The analytic Gaussian is calibrated at min(ε₀, 1000): dp-accounting's search fails far beyond (a larger σ is
-still (ε₀, δ₀)-DP)."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +33,9 @@ class ShuffleCalibration:
     amplified: bool
 
 
-def shuffle_calibration(epsilon: float, delta: float, batch_size: int) -> ShuffleCalibration:
+def shuffle_calibration(
+    epsilon: float, delta: float, batch_size: int, calibration: GaussianCalibration | str = GaussianCalibration.PAPER
+) -> ShuffleCalibration:
     """Calibrate the local Gaussian randomizer of a batch of ``batch_size`` shuffled reports to central (ε, δ).
 
     Half of δ goes to Feldman–McMillan–Talwar's Theorem 3.1 (ε₀ = the largest local ε
@@ -45,7 +44,8 @@ def shuffle_calibration(epsilon: float, delta: float, batch_size: int) -> Shuffl
     When the theorem gives no ε₀ > ε (small batches), ε₀ = ε and δ₀ = δ. The randomizer is
     Zheng et al.'s, σ₀ = 4 √(2 ln(1.25/δ₀)) / ε₀, raised where needed to the analytic
     Gaussian (Balle & Wang 2018, via dp-accounting) for the report's sensitivity √6, since
-    the classic formula does not hold for ε₀ > 1.
+    the classic formula does not hold for ε₀ > 1. ``calibration="analytic"``: the analytic
+    Gaussian alone.
     """
     if math.isinf(epsilon):
         return ShuffleCalibration(math.inf, 0.0, 0.0, math.inf, 0.0, False)
@@ -58,10 +58,9 @@ def shuffle_calibration(epsilon: float, delta: float, batch_size: int) -> Shuffl
         amplified = True
     else:
         epsilon0, delta0, central, central_delta, amplified = epsilon, delta, epsilon, delta, False
-    std = max(
-        local_noise_std(epsilon0, delta0),
-        REPORT_SENSITIVITY * dp_accounting.get_sigma_gaussian(min(epsilon0, ANALYTIC_EPSILON_CAP), delta0),
-    )
+    std = local_noise_std(epsilon0, delta0, GaussianCalibration.ANALYTIC)
+    if GaussianCalibration(calibration) is GaussianCalibration.PAPER:
+        std = max(local_noise_std(epsilon0, delta0), std)
     return ShuffleCalibration(epsilon0, delta0, std, central, central_delta, amplified)
 
 
@@ -104,7 +103,7 @@ class ShuffleDPLinUCB(PrivateLinUCB):
         batch_size = check(batch_size, "batch_size", Integer(low=1), type(self).__name__)
         super().__init__(n_arms, dim, **kwargs)
         self.batch_size = batch_size
-        self.calibration = shuffle_calibration(self.epsilon, self.delta, batch_size)
+        self.calibration = shuffle_calibration(self.epsilon, self.delta, batch_size, self.noise_calibration)
         noise_rng, shuffle_rng = self.rng.spawn(2)
         self.randomizer = LocalRandomizer(self.calibration.noise_std, noise_rng)
         self.shuffler = Shuffler(shuffle_rng)
@@ -118,6 +117,7 @@ class ShuffleDPLinUCB(PrivateLinUCB):
             "noise_std": cal.noise_std,
             "amplified": cal.amplified,
             "sensitivity": REPORT_SENSITIVITY,
+            "calibration": str(self.noise_calibration),
         }
         if self.private:
             self._details["accounted_local_epsilon"] = local_accounting(cal.noise_std, cal.delta0)

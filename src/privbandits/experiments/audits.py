@@ -1,0 +1,87 @@
+"""The empirical privacy audits as results-store units and a page of the results site.
+
+``privbandits audit`` plans one :class:`~privbandits.experiments.tasks.Task` per mechanism
+and weakening (:class:`AuditPlan`), computes those the store lacks (:func:`run_plan`) and
+reports them; ``privbandits site`` adds an ``audit/`` page built from the stored units alone
+(:func:`stored_audits`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from privbandits.audit import calibrations
+from privbandits.audit.base import Weakening
+from privbandits.audit.run import DEFAULT_SAMPLES, FULL_SAMPLES, FUNCTION, MECHANISMS, mechanism
+from privbandits.experiments.tasks import Task
+
+
+@dataclass(frozen=True)
+class AuditPlan:
+    """The units of one ``privbandits audit``: each mechanism as calibrated, then its weakened copy."""
+
+    names: tuple[str, ...]
+    samples: int | None = None
+    seed: int = 0
+
+    def calibration_task(self) -> Task:
+        """The σ and accounting tables (no sampling: one unit whatever the mechanisms)."""
+        return Task(calibrations.FUNCTION, {}, label="calibration tables")
+
+    def tasks(self) -> list[Task]:
+        tasks = []
+        for name in self.names:
+            audit = mechanism(name)
+            samples = self.samples or FULL_SAMPLES.get(name, DEFAULT_SAMPLES)
+            for weak in (Weakening(), audit.weakened):
+                params = {"mechanism_name": name, "options": {}, "samples": samples, "seed": self.seed,
+                          "weakening": weak.as_dict()}  # fmt: skip
+                tasks.append(
+                    Task(FUNCTION, params, label=f"audit {name} ({weak.describe(audit.dropped, audit.scaled)})")
+                )
+        return tasks
+
+
+def _unit(task: Task, store, force: bool) -> dict[str, Any]:
+    """``task``'s result: read from ``store`` where stored (unless ``force``), else computed and stored."""
+    stored = None if force else store.results([task]).get(task.key)
+    if stored is None:
+        start = time.perf_counter()
+        stored = task.run()
+        store.put(task, stored, time.perf_counter() - start, replace=force)
+    return stored
+
+
+def run_plan(
+    plan: AuditPlan, store, *, force: bool = False, progress: Callable[[str], None] | None = None
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Each audit unit of ``plan`` and the calibration tables, from ``store`` or computed (and stored)."""
+    results = []
+    for task in [*plan.tasks(), plan.calibration_task()]:
+        results.append(_unit(task, store, force))
+        if progress is not None:
+            progress(task.label)
+    return results[:-1], results[-1]
+
+
+def stored_tables(store) -> dict[str, Any] | None:
+    """The latest stored calibration tables (None before the first ``privbandits audit``)."""
+    units = store.units_of(calibrations.FUNCTION)
+    return units[-1].result if units else None
+
+
+def stored_audits(store) -> list[dict[str, Any]]:
+    """The stored audit units to show: per mechanism and weakening, the one with the most samples (then the
+    latest), calibrated before weakened, mechanisms in registry order."""
+    best: dict[tuple[str, bool], tuple[tuple[int, str], dict[str, Any]]] = {}
+    for unit in store.units_of(FUNCTION):
+        weak = Weakening(**unit.params["weakening"])
+        key = (unit.params["mechanism_name"], not weak.none)
+        rank = (unit.params["samples"], unit.finished_at)
+        if key not in best or rank > best[key][0]:
+            best[key] = (rank, unit.result)
+    order = {name: index for index, name in enumerate(MECHANISMS)}
+    return [best[key][1] for key in sorted(best, key=lambda k: (order.get(k[0], len(order)), k[1]))]
