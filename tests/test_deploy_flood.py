@@ -26,7 +26,8 @@ from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import load_deployment
 from privbandits.deploy.local import start_parties, survivable, wait_parties
 
-FCLUB_SMALL = {"horizon = 4095": "horizon = 255", "n_users = 40": "n_users = 20"}
+FCLUB_SMALL = {"horizon = 4095": "horizon = 127", "n_users = 40": "n_users = 12", "n_clusters = 4": "n_clusters = 2"}
+"""Two local servers (local0, local1), 127 rounds: a small FCLUB deployment."""
 
 
 def deployment(kind: str, folder: Path) -> Path:
@@ -40,6 +41,7 @@ def deployment(kind: str, folder: Path) -> Path:
         return mpc_tests.make_deployment(folder, rounds=100)
     if kind == "fclub":
         path = fclub_tests.local_copy(folder, **FCLUB_SMALL)
+        path.write_text(path.read_text().split("[parties.local2]")[0])  # local0 and local1 only
         fclub_tests.certs(path)
         return path
     path = p2b_tests.local_copy(folder, **{"n_users = 3000": "n_users = 400"})
@@ -90,9 +92,16 @@ def wait_mid_run(kind: str, spec, parties) -> None:
             return
 
 
+@pytest.fixture(scope="module", autouse=True)
+def encoder_cache(tmp_path_factory):
+    """One cache for the module's runs: P2B's parties build the public encoder once (they inherit the variable)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PRIVBANDITS_CACHE", str(tmp_path_factory.mktemp("cache")))
+        yield
+
+
 @pytest.mark.parametrize("kind", ["vertical", "mpc", "p2b", "fclub"])
-def test_idle_and_garbage_connections_during_setup_and_mid_run_change_nothing(tmp_path, monkeypatch, kind):
-    monkeypatch.setenv("PRIVBANDITS_CACHE", str(tmp_path / "cache"))  # P2B's encoder (the parties inherit it)
+def test_idle_and_garbage_connections_during_setup_and_mid_run_change_nothing(tmp_path, kind):
     spec = load_deployment(deployment(kind, tmp_path))
     parties = start_parties(spec, tmp_path)
     addresses = list(load_deployment(tmp_path / "deployment.resolved.toml").addresses().values())
