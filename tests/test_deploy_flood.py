@@ -9,99 +9,18 @@ Mid-run only the P2B shuffler still listens (its devices' connections); the othe
 
 from __future__ import annotations
 
-import json
-import time
-from pathlib import Path
-
-import numpy as np
 import pytest
-import test_deploy_fclub as fclub_tests
-import test_deploy_mpc as mpc_tests
-import test_deploy_p2b as p2b_tests
-import test_deploy_vertical as vertical_tests
 from flood import Flood
-from typer.testing import CliRunner
+from small_deployments import KINDS, assert_equals_in_memory, deployment, encoder_cache, results, wait_mid_run
 
-from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import load_deployment
 from privbandits.deploy.local import start_parties, survivable, wait_parties
 
-FCLUB_SMALL = {"horizon = 4095": "horizon = 127", "n_users = 40": "n_users = 12", "n_clusters = 4": "n_clusters = 2"}
-"""Two local servers (local0, local1), 127 rounds: a small FCLUB deployment."""
+__all__ = ["encoder_cache"]  # the module's fixture
 
 
-def deployment(kind: str, folder: Path) -> Path:
-    """A small deployment of ``kind`` (certificates and data made), the one every flood and stall test runs.
-
-    Once issue 28's ``reproducible = true`` opt-in lands (runs equal to the in-memory twin need it), it is
-    added here, for all of them at once."""
-    if kind == "vertical":
-        return vertical_tests.make_deployment(folder, rounds=200)
-    if kind == "mpc":
-        return mpc_tests.make_deployment(folder, rounds=100)
-    if kind == "fclub":
-        path = fclub_tests.local_copy(folder, **FCLUB_SMALL)
-        path.write_text(path.read_text().split("[parties.local2]")[0])  # local0 and local1 only
-        fclub_tests.certs(path)
-        return path
-    path = p2b_tests.local_copy(folder, **{"n_users = 3000": "n_users = 400"})
-    runner = CliRunner()
-    for command in (["deploy", "certs", str(path), "--out", str(folder / "certs")], ["deploy", "data", str(path)]):
-        result = runner.invoke(standalone, command)
-        assert result.exit_code == 0, result.output
-    return path
-
-
-def results(spec) -> dict[str, dict]:
-    return {name: json.loads(spec.result_path(name).read_text()) for name in spec.parties}
-
-
-def assert_equals_in_memory(kind: str, spec) -> None:
-    got = results(spec)
-    if kind == "vertical":
-        reference, _ = vertical_tests.run_in_memory(spec)
-        assert got["active"]["arms"] == reference.arms.tolist()
-    elif kind == "mpc":
-        reference, _, _ = mpc_tests.run_in_memory(spec)
-        assert got["env"]["arms"] == reference.arms.tolist()
-    elif kind == "fclub":
-        outcome, reference = fclub_tests.outcome(spec), fclub_tests.run_in_memory(spec)
-        assert np.array_equal(outcome["regret"], reference.regret)
-        assert np.array_equal(outcome["communication"], reference.communication)
-    else:
-        outcome, (reference, _) = p2b_tests.outcome(spec), p2b_tests.run_in_memory(spec)
-        assert len(outcome["batches"]["encoded"]["codes"]) == reference.release["released"]
-        for setting in p2b_tests.SETTINGS:
-            assert outcome["late"][setting]["mean"] == getattr(reference, setting).mean
-        assert got["shuffler"]["dropped"], "the mid-run flood reached the shuffler's device listener"
-
-
-def wait_mid_run(kind: str, spec, parties) -> None:
-    """Until the run is under way: the P2B shuffler holds reports of the encoded batch; elsewhere the party that
-    reports progress has passed a few rounds."""
-    stop = time.monotonic() + 60
-    if kind == "p2b":
-        from privbandits.deploy.p2b import queue_path
-
-        while p2b_tests._held_reports(queue_path(spec, "shuffler")) < 5 and time.monotonic() < stop:
-            time.sleep(0.005)
-        return
-    reporter = next(party for party in parties if party.process.stdout is not None)
-    for line in reporter.process.stdout:  # `progress t T`
-        if int(line.split()[1]) >= 10 or time.monotonic() > stop:
-            return
-
-
-@pytest.fixture(scope="module", autouse=True)
-def encoder_cache(tmp_path_factory):
-    """One cache for the module's runs: P2B's parties build the public encoder once (they inherit the variable)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PRIVBANDITS_CACHE", str(tmp_path_factory.mktemp("cache")))
-        yield
-
-
-@pytest.mark.parametrize("kind", ["vertical", "mpc", "p2b", "fclub"])
-def test_idle_and_garbage_connections_during_setup_and_mid_run_change_nothing(tmp_path, kind):
+@pytest.mark.parametrize("kind", KINDS)
+def test_idle_and_garbage_connections_during_setup_and_mid_run_change_nothing(tmp_path, encoder_cache, kind):
     spec = load_deployment(deployment(kind, tmp_path))
     parties = start_parties(spec, tmp_path)
     addresses = list(load_deployment(tmp_path / "deployment.resolved.toml").addresses().values())

@@ -10,7 +10,8 @@ import selectors
 import socket
 import ssl
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 
 from privbandits.comm import frames
 from privbandits.comm.codec import Envelope, MessageDecodeError, decode_counted, encode_parts
@@ -317,11 +318,19 @@ class TlsNetwork(Network):
     # ----------------------------------------------------------------- messages
 
     def where(self) -> str:
-        """The round this party is in, for error messages: the phase and its segment number."""
+        """The round this party is in, for error messages: the protocol's round (:attr:`round_label`, when the party
+        names it), the phase and its segment number."""
         phase = self._phase
-        if phase is None:
-            return "between phases"
-        return f"{phase} {self.traffic.segments.get(phase, 0) + 1}"
+        where = "between phases" if phase is None else f"{phase} {self.traffic.segments.get(phase, 0) + 1}"
+        return where if self.round_label is None else f"{self.round_label} ({where})"
+
+    @contextmanager
+    def patience(self, seconds: float) -> Iterator[None]:
+        saved, self.deadline = self.deadline, seconds
+        try:
+            yield
+        finally:
+            self.deadline = saved
 
     @property
     def current_phase(self) -> str | None:
@@ -634,7 +643,7 @@ class TlsNetwork(Network):
         (the mask generator) gives them ``grace`` seconds to say it, so every process names
         the same lost peer and round.
         """
-        if self._phase is not None or lost.round not in (None, "between phases"):
+        if self._phase is not None or (lost.round is not None and "between phases" not in lost.round):
             return lost
         stop = time.monotonic() + grace
         for link in self._links.values():
