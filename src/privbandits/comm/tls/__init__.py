@@ -13,6 +13,11 @@ Security of a link:
   address. No certificate, another CA, another name or a plaintext client is refused
   during the handshake, before any frame is read; the refusal is kept in
   :attr:`TlsNetwork.refusals` and the listener goes on waiting for the real peer.
+* Unauthenticated traffic costs a bounded amount of work and stops no one: the listener
+  (:class:`~privbandits.comm.tls.gate.Gate`) runs every connection's handshake side by side,
+  each within ``handshake_timeout``, at most 64 at once; a dialer (and a device) tries again
+  after a transient failure until its deadline. An idle, plaintext or garbage connection is
+  refused at its own timeout and never ends set-up or a session.
 * Frames (:mod:`~privbandits.comm.frames`) carry the codec's bytes, never pickle, with
   per-link sequence numbers (replay, reordering or loss is an error) and a bounded length.
   A decoded envelope must name the authenticated peer as sender and this party as receiver.
@@ -23,6 +28,12 @@ Security of a link:
 
 Who dials whom: parties are ordered as in the deployment file; each party dials the
 parties before it and accepts the ones after it (no cycles, so no deadlock).
+
+Modules: :mod:`~privbandits.comm.tls.context` (errors, credentials, contexts, the listening
+socket), :mod:`~privbandits.comm.tls.link` (one link's framing), :mod:`~privbandits.comm.tls.gate`
+(the listener), :mod:`~privbandits.comm.tls.network` (:class:`TlsNetwork`). The transport's internal
+API, used by :mod:`privbandits.comm.oneshot`: ``Link``, ``TlsNetwork.gate``, ``open_link``, ``link``,
+``lost_peer``, ``count_wire``, ``note_dropped``, ``current_phase``.
 
 The ledger: :attr:`Network.traffic` counts, as in :class:`~privbandits.comm.InMemoryNetwork`,
 the payload bytes, messages and rounds of the messages *this* party sends (the union of

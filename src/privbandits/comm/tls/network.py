@@ -38,6 +38,9 @@ CONTROL = "control"
 """Phase under which :attr:`TlsNetwork.wire` counts HELLO, CLOSE and ABORT frames."""
 MAX_REASONS = 200
 """Refusals (and dropped device connections) a network keeps the reason of; it counts the rest."""
+READ_GRACE_S = 1.0
+"""Seconds a wait on several peers gives a peer whose data arrived to complete its frame, even past the deadline
+(the deadline passing while one peer's frame arrives is no fault of that peer)."""
 RETRY_S = (0.05, 0.5)
 """First and longest pause between a dialer's tries (doubling), until its connect deadline."""
 
@@ -580,8 +583,8 @@ class TlsNetwork(Network):
                             round=where,
                         )
                     ready = [key.data for key, _ in events]
-                for link in ready:
-                    item = self._next_envelope(link, deadline, kinds)
+                for link in ready:  # it has data: a deadline passed meanwhile does not blame it (READ_GRACE_S)
+                    item = self._next_envelope(link, max(deadline, time.monotonic() + READ_GRACE_S), kinds)
                     if item[0].message.kind in kinds:
                         return item
                     link.queue.append(item)
@@ -624,7 +627,8 @@ class TlsNetwork(Network):
                     ready = [key.data for key, _ in selector.select(remaining)]
                 for link in ready:
                     try:
-                        envelope, _ = self._next_envelope(link, deadline, "close")
+                        late = None if deadline is None else max(deadline, time.monotonic() + READ_GRACE_S)
+                        envelope, _ = self._next_envelope(link, late, "close")
                     except PeerLost as lost:
                         if link.ended != "close":
                             raise self._told_round(lost) from None
