@@ -93,7 +93,7 @@ class Gate:
                 events = self._select(selector, watch, min(stops) - now if stops else None)
                 for key, _ in events:
                     if key.data is None:
-                        self._accept()
+                        self._accept(expect)
                     elif isinstance(key.data, int):
                         self._drain(key.data)
                     elif isinstance(key.data, _Pending):
@@ -115,7 +115,8 @@ class Gate:
             selector.register(link.sock, selectors.EVENT_READ, link)
         return selector.select(None if timeout is None else max(timeout, 0.0))
 
-    def _accept(self) -> None:
+    def _accept(self, expect: Collection[str]) -> None:
+        """Take every connection waiting, and start each one's handshake (its ClientHello is usually there)."""
         while True:
             try:
                 raw, address = self.listener.accept()
@@ -130,7 +131,8 @@ class Gate:
             raw.setblocking(False)
             sock = self.context.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
             where = f"{address[0]}:{address[1]}"
-            self.pending[sock] = _Pending(sock, where, time.monotonic() + self.timeout)
+            pending = self.pending[sock] = _Pending(sock, where, time.monotonic() + self.timeout)
+            self._advance(pending, expect)
 
     def _advance(self, pending: _Pending, expect: Collection[str]) -> None:
         """Drive one connection's handshake, then its first frame, as far as what has arrived allows."""
@@ -172,6 +174,8 @@ class Gate:
         self.arrived.append(arrival)
 
     def _drain(self, descriptor: int) -> None:
+        if descriptor not in self.closing:
+            return
         try:
             if os.read(descriptor, 65536):
                 return
