@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from flood import Flood
 from test_transport import Background, addresses, close_all, linked, network, pki  # noqa: F401 (fixture)
 
-from privbandits.comm import ROUND, Party, PeerLost
+from privbandits.comm import ROUND, HandshakeError, Party, PeerLost
 from privbandits.comm.oneshot import accept_own, device_waiting, send_own
 from privbandits.comm.tls.gate import MAX_PENDING
 from privbandits.protocols.p2b import CloseBatch, EncodedReport
@@ -95,3 +96,25 @@ def test_a_dialer_tries_again_until_the_listening_party_takes_connections(pki): 
     job.result()
     assert net_a.refusals == [] or all("closed the connection" in r or "TLS" in r for r in net_a.refusals)
     close_all({"a": net_a, "b": net_b})
+
+
+def test_a_refusal_by_an_authenticated_peer_ends_the_dialers_tries_at_once_with_its_reason(pki):  # noqa: F811
+    addrs, listeners = addresses(["a", "b"])
+    net_a = network("a", addrs, listeners, pki["a"], session="one", connect_deadline=2.0)
+    job = Background(net_a.connect)
+    start = time.monotonic()
+    try:
+        network("b", addrs, listeners, pki["b"], session="two", connect_deadline=10.0).connect()
+    except HandshakeError as exc:
+        assert str(exc) == (
+            "'a' refused the connection from 'b': the two parties run different deployments (their session digests "
+            "differ)"
+        )
+    else:
+        raise AssertionError("b linked with a party of another deployment")
+    assert time.monotonic() - start < 1.0  # not retried until b's connect deadline
+    with pytest.raises(
+        HandshakeError, match=r"no connection from 'b' in time; 1 connection\(s\) refused, the last: 'b' at"
+    ):
+        job.result()
+    assert len(net_a.refusals) == 1 and net_a.refusals[0].endswith("their session digests differ)")

@@ -186,12 +186,12 @@ class TlsNetwork(Network):
         if frame.type is FrameType.ABORT:
             return str(frames.read_json_payload(frame.payload, "abort").get("reason", ""))
         if frame.type is not FrameType.HELLO:
-            return f"it sent a {frame.type.name} frame instead of a hello"
+            return f"a {frame.type.name} frame came instead of a hello"
         hello = frames.read_json_payload(frame.payload, "hello")
         if hello.get("version") != WIRE_VERSION:
-            return f"it speaks wire version {hello.get('version')}, we speak {WIRE_VERSION}"
+            return f"wire version {hello.get('version')} met wire version {WIRE_VERSION}"
         if hello.get("session") != self.session:
-            return "it runs another deployment (session digest differs)"
+            return "the two parties run different deployments (their session digests differ)"
         return None
 
     def open_link(self, peer: str, timeout: float) -> Link:
@@ -244,7 +244,10 @@ class TlsNetwork(Network):
             raise  # shows up here, after our side of the handshake completed
         if refusal is not None:
             link.shut()
-            raise HandshakeError(f"{peer!r} refused the connection from {self.local!r}: {refusal}")
+            who = f"{peer!r} refused the connection from {self.local!r}"
+            if frame.type is not FrameType.ABORT:
+                who = f"{self.local!r} refused the hello of {peer!r}"
+            raise HandshakeError(f"{who}: {refusal}")
         self.count_wire(CONTROL, self.local, peer, size)
         self.count_wire(CONTROL, peer, self.local, HEADER_BYTES + len(frame.payload))
         return link
