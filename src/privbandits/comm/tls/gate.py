@@ -116,8 +116,9 @@ class Gate:
         return selector.select(None if timeout is None else max(timeout, 0.0))
 
     def _accept(self, expect: Collection[str]) -> None:
-        """Take every connection waiting, and start each one's handshake (its ClientHello is usually there)."""
-        while True:
+        """Take the connections waiting (at most ``max_pending`` a pass, so a flood cannot keep this loop going),
+        and start each one's handshake (its ClientHello is usually there already)."""
+        for _ in range(self.max_pending):
             try:
                 raw, address = self.listener.accept()
             except (BlockingIOError, InterruptedError):
