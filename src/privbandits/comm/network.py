@@ -132,6 +132,8 @@ class Network(ABC):
         self._clock: dict[str, int] = {}
         self._link_depth: dict[tuple[str, str], int] = {}
         self._max_depth = 0
+        self.round_label: str | None = None
+        """The protocol round a party is in, as errors name it (e.g. "round 57"; set by a deployment's party)."""
 
     def register(self, name: str) -> Endpoint:
         """Put party ``name`` on the network; its endpoint, the only way to send as it (keep it private)."""
@@ -169,6 +171,11 @@ class Network(ABC):
         """``with network.batch():`` lets a transport hold outgoing messages and write them together when the
         party is about to wait (see :meth:`TlsNetwork.batch`); messages, order and ledger are unchanged.
         In memory there is nothing to hold."""
+        return nullcontext()
+
+    def patience(self, seconds: float) -> AbstractContextManager[None]:
+        """``with network.patience(seconds):`` receives inside wait up to ``seconds`` before the peer counts as lost
+        (a transport with deadlines: a party idle until whoever keeps the clock goes on). In memory nothing waits."""
         return nullcontext()
 
     def flush(self) -> None:

@@ -198,6 +198,29 @@ def receive_deadline(deployment: Deployment, name: str) -> float:
     return factor * deployment.deadline_s
 
 
+IDLE = 4.0
+"""The global server and the local servers wait this many ``deadline_s`` for whatever comes next (longer than the
+users wait for a local server), so a local server that stalls mid-round is named by the users, who go on without
+it, rather than ending the session; nothing at all within it means the users, who keep the clock, are lost."""
+
+
+def _next(party, wanted: tuple[str, ...], deployment: Deployment) -> tuple[str, str]:
+    """``party.peek(wanted)`` from any peer, waiting :data:`IDLE` deadlines; the users are named if nothing comes."""
+    with party.network.patience(IDLE * deployment.deadline_s):
+        try:
+            return party.peek(wanted)
+        except PeerLost as exc:
+            if exc.peer != "any":
+                raise
+            users = deployment.names("users")[0]
+            raise PeerLost(
+                f"lost peer {users!r} in {exc.round}: no message from any peer within "
+                f"{IDLE * deployment.deadline_s:g} s (the users keep the clock)",
+                peer=users,
+                round=exc.round,
+            ) from None
+
+
 def run_party(
     deployment: Deployment,
     name: str,
@@ -257,6 +280,7 @@ def _run_users(deployment: Deployment, name: str, network: Network, on_round) ->
     next_start, phase = 1, 0
     start = time.perf_counter()
     for t in range(1, horizon + 1):
+        network.round_label = f"round {t}"
         contexts, expected = env.next_round()
         starts = t == next_start
         if starts:
@@ -336,7 +360,7 @@ def _run_local_server(deployment: Deployment, name: str, network: Network) -> di
     count_idle = config.rebuild_local_copies and not config.synchronous
     wanted = (Arrival.kind, PhaseStart.kind, Download.kind, Finish.kind)
     while True:
-        sender, kind = server.peek(wanted)
+        sender, kind = _next(server, wanted, deployment)
         _check_sender(name, sender, kind, FCLUBProtocol.GLOBAL if kind == Download.kind else users)
         if kind == Download.kind:
             _apply_download(server, events, network)
@@ -384,6 +408,7 @@ def _apply_download(server, events: _LocalEvents, network: Network) -> None:
 
 def _detect(server, events: _LocalEvents, network: Network) -> None:
     t = server.receive(PhaseStart.kind).t
+    network.round_label = f"round {t}"
     with network.phase(DETECT):
         sent = server.detect(t)
     with network.phase(PHASE_END):
@@ -398,6 +423,7 @@ def _serve(server, users: str, index: dict[int, int], events: _LocalEvents, netw
     """One round: recommend, learn the reward, upload if Eq. 5 fires (or ask for the download check), say so."""
     arrival = server.receive(Arrival.kind, users)
     t, i, contexts = arrival.t, index.get(arrival.user), arrival.contexts
+    network.round_label = f"round {t}"
     if i is None:
         raise ProtocolError(f"{users!r} sent user {arrival.user} in round {t}, whom {server.name!r} does not serve")
     shape = (protocol.n_arms, protocol.dim)
@@ -486,7 +512,7 @@ def _run_global(deployment: Deployment, name: str, network: Network) -> dict:
     wanted = (PhaseStart.kind, Upload.kind, DownloadCheck.kind, Finish.kind)
     while True:
         try:
-            sender, kind = glob.peek(wanted)
+            sender, kind = _next(glob, wanted, deployment)
         except PeerLost as exc:
             glob.lose(exc.peer, exc)  # a local server (anyone else ends the session)
             continue
@@ -496,6 +522,7 @@ def _run_global(deployment: Deployment, name: str, network: Network) -> dict:
             raise ProtocolError(f"{name!r} takes {kind!r} messages only from local servers, got one from {sender!r}")
         if kind == PhaseStart.kind:
             t = glob.receive(PhaseStart.kind, users).t
+            network.round_label = f"the phase from round {t}"  # the global server sees no other round
             with network.phase(DETECT):
                 if glob.detect(t):
                     changed.append(t)

@@ -182,7 +182,8 @@ def wait_parties(
 ) -> dict[str, int]:
     """Wait for every party; after the first failure give the rest deadline + 5 s, then kill them.
 
-    A failure of a ``survivable`` party (one the protocol goes on without) starts no countdown."""
+    A failure of a ``survivable`` party (one the protocol goes on without) starts no countdown; the end of every
+    other party does (a survivable party stalled, e.g. stopped, would otherwise be waited for forever)."""
     active = next((party for party in parties if party.process.stdout is not None), None)
     if active is not None:
 
@@ -199,8 +200,9 @@ def wait_parties(
         codes = {party.name: party.process.poll() for party in parties}
         if all(code is not None for code in codes.values()):
             break
-        if failed_at is None and any(code not in (None, 0) for name, code in codes.items() if name not in survivable):
-            failed_at = time.monotonic()
+        essential = [code for name, code in codes.items() if name not in survivable]
+        if failed_at is None and (any(code not in (None, 0) for code in essential) or None not in essential):
+            failed_at = time.monotonic()  # a failure, or the session over with a survivable party still running
         if failed_at is not None and time.monotonic() - failed_at > deadline_s + GRACE_S:
             for party in parties:
                 if party.process.poll() is None:

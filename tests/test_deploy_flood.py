@@ -1,0 +1,44 @@
+"""Unauthenticated traffic does not stop a deployment: each of the four, flooded, decides as if undisturbed.
+
+Right after the launcher binds the parties' listeners (before any party links up) and again mid-run, every
+listening party gets 20 idle and 20 garbage connections (random bytes, a plaintext HTTP request, a TLS
+ClientHello without a client certificate; :mod:`flood`), held open until the run ends. Every party must exit 0
+and the run equal its in-memory twin; the first party (it accepts every other) names refused connections.
+Mid-run only the P2B shuffler still listens (its devices' connections); the others' ports refuse.
+"""
+
+from __future__ import annotations
+
+import pytest
+from flood import Flood
+from small_deployments import KINDS, assert_equals_in_memory, deployment, encoder_cache, results, wait_mid_run
+
+from privbandits.deploy.deployment import load_deployment
+from privbandits.deploy.local import start_parties, survivable, wait_parties
+
+__all__ = ["encoder_cache"]  # the module's fixture
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_idle_and_garbage_connections_during_setup_and_mid_run_change_nothing(tmp_path, encoder_cache, kind):
+    spec = load_deployment(deployment(kind, tmp_path))
+    parties = start_parties(spec, tmp_path)
+    addresses = list(load_deployment(tmp_path / "deployment.resolved.toml").addresses().values())
+    floods = [Flood(addresses).start()]  # the listeners are bound; the parties are still starting
+    try:
+        floods[0].wait_opened()
+        wait_mid_run(kind, spec, parties)
+        floods.append(Flood(addresses).start())
+        floods[1].wait_opened()
+        codes = wait_parties(parties, spec.deadline_s, survivable=survivable(spec))
+    finally:
+        for flood in floods:
+            flood.stop()
+        for party in parties:
+            if party.process.poll() is None:
+                party.process.kill()
+    assert codes == dict.fromkeys(spec.parties, 0), {party.name: party.last_error for party in parties}
+    assert floods[0].opened == 40 * len(addresses)
+    first = next(iter(spec.parties))
+    assert results(spec)[first]["refusals"], f"{first} accepts every other party: it saw the set-up flood"
+    assert_equals_in_memory(kind, spec)
