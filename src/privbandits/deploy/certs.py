@@ -190,8 +190,9 @@ def _read(path: Path, field: str, what: str, hint: str) -> bytes:
 
 
 def _certificate(path: Path, field: str, what: str, hint: str) -> x509.Certificate:
+    data = _read(path, field, what, hint)
     try:
-        return x509.load_pem_x509_certificate(_read(path, field, what, hint))
+        return x509.load_pem_x509_certificate(data)
     except ValueError:
         raise BundleError(f"{field}: {path} is not a PEM certificate") from None
 
@@ -204,8 +205,9 @@ def check_party(name: str, ca: Path, certificate: Path, key: Path, fields: dict[
     validity, or the key does not match the certificate. ``hint`` follows "does not exist"."""
     authority = _certificate(ca, fields["ca"], "CA certificate", hint)
     own = _certificate(certificate, fields["certificate"], "certificate", hint)
+    data = _read(key, fields["key"], "key", hint)
     try:
-        private = serialization.load_pem_private_key(_read(key, fields["key"], "key", hint), password=None)
+        private = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError):
         raise BundleError(f"{fields['key']}: {key} is not an unencrypted PEM private key") from None
     try:

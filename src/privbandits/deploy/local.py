@@ -31,7 +31,7 @@ from pathlib import Path
 
 from privbandits.comm.tls import bind_listener
 from privbandits.deploy.deployment import Deployment, DeploymentError, parse_address
-from privbandits.deploy.party import EXIT_DEPLOYMENT, EXIT_HANDSHAKE, ListenFailed, check_own_files
+from privbandits.deploy.party import EXIT_DEPLOYMENT, EXIT_HANDSHAKE, ListenFailed, check_own_files, reason
 
 GRACE_S = 5.0
 SETUP_EXITS = (EXIT_DEPLOYMENT, EXIT_HANDSHAKE)
@@ -62,7 +62,7 @@ def resolve_local(deployment: Deployment) -> tuple[Deployment, dict]:
                 listeners[name] = bind_listener("127.0.0.1", port)
             except OSError as exc:
                 raise ListenFailed(
-                    f"parties.{name}.address: cannot listen on 127.0.0.1:{port} ({exc.strerror})"
+                    f"parties.{name}.address: cannot listen on 127.0.0.1:{port} ({reason(exc)})"
                 ) from None
             actual = listeners[name].getsockname()[1]
             parties[name] = entry.model_copy(update={"address": f"127.0.0.1:{actual}"})

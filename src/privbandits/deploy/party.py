@@ -56,6 +56,11 @@ class ListenFailed(DeploymentError):
     """A party cannot listen on its address (in use, not this host's, not allowed): exit code 5."""
 
 
+def reason(exc: OSError) -> str:
+    """The operating system's words for ``exc`` ("Address already in use"), without Python's decorations."""
+    return os.strerror(exc.errno) if exc.errno else str(exc)
+
+
 def check_own_files(deployment: Deployment, name: str) -> str:
     """Party ``name``'s own files, checked (:func:`~privbandits.deploy.certs.check_party`; its data file exists);
     the CA certificate's fingerprint. :class:`DeploymentError` with one line naming the field otherwise."""
@@ -104,7 +109,7 @@ def network_for(
     except ssl.SSLError as exc:  # what check_own_files does not foresee (e.g. a curve this OpenSSL lacks)
         raise DeploymentError(f"parties.{name}: its certificate and key cannot be loaded ({exc.reason})") from None
     except OSError as exc:
-        raise ListenFailed(f"parties.{name}.address: cannot listen on {entry.address} ({exc.strerror})") from None
+        raise ListenFailed(f"parties.{name}.address: cannot listen on {entry.address} ({reason(exc)})") from None
 
 
 def _protocol(deployment: Deployment):
