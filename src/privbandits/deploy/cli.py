@@ -18,7 +18,7 @@ import typer
 deploy_app = typer.Typer(
     help=(
         "Deployments: parties as separate processes over mutually authenticated TCP.\n\n"
-        "Typical use:  privbandits deploy certs DEPLOY.toml --out certs;  "
+        "Typical use:  privbandits deploy certs DEPLOY.toml;  "
         "privbandits deploy data DEPLOY.toml;  privbandits deploy local DEPLOY.toml"
     ),
     no_args_is_help=True,
