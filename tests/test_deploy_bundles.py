@@ -372,3 +372,14 @@ def test_the_local_summary_folds_each_hosts_devices_into_one_row():
         ("share", "hosta devices", "shuffler", 500, 5000, 20000, 1),
         ("share", "hostb devices", "shuffler", 300, 3600, "", 1),
     ]
+
+
+def test_a_bundles_or_data_folder_that_cannot_be_written_is_one_line(deployment, monkeypatch):
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", "/readonly/file")
+
+    monkeypatch.setattr("privbandits.deploy.certs.write_bundles", refused)
+    monkeypatch.setattr("privbandits.deploy.vertical.write_synthetic_data", refused)
+    certs, data = invoke("deploy", "certs", deployment), invoke("deploy", "data", deployment)
+    assert (certs.exit_code, certs.output) == (2, "error: bundles: cannot write /readonly/file (Permission denied)\n")
+    assert (data.exit_code, data.output) == (2, "error: /readonly/file: cannot write a data file (Permission denied)\n")

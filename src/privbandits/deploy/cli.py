@@ -40,6 +40,12 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code=code)
 
 
+def _reason(exc: OSError) -> str:
+    from privbandits.deploy.party import reason
+
+    return reason(exc)
+
+
 def _load(path: Path, *, fixed_ports: bool = False):
     """The deployment file, or exit 2 with one line; ``fixed_ports``: refuse port 0 (`deploy local` resolves it)."""
     from privbandits.deploy.deployment import DeploymentError, load_deployment
@@ -81,7 +87,10 @@ def certs(
             f"--out {out}: the deployment reads its bundles from bundles = {spec.bundles} (relative to the file); "
             "omit --out, or change `bundles` in the file"
         )
-    written = write_bundles(spec.bundles, list(spec.parties), days=days)
+    try:
+        written = write_bundles(spec.bundles, list(spec.parties), days=days)
+    except OSError as exc:
+        _fail(f"bundles: cannot write {exc.filename} ({_reason(exc)})")
     table = Table(title=f"{spec.name}: one bundle per party in {spec.bundles}", title_justify="left")
     for column in ("party", "bundle (copy it to the party's host)", "files"):
         table.add_column(column)
@@ -108,7 +117,11 @@ def data(deployment: DeploymentArgument) -> None:
     else:
         from privbandits.deploy.mpc import write_synthetic_data
 
-    for name, path in write_synthetic_data(spec).items():
+    try:
+        written = write_synthetic_data(spec)
+    except OSError as exc:
+        _fail(f"{exc.filename}: cannot write a data file ({_reason(exc)})")
+    for name, path in written.items():
         Console().print(f"{name}: {path}", highlight=False)
 
 
