@@ -628,6 +628,8 @@ def _explain(exc: ValidationError) -> str:
             message = f"Input should be {' or '.join(map(repr, _PROTOCOLS))}"
         elif error["type"] == "missing" and loc[:1] == ["parties"] and loc[-1] in BUNDLE_FILES:
             message = "missing: name the file, or set `bundles` (the folder holding each party's bundle, BUNDLES/NAME/)"
+        elif isinstance(error.get("input"), int | float) and not isinstance(error["input"], bool):
+            message = f"{message}, got {error['input']!r}"  # a number out of range: say which
         lines.append(f"{where}: {message}" if where else message)
     return "; ".join(lines)
 
