@@ -384,3 +384,27 @@ def test_a_bundles_or_data_folder_that_cannot_be_written_is_one_line(deployment,
     certs, data = invoke("deploy", "certs", deployment), invoke("deploy", "data", deployment)
     assert (certs.exit_code, certs.output) == (2, "error: bundles: cannot write /readonly/file (Permission denied)\n")
     assert (data.exit_code, data.output) == (2, "error: /readonly/file: cannot write a data file (Permission denied)\n")
+
+
+def test_on_a_terminal_progress_is_one_line_rewritten_in_place(monkeypatch):
+    import io
+
+    from privbandits.deploy import console as module
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Terminal()
+    shown = module.PartyConsole("active", {"active": "h:1"}, stream, show_progress=True)
+    clock = iter([1.0, 1.1, 2.0, 3.0])
+    monkeypatch.setattr(module.time, "monotonic", lambda: next(clock))
+    shown.started = shown.linked_at = 0.0
+    for t in (1, 2, 4):  # the second comes within TERMINAL_EVERY_S of the first: not shown
+        shown.round(t, 4)
+    shown.done({"outcome": "done"}, Path("out/active.result.json"))
+    assert stream.getvalue() == (
+        "\ractive: round 1/4, 1.0 rounds/s, 0.0 kB sent, 0.0 kB received\x1b[K"
+        "\ractive: round 4/4, 2.0 rounds/s, 0.0 kB sent, 0.0 kB received\x1b[K\n"
+        "active: done in 3.0 s (done); result out/active.result.json\n"
+    )

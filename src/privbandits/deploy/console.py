@@ -58,7 +58,7 @@ class PartyConsole:
         self.every = TERMINAL_EVERY_S if self.terminal else EVERY_S
         self.network = None
         self.started = self.linked_at = time.monotonic()
-        self.shown_at = 0.0
+        self.shown_at = -float("inf")
         self.pending = False
 
     def _print(self, line: str) -> None:
@@ -78,8 +78,8 @@ class PartyConsole:
         received = sum(counts.bytes for (_, _, receiver), counts in links if receiver == self.name)
         return sent, received
 
-    def progress_text(self, t: int, total: int) -> str:
-        elapsed = max(time.monotonic() - self.linked_at, 1e-9)
+    def progress_text(self, t: int, total: int, now: float) -> str:
+        elapsed = max(now - self.linked_at, 1e-9)
         sent, received = self._bytes()
         return (
             f"{self.name}: round {t}/{total}, {t / elapsed:.1f} rounds/s, "
@@ -94,11 +94,11 @@ class PartyConsole:
             return
         self.shown_at = now
         if self.terminal:
-            self.stream.write("\r" + self.progress_text(t, total) + "\x1b[K")
+            self.stream.write("\r" + self.progress_text(t, total, now) + "\x1b[K")
             self.stream.flush()
             self.pending = True
         else:
-            self._print(self.progress_text(t, total))
+            self._print(self.progress_text(t, total, now))
 
     def done(self, result: dict, path: Path) -> None:
         self._print(outcome_line(self.name, result, path, time.monotonic() - self.started))
