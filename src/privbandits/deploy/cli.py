@@ -71,9 +71,6 @@ def certs(
     """Make a development CA and one bundle per party: BUNDLES/NAME/ holds the CA certificate, the party's
     certificate and its key (0600); the CA's key stays in BUNDLES, in no party's folder. Copy BUNDLES/NAME to
     party NAME's host (beside the deployment file, as the file names it): that host needs nothing else of it."""
-    from rich.console import Console
-    from rich.table import Table
-
     from privbandits.deploy.certs import write_bundles
 
     spec = _load(deployment)
@@ -91,14 +88,12 @@ def certs(
         written = write_bundles(spec.bundles, list(spec.parties), days=days)
     except OSError as exc:
         _fail(f"bundles: cannot write {exc.filename} ({_reason(exc)})")
-    table = Table(title=f"{spec.name}: one bundle per party in {spec.bundles}", title_justify="left")
-    for column in ("party", "bundle (copy it to the party's host)", "files"):
-        table.add_column(column)
+    lines = [f"{spec.name}: one bundle per party in {spec.bundles} (copy NAME/ to party NAME's host)"]
     for name, files in written.parties.items():
-        table.add_row(name, str(files["key"].parent), ", ".join(sorted(path.name for path in files.values())))
-    console = Console()
-    console.print(table)
-    console.print(f"the CA's key (keep it off the parties' hosts): {written.ca_key}", highlight=False)
+        lines.append(f"  {name}: {files['key'].parent}/ ({', '.join(path.name for path in files.values())})")
+    lines.append(f"the CA's key, for no party's host: {written.ca_key}")
+    for line in lines:
+        print(line)
 
 
 @deploy_app.command("data")
