@@ -408,3 +408,12 @@ def test_on_a_terminal_progress_is_one_line_rewritten_in_place(monkeypatch):
         "\ractive: round 4/4, 2.0 rounds/s, 0.0 kB sent, 0.0 kB received\x1b[K\n"
         "active: done in 3.0 s (done); result out/active.result.json\n"
     )
+
+
+def test_each_shipped_deployment_has_its_own_bundles_folder_and_ports():
+    shipped = sorted((Path(__file__).resolve().parents[1] / "configs" / "deploy").glob("*.toml"))
+    specs = [load_deployment(path) for path in shipped]
+    assert len(specs) == 4
+    assert len({spec.bundles for spec in specs}) == 4 and all(spec.ca is None for spec in specs)
+    ports = [entry.host_port[1] for spec in specs for entry in spec.parties.values()]
+    assert len(ports) == len(set(ports)) and 0 not in ports
