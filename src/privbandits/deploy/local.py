@@ -203,7 +203,7 @@ def wait_parties(
 
         reader = threading.Thread(target=read_progress, daemon=True)
         reader.start()
-    failed_at, allowance, why = None, deadline_s + GRACE_S, ""
+    failed_at, allowance, why, killed = None, deadline_s + GRACE_S, "", set()
     while True:
         codes = {party.name: party.process.poll() for party in parties}
         if all(code is not None for code in codes.values()):
@@ -216,9 +216,10 @@ def wait_parties(
             allowance, why = GRACE_S, f"stopped by the launcher {GRACE_S:g} s after {setup[0]!r} exited {setup[1]}"
         if failed_at is not None and time.monotonic() - failed_at >= allowance:
             for party in parties:
-                if party.process.poll() is None:
+                if party.process.poll() is None and party.name not in killed:
                     party.process.kill()
                     party.stderr.append(why)
+                    killed.add(party.name)
         time.sleep(0.02)
     if active is not None:
         reader.join(2.0)
