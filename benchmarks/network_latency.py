@@ -55,7 +55,7 @@ from privbandits.comm import ROUND, InMemoryNetwork, Message, Party, TlsCredenti
 from privbandits.comm.codec import Envelope, encode
 from privbandits.comm.frames import FrameType
 from privbandits.comm.tls import bind_listener, client_context, server_context
-from privbandits.deploy.certs import write_development_pki
+from privbandits.deploy.certs import write_bundles, write_development_pki
 from privbandits.deploy.local import BACKGROUND_NICE, available_cpus
 from privbandits.protocols.mpc_bandit import LATER_OPTIONS
 
@@ -414,7 +414,7 @@ def p2b(n_users: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as folder:
         path = p2b_deployment(Path(folder), n_users)
         spec = load_deployment(path)
-        write_development_pki(Path(folder) / "certs", list(spec.parties))
+        write_bundles(spec.bundles, list(spec.parties))
         write_synthetic_data(spec)
         codes, processes = run_local(spec)
         if any(codes.values()):
@@ -450,7 +450,7 @@ def fclub(horizon: int, algorithm: str) -> dict[str, float]:
         path = Path(folder) / "fclub.toml"
         path.write_text(text)
         spec = load_deployment(path)
-        write_development_pki(Path(folder) / "certs", list(spec.parties))
+        write_bundles(spec.bundles, list(spec.parties))
         codes, processes = run_local(spec)
         if any(codes.values()):
             sys.exit("; ".join(f"{p.name}: {p.last_error}" for p in processes if codes[p.name]))

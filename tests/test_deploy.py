@@ -127,21 +127,30 @@ def test_development_certificates_carry_the_party_name_and_chain_to_the_ca(tmp_p
         )
 
 
-def test_the_certs_command_writes_one_certificate_per_party(tmp_path):
-    path = write(tmp_path, HEAD + PARTIES)
-    result = CliRunner().invoke(standalone, ["deploy", "certs", str(path), "--out", str(tmp_path / "certs")])
+def test_the_certs_command_writes_one_bundle_per_party(tmp_path):
+    path = write(tmp_path, HEAD.replace('ca = "certs/ca.pem"', 'bundles = "certs"') + PARTIES)
+    path.write_text(
+        "\n".join(line for line in path.read_text().splitlines() if not line.startswith(("certificate", "key")))
+    )
+    result = CliRunner().invoke(standalone, ["deploy", "certs", str(path)])
     assert result.exit_code == 0, result.output
-    for name in ("ca", "mask_generator", "active", "passive2"):
-        assert (tmp_path / "certs" / f"{name}.pem").is_file() and (tmp_path / "certs" / f"{name}.key").is_file()
-    assert "no: edit the file" not in result.output
+    for name in ("mask_generator", "active", "passive2"):
+        assert sorted(p.name for p in (tmp_path / "certs" / name).iterdir()) == sorted(
+            ["ca.pem", f"{name}.key", f"{name}.pem"]
+        )
+    assert result.output.splitlines()[-1] == f"the CA's key, for no party's host: {tmp_path / 'certs' / 'ca.key'}"
 
 
 def test_party_run_refuses_an_unknown_party_or_missing_certificates(tmp_path):
-    path = write(tmp_path, HEAD + PARTIES)
+    ports = iter(range(7601, 7604))
+    path = write(tmp_path, HEAD + PARTIES.replace('address = "127.0.0.1:0"', "ADDRESS"))
+    path.write_text(__import__("re").sub("ADDRESS", lambda _: f'address = "127.0.0.1:{next(ports)}"', path.read_text()))
     result = CliRunner().invoke(standalone, ["party", "run", str(path), "--as", "nobody"])
     assert result.exit_code == 2 and "no party named 'nobody'" in result.output
     result = CliRunner().invoke(standalone, ["party", "run", str(path), "--as", "active"])
-    assert result.exit_code == 2 and "ca: file" in result.output and "privbandits deploy certs" in result.output
+    assert (
+        result.exit_code == 2 and "ca: CA certificate" in result.output and "privbandits deploy certs" in result.output
+    )
 
 
 def test_the_command_groups_import_without_numba_or_matplotlib():

@@ -41,7 +41,7 @@ def local_copy(folder: Path, **replace: str) -> Path:
 
 
 def certs(path: Path) -> None:
-    result = CliRunner().invoke(standalone, ["deploy", "certs", str(path), "--out", str(path.parent / "certs")])
+    result = CliRunner().invoke(standalone, ["deploy", "certs", str(path)])
     assert result.exit_code == 0, result.output
 
 
@@ -189,7 +189,7 @@ def test_a_killed_local_server_is_named_by_the_global_server_and_the_others_fini
         (lambda t: t.replace("[parties.local1]", "[parties.localb]"), "must be named local0, local1, local2, local3"),
         (lambda t: t.replace("[parties.global]", "[parties.hub]"), "the global_server party must be named 'global'"),
         (lambda t: t.replace('role = "users"', 'role = "local_server"'), "exactly one party must have role 'users'"),
-        (lambda t: t.replace('key = "certs/users.key"', 'key = "certs/users.key"\ndata = "data/users.npz"'),
+        (lambda t: t.replace('role = "users"', 'role = "users"\ndata = "data/users.npz"'),
          "parties.users.data: no FCLUB party reads a data file"),
         (lambda t: t.replace("n_users = 40 ", "n_users = 3 "), "n_clusters = 4 exceeds n_users = 3"),
         (lambda t: t.replace("# options = { rebuild_local_copies = true }", "options = { bogus = 1 }"),

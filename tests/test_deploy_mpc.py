@@ -224,7 +224,7 @@ def test_the_shipped_example_runs_with_certs_data_and_local(tmp_path):
     path = tmp_path / "mpc-epsilon-greedy.toml"
     path.write_text(text.replace("rounds = 500", "rounds = 20"))
     runner = CliRunner()
-    for command in (["deploy", "certs", str(path), "--out", str(tmp_path / "certs")], ["deploy", "data", str(path)]):
+    for command in (["deploy", "certs", str(path)], ["deploy", "data", str(path)]):
         result = runner.invoke(standalone, command)
         assert result.exit_code == 0, result.output
     run_local(path)

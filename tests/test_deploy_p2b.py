@@ -43,12 +43,14 @@ def encoder_cache(tmp_path, monkeypatch):
 def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(tmp_path, encoder_cache):
     path = local_copy(tmp_path)
     runner = CliRunner()
-    for command in (["deploy", "certs", str(path), "--out", str(tmp_path / "certs")], ["deploy", "data", str(path)]):
+    for command in (["deploy", "certs", str(path)], ["deploy", "data", str(path)]):
         result = runner.invoke(standalone, command)
         assert result.exit_code == 0, result.output
     result = runner.invoke(standalone, ["deploy", "local", str(path), "--no-progress"])
     assert result.exit_code == 0, result.output
     assert "p2b-two-device-hosts: parties" in result.output and "results:" in result.output
+    # a summary: each host's devices in one row per phase, not a row per device (2,122 lines before)
+    assert len(result.output.splitlines()) < 80 and "hosta-device" not in result.output
     spec = load_deployment(path)
     hosts = spec.names("device_host")
     assert len(hosts) == 2 and spec.protocol.n_users >= 2000
@@ -147,7 +149,7 @@ def reference_shuffler(phase: str) -> str:
 @pytest.mark.parametrize(
     ("edit", "error"),
     [
-        (lambda t: t.replace('key = "certs/server.key"', 'key = "certs/server.key"\ndata = "data/server.npz"'),
+        (lambda t: t.replace('role = "server"', 'role = "server"\ndata = "data/server.npz"'),
          "parties.server.data: the server holds no private data"),
         (lambda t: t.replace('role = "shuffler"', 'role = "device_host"'),
          "exactly one party must have role 'shuffler'"),
@@ -225,7 +227,7 @@ def test_a_party_killed_mid_batch_loses_no_accepted_report_and_releases_no_batch
     deadline = 5.0
     path = local_copy(tmp_path, **{"deadline_s = 30": f"deadline_s = {deadline}"})
     runner = CliRunner()
-    for command in (["deploy", "certs", str(path), "--out", str(tmp_path / "certs")], ["deploy", "data", str(path)]):
+    for command in (["deploy", "certs", str(path)], ["deploy", "data", str(path)]):
         assert runner.invoke(standalone, command).exit_code == 0
     spec = load_deployment(path)
     queue_file = queue_path(spec, "shuffler")
@@ -301,7 +303,7 @@ def test_a_device_that_disconnects_mid_report_loses_only_its_own_report(tmp_path
 
     path = local_copy(tmp_path, **{"deadline_s = 30": "deadline_s = 10"})
     runner = CliRunner()
-    for command in (["deploy", "certs", str(path), "--out", str(tmp_path / "certs")], ["deploy", "data", str(path)]):
+    for command in (["deploy", "certs", str(path)], ["deploy", "data", str(path)]):
         assert runner.invoke(standalone, command).exit_code == 0
     spec = load_deployment(path)
     parties = start_parties(spec, tmp_path)
@@ -311,7 +313,8 @@ def test_a_device_that_disconnects_mid_report_loses_only_its_own_report(tmp_path
             time.sleep(0.005)
         resolved = load_deployment(tmp_path / "deployment.resolved.toml")
         host, port = resolved.parties["shuffler"].host_port
-        context = client_context(TlsCredentials(spec.ca, spec.parties["hosta"].certificate, spec.parties["hosta"].key))
+        hosta = spec.parties["hosta"]
+        context = client_context(TlsCredentials(hosta.ca, hosta.certificate, hosta.key))
         for cut in (True, False):
             raw = socket.create_connection((host, port), timeout=10)
             sock = context.wrap_socket(raw, server_hostname=None)
@@ -345,7 +348,7 @@ def test_the_shuffler_closes_a_batch_by_size_or_time_and_refuses_later_reports(t
     (the ledgers compose)."""
     path = local_copy(tmp_path, **{'tie_break = "random"': f'tie_break = "random"\n{setting}'})
     runner = CliRunner()
-    for command in (["deploy", "certs", str(path), "--out", str(tmp_path / "certs")], ["deploy", "data", str(path)],
+    for command in (["deploy", "certs", str(path)], ["deploy", "data", str(path)],
                     ["deploy", "local", str(path), "--no-progress"]):  # fmt: skip
         result = runner.invoke(standalone, command)
         assert result.exit_code == 0, result.output

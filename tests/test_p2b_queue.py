@@ -173,7 +173,7 @@ def test_a_crash_inside_close_batch_loses_nothing_and_forms_no_batch(tmp_path):
     path = tmp_path / "queue.sqlite"
     queue = ReportQueue(path, n_codes=4, n_arms=3)
     fill(queue, range(5))
-    queue._db = DiesAt(queue._db, "UPDATE reports")  # after the batch row was inserted, before the reports move
+    queue._db = DiesAt(queue._db, "DELETE FROM reports")  # after the batch row was inserted, before the reports move
     with pytest.raises(sqlite3.OperationalError, match="simulated crash"):
         queue.close_batch(0)
     restarted = ReportQueue(path)  # n_codes, n_arms come from the file
@@ -408,3 +408,39 @@ def test_another_sqlite_file_or_a_folder_is_refused(tmp_path):
         assert [name for (name,) in db.execute("SELECT name FROM sqlite_master")] == ["runs"]
     with pytest.raises(InvalidInputError, match=r"^ReportQueue: path '.*' cannot be opened as a report queue: "):
         ReportQueue(tmp_path)
+
+
+# ---------------------------------------------------------------- what the file keeps (issue 28)
+
+
+def test_a_formed_batch_keeps_no_arrival_order(tmp_path):
+    """Rows, sequence numbers and the returned batch follow the reports' random ids, not their arrival."""
+    rng = np.random.default_rng(3)
+    ids = [rng.bytes(16).hex() for _ in range(60)]
+    with ReportQueue(tmp_path / "queue.sqlite", n_codes=60, n_arms=3) as queue:
+        for arrival, report_id in enumerate(ids):
+            queue.accept(report_id, f"device-{arrival}", arrival, arrival % 3, arrival % 2)
+        batch = queue.close_batch(0)
+    by_id = sorted(range(60), key=lambda arrival: ids[arrival])
+    assert by_id != list(range(60))  # the test can fail: id order is not arrival order
+    assert batch.report_ids == tuple(sorted(ids)) and batch.codes.tolist() == by_id
+    with sqlite3.connect(tmp_path / "queue.sqlite") as db:
+        for order in ("seq", "rowid"):
+            stored = [code for (code,) in db.execute(f"SELECT code FROM reports ORDER BY {order}")]
+            assert stored == by_id, order
+
+
+def test_the_queue_file_and_its_journal_are_the_owners_only(tmp_path):
+    import stat
+
+    path = tmp_path / "queue.sqlite"
+    path.write_bytes(b"")
+    os.chmod(path, 0o644)  # a file left readable by others is made the owner's
+    with ReportQueue(path, n_codes=4, n_arms=3) as queue:
+        fill(queue, range(3))
+        files = sorted(p.name for p in tmp_path.iterdir())
+        assert files == ["queue.sqlite", "queue.sqlite-shm", "queue.sqlite-wal"]
+        assert {stat.S_IMODE((tmp_path / name).stat().st_mode) for name in files} == {0o600}
+    fresh = tmp_path / "fresh" / "queue.sqlite"
+    ReportQueue(fresh, n_codes=4, n_arms=3).close()
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o600

@@ -1,10 +1,13 @@
-"""A development certificate authority and one certificate per party (the ``cryptography`` library).
+"""A development certificate authority and one bundle per party (the ``cryptography`` library).
 
 Every party's certificate carries its party name as the only DNS subject alternative
 name (and as the common name); :mod:`privbandits.comm.tls` checks that name against the
 deployment file. Keys are ECDSA P-256 (fast handshakes), written unencrypted with mode
-0600. This is for trying deployments out and for tests: in production each organisation
-keeps its own key and has its certificate signed by a CA all parties agree on.
+0600. :func:`write_bundles` writes one folder per party (the CA certificate, its own
+certificate and key: all that party's host needs) and the CA's key apart from them.
+:func:`check_party` is what a party checks of its own files before it links up. This is
+for trying deployments out and for tests: in production each organisation keeps its own
+key and has its certificate signed by a CA all parties agree on.
 """
 
 from __future__ import annotations
@@ -16,11 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from privbandits.deploy.deployment import DeploymentError, bundle_files
+
 DEFAULT_DAYS = 365
+BUNDLE_HINT = " (make the bundles with `privbandits deploy certs DEPLOY.toml`)"
 
 
 @dataclass(frozen=True)
@@ -133,10 +140,112 @@ class PartyFiles:
     key: Path
 
 
+@dataclass(frozen=True)
+class Bundles:
+    """What :func:`write_bundles` wrote: the CA's certificate and key (in no party's folder) and each party's bundle."""
+
+    ca_certificate: Path
+    ca_key: Path
+    parties: dict[str, dict[str, Path]]
+    """Per party, its ``ca``, ``certificate`` and ``key`` (all in its own folder)."""
+
+
+def write_bundles(
+    out: Path, parties: Iterable[str], *, days: int = DEFAULT_DAYS, ca_name: str = "privbandits development CA"
+) -> Bundles:
+    """A development CA (``out/ca.pem``, ``out/ca.key``) and one folder per party, ``out/NAME/``, holding the
+    CA certificate (``ca.pem``), the party's certificate (``NAME.pem``) and its key (``NAME.key``, mode 0600).
+
+    Copy ``out/NAME`` to party NAME's host: it needs nothing else of this folder, and no party's folder holds
+    the CA's key."""
+    out = Path(out)
+    ca = make_ca(ca_name, days=days)
+    ca.write(out / "ca.pem", out / "ca.key")
+    written = {}
+    for party in parties:
+        files = {what: Path(path) for what, path in bundle_files(out, party).items()}
+        files["ca"].parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        files["ca"].write_bytes(ca.certificate_pem())
+        issue(ca, party, days=days).write(files["certificate"], files["key"])
+        written[party] = files
+    return Bundles(out / "ca.pem", out / "ca.key", written)
+
+
+def fingerprint(certificate: x509.Certificate) -> str:
+    """The certificate's SHA-256 fingerprint in hex (what the session digest holds of the CA)."""
+    return certificate.fingerprint(hashes.SHA256()).hex()
+
+
+class BundleError(DeploymentError):
+    """A party's own CA certificate, certificate or key cannot be used; the message names the field."""
+
+
+def _read(path: Path, field: str, what: str, hint: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise BundleError(f"{field}: {what} {path} does not exist{hint}") from None
+    except OSError as exc:
+        raise BundleError(f"{field}: {what} {path} cannot be read ({exc.strerror})") from None
+
+
+def _certificate(path: Path, field: str, what: str, hint: str) -> x509.Certificate:
+    data = _read(path, field, what, hint)
+    try:
+        return x509.load_pem_x509_certificate(data)
+    except ValueError:
+        raise BundleError(f"{field}: {path} is not a PEM certificate") from None
+
+
+def check_party(name: str, ca: Path, certificate: Path, key: Path, fields: dict[str, str], hint: str = "") -> str:
+    """Check party ``name``'s own files before it links up; the CA certificate's fingerprint.
+
+    :class:`BundleError` with one line naming the field (``fields[what]``, e.g. ``parties.bank.key``) when a
+    file is missing or unreadable, not PEM, the certificate is not the CA's, not for ``name``, or out of its
+    validity, or the key does not match the certificate. ``hint`` follows "does not exist"."""
+    authority = _certificate(ca, fields["ca"], "CA certificate", hint)
+    own = _certificate(certificate, fields["certificate"], "certificate", hint)
+    data = _read(key, fields["key"], "key", hint)
+    try:
+        private = serialization.load_pem_private_key(data, password=None)
+    except (ValueError, TypeError):
+        raise BundleError(f"{fields['key']}: {key} is not an unencrypted PEM private key") from None
+    try:
+        own.verify_directly_issued_by(authority)
+    except (ValueError, TypeError, InvalidSignature):
+        raise BundleError(f"{fields['certificate']}: {certificate} is not signed by the CA certificate {ca}") from None
+    names = _names(own)
+    if name not in names:
+        vouched = ", ".join(map(repr, names)) or "no party name"
+        raise BundleError(f"{fields['certificate']}: {certificate} is for {vouched}, not {name!r}")
+    now = dt.datetime.now(dt.UTC)
+    if not own.not_valid_before_utc <= now <= own.not_valid_after_utc:
+        raise BundleError(
+            f"{fields['certificate']}: {certificate} is valid from {own.not_valid_before_utc:%Y-%m-%d %H:%M} to "
+            f"{own.not_valid_after_utc:%Y-%m-%d %H:%M} UTC, not now"
+        )
+    if private.public_key().public_bytes(*_SPKI) != own.public_key().public_bytes(*_SPKI):
+        raise BundleError(f"{fields['key']}: {key} does not match the certificate {certificate}")
+    return fingerprint(authority)
+
+
+_SPKI = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def _names(certificate: x509.Certificate) -> list[str]:
+    """The certificate's DNS names (the party names it vouches for)."""
+    try:
+        extension = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    except x509.ExtensionNotFound:
+        return []
+    return extension.value.get_values_for_type(x509.DNSName)
+
+
 def write_development_pki(
     out: Path, parties: Iterable[str], *, days: int = DEFAULT_DAYS, ca_name: str = "privbandits development CA"
 ) -> tuple[Path, dict[str, PartyFiles]]:
-    """Write ``ca.pem`` (+ ``ca.key``) and ``NAME.pem`` / ``NAME.key`` per party into ``out``.
+    """Write ``ca.pem`` (+ ``ca.key``) and ``NAME.pem`` / ``NAME.key`` per party into one folder ``out`` (for
+    tests and files that name each party's files; :func:`write_bundles` keeps the parties apart).
 
     Returns the CA certificate's path and each party's files.
     """

@@ -18,7 +18,7 @@ import typer
 deploy_app = typer.Typer(
     help=(
         "Deployments: parties as separate processes over mutually authenticated TCP.\n\n"
-        "Typical use:  privbandits deploy certs DEPLOY.toml --out certs;  "
+        "Typical use:  privbandits deploy certs DEPLOY.toml;  "
         "privbandits deploy data DEPLOY.toml;  privbandits deploy local DEPLOY.toml"
     ),
     no_args_is_help=True,
@@ -40,11 +40,21 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code=code)
 
 
-def _load(path: Path):
+def _reason(exc: OSError) -> str:
+    from privbandits.deploy.party import reason
+
+    return reason(exc)
+
+
+def _load(path: Path, *, fixed_ports: bool = False):
+    """The deployment file, or exit 2 with one line; ``fixed_ports``: refuse port 0 (`deploy local` resolves it)."""
     from privbandits.deploy.deployment import DeploymentError, load_deployment
 
     try:
-        return load_deployment(path)
+        spec = load_deployment(path)
+        if fixed_ports:
+            spec.check_ports()
+        return spec
     except DeploymentError as exc:
         _fail(str(exc))
 
@@ -53,28 +63,37 @@ def _load(path: Path):
 def certs(
     deployment: DeploymentArgument,
     out: Annotated[
-        Path | None, typer.Option("--out", help="Folder for the CA and party files (default: the folder of `ca`).")
+        Path | None,
+        typer.Option("--out", help="Where to write the bundles: the file's `bundles` folder (the default) only."),
     ] = None,
     days: Annotated[int, typer.Option("--days", min=1, help="Validity of every certificate.")] = 365,
 ) -> None:
-    """Make a development CA and one certificate + key per party (keys are written with mode 0600)."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from privbandits.deploy.certs import write_development_pki
+    """Make a development CA and one bundle per party: BUNDLES/NAME/ holds the CA certificate, the party's
+    certificate and its key (0600); the CA's key stays in BUNDLES, in no party's folder. Copy BUNDLES/NAME to
+    party NAME's host (beside the deployment file, as the file names it): that host needs nothing else of it."""
+    from privbandits.deploy.certs import write_bundles
 
     spec = _load(deployment)
-    folder = out if out is not None else spec.ca.parent
-    ca, files = write_development_pki(folder, list(spec.parties), days=days)
-    table = Table(title=f"development PKI in {folder}", title_justify="left")
-    for column in ("party", "certificate", "key", "matches the deployment"):
-        table.add_column(column)
-    table.add_row("(CA)", str(ca), str(folder / "ca.key"), "yes" if ca.resolve() == spec.ca else f"no: ca = {spec.ca}")
-    for name, written in files.items():
-        entry = spec.parties[name]
-        same = written.certificate.resolve() == entry.certificate and written.key.resolve() == entry.key
-        table.add_row(name, str(written.certificate), str(written.key), "yes" if same else "no: edit the file")
-    Console().print(table)
+    if spec.bundles is None:
+        _fail(
+            f"{deployment}: bundles: not set; `deploy certs` writes one bundle per party into the folder `bundles` "
+            'names (add e.g. bundles = "certs" to the file; it replaces ca, certificate and key)'
+        )
+    if out is not None and out.resolve() != spec.bundles:
+        _fail(
+            f"--out {out}: the deployment reads its bundles from bundles = {spec.bundles} (relative to the file); "
+            "omit --out, or change `bundles` in the file"
+        )
+    try:
+        written = write_bundles(spec.bundles, list(spec.parties), days=days)
+    except OSError as exc:
+        _fail(f"bundles: cannot write {exc.filename} ({_reason(exc)})")
+    lines = [f"{spec.name}: one bundle per party in {spec.bundles} (copy NAME/ to party NAME's host)"]
+    for name, files in written.parties.items():
+        lines.append(f"  {name}: {files['key'].parent}/ ({', '.join(path.name for path in files.values())})")
+    lines.append(f"the CA's key, for no party's host: {written.ca_key}")
+    for line in lines:
+        print(line)
 
 
 @deploy_app.command("data")
@@ -93,7 +112,11 @@ def data(deployment: DeploymentArgument) -> None:
     else:
         from privbandits.deploy.mpc import write_synthetic_data
 
-    for name, path in write_synthetic_data(spec).items():
+    try:
+        written = write_synthetic_data(spec)
+    except OSError as exc:
+        _fail(f"{exc.filename}: cannot write a data file ({_reason(exc)})")
+    for name, path in written.items():
         Console().print(f"{name}: {path}", highlight=False)
 
 
@@ -113,17 +136,20 @@ def local(
 ) -> None:
     """Run every party on 127.0.0.1 as separate processes with mutual TLS, then print the report.
 
-    Background roles (the MPC dealer, whose material runs ahead of the rounds) run at lower CPU priority."""
+    Every party's files are checked before any starts (exit 2 naming the field; 5 if an address cannot be
+    listened on); exit 1 if a party failed. Background roles (the MPC dealer, whose material runs ahead of
+    the rounds) run at lower CPU priority."""
     from rich.console import Console
 
     from privbandits.deploy.deployment import DeploymentError
+    from privbandits.deploy.party import EXIT_DEPLOYMENT, EXIT_HANDSHAKE, ListenFailed
 
     spec = _load(deployment)
     console = Console()
     try:
         codes, parties = _run_local(spec, progress, resume, console, pin_cpus)
     except DeploymentError as exc:
-        _fail(str(exc))
+        _fail(str(exc), EXIT_HANDSHAKE if isinstance(exc, ListenFailed) else EXIT_DEPLOYMENT)
     _report(spec, codes, parties, console)
     if any(codes.values()):
         raise typer.Exit(code=1)
@@ -153,6 +179,8 @@ def _report(spec, codes: dict[str, int], parties, console) -> None:
 
     from rich.table import Table
 
+    from privbandits.deploy.console import link_summary
+
     results = {}
     for name in spec.parties:
         path = spec.result_path(name)
@@ -175,18 +203,15 @@ def _report(spec, codes: dict[str, int], parties, console) -> None:
     console.print(table)
     if len(results) != len(spec.parties):
         return
-    links = Table(title="traffic per link (payload bytes as in simulation; wire = frame bytes)", title_justify="left")
-    for column in ("phase", "sender", "receiver", "messages", "payload bytes", "wire bytes", "rounds"):
-        links.add_column(column, justify="right" if column in ("messages", "payload bytes", "wire bytes") else "left")
-    wire = {}
-    for name, result in results.items():
-        for phase, sender, receiver, _, size, _ in result["wire"]:
-            if sender == name:
-                wire[(phase, sender, receiver)] = size
-    for result in results.values():
-        for phase, sender, receiver, messages, size, rounds in result["traffic"]:
-            on_wire = wire.get((phase, sender, receiver), "")
-            links.add_row(phase, sender, receiver, str(messages), str(size), str(on_wire), str(rounds))
+    links = Table(
+        title="traffic per link (payload bytes as in simulation; wire = frame bytes; a host's devices in one row)",
+        title_justify="left",
+    )
+    numbers = ("messages", "payload bytes", "wire bytes")
+    for column in ("phase", "sender", "receiver", *numbers, "rounds"):
+        links.add_column(column, justify="right" if column in numbers else "left")
+    for row in link_summary(results):
+        links.add_row(*map(str, row))
     console.print(links)
     console.print(f"results: {spec.output}", highlight=False)
 
@@ -198,6 +223,14 @@ def run(
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue from the last round every party completed.")
     ] = False,
+    progress: Annotated[
+        bool | None,
+        typer.Option(
+            "--progress/--no-progress",
+            help="Progress lines on stderr (round, rounds/s, bytes) [default: when stderr is a terminal].",
+            show_default=False,
+        ),
+    ] = None,
     listen_fd: Annotated[
         int | None, typer.Option("--listen-fd", hidden=True, help="Inherited listening socket (deploy local).")
     ] = None,
@@ -207,27 +240,35 @@ def run(
 ) -> None:
     """Run one party: link to its peers with mutual TLS, play its part, write OUTPUT/NAME.result.json.
 
-    Exit codes: 0 done; 2 unusable deployment or data; 3 a peer was lost (the line names it
-    and the round); 4 a malformed or unexpected frame; 5 links could not be set up.
+    It reads only its own files (its bundle and data file). On stderr: one line once linked (its peers and
+    their addresses), progress on a terminal or with --progress, and an outcome line naming the result file.
+    Exit codes: 0 done; 2 unusable deployment, files or data (the line names the field); 3 a peer was lost
+    (the line names it and the round); 4 a malformed or unexpected frame; 5 links could not be set up (its
+    address cannot be listened on, or peers refused or were unreachable).
     """
-    spec = _load(deployment)
+    spec = _load(deployment, fixed_ports=listen_fd is None)
     listener = None
     if listen_fd is not None:
         import socket
 
         listener = socket.socket(fileno=listen_fd)
-
-    def report_progress(t: int, total: int) -> None:
-        if t % max(1, total // 100) == 0 or t == total:  # at most ~100 lines, each may wake the launcher
-            print(f"progress {t} {total}", flush=True)
-
+    from privbandits.deploy.console import PartyConsole
     from privbandits.deploy.party import PartyFailed, run_party
 
+    show = sys.stderr.isatty() if progress is None else progress
+    console = PartyConsole(name, {p: e.address for p, e in spec.parties.items()}, sys.stderr, show_progress=show)
+
+    def on_round(t: int, total: int) -> None:
+        if progress_lines and (t % max(1, total // 100) == 0 or t == total):  # ~100 lines: each wakes the launcher
+            print(f"progress {t} {total}", flush=True)
+        console.round(t, total)
+
     try:
-        run_party(spec, name, listener=listener, resume=resume, on_round=report_progress if progress_lines else None)
+        result = run_party(spec, name, listener=listener, resume=resume, on_round=on_round, on_linked=console.linked)
     except PartyFailed as exc:
-        print(f"party {name!r}: {exc}", file=sys.stderr, flush=True)
+        console.failed(str(exc))
         raise typer.Exit(code=exc.exit_code) from None
+    console.done(result, spec.result_path(name))
 
 
 standalone = typer.Typer(add_completion=False, no_args_is_help=True, help="privbandits deployments (standalone).")

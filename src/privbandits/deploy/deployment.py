@@ -3,7 +3,8 @@
 Example (vertical O3M, three data holders and the mask generator)::
 
     name = "vfucb-demo"
-    ca = "certs/ca.pem"            # the CA every party trusts (paths are relative to this file)
+    bundles = "certs"              # each party's bundle: certs/NAME/ca.pem, NAME.pem, NAME.key (paths are
+                                   # relative to this file; `deploy certs` writes them)
     deadline_s = 30                # a peer silent this long counts as lost
     output = "out"                 # each party writes out/NAME.result.json here
     checkpoint_every = 100         # rounds between checkpoints (out/checkpoints/NAME.npz)
@@ -19,23 +20,21 @@ Example (vertical O3M, three data holders and the mask generator)::
     [parties.mask_generator]
     role = "mask_generator"
     address = "10.0.0.1:7100"
-    certificate = "certs/mask_generator.pem"
-    key = "certs/mask_generator.key"
     data = "data/mask_generator.npz"   # optional: its private mask seed (else drawn from OS entropy)
 
     [parties.active]
     role = "active"
     address = "10.0.0.2:7100"
-    certificate = "certs/active.pem"
-    key = "certs/active.key"
     data = "data/active.npz"
 
     [parties.passive2]             # passive parties take the partition's blocks in file order
     ...
 
-Parties are listed in file order; a party dials the ones before it and accepts the ones
-after it. Every party must use the same file: its digest (:meth:`Deployment.digest`)
-is compared when links are set up.
+Instead of ``bundles``, a file may name each party's ``certificate`` and ``key`` (and ``ca``,
+at the top or per party) one by one. Parties are listed in file order; a party dials the ones
+before it and accepts the ones after it. Every party must use the same protocol, parties and
+addresses and the same CA: their digest (:meth:`Deployment.digest`) is compared when links are
+set up; where each host keeps its files is its own affair.
 """
 
 from __future__ import annotations
@@ -61,19 +60,33 @@ class _Strict(BaseModel):
 
 
 def parse_address(text: str) -> tuple[str, int]:
-    """``"host:port"`` (IPv6 hosts in brackets) → ``(host, port)``."""
+    """``"host:port"`` (IPv6 hosts in brackets) → ``(host, port)``; port 0 (any free port) only ``deploy local``
+    can resolve (:meth:`Deployment.check_ports`)."""
     host, sep, port = text.rpartition(":")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"address must be host:port with a port in 0..65535, got {text!r}")
+        raise ValueError(f"address must be host:port with a port in 0..65535 (0: any free port), got {text!r}")
     return host, int(port)
 
 
+BUNDLE_FILES = {"ca": "ca.pem", "certificate": "{name}.pem", "key": "{name}.key"}
+"""A party's bundle: the folder ``BUNDLES/NAME`` holding these files (``deploy certs`` writes them)."""
+
+
+def bundle_files(bundles: str | Path, name: str) -> dict[str, str]:
+    """Party ``name``'s CA certificate, certificate and key in the bundles folder ``bundles``."""
+    return {what: str(Path(bundles) / name / file.format(name=name)) for what, file in BUNDLE_FILES.items()}
+
+
 class PartyEntry(_Strict):
-    """One party: its role in the protocol, where it listens, its TLS files and its local data."""
+    """One party: its role in the protocol, where it listens, its TLS files and its local data.
+
+    ``ca``, ``certificate`` and ``key`` default to the party's bundle (``bundles/NAME/...``) and ``ca`` to the
+    file's top-level ``ca``; only the party itself ever reads them."""
 
     role: str
     address: str
+    ca: Path
     certificate: Path
     key: Path
     data: Path | None = None
@@ -433,12 +446,19 @@ class FCLUBProtocol(_Strict):
 
 
 class Deployment(_Strict):
-    """A validated deployment file; paths are absolute (resolved against the file's folder)."""
+    """A validated deployment file; paths are absolute (resolved against the file's folder).
+
+    Each party's files are named either by ``bundles`` (a folder holding one folder per party,
+    ``NAME/ca.pem``, ``NAME/NAME.pem``, ``NAME/NAME.key``: what ``deploy certs`` writes) or one by
+    one (``ca`` at the top or per party, ``certificate`` and ``key`` per party). Loading never reads
+    them: each party checks only its own when it starts (:func:`privbandits.deploy.certs.check_party`).
+    """
 
     name: str = Field(min_length=1)
-    ca: Path
-    deadline_s: float = Field(30.0, gt=0)
-    connect_deadline_s: float = Field(60.0, gt=0)
+    ca: Path | None = Field(None, description="the CA certificate of every party that names none of its own")
+    bundles: Path | None = Field(None, description="the folder of the parties' bundles (BUNDLES/NAME/...)")
+    deadline_s: float = Field(30.0, gt=0, le=86400, allow_inf_nan=False)
+    connect_deadline_s: float = Field(60.0, gt=0, le=86400, allow_inf_nan=False)
     output: Path = Path("out")
     checkpoint_every: int = Field(100, ge=1, description="rounds between checkpoints of a party's state")
     protocol: VerticalProtocol | MPCProtocol | P2BProtocol | FCLUBProtocol = Field(discriminator="name")
@@ -456,9 +476,32 @@ class Deployment(_Strict):
                 )
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _files(cls, data: Any) -> Any:
+        """Each party's ``ca``, ``certificate`` and ``key``: its own, else the top-level ``ca``, else its bundle's."""
+        parties = data.get("parties") if isinstance(data, dict) else None
+        if not isinstance(parties, dict):
+            return data
+        bundles, ca = data.get("bundles"), data.get("ca")
+        filled = {}
+        for name, entry in parties.items():
+            if isinstance(entry, dict):
+                defaults = bundle_files(bundles, name) if isinstance(bundles, str | Path) else {}
+                entry = {**defaults, **({"ca": ca} if isinstance(ca, str | Path) else {}), **entry}
+            filled[name] = entry
+        return {**data, "parties": filled}
+
     @model_validator(mode="after")
     def _roles(self) -> Deployment:
         self.protocol.check_parties(self.parties)
+        seen: dict[tuple[str, int], str] = {}
+        for name, entry in self.parties.items():
+            if entry.host_port[1] and seen.setdefault(entry.host_port, name) != name:
+                raise ValueError(
+                    f"parties.{name}.address: {entry.address} is also parties.{seen[entry.host_port]}.address; "
+                    "every party needs an address of its own"
+                )
         return self
 
     # ------------------------------------------------------------- views
@@ -470,18 +513,46 @@ class Deployment(_Strict):
     def addresses(self) -> dict[str, tuple[str, int]]:
         return {name: entry.host_port for name, entry in self.parties.items()}
 
-    def digest(self) -> str:
-        """SHA-256 of the canonical deployment (what both ends of every link must agree on)."""
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()
+    def check_ports(self) -> None:
+        """Refuse port 0 (any free port): only ``deploy local`` can resolve it; a party run alone must be dialled."""
+        for name, entry in self.parties.items():
+            if entry.host_port[1] == 0:
+                raise DeploymentError(
+                    f"{self.source or 'deployment'}: parties.{name}.address: port 0 (any free port) works only with "
+                    f"`deploy local`; give the port the party listens on (1..65535), got {entry.address!r}"
+                )
+
+    def digest(self, ca_fingerprint: str = "") -> str:
+        """SHA-256 of the session's identity, what both ends of every link must agree on: the protocol, the
+        session's settings, each party's name, role and address, and ``ca_fingerprint`` (the CA certificate's
+        SHA-256, which every host holds). Never a path: hosts lay their files out as they like."""
+        state = {
+            "session": self.model_dump(
+                mode="json", include={"name", "deadline_s", "connect_deadline_s", "checkpoint_every", "protocol"}
+            ),  # fmt: skip
+            "parties": [[name, entry.role, entry.address] for name, entry in self.parties.items()],
+            "ca": ca_fingerprint,
+        }
+        return _sha256(state)
 
     def protocol_digest(self) -> str:
-        """SHA-256 of what a checkpoint depends on: the protocol and each party's role and data (not addresses)."""
+        """SHA-256 of what a checkpoint depends on: the protocol and each party's name and role (not addresses,
+        not paths)."""
         state = {
             "protocol": self.protocol.model_dump(mode="json", exclude=set(getattr(self.protocol, "UNDIGESTED", ()))),
-            "parties": {name: [entry.role, str(entry.data)] for name, entry in self.parties.items()},
+            "parties": {name: entry.role for name, entry in self.parties.items()},
         }
-        return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()
+        return _sha256(state)
+
+    def field_of(self, name: str, what: str) -> str:
+        """The field of the file that names party ``name``'s ``what`` (``ca``, ``certificate``, ``key``, ``data``),
+        for messages: ``ca``, ``bundles (NAME/FILE)`` or ``parties.NAME.WHAT``."""
+        path = getattr(self.parties[name], what)
+        if what == "ca" and self.ca is not None and path == self.ca:
+            return "ca"
+        if what in BUNDLE_FILES and self.bundles is not None and str(path) == bundle_files(self.bundles, name)[what]:
+            return f"bundles ({name}/{path.name})"
+        return f"parties.{name}.{what}"
 
     def result_path(self, party: str) -> Path:
         return self.output / f"{party}.result.json"
@@ -490,10 +561,11 @@ class Deployment(_Strict):
         return self.output / "checkpoints" / f"{party}.npz"
 
     def to_toml(self) -> str:
-        """The deployment as TOML (absolute paths), e.g. to hand resolved ports to party processes."""
-        data = self.model_dump(mode="json", exclude_none=True)
+        """The deployment as TOML (absolute paths, each party's files named), e.g. to hand resolved ports to
+        party processes."""
+        data = self.model_dump(mode="json", exclude_none=True, exclude={"ca", "bundles"})
         lines = []
-        for key in ("name", "ca", "deadline_s", "connect_deadline_s", "output", "checkpoint_every"):
+        for key in ("name", "deadline_s", "connect_deadline_s", "output", "checkpoint_every"):
             lines.append(f"{key} = {_toml_value(data[key])}")
         lines.append("\n[protocol]")
         lines += [f"{key} = {_toml_value(value)}" for key, value in data["protocol"].items()]
@@ -501,6 +573,10 @@ class Deployment(_Strict):
             lines.append(f"\n[parties.{name}]")
             lines += [f"{key} = {_toml_value(value)}" for key, value in entry.items()]
         return "\n".join(lines) + "\n"
+
+
+def _sha256(state: object) -> str:
+    return hashlib.sha256(json.dumps(state, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def _toml_value(value: Any) -> str:
@@ -521,12 +597,12 @@ def _resolve(data: dict, base: Path) -> dict:
 
     data = dict(data)
     data.setdefault("output", "out")
-    for key in ("ca", "output"):
+    for key in ("ca", "bundles", "output"):
         if key in data:
             data[key] = absolute(data[key])
     parties = data.get("parties")
     if isinstance(parties, dict):
-        files = ("certificate", "key", "data")
+        files = ("ca", "certificate", "key", "data")
         resolved = {}
         for name, entry in parties.items():
             if isinstance(entry, dict):
@@ -536,7 +612,7 @@ def _resolve(data: dict, base: Path) -> dict:
     return data
 
 
-_PROTOCOLS = ("vertical-o3m", "mpc-epsilon-greedy", "p2b")
+_PROTOCOLS = ("vertical-o3m", "mpc-epsilon-greedy", "p2b", "fclub")
 
 
 def _explain(exc: ValidationError) -> str:
@@ -550,6 +626,10 @@ def _explain(exc: ValidationError) -> str:
         if error["type"] in ("union_tag_invalid", "union_tag_not_found"):
             where = "protocol.name"
             message = f"Input should be {' or '.join(map(repr, _PROTOCOLS))}"
+        elif error["type"] == "missing" and loc[:1] == ["parties"] and loc[-1] in BUNDLE_FILES:
+            message = "missing: name the file, or set `bundles` (the folder holding each party's bundle, BUNDLES/NAME/)"
+        elif isinstance(error.get("input"), int | float) and not isinstance(error["input"], bool):
+            message = f"{message}, got {error['input']!r}"  # a number out of range: say which
         lines.append(f"{where}: {message}" if where else message)
     return "; ".join(lines)
 

@@ -1,7 +1,9 @@
-"""A party's local data file: the arrays of its ``.npz``, read without pickle, with every missing piece named."""
+"""A party's local data file: the arrays of its ``.npz``, read without pickle, with every missing piece named,
+and written readable by its owner only."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -24,3 +26,16 @@ def read_arrays(path: Path, what: str, wanted: Iterable[str], hint: str = "") ->
     if missing:
         raise DeploymentError(f"{path}: missing array(s) {missing}; it has {sorted(arrays)}")
     return arrays
+
+
+def write_private_npz(path: Path, **arrays: np.ndarray) -> Path:
+    """Write ``arrays`` to ``path`` (its folder made) with mode 0600: a party's data and seeds are its own.
+
+    The file is never readable by others, even for a moment, nor when it replaces one that was."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "wb") as handle:
+        os.fchmod(handle.fileno(), 0o600)
+        np.savez(handle, **arrays)
+    return path

@@ -31,8 +31,11 @@ from pathlib import Path
 
 from privbandits.comm.tls import bind_listener
 from privbandits.deploy.deployment import Deployment, DeploymentError, parse_address
+from privbandits.deploy.party import EXIT_DEPLOYMENT, EXIT_HANDSHAKE, ListenFailed, check_own_files, reason
 
 GRACE_S = 5.0
+SETUP_EXITS = (EXIT_DEPLOYMENT, EXIT_HANDSHAKE)
+"""A party's exit codes that mean the session cannot take place (unusable files or data, links not set up)."""
 BACKGROUND_NICE = 10
 """Niceness added to the processes of a protocol's background roles (they run ahead of the rounds)."""
 
@@ -58,7 +61,9 @@ def resolve_local(deployment: Deployment) -> tuple[Deployment, dict]:
             try:
                 listeners[name] = bind_listener("127.0.0.1", port)
             except OSError as exc:
-                raise DeploymentError(f"parties.{name}.address: cannot listen on 127.0.0.1:{port} ({exc})") from None
+                raise ListenFailed(
+                    f"parties.{name}.address: cannot listen on 127.0.0.1:{port} ({reason(exc)})"
+                ) from None
             actual = listeners[name].getsockname()[1]
             parties[name] = entry.model_copy(update={"address": f"127.0.0.1:{actual}"})
     except BaseException:
@@ -136,6 +141,8 @@ def start_parties(
     Background roles start at lower priority; ``pin_cpus`` pins each party to one core (:func:`placement`)."""
     if pin_cpus and not available_cpus():
         raise DeploymentError("pinning parties to cores needs os.sched_setaffinity (Linux); run without pin_cpus")
+    for name in deployment.parties:  # every party's files, before any starts (one line naming the field)
+        check_own_files(deployment, name)
     cores = placement(deployment, available_cpus()) if pin_cpus else {}
     lower = set(background(deployment))
     resolved, listeners = resolve_local(deployment)
@@ -183,7 +190,9 @@ def wait_parties(
     """Wait for every party; after the first failure give the rest deadline + 5 s, then kill them.
 
     A failure of a ``survivable`` party (one the protocol goes on without) starts no countdown; the end of every
-    other party does (a survivable party stalled, e.g. stopped, would otherwise be waited for forever)."""
+    other party does (a survivable party stalled, e.g. stopped, would otherwise be waited for forever). A party
+    that exits with a set-up code (:data:`SETUP_EXITS`: its files, data or links are unusable) means the
+    session cannot take place: the rest get 5 s, not the deadline, to say so themselves before they are killed."""
     active = next((party for party in parties if party.process.stdout is not None), None)
     if active is not None:
 
@@ -195,19 +204,26 @@ def wait_parties(
 
         reader = threading.Thread(target=read_progress, daemon=True)
         reader.start()
-    failed_at = None
+    failed_at, allowance, why, killed = None, deadline_s + GRACE_S, "", set()
     while True:
         codes = {party.name: party.process.poll() for party in parties}
         if all(code is not None for code in codes.values()):
             break
         essential = [code for name, code in codes.items() if name not in survivable]
-        if failed_at is None and (any(code not in (None, 0) for code in essential) or None not in essential):
-            failed_at = time.monotonic()  # a failure, or the session over with a survivable party still running
-        if failed_at is not None and time.monotonic() - failed_at > deadline_s + GRACE_S:
+        failed = [(name, code) for name, code in codes.items() if code not in (None, 0) and name not in survivable]
+        if failed_at is None and (failed or None not in essential):  # or only survivable parties still run
+            failed_at, why = time.monotonic(), f"killed by the launcher {allowance:g} s after the first failure"
+            if not failed:
+                why = f"killed by the launcher {allowance:g} s after every other party ended"
+        setup = next(((name, code) for name, code in failed if code in SETUP_EXITS), None)
+        if setup is not None and allowance > GRACE_S:  # the others may still say why they stop, briefly
+            allowance, why = GRACE_S, f"stopped by the launcher {GRACE_S:g} s after {setup[0]!r} exited {setup[1]}"
+        if failed_at is not None and time.monotonic() - failed_at >= allowance:
             for party in parties:
-                if party.process.poll() is None:
+                if party.process.poll() is None and party.name not in killed:
                     party.process.kill()
-                    party.stderr.append(f"killed by the launcher {deadline_s + GRACE_S:g} s after the first failure")
+                    party.stderr.append(why)
+                    killed.add(party.name)
         time.sleep(0.02)
     if active is not None:
         reader.join(2.0)

@@ -41,7 +41,7 @@ import numpy as np
 from privbandits.comm import Message, Network, Party, message
 from privbandits.deploy import checkpoint
 from privbandits.deploy.deployment import Deployment, DeploymentError, MPCProtocol
-from privbandits.deploy.files import read_arrays
+from privbandits.deploy.files import read_arrays, write_private_npz
 
 RESUME = "resume"
 """Phase of a resumed session in which the parties agree on the round to continue from."""
@@ -170,10 +170,7 @@ def write_synthetic_data(deployment: Deployment) -> dict[str, Path]:
     files[deployment.names("dealer")[0]] = {"seed": _entropy()}
     written = {}
     for name, arrays in files.items():
-        path = deployment.parties[name].data
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(path, **arrays)
-        written[name] = path
+        written[name] = write_private_npz(deployment.parties[name].data, **arrays)
     return written
 
 

@@ -81,7 +81,7 @@ import numpy as np
 from privbandits.comm import InMemoryNetwork, Message, Network, ProtocolError, message
 from privbandits.deploy import checkpoint
 from privbandits.deploy.deployment import Deployment, DeploymentError, P2BProtocol
-from privbandits.deploy.files import read_arrays
+from privbandits.deploy.files import read_arrays, write_private_npz
 
 SHARE_RAW, SHARE_ENCODED = "share_raw", "share_encoded"
 """Phases, as in :func:`~privbandits.protocols.p2b.simulate`."""
@@ -158,16 +158,13 @@ def write_synthetic_data(deployment: Deployment) -> dict[str, Path]:
     written = {}
     for name, block in layout(deployment).items():
         e, lt = slice(block.early.start, block.early.stop), slice(block.late.start, block.late.stop)
-        path = deployment.parties[name].data
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(
-            path,
+        written[name] = write_private_npz(
+            deployment.parties[name].data,
             early_contexts=early.contexts[e],
             early_rewards=np.asarray(early.rewards[e], dtype=np.int8),
             late_contexts=late.contexts[lt],
             late_rewards=np.asarray(late.rewards[lt], dtype=np.int8),
         )
-        written[name] = path
     return written
 
 
@@ -329,7 +326,7 @@ def _parties():
             from privbandits.protocols.p2b import EncodedReport
 
             durable = self.queue is not None and kind == EncodedReport.kind
-            held = []
+            held, ids = [], {}
             self.first_report_at = None
             self.collected, self.opened_at = 0, time.monotonic()
             self.refused.append(0)
@@ -339,8 +336,9 @@ def _parties():
                     if self.first_report_at is None:  # the batch's throughput is timed from here
                         self.first_report_at = time.perf_counter()
                     if durable:  # persisted with its sender's identity before anything else happens to it
-                        report = (received.code, received.action, received.reward)
-                        if not self.queue.accept(self.report_id(host, index), identity, *report):
+                        report_id = self.report_id(host, index)
+                        report, ids[report_id] = (received.code, received.action, received.reward), len(ids)
+                        if not self.queue.accept(report_id, identity, *report):
                             self.duplicates += 1  # accepted before a restart (or in the batch already formed)
                         index += 1
                     else:
@@ -349,14 +347,13 @@ def _parties():
                         delivery.ack()  # stored: the device may go
             if not durable:
                 return held
-            # the batch is formed in the queue (identities dropped there), in arrival order: canonical;
-            # a restarted shuffler whose batch was formed before the stop gets that same batch back
+            # the batch is formed in the queue (identities and arrival order dropped there); put back in the
+            # canonical order (host by host) by the keyed ids only this shuffler computes. A restarted shuffler
+            # whose batch was formed before the stop gets that same batch back
             batch = self.queue.close_batch(self.batch_id)
             self.batch_ids.append(batch.batch_id)
-            return [
-                EncodedReport(code, action, reward)
-                for code, action, reward in zip(batch.codes, batch.actions, batch.rewards, strict=True)
-            ]
+            rows = zip(batch.report_ids, batch.codes, batch.actions, batch.rewards, strict=True)
+            return [EncodedReport(*row[1:]) for row in sorted(rows, key=lambda row: ids.get(row[0], len(ids)))]
 
         def _reports(self, host: str, kind: str):
             """``(identity, report, delivery)`` of ``host``'s devices until it closes the batch: over TLS each from

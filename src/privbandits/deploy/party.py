@@ -1,10 +1,13 @@
 """Run one party of a deployment in this process: link up, play its part, write its result.
 
+Before it listens or dials, a party checks its own files only (its CA certificate, certificate,
+key and data file: :func:`check_own_files`), so a host needs nothing of the other parties'.
 On a failure the party tells its remaining peers which peer was lost (an ABORT frame),
 so every process exits with one line naming the same lost peer and round. Exit codes:
-0 done, 2 unusable deployment or data, 3 a peer was lost (died, stalled, closed early,
-or the session was aborted), 4 a malformed or unexpected frame or message, 5 links could
-not be set up (refused or unreachable).
+0 done, 2 unusable deployment, files or data (a missing, unreadable or mismatched file),
+3 a peer was lost (died, stalled, closed early, or the session was aborted), 4 a malformed
+or unexpected frame or message, 5 links could not be set up (its address cannot be listened
+on, or peers refused or were unreachable).
 """
 
 from __future__ import annotations
@@ -12,13 +15,15 @@ from __future__ import annotations
 import json
 import os
 import socket
+import ssl
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from privbandits.comm import HandshakeError, MessageDecodeError, PeerLost, ProtocolError, TlsCredentials, TlsNetwork
 from privbandits.comm.frames import FrameError
-from privbandits.deploy.deployment import Deployment, DeploymentError
+from privbandits.deploy.certs import BUNDLE_HINT, check_party
+from privbandits.deploy.deployment import BUNDLE_FILES, Deployment, DeploymentError
 
 EXIT_OK, EXIT_DEPLOYMENT, EXIT_LOST, EXIT_FRAME, EXIT_HANDSHAKE = 0, 2, 3, 4, 5
 
@@ -47,6 +52,29 @@ def write_json_atomic(path: Path, value: object) -> None:
         raise
 
 
+class ListenFailed(DeploymentError):
+    """A party cannot listen on its address (in use, not this host's, not allowed): exit code 5."""
+
+
+def reason(exc: OSError) -> str:
+    """The operating system's words for ``exc`` ("Address already in use"), without Python's decorations."""
+    return os.strerror(exc.errno) if exc.errno else str(exc)
+
+
+def check_own_files(deployment: Deployment, name: str) -> str:
+    """Party ``name``'s own files, checked (:func:`~privbandits.deploy.certs.check_party`; its data file exists);
+    the CA certificate's fingerprint. :class:`DeploymentError` with one line naming the field otherwise."""
+    entry = deployment.parties[name]
+    fields = {what: deployment.field_of(name, what) for what in BUNDLE_FILES}
+    ca = check_party(name, entry.ca, entry.certificate, entry.key, fields, BUNDLE_HINT)
+    if entry.data is not None and not entry.data.is_file():
+        raise DeploymentError(
+            f"{deployment.field_of(name, 'data')}: data file {entry.data} does not exist "
+            "(make synthetic ones with `privbandits deploy data DEPLOY.toml`)"
+        )
+    return ca
+
+
 def network_for(
     deployment: Deployment,
     name: str,
@@ -65,21 +93,23 @@ def network_for(
     if name not in deployment.parties:
         raise DeploymentError(f"no party named {name!r} in the deployment (parties: {', '.join(deployment.parties)})")
     entry = deployment.parties[name]
-    for what, path in (("ca", deployment.ca), ("certificate", entry.certificate), ("key", entry.key)):
-        if not Path(path).is_file():
-            where = "ca" if what == "ca" else f"parties.{name}.{what}"
-            raise DeploymentError(f"{where}: file {path} does not exist (make one with `privbandits deploy certs`)")
-    return TlsNetwork(
-        name,
-        deployment.addresses(),
-        TlsCredentials(deployment.ca, entry.certificate, entry.key),
-        session=deployment.digest(),
-        deadline=deployment.deadline_s if deadline is None else deadline,
-        connect_deadline=deployment.connect_deadline_s,
-        listener=listener,
-        peers=peers,
-        keep_listening=keep_listening,
-    )
+    fingerprint = check_own_files(deployment, name)
+    try:
+        return TlsNetwork(
+            name,
+            deployment.addresses(),
+            TlsCredentials(entry.ca, entry.certificate, entry.key),
+            session=deployment.digest(fingerprint),
+            deadline=deployment.deadline_s if deadline is None else deadline,
+            connect_deadline=deployment.connect_deadline_s,
+            listener=listener,
+            peers=peers,
+            keep_listening=keep_listening,
+        )
+    except ssl.SSLError as exc:  # what check_own_files does not foresee (e.g. a curve this OpenSSL lacks)
+        raise DeploymentError(f"parties.{name}: its certificate and key cannot be loaded ({exc.reason})") from None
+    except OSError as exc:
+        raise ListenFailed(f"parties.{name}.address: cannot listen on {entry.address} ({reason(exc)})") from None
 
 
 def _protocol(deployment: Deployment):
@@ -114,11 +144,14 @@ def run_party(
     listener: socket.socket | None = None,
     resume: bool = False,
     on_round: Callable[[int, int], None] | None = None,
+    on_linked: Callable[[TlsNetwork], None] | None = None,
 ) -> dict:
     """Run party ``name`` to the end of the session; :class:`PartyFailed` with one clear line otherwise.
 
     Writes ``<output>/<name>.result.json`` (its decisions, if any, and its ledgers) atomically.
     ``resume`` continues a session from the parties' checkpoints (``<output>/checkpoints``).
+    ``on_linked`` is called with the network once every link is up; ``on_round(t, total)`` by the party that
+    learns the decisions, after each round.
     """
     try:
         protocol = _protocol(deployment)
@@ -130,12 +163,16 @@ def run_party(
         listening = getattr(protocol, "keeps_listening", lambda *_: False)(deployment, name)
         network = network_for(deployment, name, listener, deadline=protocol.receive_deadline(deployment, name),
                               peers=peers, keep_listening=listening)  # fmt: skip
+    except ListenFailed as exc:
+        raise PartyFailed(str(exc), EXIT_HANDSHAKE) from None
     except DeploymentError as exc:
         raise PartyFailed(str(exc), EXIT_DEPLOYMENT) from None
     try:
         network.connect()
     except HandshakeError as exc:
         raise PartyFailed(str(exc), EXIT_HANDSHAKE) from None
+    if on_linked is not None:
+        on_linked(network)
     try:
         result = protocol.run_party(deployment, name, network, resume=resume, on_round=on_round)
     except PeerLost as exc:

@@ -57,7 +57,7 @@ import numpy as np
 from privbandits.comm import ROUND, SETUP, InMemoryNetwork, Message, Network, message
 from privbandits.deploy import checkpoint
 from privbandits.deploy.deployment import Deployment, DeploymentError, VerticalProtocol
-from privbandits.deploy.files import read_arrays
+from privbandits.deploy.files import read_arrays, write_private_npz
 
 DATA_STREAM, LEARNER_STREAM = 0, 2
 RESUME = "resume"
@@ -160,17 +160,12 @@ def write_synthetic_data(
             if not keep.all():
                 raise ValueError("the active party knows every user it serves")
             arrays.update(rewards=rewards, expected_rewards=expected)
-        path = deployment.parties[name].data
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(path, **arrays)
-        written[name] = path
+        written[name] = write_private_npz(deployment.parties[name].data, **arrays)
         start += size
     generator = deployment.names("mask_generator")[0]
     path = deployment.parties[generator].data
     if path is not None:  # the mask generator's private seed, from OS entropy
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(path, mask_seed=np.frombuffer(secrets.token_bytes(32), dtype=np.uint64))
-        written[generator] = path
+        written[generator] = write_private_npz(path, mask_seed=np.frombuffer(secrets.token_bytes(32), dtype=np.uint64))
     return written
 
 

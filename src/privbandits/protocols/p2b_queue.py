@@ -10,14 +10,18 @@ one SQLite transaction, committed with ``synchronous=FULL`` in WAL mode before i
 2. :meth:`ReportQueue.close_batch` moves every held report into batch ``batch_id`` at once
    (idempotent on ``batch_id``) and drops their sender identities in the same transaction:
    the shuffler strips transport identity before anything is forwarded (spec §2.5,
-   "anonymization"). With ``secure_delete`` on and the WAL truncated after the batch is
-   formed, no identity of a batched report is left in the file's bytes either.
+   "anonymization"). The batch's reports are rewritten in the order of their random ids, so
+   neither the rows' order nor their sequence numbers keep the order they arrived in. With
+   ``secure_delete`` on and the WAL truncated after the batch is formed, no identity or
+   arrival order of a batched report is left in the file's bytes either.
 3. :meth:`ReportQueue.mark_released` records that a batch went out; a restarted shuffler
    asks :meth:`ReportQueue.unreleased` what is still to send.
 
 Report ids are 128 random bits in hex (``secrets.token_hex(16)``, or ``rng.bytes(16).hex()``
-for a seeded simulation): an id says nothing about the device, and it is the only thing
-of a report kept beside the batch besides ``(code, action, reward)``.
+for a seeded simulation, or a keyed hash only the shuffler can compute): an id says nothing
+about the device, and it is the only thing of a report kept beside the batch besides
+``(code, action, reward)``. The file (and its ``-wal``/``-shm``, which SQLite creates with
+the file's mode) is readable by its owner only (0600).
 
 Exactly-once release needs the receiving side too: mark a batch released only after the
 server acknowledged it (the server ignores a batch id it has already seen); then a crash
@@ -97,14 +101,16 @@ _SETTINGS = ("n_codes", "n_arms")
 
 @dataclass(frozen=True, eq=False)  # arrays: compare fields, not batches
 class QueuedBatch:
-    """One formed batch: its reports' ``(code, action, reward)`` in arrival order (read-only int64
-    arrays; the shuffler shuffles when it releases), and whether it was released."""
+    """One formed batch: its reports' ``(code, action, reward)`` in the order of their ids, which says
+    nothing of the order they arrived in (read-only int64 arrays; the shuffler shuffles when it releases),
+    the ids in that order, and whether it was released."""
 
     batch_id: int
     codes: np.ndarray
     actions: np.ndarray
     rewards: np.ndarray
     released: bool
+    report_ids: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.codes)
@@ -134,9 +140,10 @@ class ReportQueue:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         try:
+            _owner_only(self.path)
             # autocommit mode: every operation below opens its own transaction with BEGIN IMMEDIATE
             self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             raise InvalidInputError(
                 f"{owner}: path {str(self.path)!r} cannot be opened as a report queue: {exc}"
             ) from None
@@ -261,12 +268,24 @@ class ReportQueue:
             self._db.execute(
                 "INSERT INTO batches (batch_id, size, closed_at) VALUES (?, ?, ?)", (batch_id, size, time.time())
             )
-            self._db.execute("UPDATE reports SET batch_id = ?, sender = NULL WHERE batch_id IS NULL", (batch_id,))
+            self._form(batch_id)
             batch = self._batch(batch_id)
         # the identities' old page images leave the write-ahead log too (secure_delete zeroed them in the file)
         with self._lock:
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return batch
+
+    def _form(self, batch_id: int) -> None:
+        """Rewrite the held reports as batch ``batch_id`` in the order of their (random) ids, without identities:
+        their old rows, with the senders and the arrival order, are deleted (and zeroed: ``secure_delete``)."""
+        rows = self._db.execute(
+            "SELECT report_id, code, action, reward FROM reports WHERE batch_id IS NULL ORDER BY report_id"
+        ).fetchall()
+        self._db.execute("DELETE FROM reports WHERE batch_id IS NULL")
+        self._db.executemany(
+            "INSERT INTO reports (report_id, code, action, reward, batch_id) VALUES (?, ?, ?, ?, ?)",
+            [(*row, batch_id) for row in rows],
+        )
 
     def batch(self, batch_id: int) -> QueuedBatch:
         """Batch ``batch_id`` as formed (for a resend after a restart)."""
@@ -329,15 +348,16 @@ class ReportQueue:
             "SELECT size, released_at FROM batches WHERE batch_id = ?", (batch_id,)
         ).fetchone()
         rows = self._db.execute(
-            "SELECT code, action, reward FROM reports WHERE batch_id = ? ORDER BY seq", (batch_id,)
+            "SELECT report_id, code, action, reward FROM reports WHERE batch_id = ? ORDER BY seq", (batch_id,)
         ).fetchall()
-        table = np.array(rows, dtype=np.int64).reshape(len(rows), 3)
+        table = np.array([row[1:] for row in rows], dtype=np.int64).reshape(len(rows), 3)
         if len(rows) != size:  # the file was edited behind the queue's back
             raise sqlite3.DatabaseError(f"batch {batch_id} records {size} reports but holds {len(rows)}")
         codes, actions, rewards = (np.ascontiguousarray(table[:, column]) for column in range(3))
         for array in (codes, actions, rewards):
             array.flags.writeable = False
-        return QueuedBatch(batch_id, codes, actions, rewards, released_at is not None)
+        ids = tuple(row[0] for row in rows)
+        return QueuedBatch(batch_id, codes, actions, rewards, released_at is not None, ids)
 
     # ----------------------------------------------------------------- lifetime
 
@@ -354,6 +374,16 @@ class ReportQueue:
 
     def __repr__(self) -> str:
         return f"ReportQueue({str(self.path)!r})"
+
+
+def _owner_only(path: Path) -> None:
+    """Create ``path`` with mode 0600 if it is missing, else make it 0600 (SQLite gives its -wal and -shm files
+    the database file's mode)."""
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        os.fchmod(descriptor, 0o600)
+    finally:
+        os.close(descriptor)
 
 
 class _Transaction:

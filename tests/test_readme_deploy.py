@@ -1,0 +1,67 @@
+"""The README's Deploy commands, as written, from where it says to run them (issue 28).
+
+The block is read from README.md and run in a temporary copy of the repository's
+``configs/deploy`` (the folder layout the README's paths assume); ``privbandits`` is this
+interpreter's ``python -m privbandits.cli``. The ``party run`` line runs one party: the other
+parties are started with the same line for their names, so the session can finish.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from privbandits.deploy.deployment import load_deployment
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def deploy_block() -> list[str]:
+    """The commands of the first bash block of the README's Deploy section, comments dropped."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("\n## Deploy\n") :]
+    section = section[: section.index("\n## ", 1)]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def command(line: str) -> list[str]:
+    words = shlex.split(line)
+    assert words[0] == "privbandits", line
+    return [sys.executable, "-m", "privbandits.cli", *words[1:]]
+
+
+def test_the_readme_deploy_block_works_as_written(tmp_path):
+    shutil.copytree(ROOT / "configs" / "deploy", tmp_path / "configs" / "deploy")
+    env = {**os.environ, "COLUMNS": "200"}
+    lines = deploy_block()
+    assert [shlex.split(line)[1:3] for line in lines] == [
+        ["deploy", "certs"], ["deploy", "data"], ["deploy", "local"], ["party", "run"]
+    ]  # fmt: skip
+    for line in lines[:3]:
+        done = subprocess.run(command(line), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, (line, done.stdout, done.stderr)
+        assert "no:" not in done.stdout and "mismatch" not in done.stdout
+    path = tmp_path / shlex.split(lines[-1])[3]
+    spec = load_deployment(path)
+    local = json.loads(spec.result_path(spec.names(spec.protocol.REPORTER)[0]).read_text())
+    as_written = shlex.split(lines[-1])[-1]
+    others = [lines[-1].replace(f"--as {as_written}", f"--as {name}") for name in spec.parties if name != as_written]
+    parties = [
+        subprocess.Popen(
+            command(line), cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        for line in [lines[-1], *others]
+    ]
+    errors = [party.communicate(timeout=300)[1] for party in parties]
+    assert [party.returncode for party in parties] == [0] * len(parties), errors
+    assert errors[0].splitlines()[0].startswith(f"{as_written}: linked to ")
+    assert errors[0].splitlines()[-1].endswith(f"; result {spec.result_path(as_written)}")
+    again = json.loads(spec.result_path(spec.names(spec.protocol.REPORTER)[0]).read_text())
+    assert again["rounds"] == local["rounds"] == spec.protocol.rounds
