@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from deploy_files import reproducible
 from typer.testing import CliRunner
 
 from privbandits.deploy import checkpoint
@@ -54,7 +55,7 @@ def make_deployment(
         ]
         lines.append(f'data = "data/{name}.npz"')  # the mask generator's: its private mask seed
     path = folder / "deploy.toml"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(reproducible("\n".join(lines) + "\n"))  # VFTS samples from the seed, as in memory
     write_development_pki(folder / "certs", NAMES)
     write_synthetic_data(load_deployment(path), lacking=lacking)
     return path
@@ -219,4 +220,6 @@ def test_the_shipped_example_runs_with_certs_data_and_local(tmp_path):
     result = runner.invoke(standalone, ["deploy", "local", str(path), "--no-progress"])
     assert result.exit_code == 0, result.output
     assert "100 rounds, cumulative reward" in result.output
-    assert_same_as_in_memory(load_deployment(path))
+    spec = load_deployment(path)  # the shipped file's default: OS randomness (VFUCB draws nothing: equal anyway)
+    assert not spec.reproducible and {result["randomness"] for result in results(spec).values()} == {"os"}
+    assert_same_as_in_memory(spec)

@@ -7,6 +7,8 @@ Example (vertical O3M, three data holders and the mask generator)::
     deadline_s = 30                # a peer silent this long counts as lost
     output = "out"                 # each party writes out/NAME.result.json here
     checkpoint_every = 100         # rounds between checkpoints (out/checkpoints/NAME.npz)
+    reproducible = false           # true: every party's random choices derive from protocol.seed
+                                   # (equal to the in-memory run; tests and demos only: no privacy)
 
     [protocol]
     name = "vertical-o3m"
@@ -295,8 +297,11 @@ class P2BProtocol(_Strict):
     ``device_host`` parties, each simulating the devices of its own users (its data file).
     The population is the synthetic benchmark (spec §5.1) of ``n_users`` users with
     ``interactions`` rounds each; the first ``early_fraction`` share, the rest are measured.
-    ``seed`` is :func:`~privbandits.protocols.p2b.simulate`'s: every party derives its
-    streams from it as the in-memory run does, so the processes reproduce that run.
+    ``seed`` is :func:`~privbandits.protocols.p2b.simulate`'s: with the deployment's
+    ``reproducible = true`` every party derives its streams from it as the in-memory run does, so
+    the processes reproduce that run; by default each party draws from OS entropy
+    (:mod:`privbandits.deploy.entropy`). ``raw_baseline`` (off by default) also runs the
+    non-private baseline: every participating device then sends a raw context to the server.
     """
 
     name: Literal["p2b"]
@@ -309,7 +314,15 @@ class P2BProtocol(_Strict):
     encoder_seed: int = Field(0, ge=0)
     mapping: Literal["softmax", "linear"] = "linear"
     data_seed: int = Field(0, ge=0, description="the synthetic users of `deploy data`")
-    seed: int = Field(0, ge=0, description="the protocol's randomness, as simulate(seed=...)")
+    seed: int = Field(
+        0, ge=0, description="the protocol's randomness, as simulate(seed=...), used only with reproducible = true"
+    )
+    raw_baseline: bool = Field(
+        False,
+        description="also run the non-private baseline: each participating device sends one raw context, action and "
+        "reward to the server (through the shuffler, no thresholding) and late users play warm from that model; "
+        "off, devices never send raw contexts and the server publishes only the private model",
+    )
     participation: float = Field(0.5, ge=0, le=1)
     negative_rate: float = Field(0.05, ge=0, le=1)
     threshold: int = Field(10, ge=1)
@@ -367,8 +380,11 @@ class FCLUBProtocol(_Strict):
     is one of the experiments' FCLUB-family names, with their options (``privbandits show
     fclub-fig2``): the default, the faithful CDP-FCLUB-DC, privatizes every upload; the
     reference-compatible "CDP-FCLUB-DC" puts noise only in the upload trigger, so its uploads
-    reach the global server raw. Nobody holds a data file: every party derives its randomness from ``seed``
-    as :func:`~privbandits.protocols.fclub.run_fclub` does, so the processes reproduce that run.
+    reach the global server raw. Nobody holds a data file. The users party draws the synthetic
+    environment from ``seed`` as :func:`~privbandits.protocols.fclub.run_fclub` does (public data, by
+    construction); each local server draws its privatizers' noise and tie-breaks from OS entropy, or,
+    with the deployment's ``reproducible = true``, from ``seed`` as ``run_fclub`` does, so the
+    processes reproduce that run.
     """
 
     name: Literal["fclub"]
@@ -382,7 +398,9 @@ class FCLUBProtocol(_Strict):
     n_arms: int = Field(10, ge=1, description="K, arms per round")
     construction: Literal["reference", "paper"] = "reference"
     epsilon: float = Field(1.0, gt=0, allow_inf_nan=False, description="ε of the privatizers")
-    seed: int = Field(0, ge=0, description="the run's randomness, as run_fclub(seed=...)")
+    seed: int = Field(
+        0, ge=0, description="the environment, and with reproducible = true the local servers', as run_fclub(seed=...)"
+    )
     options: dict[str, bool | int | float | str] = Field(
         default_factory=dict, description="FCLUBConfig fields over the algorithm's preset (e.g. rebuild_local_copies)"
     )
@@ -429,7 +447,7 @@ class FCLUBProtocol(_Strict):
             raise ValueError(f"parties: {len(local)} local servers, but only n_users = {self.n_users} users")
         for name, entry in parties.items():
             if entry.data is not None:
-                raise ValueError(f"parties.{name}.data: no FCLUB party reads a data file (all derive from seed)")
+                raise ValueError(f"parties.{name}.data: no FCLUB party reads a data file")
 
 
 class Deployment(_Strict):
@@ -441,6 +459,12 @@ class Deployment(_Strict):
     connect_deadline_s: float = Field(60.0, gt=0)
     output: Path = Path("out")
     checkpoint_every: int = Field(100, ge=1, description="rounds between checkpoints of a party's state")
+    reproducible: bool = Field(
+        False,
+        description="derive every party's random choices from protocol.seed (the in-memory run's streams), for tests "
+        "and demos only: anyone holding this file can recompute them (no privacy); false draws each party's secret "
+        "randomness from OS entropy (privbandits.deploy.entropy)",
+    )
     protocol: VerticalProtocol | MPCProtocol | P2BProtocol | FCLUBProtocol = Field(discriminator="name")
     parties: dict[str, PartyEntry] = Field(min_length=2)
     source: Path | None = Field(None, exclude=True)
@@ -493,7 +517,7 @@ class Deployment(_Strict):
         """The deployment as TOML (absolute paths), e.g. to hand resolved ports to party processes."""
         data = self.model_dump(mode="json", exclude_none=True)
         lines = []
-        for key in ("name", "ca", "deadline_s", "connect_deadline_s", "output", "checkpoint_every"):
+        for key in ("name", "ca", "deadline_s", "connect_deadline_s", "output", "checkpoint_every", "reproducible"):
             lines.append(f"{key} = {_toml_value(data[key])}")
         lines.append("\n[protocol]")
         lines += [f"{key} = {_toml_value(value)}" for key, value in data["protocol"].items()]
