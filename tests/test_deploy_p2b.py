@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from privbandits.comm import TlsCredentials
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
-from privbandits.deploy.p2b import layout, load_host
+from privbandits.deploy.p2b_data import layout, load_host
 from privbandits.deploy.p2b_outcome import SETTINGS, outcome, run_in_memory, without_baseline
 from privbandits.protocols.p2b import EncodedBatch, ModelRelease, RawBatch
 

@@ -59,16 +59,14 @@ def p2b_server_attack(deployment: Deployment, codes: np.ndarray) -> P2BAttack:
     """
     from privbandits.comm import InMemoryNetwork
     from privbandits.deploy.p2b import config_of, encoder_of
-    from privbandits.envs.p2b_synthetic import p2b_synthetic_interactions
+    from privbandits.deploy.p2b_data import synthetic_population
     from privbandits.protocols.p2b import EncodedReport, simulate
 
     protocol = deployment.protocol
     n_early = int(protocol.early_fraction * protocol.n_users)
     participates = _seeded(protocol.seed, ENCODED_REPORTS).random(n_early) < protocol.participation
-    data = p2b_synthetic_interactions(protocol.n_users, protocol.interactions, protocol.dim, protocol.n_actions,
-                                      mapping=protocol.mapping, seed=protocol.data_seed)  # fmt: skip
-    network = InMemoryNetwork(record=True)
-    simulate(data, encoder_of(protocol), config_of(protocol), protocol.seed, network=network)
+    network = InMemoryNetwork(record=True)  # the file's users (``data_seed``) and seed, replayed
+    simulate(synthetic_population(protocol), encoder_of(protocol), config_of(protocol), protocol.seed, network=network)
     reports = [(e.sender, e.message.code) for e in network.transcript if e.message.kind == EncodedReport.kind]
     users = np.array([int(sender.removeprefix("device")) for sender, _ in reports], dtype=np.int64)
     replayed = np.array([code for _, code in reports], dtype=np.int64)

@@ -38,8 +38,8 @@ Each party runs the party classes of :mod:`privbandits.protocols.p2b` on its own
 
 Reproducing the in-memory run. The users are split into contiguous blocks: device host j
 holds the j-th block of the early users and the j-th block of the late users
-(:func:`layout`), so the canonical batch order is the in-memory order (users ascending).
-Each party takes the nine streams of :func:`~privbandits.protocols.p2b.simulate` from its own
+(:func:`~privbandits.deploy.p2b_data.layout`), so the canonical batch order is the in-memory
+order (users ascending). Each party takes the nine streams of :func:`~privbandits.protocols.p2b.simulate` from its own
 root seed (:func:`streams_of`): by default fresh OS entropy, so no other party (the server
 above all) can recompute a device's participation, negative-report or tuple-choice coin, an
 agent's tie-break or the shuffler's permutation; with the deployment's ``reproducible = true``,
@@ -78,7 +78,6 @@ import secrets
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -86,7 +85,9 @@ import numpy as np
 from privbandits.comm import Message, Network, ProtocolError, message
 from privbandits.deploy import checkpoint, entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError, P2BProtocol
-from privbandits.deploy.files import read_arrays
+from privbandits.deploy.p2b_data import Block, HostData, load_host
+from privbandits.deploy.p2b_data import p2b_protocol as _protocol
+from privbandits.deploy.p2b_data import write_synthetic_data as write_synthetic_data  # `deploy data`
 
 SHARE_RAW, SHARE_ENCODED = "share_raw", "share_encoded"
 """Phases, as in :func:`~privbandits.protocols.p2b.simulate`."""
@@ -123,109 +124,9 @@ class BatchOpen(Message):
 
 
 N_STREAMS = 9
-_ARRAYS = ("early_contexts", "early_rewards", "late_contexts", "late_rewards")
-
-
-# -- layout, data files ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Block:
-    """One device host's users: ``early`` and ``late`` ranges in the early and late populations."""
-
-    early: range
-    late: range
-    n_early: int
-    """Early users of all hosts together (the participation draws are over all of them)."""
-
-
-def layout(deployment: Deployment) -> dict[str, Block]:
-    """Each device host's contiguous block of early and of late users (``np.array_split`` sizes, file order)."""
-    protocol = deployment.protocol
-    n_early = int(protocol.early_fraction * protocol.n_users)
-    hosts = deployment.names("device_host")
-    early = np.array_split(np.arange(n_early), len(hosts))
-    late = np.array_split(np.arange(protocol.n_users - n_early), len(hosts))
-    return {
-        name: Block(range(int(e[0]), int(e[-1]) + 1), range(int(lt[0]), int(lt[-1]) + 1), n_early)
-        for name, e, lt in zip(hosts, early, late, strict=True)
-    }
-
-
-def write_synthetic_data(deployment: Deployment) -> dict[str, Path]:
-    """Each device host's file: its users of the synthetic benchmark (spec §5.1), nothing of the others'."""
-    from privbandits.envs.p2b_synthetic import p2b_synthetic_interactions
-
-    protocol = _protocol(deployment)
-    data = p2b_synthetic_interactions(
-        protocol.n_users,
-        protocol.interactions,
-        protocol.dim,
-        protocol.n_actions,
-        mapping=protocol.mapping,
-        seed=protocol.data_seed,
-    )
-    early, late = data.split(protocol.early_fraction)
-    written = {}
-    for name, block in layout(deployment).items():
-        e, lt = slice(block.early.start, block.early.stop), slice(block.late.start, block.late.stop)
-        path = deployment.parties[name].data
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(
-            path,
-            early_contexts=early.contexts[e],
-            early_rewards=np.asarray(early.rewards[e], dtype=np.int8),
-            late_contexts=late.contexts[lt],
-            late_rewards=np.asarray(late.rewards[lt], dtype=np.int8),
-        )
-        written[name] = path
-    return written
-
-
-@dataclass(frozen=True)
-class HostData:
-    """A device host's users (early and late), checked against the deployment's layout."""
-
-    early: object  # UserInteractions
-    late: object
-    block: Block
-
-
-def load_host(deployment: Deployment, name: str) -> HostData:
-    """Read and check device host ``name``'s file: shapes against the layout, 0/1 rewards, finite contexts."""
-    from privbandits.datasets.interactions import UserInteractions
-    from privbandits.validation import InvalidInputError
-
-    protocol, block = _protocol(deployment), layout(deployment)[name]
-    path = deployment.parties[name].data
-    arrays = read_arrays(path, "device host", _ARRAYS, " (write one with `deploy data`)")
-    t, d, k = protocol.interactions, protocol.dim, protocol.n_actions
-    parts = []
-    for part, users in (("early", len(block.early)), ("late", len(block.late))):
-        contexts, rewards = arrays[f"{part}_contexts"], arrays[f"{part}_rewards"]
-        for key, value, shape in (
-            (f"{part}_contexts", contexts, (users, t, d)),
-            (f"{part}_rewards", rewards, (users, t, k)),
-        ):
-            if value.shape != shape:
-                raise DeploymentError(
-                    f"{path}: {key} must have shape {shape} (this host's {part} users, interactions, "
-                    f"{'dim' if 'contexts' in key else 'n_actions'}), got {value.shape}"
-                )
-        try:
-            parts.append(
-                UserInteractions(contexts, rewards, name=f"p2b-{name}-{part}", source=f"synthetic ({path.name})")
-            )
-        except InvalidInputError as exc:
-            raise DeploymentError(f"{path}: {part} users: {exc}") from None
-    return HostData(parts[0], parts[1], block)
 
 
 # -- shared settings --------------------------------------------------------------------------------
-def _protocol(deployment: Deployment) -> P2BProtocol:
-    if not isinstance(deployment.protocol, P2BProtocol):
-        raise DeploymentError(f"not a P2B deployment: protocol {deployment.protocol.name!r}")
-    return deployment.protocol
-
-
 def config_of(protocol: P2BProtocol):
     """The :class:`~privbandits.protocols.p2b.P2BConfig` the deployment runs (no shared warm agent)."""
     from privbandits.protocols.p2b import P2BConfig
@@ -737,12 +638,9 @@ def _run_host(deployment: Deployment, name: str, network: Network, resume: bool 
         with network.phase(RESUME):
             resumed_after = _published(host.receive(ResumeAt.kind, server).published, protocol)
 
-    first_late = block.late.start
-    cold = _play(DisjointModel.cold(n_arms, dim), late.contexts, late.reward_table, streams[3], first_late, protocol)
-    late_results, raw_sent = {"cold": _per_user(cold)}, None
+    raw_sent = warm_np = None
     if protocol.raw_baseline:
         raw_sent, warm_np = _raw_baseline(host, data, protocol, streams, shuffler, server)
-        late_results["warm_non_private"] = _per_user(warm_np)
 
     early_codes = encoder.encode(early.contexts.reshape(-1, dim)).reshape(early.n_users, -1)
     late_codes = encoder.encode(late.contexts.reshape(-1, dim)).reshape(late.n_users, -1)
@@ -753,9 +651,12 @@ def _run_host(deployment: Deployment, name: str, network: Network, resume: bool 
     with network.phase(SHARE_ENCODED), network.batch():
         encoded_sent = _send_reports(host, shuffler, early_private, early_codes, protocol, streams[7], block, True)
         private_model = host.receive_model(DisjointModel if scalar else CodeModel, server)
+    first_late = block.late.start  # the late users play once the batches are out (the shuffler waits for them)
+    cold = _play(DisjointModel.cold(n_arms, dim), late.contexts, late.reward_table, streams[3], first_late, protocol)
     warm_p = _play(private_model, late_seen, late.reward_table, streams[8], first_late, protocol)
     network.close()
-    late_results["warm_private"] = _per_user(warm_p)
+    played = {"cold": cold, "warm_non_private": warm_np, "warm_private": warm_p}
+    late_results = {setting: _per_user(log) for setting, log in played.items() if log is not None}
     raw = "" if raw_sent is None else f"{raw_sent} raw and "
     return {
         "party": name,

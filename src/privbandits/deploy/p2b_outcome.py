@@ -23,7 +23,8 @@ import numpy as np
 from privbandits.comm import InMemoryNetwork
 from privbandits.deploy import entropy
 from privbandits.deploy.deployment import Deployment
-from privbandits.deploy.p2b import _protocol, config_of, encoder_of, load_host
+from privbandits.deploy.p2b import config_of, encoder_of
+from privbandits.deploy.p2b_data import load_host, p2b_protocol
 
 SETTINGS = ("cold", "warm_non_private", "warm_private")
 """The late users' settings, as :class:`~privbandits.protocols.p2b.P2BOutcome`'s (the second only with the
@@ -104,7 +105,7 @@ def run_in_memory(deployment: Deployment, network: InMemoryNetwork | None = None
     from privbandits.datasets.interactions import UserInteractions
     from privbandits.protocols.p2b import simulate
 
-    protocol = _protocol(deployment)
+    protocol = p2b_protocol(deployment)
     hosts = [load_host(deployment, name) for name in deployment.names("device_host")]
     contexts = np.concatenate([h.early.contexts for h in hosts] + [h.late.contexts for h in hosts])
     rewards = np.concatenate([h.early.rewards for h in hosts] + [h.late.rewards for h in hosts])
