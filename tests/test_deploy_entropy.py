@@ -78,3 +78,14 @@ def test_a_recorded_party_warns_only_in_reproducible_mode_and_records_the_mode(t
     assert run_party(spec_in(tmp_path, seeded=True), "global", None)["randomness"] == "reproducible"
     assert capsys.readouterr().err == entropy.WARNING + "\n"
     assert "for tests and demos only: no privacy" in entropy.WARNING
+
+
+def test_a_checkpoint_of_one_mode_is_not_resumed_in_the_other(tmp_path):
+    """The checkpoints' digest covers the mode: a session stopped with OS coins is not resumed with seeded ones."""
+    from privbandits.deploy import checkpoint
+
+    default, seeded = spec_in(tmp_path), spec_in(tmp_path, seeded=True)
+    assert default.protocol_digest() != seeded.protocol_digest()
+    checkpoint.save(default.checkpoint_path("global"), {}, {"digest": default.protocol_digest()})
+    with pytest.raises(DeploymentError, match="was written for another deployment"):
+        checkpoint.resume(seeded, "global")

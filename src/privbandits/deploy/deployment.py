@@ -500,8 +500,10 @@ class Deployment(_Strict):
         return hashlib.sha256(canonical.encode()).hexdigest()
 
     def protocol_digest(self) -> str:
-        """SHA-256 of what a checkpoint depends on: the protocol and each party's role and data (not addresses)."""
+        """SHA-256 of what a checkpoint depends on: the protocol, where the parties' randomness comes from, and each
+        party's role and data (not addresses)."""
         state = {
+            "reproducible": self.reproducible,  # a session resumed in the other mode would draw other coins
             "protocol": self.protocol.model_dump(mode="json", exclude=set(getattr(self.protocol, "UNDIGESTED", ()))),
             "parties": {name: [entry.role, str(entry.data)] for name, entry in self.parties.items()},
         }
