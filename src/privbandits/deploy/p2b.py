@@ -36,18 +36,19 @@ Each party runs the party classes of :mod:`privbandits.protocols.p2b` on its own
   first, if it runs, then the private one); each device host fetches each version
   (:class:`FetchModel`) and the server answers once it is published.
 
-Reproducing the in-memory run. The users are split into contiguous blocks: device host j
-holds the j-th block of the early users and the j-th block of the late users
+Reproducing the in-memory run. The users are split into contiguous blocks: device host j holds
+the j-th block of the early users and the j-th block of the late users
 (:func:`~privbandits.deploy.p2b_data.layout`), so the canonical batch order is the in-memory
-order (users ascending). Each party takes the nine streams of :func:`~privbandits.protocols.p2b.simulate` from its own
-root seed (:func:`streams_of`): by default fresh OS entropy, so no other party (the server
-above all) can recompute a device's participation, negative-report or tuple-choice coin, an
-agent's tie-break or the shuffler's permutation; with the deployment's ``reproducible = true``,
-``protocol.seed``, exactly as ``simulate`` does. A host skips the draws of the users before its
-block (a population's tie-break draws are user-major) and makes its participation draws over
-the whole early population (padding the other hosts' users, which never send). So, in
-reproducible mode, the released batches, the published models and the late users' rewards
-equal ``simulate(data, encoder, config, seed)`` on the union of the hosts' data
+order (users ascending). Each party takes the nine streams of
+:func:`~privbandits.protocols.p2b.simulate` from its own root seed (:func:`streams_of`): by
+default fresh OS entropy, so no other party (the server above all) can recompute a device's
+participation, negative-report or tuple-choice coin, an agent's tie-break or the shuffler's
+permutation; with the deployment's ``reproducible = true``, ``protocol.seed``, exactly as
+``simulate`` does. A host skips the draws of the users before its block (a population's
+tie-break draws are user-major) and makes its participation draws over the whole early
+population (padding the other hosts' users, which never send). So, in reproducible mode, the
+released batches, the published models and the late users' rewards equal ``simulate(data,
+encoder, config, seed)`` on the union of the hosts' data
 (:func:`~privbandits.deploy.p2b_outcome.run_in_memory`, which also says what is compared when
 the raw baseline is off); anyone holding the file can then recompute every coin
 (``tests/test_deploy_attacks.py``): for tests and demos only.
@@ -61,14 +62,15 @@ which is its acknowledgement of the batch; the shuffler's checkpoint holds its p
 report ids and its session's batch id. Restarted with ``--resume``, the server tells everyone
 how many models it has published (a ``resume`` phase); every phase is then replayed: the hosts
 resend the same reports in the same order (their streams derive from the seed, or from the OS
-seed each host and the shuffler keep in their own entropy file, :mod:`privbandits.deploy.entropy`), the shuffler's
-queue keeps each encoded report once (its id is a keyed hash of host and index, so a report
-accepted before the stop is recognised and nothing accepted is lost), a batch formed before the
-stop is taken back unchanged, and a batch whose model is already published is not sent again:
-the server serves that model from its checkpoint instead. The session then ends as the uninterrupted
-one (``tests/test_deploy_p2b.py`` kills the shuffler while it accepts the encoded batch). Every
-party restarts, since the transport has no reconnection: a shuffler restarting alone while
-devices stay connected is not offered.
+seed each host and the shuffler keep in their own entropy file,
+:mod:`privbandits.deploy.entropy`), the shuffler's queue keeps each encoded report once (its id
+is a keyed hash of host and index, so a report accepted before the stop is recognised and
+nothing accepted is lost), a batch formed before the stop is taken back unchanged, and a batch
+whose model is already published is not sent again: the server serves that model from its
+checkpoint instead. The session then ends as the uninterrupted one (``tests/test_deploy_p2b.py``
+kills the shuffler while it accepts the encoded batch). Every party restarts, since the
+transport has no reconnection: a shuffler restarting alone while devices stay connected is not
+offered.
 """
 
 from __future__ import annotations
