@@ -62,6 +62,11 @@ def protocol_links(traffic_rows) -> dict[tuple[str, str, str], tuple[int, int]]:
     return {(p, s, r): (m, b) for p, s, r, m, b, _ in traffic_rows if p in PROTOCOL_PHASES}
 
 
+def uploads_of(network) -> list:
+    """``(sender, message)`` of every phase upload and upload the global server received, in order."""
+    return [(e.sender, e.message) for e in network.transcript if e.message.kind in (PhaseUpload.kind, Upload.kind)]
+
+
 def assert_equals_in_memory(spec) -> dict:
     """Regret, communication, counts, ledger, traffic and the global server's uploads: as in memory."""
     got = outcome(spec)
@@ -80,8 +85,7 @@ def assert_equals_in_memory(spec) -> dict:
         processes |= protocol_links(result["traffic"])
     in_memory = {key: (link.messages, link.bytes) for key, link in bandit.traffic.links.items()}
     assert processes == in_memory
-    uploads = [(e.sender, e.message) for e in network.transcript if e.message.kind in (PhaseUpload.kind, Upload.kind)]
-    assert results["global"]["uploads_digest"] == upload_digest(uploads)
+    assert results["global"]["uploads_digest"] == upload_digest(uploads_of(network))
     return got
 
 
@@ -113,8 +117,7 @@ def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(tmp_
     # received the very uploads the process did (equal digests)
     network = snooped_run(config_of(spec), spec.protocol.seed, setting_of(spec).environment(), 5)
     assert len(network.uploads) > 100 and [matches for _, matches in network.uploads if matches] == []
-    uploads = [(e.sender, e.message) for e in network.transcript if e.message.kind in (PhaseUpload.kind, Upload.kind)]
-    assert upload_digest(uploads) == results["global"]["uploads_digest"]
+    assert upload_digest(uploads_of(network)) == results["global"]["uploads_digest"]
 
 
 @pytest.mark.parametrize(
@@ -298,6 +301,8 @@ def test_by_default_each_local_server_draws_its_noise_from_os_entropy(tmp_path):
     for name in spec.names("local_server"):
         assert [t for t, *_ in results[name]["phases"]] == reference.bandit.phase_starts
     assert got["counts"].phase_uploads > 0 and 0 < got["regret"][-1] < horizon  # a reward is in [0, 1]
-    uploads = [(e.sender, e.message) for e in network.transcript if e.message.kind in (PhaseUpload.kind, Upload.kind)]
-    assert results["global"]["uploads_digest"] != upload_digest(uploads)
+    again = InMemoryNetwork(record=True)
+    run_in_memory(spec, again)  # another default run, in memory: other noise again
+    digests = [upload_digest(uploads_of(run)) for run in (network, again)]
+    assert len({results["global"]["uploads_digest"], *digests}) == 3
     assert not (spec.output / "checkpoints").exists()
