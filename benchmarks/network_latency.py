@@ -361,11 +361,13 @@ def mpc(
 
 
 def p2b_deployment(folder: Path, n_users: int) -> Path:
-    """The shipped P2B example (a shuffler, the server, two device hosts) with ephemeral ports and ``n_users``."""
+    """The shipped P2B example (a shuffler, the server, two device hosts) with ephemeral ports and ``n_users``, with
+    the raw baseline (off in the shipped file) whose reports are timed too."""
     import re
 
     example = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "p2b.toml"
     text = re.sub(r'address = "127\.0\.0\.1:\d+"', 'address = "127.0.0.1:0"', example.read_text())
+    text = text.replace('name = "p2b"\n', 'name = "p2b"\nraw_baseline = true\n')
     path = folder / "p2b.toml"
     path.write_text(re.sub(r"n_users = \d+", f"n_users = {n_users}", text))
     return path
@@ -446,6 +448,7 @@ def fclub(horizon: int, algorithm: str) -> dict[str, float]:
     text = re.sub(r'address = "127\.0\.0\.1:\d+"', 'address = "127.0.0.1:0"', example.read_text())
     text = re.sub(r"horizon = \d+", f"horizon = {horizon}", text)
     text = re.sub(r'algorithm = "[^"]*"', f'algorithm = "{algorithm}"', text)
+    text = "reproducible = true\n" + text  # the local servers' noise from the seed, so regret equals in-memory
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "fclub.toml"
         path.write_text(text)

@@ -4,6 +4,7 @@ their in-memory twins by another."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import test_deploy_fclub as fclub_tests
 import test_deploy_mpc as mpc_tests
 import test_deploy_p2b as p2b_tests
 import test_deploy_vertical as vertical_tests
+from deploy_files import reproducible
 from typer.testing import CliRunner
 
 from privbandits.deploy.cli import standalone
@@ -25,8 +27,9 @@ FCLUB_SMALL = {"horizon = 4095": "horizon = 127", "n_users = 40": "n_users = 12"
 def deployment(kind: str, folder: Path, deadline_s: float = 10.0) -> Path:
     """A small deployment of ``kind`` (certificates and data made), the one every flood and stall test runs."""
     path = _build(kind, folder, deadline_s)
-    # once issue 28's `reproducible` mode lands (equality with the in-memory twin needs it), this one line:
-    # path.write_text("reproducible = true\n" + path.read_text())
+    text = path.read_text()  # equality with the in-memory twin needs the seeded streams
+    if not re.search(r"^reproducible\s*=", text, re.M):
+        path.write_text(reproducible(text))
     return path
 
 
@@ -44,7 +47,7 @@ def _build(kind: str, folder: Path, deadline_s: float) -> Path:
         folder, **{"n_users = 3000": "n_users = 400", "deadline_s = 30": f"deadline_s = {deadline_s:g}"}
     )
     runner = CliRunner()
-    for command in (["deploy", "certs", str(path), "--out", str(folder / "certs")], ["deploy", "data", str(path)]):
+    for command in (["deploy", "certs", str(path)], ["deploy", "data", str(path)]):
         result = runner.invoke(standalone, command)
         assert result.exit_code == 0, result.output
     return path

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from deploy_files import reproducible
 from test_message_boundary_fclub import snooped_run
 from typer.testing import CliRunner
 
@@ -29,9 +30,11 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "fclub.to
 PROTOCOL_PHASES = ("detect", "phase_end", "async", "check")
 
 
-def local_copy(folder: Path, **replace: str) -> Path:
-    """The shipped example with ephemeral ports (and ``replace``d settings), in ``folder``."""
+def local_copy(folder: Path, *, seeded: bool = True, **replace: str) -> Path:
+    """The shipped example with ephemeral ports (and ``replace``d settings), in ``folder``; ``seeded``: reproducible
+    (so it equals the in-memory run)."""
     text = re.sub(r'address = "127\.0\.0\.1:\d+"', 'address = "127.0.0.1:0"', EXAMPLE.read_text())
+    text = reproducible(text) if seeded else text
     for old, new in replace.items():
         assert old in text, old
         text = text.replace(old, new)
@@ -59,6 +62,11 @@ def protocol_links(traffic_rows) -> dict[tuple[str, str, str], tuple[int, int]]:
     return {(p, s, r): (m, b) for p, s, r, m, b, _ in traffic_rows if p in PROTOCOL_PHASES}
 
 
+def uploads_of(network) -> list:
+    """``(sender, message)`` of every phase upload and upload the global server received, in order."""
+    return [(e.sender, e.message) for e in network.transcript if e.message.kind in (PhaseUpload.kind, Upload.kind)]
+
+
 def assert_equals_in_memory(spec) -> dict:
     """Regret, communication, counts, ledger, traffic and the global server's uploads: as in memory."""
     got = outcome(spec)
@@ -77,8 +85,7 @@ def assert_equals_in_memory(spec) -> dict:
         processes |= protocol_links(result["traffic"])
     in_memory = {key: (link.messages, link.bytes) for key, link in bandit.traffic.links.items()}
     assert processes == in_memory
-    uploads = [(e.sender, e.message) for e in network.transcript if e.message.kind in (PhaseUpload.kind, Upload.kind)]
-    assert results["global"]["uploads_digest"] == upload_digest(uploads)
+    assert results["global"]["uploads_digest"] == upload_digest(uploads_of(network))
     return got
 
 
@@ -110,8 +117,7 @@ def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(tmp_
     # received the very uploads the process did (equal digests)
     network = snooped_run(config_of(spec), spec.protocol.seed, setting_of(spec).environment(), 5)
     assert len(network.uploads) > 100 and [matches for _, matches in network.uploads if matches] == []
-    uploads = [(e.sender, e.message) for e in network.transcript if e.message.kind in (PhaseUpload.kind, Upload.kind)]
-    assert upload_digest(uploads) == results["global"]["uploads_digest"]
+    assert upload_digest(uploads_of(network)) == results["global"]["uploads_digest"]
 
 
 @pytest.mark.parametrize(
@@ -274,3 +280,29 @@ def test_the_users_refuse_a_malformed_answer_from_a_local_server(arm, served, er
     env = SimpleNamespace(user=0, reward=lambda chosen: 1.0)
     with pytest.raises(ProtocolError, match=error):
         _round(users, "local0", 1, env, np.zeros((10, 10)), 10, network)
+
+
+def test_by_default_each_local_server_draws_its_noise_from_os_entropy(tmp_path):
+    """The shipped default: the session serves the seeded run's users on its phase schedule (the environment is
+    the file's), but with the local servers' own noise: the global server receives other uploads (another digest),
+    every result records the mode, and nothing of the noise is kept on disk (FCLUB has no --resume)."""
+    horizon = 511
+    path = local_copy(tmp_path, seeded=False, **{"horizon = 4095": f"horizon = {horizon}"})
+    certs(path)
+    result = CliRunner().invoke(standalone, ["deploy", "local", str(path), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    spec = load_deployment(path)
+    got = outcome(spec)
+    results = got["results"]
+    assert not spec.reproducible and {result["randomness"] for result in results.values()} == {"os"}
+    network = InMemoryNetwork(record=True)
+    reference = run_in_memory(spec.model_copy(update={"reproducible": True}), network)
+    assert results["users"]["served"] == horizon and results["global"]["lost"] == {}
+    for name in spec.names("local_server"):
+        assert [t for t, *_ in results[name]["phases"]] == reference.bandit.phase_starts
+    assert got["counts"].phase_uploads > 0 and 0 < got["regret"][-1] < horizon  # a reward is in [0, 1]
+    again = InMemoryNetwork(record=True)
+    run_in_memory(spec, again)  # another default run, in memory: other noise again
+    digests = [upload_digest(uploads_of(run)) for run in (network, again)]
+    assert len({results["global"]["uploads_digest"], *digests}) == 3
+    assert not (spec.output / "checkpoints").exists()

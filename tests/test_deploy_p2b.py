@@ -7,26 +7,33 @@ message from a device host (transcript check).
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from deploy_files import reproducible
 from typer.testing import CliRunner
 
 from privbandits.comm import TlsCredentials
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
-from privbandits.deploy.p2b import SETTINGS, layout, load_host, outcome, run_in_memory
+from privbandits.deploy.p2b_data import layout, load_host
+from privbandits.deploy.p2b_outcome import SETTINGS, outcome, run_in_memory, without_baseline
 from privbandits.protocols.p2b import EncodedBatch, ModelRelease, RawBatch
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "p2b.toml"
 
 
-def local_copy(folder: Path, **replace: str) -> Path:
-    """The shipped example with ephemeral ports (and ``replace``d settings), in ``folder``."""
+def local_copy(folder: Path, *, raw_baseline: bool = True, seeded: bool = True, **replace: str) -> Path:
+    """The shipped example with ephemeral ports (and ``replace``d settings), in ``folder``: by default reproducible
+    (``seeded``, so it equals the in-memory run) and with the raw baseline (off in the shipped file)."""
     text = re.sub(r'address = "127\.0\.0\.1:\d+"', 'address = "127.0.0.1:0"', EXAMPLE.read_text())
+    text = reproducible(text) if seeded else text
+    if raw_baseline:
+        text = text.replace('name = "p2b"\n', 'name = "p2b"\nraw_baseline = true\n')
     for old, new in replace.items():
         assert old in text, old
         text = text.replace(old, new)
@@ -35,13 +42,26 @@ def local_copy(folder: Path, **replace: str) -> Path:
     return path
 
 
+def deployed(path: Path):
+    """``deploy certs``, ``deploy data`` and ``deploy local`` of the file at ``path`` (bundles where it names them)."""
+    runner = CliRunner()
+    for command in (["deploy", "certs", str(path)], ["deploy", "data", str(path)],
+                    ["deploy", "local", str(path), "--no-progress"]):  # fmt: skip
+        result = runner.invoke(standalone, command)
+        assert result.exit_code == 0, result.output
+    return load_deployment(path)
+
+
 @pytest.fixture
 def encoder_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("PRIVBANDITS_CACHE", str(tmp_path / "cache"))  # the party processes inherit it
 
 
-def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(tmp_path, encoder_cache):
-    path = local_copy(tmp_path)
+@pytest.mark.parametrize("raw_baseline", [False, True])
+def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(tmp_path, encoder_cache, raw_baseline):
+    """Reproducible, with the raw baseline off (the shipped default) or on: the private path (and the baseline,
+    when on) equals the in-memory run, whose baseline draws from streams of their own."""
+    path = local_copy(tmp_path, raw_baseline=raw_baseline)
     runner = CliRunner()
     for command in (["deploy", "certs", str(path)], ["deploy", "data", str(path)]):
         result = runner.invoke(standalone, command)
@@ -65,8 +85,12 @@ def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(tmp_
 
     got = outcome(spec)
     reference, network = run_in_memory(spec)
+    phases = ("share_raw", "share_encoded") if raw_baseline else ("share_encoded",)
+    settings = SETTINGS if raw_baseline else ("cold", "warm_private")
+    assert list(got["late"]) == list(settings)
+    assert all(result["randomness"] == "reproducible" for result in got["results"].values())
     # the late users' rewards, setting by setting
-    for setting in SETTINGS:
+    for setting in settings:
         expected = getattr(reference, setting)
         assert got["late"][setting] == {
             "mean": expected.mean, "std": expected.std, "n_users": expected.n_users, "rounds": expected.rounds
@@ -77,31 +101,36 @@ def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(tmp_
     batches = got["batches"]
     for field in ("codes", "actions", "rewards"):
         assert np.array_equal(np.asarray(batches["encoded"][field]), getattr(encoded, field)), field
-    for field in ("contexts", "actions", "rewards"):
+    for field in ("contexts", "actions", "rewards") if raw_baseline else ():
         assert np.array_equal(np.asarray(batches["raw"][field]), getattr(raw, field)), field
+    assert list(batches) == (["raw", "encoded"] if raw_baseline else ["encoded"])
     assert len(encoded.codes) > 0 and np.unique(encoded.codes, return_counts=True)[1].min() >= spec.protocol.threshold
     # the published models (non-private, then private)
     models = [envelope.message for envelope in network.transcript if envelope.message.kind == ModelRelease.kind]
-    for model, key in zip(models, ("non_private", "private"), strict=True):
+    models, keys = (models, ("non_private", "private")) if raw_baseline else (models[1:], ("private",))
+    assert list(got["models"]) == list(keys)
+    for model, key in zip(models, keys, strict=True):
         first, second = got["models"][key]
         assert np.array_equal(np.asarray(first), model.first) and np.array_equal(np.asarray(second), model.second)
     # the parties' ledgers compose to the in-memory protocol's ledger
+    expected = reference.ledger.entries if raw_baseline else without_baseline(reference.ledger.entries)
     assert [(e.mechanism, e.epsilon, e.details) for e in got["ledger"].entries] == [
-        (e.mechanism, e.epsilon, e.details) for e in reference.ledger.entries
+        (e.mechanism, e.epsilon, e.details) for e in expected
     ]
     assert sum(got["results"][h]["encoded_reports_sent"] for h in hosts) == reference.encoded_tuples_shared
-    assert sum(got["results"][h]["raw_reports_sent"] for h in hosts) == reference.raw_tuples_shared
+    raw_sent = [got["results"][h]["raw_reports_sent"] for h in hosts]
+    assert sum(raw_sent) == reference.raw_tuples_shared if raw_baseline else raw_sent == [None, None]
 
     # transcripts: the server receives batches only from the shuffler; from a device host only its fetch of each
     # published model (a version number: 8 bytes), and nothing from any device
     results = got["results"]
     server_heard = {(phase, sender, messages, size) for phase, sender, _, messages, size, _ in
                     results["server"]["received"]}  # fmt: skip
-    fetches = {(phase, host, 1, 8) for phase in ("share_raw", "share_encoded") for host in hosts}
+    fetches = {(phase, host, 1, 8) for phase in phases for host in hosts}
     assert {row for row in server_heard if row[1] != "shuffler"} == fetches
     assert {(phase, sender) for phase, sender, *_ in server_heard if sender == "shuffler"} == {
-        ("share_raw", "shuffler"), ("share_encoded", "shuffler")
-    }  # fmt: skip
+        (phase, "shuffler") for phase in phases
+    }
     for name in hosts:
         assert {receiver for _, _, receiver, *_ in results[name]["traffic"]} == {"shuffler", "server"}
         heard = {(sender, messages, size) for _, sender, _, messages, size, _ in results[name]["received"]
@@ -112,11 +141,12 @@ def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(tmp_
     # its own name (its host's certificate vouching for it), and the server never heard any device
     shuffler_heard = [row for row in results["shuffler"]["received"] if row[0] in ("share_raw", "share_encoded")]
     devices = [(phase, sender) for phase, sender, _, messages, *_ in shuffler_heard if "-device" in sender]
-    assert len(devices) == len(set(devices)) == reference.raw_tuples_shared + reference.encoded_tuples_shared
+    raw_shared = reference.raw_tuples_shared if raw_baseline else 0  # with it off, no device sent a raw context
+    assert len(devices) == len(set(devices)) == raw_shared + reference.encoded_tuples_shared
     assert {sender.split("-device")[0] for _, sender in devices} == set(hosts)
     assert all(messages == 1 for _, sender, _, messages, *_ in shuffler_heard if "-device" in sender)
     # the devices' report bytes to the shuffler are the in-memory ones (plus one CloseBatch per host)
-    for phase in ("share_raw", "share_encoded"):
+    for phase in phases:
         to_shuffler = [row for h in hosts for row in results[h]["traffic"] if row[0] == phase and row[2] == "shuffler"]
         processes = sum(row[4] for row in to_shuffler)
         in_memory = network.traffic.total(phase, receiver=reference_shuffler(phase)).bytes
@@ -208,12 +238,15 @@ def _held_reports(path: Path) -> int:
         return 0
 
 
-@pytest.mark.parametrize("victim", ["shuffler", "server"])
-def test_a_party_killed_mid_batch_loses_no_accepted_report_and_releases_no_batch_twice(tmp_path, encoder_cache, victim):
+@pytest.mark.parametrize(("victim", "seeded"), [("shuffler", True), ("server", True), ("shuffler", False)])
+def test_a_party_killed_mid_batch_loses_no_accepted_report_and_releases_no_batch_twice(
+    tmp_path, encoder_cache, victim, seeded
+):
     """SIGKILL the shuffler (or the server) while the shuffler accepts the encoded batch: every other party stops
     naming it; restarted with --resume, the hosts replay their reports, the queue keeps each once (ids keyed by host
     and index), the server serves the model it had published from its checkpoint, and the session ends as the
-    uninterrupted one."""
+    uninterrupted one. With OS randomness (not ``seeded``) the hosts replay the same reports from the OS seeds they
+    kept in their own files, so the queue recognises every report accepted before the kill."""
     import os
     import signal
     import tempfile
@@ -225,7 +258,7 @@ def test_a_party_killed_mid_batch_loses_no_accepted_report_and_releases_no_batch
     from privbandits.protocols.p2b_queue import ReportQueue
 
     deadline = 5.0
-    path = local_copy(tmp_path, **{"deadline_s = 30": f"deadline_s = {deadline}"})
+    path = local_copy(tmp_path, seeded=seeded, **{"deadline_s = 30": f"deadline_s = {deadline}"})
     runner = CliRunner()
     for command in (["deploy", "certs", str(path)], ["deploy", "data", str(path)]):
         assert runner.invoke(standalone, command).exit_code == 0
@@ -260,14 +293,24 @@ def test_a_party_killed_mid_batch_loses_no_accepted_report_and_releases_no_batch
             name
         ].last_error
     assert not any(spec.result_path(name).exists() for name in spec.parties)
+    from privbandits.deploy.entropy import entropy_path
+
+    kept = {name: entropy_path(spec, name) for name in ("hosta", "hostb", "shuffler")}
+    seeds = {name: file.read_bytes() for name, file in kept.items() if not seeded}  # the OS seeds of the killed run
 
     with tempfile.TemporaryDirectory() as workdir:
         parties = start_parties(spec, Path(workdir), resume=True)
         codes = wait_parties(parties, deadline)
     assert all(code == 0 for code in codes.values()), {p.name: p.stderr for p in parties}
-    got, (reference, _) = outcome(spec), run_in_memory(spec)
+    got = outcome(spec)
     results = got["results"]
     assert results["server"]["resumed_after"] == 1  # the raw baseline's model was out; the private one not
+    assert results["shuffler"]["queue"]["duplicates"] == accepted
+    assert all(kept[name].read_bytes() == seed for name, seed in seeds.items())  # read back, not drawn again
+    assert {result["randomness"] for result in results.values()} == {"reproducible" if seeded else "os"}
+    if not seeded:
+        return
+    reference, _ = run_in_memory(spec)
     for setting in SETTINGS:
         assert got["late"][setting]["mean"] == getattr(reference, setting).mean
     encoded = reference.release
@@ -277,7 +320,6 @@ def test_a_party_killed_mid_batch_loses_no_accepted_report_and_releases_no_batch
     ]
     # no accepted report lost, none counted twice: one batch of every report, released once; the server
     # received one encoded batch in the resumed session (and none in the killed one: it had no model to save)
-    assert results["shuffler"]["queue"]["duplicates"] == accepted
     queue = ReportQueue(queue_file)
     try:
         assert queue.batches() == [0] and queue.unreleased() == [] and queue.held() == 0
@@ -347,12 +389,7 @@ def test_the_shuffler_closes_a_batch_by_size_or_time_and_refuses_later_reports(t
     come later are refused (their reports lost, the devices and the session go on), and every party's count agrees
     (the ledgers compose)."""
     path = local_copy(tmp_path, **{'tie_break = "random"': f'tie_break = "random"\n{setting}'})
-    runner = CliRunner()
-    for command in (["deploy", "certs", str(path)], ["deploy", "data", str(path)],
-                    ["deploy", "local", str(path), "--no-progress"]):  # fmt: skip
-        result = runner.invoke(standalone, command)
-        assert result.exit_code == 0, result.output
-    spec = load_deployment(path)
+    spec = deployed(path)
     got, (reference, _) = outcome(spec), run_in_memory(spec)  # outcome composes the ledgers: counts agree
     results, hosts = got["results"], spec.names("device_host")
     shuffler = results["shuffler"]
@@ -378,3 +415,36 @@ def test_the_server_refuses_a_fetch_of_a_model_version_it_has_not_published():
         host.send("server", FetchModel(2))
         with pytest.raises(ProtocolError, match="'hosta' fetched model version 2; version 1 is published"):
             server.serve(1)
+
+
+def test_by_default_every_party_draws_from_os_entropy_and_the_session_still_runs(tmp_path, encoder_cache):
+    """The shipped defaults (OS randomness, no raw baseline): the session ends with the seeded run's shapes and
+    counts but other coins (another encoded batch; another default run differs again), and the hosts and the
+    shuffler keep their OS seeds in files of their own (0600), for --resume; the server holds none."""
+    import stat
+
+    from privbandits.deploy.entropy import entropy_path
+
+    path = local_copy(tmp_path, raw_baseline=False, seeded=False, **{"n_users = 3000": "n_users = 1000"})
+    spec = deployed(path)
+    assert not spec.reproducible and not spec.protocol.raw_baseline
+    got = outcome(spec)
+    results, hosts = got["results"], spec.names("device_host")
+    assert {result["randomness"] for result in results.values()} == {"os"}
+    seeded, seeded_network = run_in_memory(spec.model_copy(update={"reproducible": True}))
+    _, again_network = run_in_memory(spec)  # another default run, in memory
+    for setting in ("cold", "warm_private"):  # every late user measured over every round, as in the seeded run
+        for key in ("n_users", "rounds"):
+            assert got["late"][setting][key] == getattr(getattr(seeded, setting), key)
+    n_early, sent = 700, sum(results[host]["encoded_reports_sent"] for host in hosts)
+    assert abs(sent - 0.5 * n_early) < 6 * math.sqrt(0.25 * n_early), sent  # the devices' coins: p = 0.5
+    codes = got["batches"]["encoded"]["codes"]
+    assert np.unique(codes, return_counts=True)[1].min() >= spec.protocol.threshold
+    batches = [[e.message for e in network.transcript if e.message.kind == EncodedBatch.kind][0].codes.tolist()
+               for network in (seeded_network, again_network)]  # fmt: skip
+    assert codes != batches[0] and codes != batches[1] and batches[0] != batches[1]
+    for name in spec.parties:
+        kept = entropy_path(spec, name)
+        assert kept.exists() == (name != "server"), name
+        if kept.exists():
+            assert stat.S_IMODE(kept.stat().st_mode) == 0o600

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from deploy_files import reproducible
 from typer.testing import CliRunner
 
 from privbandits.deploy import checkpoint
@@ -30,9 +31,10 @@ ROLES = {"mask_generator": "mask_generator", "active": "active", "passive2": "pa
 
 
 def make_deployment(
-    folder: Path, *, lacking=None, deadline_s: float = 10.0, checkpoint_every: int = 100, **protocol
+    folder: Path, *, lacking=None, deadline_s: float = 10.0, checkpoint_every: int = 100, seeded=True, **protocol
 ) -> Path:
-    """A four-party deployment (M = 3 data holders, uneven blocks) with certificates and data."""
+    """A four-party deployment (M = 3 data holders, uneven blocks) with certificates and data; ``seeded``:
+    reproducible (VFTS samples from the seed, as in memory)."""
     settings = {"policy": "vfucb", "partition": [5, 2, 3], "n_arms": 4, "rounds": 200, "seed": 7, **protocol}
     lines = [
         'name = "vertical-test"',
@@ -54,7 +56,8 @@ def make_deployment(
         ]
         lines.append(f'data = "data/{name}.npz"')  # the mask generator's: its private mask seed
     path = folder / "deploy.toml"
-    path.write_text("\n".join(lines) + "\n")
+    text = "\n".join(lines) + "\n"
+    path.write_text(reproducible(text) if seeded else text)
     write_development_pki(folder / "certs", NAMES)
     write_synthetic_data(load_deployment(path), lacking=lacking)
     return path
@@ -219,4 +222,18 @@ def test_the_shipped_example_runs_with_certs_data_and_local(tmp_path):
     result = runner.invoke(standalone, ["deploy", "local", str(path), "--no-progress"])
     assert result.exit_code == 0, result.output
     assert "100 rounds, cumulative reward" in result.output
-    assert_same_as_in_memory(load_deployment(path))
+    spec = load_deployment(path)  # the shipped file's default: OS randomness (VFUCB draws nothing: equal anyway)
+    assert not spec.reproducible and {result["randomness"] for result in results(spec).values()} == {"os"}
+    assert_same_as_in_memory(spec)
+
+
+def test_vfts_samples_from_os_entropy_by_default(tmp_path):
+    """Without ``reproducible``, the active party's VFTS samples come from fresh OS entropy: two runs choose other
+    arms, and neither the seeded run's (whose draws anyone holding the file could recompute)."""
+    import numpy as np
+
+    spec = load_deployment(make_deployment(tmp_path, policy="vfts", v=1.0, seeded=False))
+    first, second = (run_in_memory(spec)[0].arms for _ in range(2))
+    seeded = run_in_memory(spec.model_copy(update={"reproducible": True}))[0].arms
+    assert not np.array_equal(first, second) and not np.array_equal(first, seeded)
+    assert np.array_equal(seeded, run_in_memory(spec.model_copy(update={"reproducible": True}))[0].arms)

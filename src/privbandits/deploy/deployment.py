@@ -8,6 +8,8 @@ Example (vertical O3M, three data holders and the mask generator)::
     deadline_s = 30                # a peer silent this long counts as lost
     output = "out"                 # each party writes out/NAME.result.json here
     checkpoint_every = 100         # rounds between checkpoints (out/checkpoints/NAME.npz)
+    reproducible = false           # true: every party's random choices derive from protocol.seed
+                                   # (equal to the in-memory run; tests and demos only: no privacy)
 
     [protocol]
     name = "vertical-o3m"
@@ -308,8 +310,11 @@ class P2BProtocol(_Strict):
     ``device_host`` parties, each simulating the devices of its own users (its data file).
     The population is the synthetic benchmark (spec §5.1) of ``n_users`` users with
     ``interactions`` rounds each; the first ``early_fraction`` share, the rest are measured.
-    ``seed`` is :func:`~privbandits.protocols.p2b.simulate`'s: every party derives its
-    streams from it as the in-memory run does, so the processes reproduce that run.
+    ``seed`` is :func:`~privbandits.protocols.p2b.simulate`'s: with the deployment's
+    ``reproducible = true`` every party derives its streams from it as the in-memory run does, so
+    the processes reproduce that run; by default each party draws from OS entropy
+    (:mod:`privbandits.deploy.entropy`). ``raw_baseline`` (off by default) also runs the
+    non-private baseline: every participating device then sends a raw context to the server.
     """
 
     name: Literal["p2b"]
@@ -322,7 +327,15 @@ class P2BProtocol(_Strict):
     encoder_seed: int = Field(0, ge=0)
     mapping: Literal["softmax", "linear"] = "linear"
     data_seed: int = Field(0, ge=0, description="the synthetic users of `deploy data`")
-    seed: int = Field(0, ge=0, description="the protocol's randomness, as simulate(seed=...)")
+    seed: int = Field(
+        0, ge=0, description="the protocol's randomness, as simulate(seed=...), used only with reproducible = true"
+    )
+    raw_baseline: bool = Field(
+        False,
+        description="also run the non-private baseline: each participating device sends one raw context, action and "
+        "reward to the server (through the shuffler, no thresholding) and late users play warm from that model; "
+        "off, devices never send raw contexts and the server publishes only the private model",
+    )
     participation: float = Field(0.5, ge=0, le=1)
     negative_rate: float = Field(0.05, ge=0, le=1)
     threshold: int = Field(10, ge=1)
@@ -380,8 +393,11 @@ class FCLUBProtocol(_Strict):
     is one of the experiments' FCLUB-family names, with their options (``privbandits show
     fclub-fig2``): the default, the faithful CDP-FCLUB-DC, privatizes every upload; the
     reference-compatible "CDP-FCLUB-DC" puts noise only in the upload trigger, so its uploads
-    reach the global server raw. Nobody holds a data file: every party derives its randomness from ``seed``
-    as :func:`~privbandits.protocols.fclub.run_fclub` does, so the processes reproduce that run.
+    reach the global server raw. Nobody holds a data file. The users party draws the synthetic
+    environment from ``seed`` as :func:`~privbandits.protocols.fclub.run_fclub` does (public data, by
+    construction); each local server draws its privatizers' noise and tie-breaks from OS entropy, or,
+    with the deployment's ``reproducible = true``, from ``seed`` as ``run_fclub`` does, so the
+    processes reproduce that run.
     """
 
     name: Literal["fclub"]
@@ -395,7 +411,9 @@ class FCLUBProtocol(_Strict):
     n_arms: int = Field(10, ge=1, description="K, arms per round")
     construction: Literal["reference", "paper"] = "reference"
     epsilon: float = Field(1.0, gt=0, allow_inf_nan=False, description="ε of the privatizers")
-    seed: int = Field(0, ge=0, description="the run's randomness, as run_fclub(seed=...)")
+    seed: int = Field(
+        0, ge=0, description="the environment, and with reproducible = true the local servers', as run_fclub(seed=...)"
+    )
     options: dict[str, bool | int | float | str] = Field(
         default_factory=dict, description="FCLUBConfig fields over the algorithm's preset (e.g. rebuild_local_copies)"
     )
@@ -442,7 +460,11 @@ class FCLUBProtocol(_Strict):
             raise ValueError(f"parties: {len(local)} local servers, but only n_users = {self.n_users} users")
         for name, entry in parties.items():
             if entry.data is not None:
-                raise ValueError(f"parties.{name}.data: no FCLUB party reads a data file (all derive from seed)")
+                raise ValueError(f"parties.{name}.data: no FCLUB party reads a data file")
+
+
+SESSION_FIELDS = {"name", "deadline_s", "connect_deadline_s", "checkpoint_every", "reproducible", "protocol"}
+"""What the session digest covers besides the parties and the CA: never a path."""
 
 
 class Deployment(_Strict):
@@ -461,6 +483,12 @@ class Deployment(_Strict):
     connect_deadline_s: float = Field(60.0, gt=0, le=86400, allow_inf_nan=False)
     output: Path = Path("out")
     checkpoint_every: int = Field(100, ge=1, description="rounds between checkpoints of a party's state")
+    reproducible: bool = Field(
+        False,
+        description="derive every party's random choices from protocol.seed (the in-memory run's streams), for tests "
+        "and demos only: anyone holding this file can recompute them (no privacy); false draws each party's secret "
+        "randomness from OS entropy (privbandits.deploy.entropy)",
+    )
     protocol: VerticalProtocol | MPCProtocol | P2BProtocol | FCLUBProtocol = Field(discriminator="name")
     parties: dict[str, PartyEntry] = Field(min_length=2)
     source: Path | None = Field(None, exclude=True)
@@ -527,18 +555,17 @@ class Deployment(_Strict):
         session's settings, each party's name, role and address, and ``ca_fingerprint`` (the CA certificate's
         SHA-256, which every host holds). Never a path: hosts lay their files out as they like."""
         state = {
-            "session": self.model_dump(
-                mode="json", include={"name", "deadline_s", "connect_deadline_s", "checkpoint_every", "protocol"}
-            ),  # fmt: skip
+            "session": self.model_dump(mode="json", include=SESSION_FIELDS),
             "parties": [[name, entry.role, entry.address] for name, entry in self.parties.items()],
             "ca": ca_fingerprint,
         }
         return _sha256(state)
 
     def protocol_digest(self) -> str:
-        """SHA-256 of what a checkpoint depends on: the protocol and each party's name and role (not addresses,
-        not paths)."""
+        """SHA-256 of what a checkpoint depends on: the protocol, where the parties' randomness comes from, and each
+        party's name and role (not addresses, not paths)."""
         state = {
+            "reproducible": self.reproducible,  # a session resumed in the other mode would draw other coins
             "protocol": self.protocol.model_dump(mode="json", exclude=set(getattr(self.protocol, "UNDIGESTED", ()))),
             "parties": {name: entry.role for name, entry in self.parties.items()},
         }
@@ -565,7 +592,7 @@ class Deployment(_Strict):
         party processes."""
         data = self.model_dump(mode="json", exclude_none=True, exclude={"ca", "bundles"})
         lines = []
-        for key in ("name", "deadline_s", "connect_deadline_s", "output", "checkpoint_every"):
+        for key in ("name", "deadline_s", "connect_deadline_s", "output", "checkpoint_every", "reproducible"):
             lines.append(f"{key} = {_toml_value(data[key])}")
         lines.append("\n[protocol]")
         lines += [f"{key} = {_toml_value(value)}" for key, value in data["protocol"].items()]

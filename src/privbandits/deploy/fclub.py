@@ -25,13 +25,16 @@ global server has confirmed its upload (:class:`UploadDone`, sent once every dow
 is applied: :class:`Applied`) or its download check (:class:`Checked`). These sequencing messages
 travel in phases of their own (``users``, ``schedule``, ``sequence``), outside the paper's count;
 the protocol's messages keep their phases (``detect``, ``phase_end``, ``async``, ``check``) and
-their bytes, so the traffic of those phases equals the in-memory run's link by link. Every party
-derives its randomness from ``protocol.seed`` as :func:`~privbandits.protocols.fclub.run_fclub`
-does (the environment from the first spawned stream, local server ℓ from the ℓ-th child of the
-second), so regret, communication and the local servers' releases equal
-:func:`run_in_memory`'s. That makes every party's noise derive from a seed in the shared
-deployment file: right for trying a deployment out and for the equality tests, not for
-production, where each local server's privatizer must draw from its own secret entropy.
+their bytes, so the traffic of those phases equals the in-memory run's link by link. The users
+party draws the synthetic environment from ``protocol.seed`` as
+:func:`~privbandits.protocols.fclub.run_fclub` does (the first spawned stream: the demo's data,
+public by construction, as P2B's ``data_seed``). Each local server draws its privatizers' noise
+and its tie-breaks from fresh OS entropy (:mod:`privbandits.deploy.entropy`), so the global
+server, which holds the file, cannot regenerate and remove that noise. With the deployment's
+``reproducible = true``, local server ℓ derives them from the ℓ-th child of the second stream,
+as ``run_fclub`` does, so regret, communication and the local servers' releases equal
+:func:`run_in_memory`'s; anyone holding the file can then recompute the noise
+(``tests/test_deploy_attacks.py``): for tests and demos only.
 
 A lost local server (killed, stalled past the deadline, or failed): the global server names it
 (its result's ``lost`` and outcome), drops its link and its clusters from later merges, and
@@ -51,6 +54,7 @@ from collections.abc import Callable
 import numpy as np
 
 from privbandits.comm import Message, Network, PeerLost, ProtocolError, message
+from privbandits.deploy import entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError, FCLUBProtocol
 from privbandits.protocols.fclub import (
     ASYNC,
@@ -64,7 +68,7 @@ from privbandits.protocols.fclub import (
     LocalServer,
     PhaseUpload,
     Upload,
-    run_fclub,
+    play,
 )
 from privbandits.protocols.fclub_config import Calibration
 
@@ -162,10 +166,25 @@ def config_of(deployment: Deployment):
     return fclub_config(protocol.algorithm, setting_of(deployment), protocol.horizon, protocol.options)
 
 
+def _seeds(deployment: Deployment) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
+    """The environment's seed and the protocol's, spawned from ``protocol.seed`` as
+    :func:`~privbandits.protocols.fclub.run_fclub` does (the protocol's used only in reproducible mode)."""
+    environment, protocol = np.random.SeedSequence(_protocol(deployment).seed).spawn(2)
+    return environment, protocol
+
+
 def _streams(deployment: Deployment) -> tuple[np.random.Generator, list[np.random.Generator]]:
-    """The environment's generator and each local server's, as :func:`~privbandits.protocols.fclub.run_fclub`."""
-    env_rng, protocol_rng = np.random.default_rng(_protocol(deployment).seed).spawn(2)
-    return env_rng, protocol_rng.spawn(len(deployment.names("local_server")))
+    """The environment's generator and each local server's in reproducible mode, as ``run_fclub``."""
+    environment, protocol = _seeds(deployment)
+    servers = protocol.spawn(len(deployment.names("local_server")))
+    return np.random.default_rng(environment), [np.random.default_rng(seed) for seed in servers]
+
+
+def local_rng(deployment: Deployment, name: str) -> np.random.Generator:
+    """Local server ``name``'s generator (its privatizers' noise, its tie-breaks): OS entropy, or in
+    reproducible mode ``run_fclub``'s."""
+    servers = deployment.names("local_server")
+    return entropy.generator(deployment, name, _seeds(deployment)[1].spawn(len(servers))[servers.index(name)])
 
 
 def _server_of_user(deployment: Deployment) -> np.ndarray:
@@ -221,6 +240,7 @@ def _next(party, wanted: tuple[str, ...], deployment: Deployment) -> tuple[str, 
             ) from None
 
 
+@entropy.recorded
 def run_party(
     deployment: Deployment,
     name: str,
@@ -352,8 +372,7 @@ def _run_local_server(deployment: Deployment, name: str, network: Network) -> di
     servers = deployment.names("local_server")
     ell = servers.index(name)
     members = np.flatnonzero(_server_of_user(deployment) == ell)
-    _, seeds = _streams(deployment)
-    server = LocalServer(name, network, members, protocol.dim, _calibration(deployment), seeds[ell])
+    server = LocalServer(name, network, members, protocol.dim, _calibration(deployment), local_rng(deployment, name))
     users = deployment.names("users")[0]
     index = {int(user): i for i, user in enumerate(members)}
     events = _LocalEvents()
@@ -635,13 +654,23 @@ def outcome(deployment: Deployment) -> dict:
 
 def run_in_memory(deployment: Deployment, network: Network | None = None):
     """The run of the deployment's algorithm, setting, horizon and seed in one process, as the experiments
-    run it (on ``network``, default a fresh in-memory one): a :class:`~privbandits.protocols.fclub.FCLUBOutcome`."""
-    setting = setting_of(deployment)
+    run it (:func:`~privbandits.protocols.fclub.run_fclub`; on ``network``, default a fresh in-memory one): a
+    :class:`~privbandits.protocols.fclub.FCLUBOutcome`. With OS randomness (not reproducible) the local
+    servers' generators come from fresh OS entropy, as the processes' do; the environment is the same."""
+    from privbandits.protocols.fclub import FederatedClusteredBandit
+
+    config, setting = config_of(deployment), setting_of(deployment)
+    environment, protocol = _seeds(deployment)
+    env = setting.environment()
+    env.reset(np.random.default_rng(environment))
+    rng = entropy.generator(deployment, None, protocol)
     with warnings.catch_warnings():
         if _protocol(deployment).algorithm != FAITHFUL:
             warnings.filterwarnings("ignore", message=NOISE_WARNING)
-        return run_fclub(config_of(deployment), setting.environment(), setting.n_servers, _protocol(deployment).seed,
-                         network=network)  # fmt: skip
+        bandit = FederatedClusteredBandit(
+            config, _server_of_user(deployment), env.dim, env.n_arms, rng=rng, network=network
+        )
+        return play(bandit, env, config.horizon)
 
 
 def upload_digest(uploads) -> str:

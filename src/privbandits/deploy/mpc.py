@@ -16,7 +16,10 @@ Roles (``[parties.NAME] role = ...``) and what each party's data file (``.npz``)
 
 With the same files, :func:`run_in_memory` (the stacked simulator given every party's seeds,
 :class:`~privbandits.protocols.mpc_bandit.PrivateSeeds`) plays bit-identically: same arms, same
-shares, the same payload bytes on every link of the online phases.
+shares, the same payload bytes on every link of the online phases. Every private seed is OS
+entropy in its own party's file (``deploy data`` writes them with :mod:`secrets`), in either mode
+of the deployment's ``reproducible`` (which changes nothing here: no party's randomness derives
+from ``protocol.seed``, only the synthetic data do).
 
 Checkpoints and ``--resume``: each computing party and the environment save their state (their
 shares of W^{-1} and b, their input generator, the decisions) every ``checkpoint_every`` rounds,
@@ -39,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from privbandits.comm import Message, Network, Party, message
-from privbandits.deploy import checkpoint
+from privbandits.deploy import checkpoint, entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError, MPCProtocol
 from privbandits.deploy.files import read_arrays, write_private_npz
 
@@ -317,6 +320,7 @@ def receive_deadline(deployment: Deployment, name: str) -> float:
     return factor * deployment.deadline_s
 
 
+@entropy.recorded
 def run_party(
     deployment: Deployment,
     name: str,

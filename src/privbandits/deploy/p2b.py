@@ -5,10 +5,11 @@ Each party runs the party classes of :mod:`privbandits.protocols.p2b` on its own
 
 * ``device_host`` (one or more): simulates the devices of its own users and holds only
   their data (``.npz``: ``early_contexts`` (n_e, t, d), ``early_rewards`` (n_e, t, K) of
-  0/1, ``late_contexts``, ``late_rewards``). Its early users play cold, send one raw tuple
-  (baseline) and later one encoded tuple each with probability p to the shuffler, and the
+  0/1, ``late_contexts``, ``late_rewards``). Its early users play cold and send one encoded
+  tuple each with probability p to the shuffler (with ``protocol.raw_baseline``, first one raw
+  tuple each: the non-private baseline, which hands raw contexts to the server), and the
   host closes each batch with :class:`~privbandits.protocols.p2b.CloseBatch`; its late users
-  then play cold, warm from the non-private model and warm from the private model, each
+  then play cold, warm from the private model (and from the non-private one), each
   model rebuilt from the server's :class:`~privbandits.protocols.p2b.ModelRelease`. Over TLS
   each device sends its report on a connection of its own (:mod:`privbandits.comm.oneshot`),
   named ``HOST-deviceUSER`` and vouched for by its host's certificate, and waits for the
@@ -31,21 +32,26 @@ Each party runs the party classes of :mod:`privbandits.protocols.p2b` on its own
   the batch is formed there (identities dropped) and marked released once sent. Raw baseline
   reports (contexts) are not queued.
 * ``server``: holds nothing private; it accepts batches from the shuffler only, fits the
-  central model and publishes it as version 1 (the raw baseline's) or 2 (the private one); each
-  device host fetches each version (:class:`FetchModel`) and the server answers once it is published.
+  central model and publishes it, versions numbered in the order published (the raw baseline's
+  first, if it runs, then the private one); each device host fetches each version
+  (:class:`FetchModel`) and the server answers once it is published.
 
-Reproducing the in-memory run. The users are split into contiguous blocks: device host j
-holds the j-th block of the early users and the j-th block of the late users
-(:func:`layout`), so the canonical batch order is the in-memory order (users ascending).
-Every party derives its random streams from ``protocol.seed`` exactly as
-:func:`~privbandits.protocols.p2b.simulate` does; a host skips the draws of the users
-before its block (a population's tie-break draws are user-major) and makes its
-participation draws over the whole early population (padding the other hosts' users, which
-never send). So the released batches, the published models and the late users' rewards
-equal ``simulate(data, encoder, config, seed)`` on the union of the hosts' data
-(:func:`run_in_memory`). This makes every party's randomness derive from a seed in the
-shared deployment file: right for trying a deployment out and for the equality tests, not
-for production, where each device's participation coin must be private to it.
+Reproducing the in-memory run. The users are split into contiguous blocks: device host j holds
+the j-th block of the early users and the j-th block of the late users
+(:func:`~privbandits.deploy.p2b_data.layout`), so the canonical batch order is the in-memory
+order (users ascending). Each party takes the nine streams of
+:func:`~privbandits.protocols.p2b.simulate` from its own root seed (:func:`streams_of`): by
+default fresh OS entropy, so no other party (the server above all) can recompute a device's
+participation, negative-report or tuple-choice coin, an agent's tie-break or the shuffler's
+permutation; with the deployment's ``reproducible = true``, ``protocol.seed``, exactly as
+``simulate`` does. A host skips the draws of the users before its block (a population's
+tie-break draws are user-major) and makes its participation draws over the whole early
+population (padding the other hosts' users, which never send). So, in reproducible mode, the
+released batches, the published models and the late users' rewards equal ``simulate(data,
+encoder, config, seed)`` on the union of the hosts' data
+(:func:`~privbandits.deploy.p2b_outcome.run_in_memory`, which also says what is compared when
+the raw baseline is off); anyone holding the file can then recompute every coin
+(``tests/test_deploy_attacks.py``): for tests and demos only.
 
 ``shared_warm_agent`` (one agent carried across all late users) is sequential across hosts
 and is not offered here.
@@ -55,53 +61,60 @@ other deployments. The server checkpoints each model it publishes (``OUTPUT/chec
 which is its acknowledgement of the batch; the shuffler's checkpoint holds its private key for
 report ids and its session's batch id. Restarted with ``--resume``, the server tells everyone
 how many models it has published (a ``resume`` phase); every phase is then replayed: the hosts
-resend the same reports in the same order (their streams derive from the seed), the shuffler's
-queue keeps each encoded report once (its id is a keyed hash of host and index, so a report
-accepted before the stop is recognised and nothing accepted is lost), a batch formed before the
-stop is taken back unchanged, and a batch whose model is already published is not sent again:
-the server serves that model from its checkpoint instead. The session then ends as the uninterrupted
-one (``tests/test_deploy_p2b.py`` kills the shuffler while it accepts the encoded batch). Every
-party restarts, since the transport has no reconnection: a shuffler restarting alone while
-devices stay connected is not offered.
+resend the same reports in the same order (their streams derive from the seed, or from the OS
+seed each host and the shuffler keep in their own entropy file,
+:mod:`privbandits.deploy.entropy`), the shuffler's queue keeps each encoded report once (its id
+is a keyed hash of host and index, so a report accepted before the stop is recognised and
+nothing accepted is lost), a batch formed before the stop is taken back unchanged, and a batch
+whose model is already published is not sent again: the server serves that model from its
+checkpoint instead. The session then ends as the uninterrupted one (``tests/test_deploy_p2b.py``
+kills the shuffler while it accepts the encoded batch). Every party restarts, since the
+transport has no reconnection: a shuffler restarting alone while devices stay connected is not
+offered.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 import secrets
+import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from privbandits.comm import InMemoryNetwork, Message, Network, ProtocolError, message
-from privbandits.deploy import checkpoint
+from privbandits.comm import Message, Network, ProtocolError, message
+from privbandits.deploy import checkpoint, entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError, P2BProtocol
-from privbandits.deploy.files import read_arrays, write_private_npz
+from privbandits.deploy.p2b_data import Block, HostData, load_host
+from privbandits.deploy.p2b_data import p2b_protocol as _protocol
+from privbandits.deploy.p2b_data import write_synthetic_data as write_synthetic_data  # `deploy data`
 
 SHARE_RAW, SHARE_ENCODED = "share_raw", "share_encoded"
 """Phases, as in :func:`~privbandits.protocols.p2b.simulate`."""
 RESUME = "resume"
 """Phase of a resumed session in which the server says how many models it has published."""
+RAW_WARNING = (
+    "WARNING: raw_baseline = true: every participating device sends a raw context, action and reward to the "
+    "server (the non-private baseline, no privacy for them)"
+)
 
 
 @message("deploy.p2b.resume_at")
 class ResumeAt(Message):
-    """Server → shuffler and device hosts, only in a resumed session: how many of the session's two models
-    (the raw baseline's, then the private one) it has published; the session replays those phases without
-    their batch to the server (the server serves each published model from its checkpoint instead)."""
+    """Server → shuffler and device hosts, only in a resumed session: how many of the session's models
+    (the raw baseline's if it runs, then the private one) it has published; the session replays those phases
+    without their batch to the server (the server serves each published model from its checkpoint instead)."""
 
     published: int
 
 
 @message("deploy.p2b.fetch_model")
 class FetchModel(Message):
-    """Device host → server: send me model ``version`` (1: the raw baseline's, 2: the private one) once it is
-    published (the server answers with a :class:`~privbandits.protocols.p2b.ModelRelease`)."""
+    """Device host → server: send me model ``version`` (numbered in the order published: the raw baseline's
+    first if it runs, then the private one) once it is published (the server answers with a
+    :class:`~privbandits.protocols.p2b.ModelRelease`)."""
 
     version: int
 
@@ -113,107 +126,9 @@ class BatchOpen(Message):
 
 
 N_STREAMS = 9
-SETTINGS = ("cold", "warm_non_private", "warm_private")
-_ARRAYS = ("early_contexts", "early_rewards", "late_contexts", "late_rewards")
-
-
-# -- layout, data files ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Block:
-    """One device host's users: ``early`` and ``late`` ranges in the early and late populations."""
-
-    early: range
-    late: range
-    n_early: int
-    """Early users of all hosts together (the participation draws are over all of them)."""
-
-
-def layout(deployment: Deployment) -> dict[str, Block]:
-    """Each device host's contiguous block of early and of late users (``np.array_split`` sizes, file order)."""
-    protocol = deployment.protocol
-    n_early = int(protocol.early_fraction * protocol.n_users)
-    hosts = deployment.names("device_host")
-    early = np.array_split(np.arange(n_early), len(hosts))
-    late = np.array_split(np.arange(protocol.n_users - n_early), len(hosts))
-    return {
-        name: Block(range(int(e[0]), int(e[-1]) + 1), range(int(lt[0]), int(lt[-1]) + 1), n_early)
-        for name, e, lt in zip(hosts, early, late, strict=True)
-    }
-
-
-def write_synthetic_data(deployment: Deployment) -> dict[str, Path]:
-    """Each device host's file: its users of the synthetic benchmark (spec §5.1), nothing of the others'."""
-    from privbandits.envs.p2b_synthetic import p2b_synthetic_interactions
-
-    protocol = _protocol(deployment)
-    data = p2b_synthetic_interactions(
-        protocol.n_users,
-        protocol.interactions,
-        protocol.dim,
-        protocol.n_actions,
-        mapping=protocol.mapping,
-        seed=protocol.data_seed,
-    )
-    early, late = data.split(protocol.early_fraction)
-    written = {}
-    for name, block in layout(deployment).items():
-        e, lt = slice(block.early.start, block.early.stop), slice(block.late.start, block.late.stop)
-        written[name] = write_private_npz(
-            deployment.parties[name].data,
-            early_contexts=early.contexts[e],
-            early_rewards=np.asarray(early.rewards[e], dtype=np.int8),
-            late_contexts=late.contexts[lt],
-            late_rewards=np.asarray(late.rewards[lt], dtype=np.int8),
-        )
-    return written
-
-
-@dataclass(frozen=True)
-class HostData:
-    """A device host's users (early and late), checked against the deployment's layout."""
-
-    early: object  # UserInteractions
-    late: object
-    block: Block
-
-
-def load_host(deployment: Deployment, name: str) -> HostData:
-    """Read and check device host ``name``'s file: shapes against the layout, 0/1 rewards, finite contexts."""
-    from privbandits.datasets.interactions import UserInteractions
-    from privbandits.validation import InvalidInputError
-
-    protocol, block = _protocol(deployment), layout(deployment)[name]
-    path = deployment.parties[name].data
-    arrays = read_arrays(path, "device host", _ARRAYS, " (write one with `deploy data`)")
-    t, d, k = protocol.interactions, protocol.dim, protocol.n_actions
-    parts = []
-    for part, users in (("early", len(block.early)), ("late", len(block.late))):
-        contexts, rewards = arrays[f"{part}_contexts"], arrays[f"{part}_rewards"]
-        for key, value, shape in (
-            (f"{part}_contexts", contexts, (users, t, d)),
-            (f"{part}_rewards", rewards, (users, t, k)),
-        ):
-            if value.shape != shape:
-                raise DeploymentError(
-                    f"{path}: {key} must have shape {shape} (this host's {part} users, interactions, "
-                    f"{'dim' if 'contexts' in key else 'n_actions'}), got {value.shape}"
-                )
-        try:
-            parts.append(
-                UserInteractions(contexts, rewards, name=f"p2b-{name}-{part}", source=f"synthetic ({path.name})")
-            )
-        except InvalidInputError as exc:
-            raise DeploymentError(f"{path}: {part} users: {exc}") from None
-    return HostData(parts[0], parts[1], block)
 
 
 # -- shared settings --------------------------------------------------------------------------------
-def _protocol(deployment: Deployment) -> P2BProtocol:
-    if not isinstance(deployment.protocol, P2BProtocol):
-        raise DeploymentError(f"not a P2B deployment: protocol {deployment.protocol.name!r}")
-    return deployment.protocol
-
-
 def config_of(protocol: P2BProtocol):
     """The :class:`~privbandits.protocols.p2b.P2BConfig` the deployment runs (no shared warm agent)."""
     from privbandits.protocols.p2b import P2BConfig
@@ -241,9 +156,17 @@ def encoder_of(protocol: P2BProtocol):
         raise DeploymentError(f"protocol: no encoder for dim, precision, n_codes: {exc}") from None
 
 
-def streams_of(protocol: P2BProtocol) -> list[np.random.Generator]:
-    """The nine streams of :func:`~privbandits.protocols.p2b.simulate` (each party uses its own ones)."""
-    return [np.random.default_rng(child) for child in np.random.SeedSequence(protocol.seed).spawn(N_STREAMS)]
+def streams_of(deployment: Deployment, name: str, *, resume: bool = False) -> list[np.random.Generator]:
+    """Party ``name``'s nine streams of :func:`~privbandits.protocols.p2b.simulate` (it uses its own ones): from
+    its OS seed, kept in its own entropy file for ``--resume``, or in reproducible mode from ``protocol.seed``."""
+    reproducible = np.random.SeedSequence(_protocol(deployment).seed)
+    root = entropy.seed_sequence(deployment, name, reproducible, keep=True, resume=resume)
+    return [np.random.default_rng(child) for child in root.spawn(N_STREAMS)]
+
+
+def phases(protocol: P2BProtocol) -> tuple[str, ...]:
+    """The session's batches, in order: the raw baseline's (only with ``raw_baseline``), then the encoded one."""
+    return (SHARE_RAW, SHARE_ENCODED) if protocol.raw_baseline else (SHARE_ENCODED,)
 
 
 PER_REPORT_S = 0.02
@@ -443,6 +366,7 @@ def keeps_listening(deployment: Deployment, name: str) -> bool:
     return deployment.parties[name].role == "shuffler"
 
 
+@entropy.recorded
 def run_party(
     deployment: Deployment,
     name: str,
@@ -452,6 +376,8 @@ def run_party(
     on_round: Callable[[int, int], None] | None = None,
 ) -> dict:
     """Play party ``name``'s part of the session on ``network`` (already connected)."""
+    if _protocol(deployment).raw_baseline:
+        print(RAW_WARNING, file=sys.stderr, flush=True)
     role = deployment.parties[name].role
     if role == "shuffler":
         return _run_shuffler(deployment, name, network, resume)
@@ -472,12 +398,17 @@ def _shuffler_state(deployment: Deployment, name: str, queue, resume: bool) -> t
     return key, batch_id
 
 
+KINDS = {SHARE_RAW: "raw", SHARE_ENCODED: "encoded"}
+"""Each batch's name in the parties' results."""
+_FIELDS = {"raw": ("contexts", "actions", "rewards"), "encoded": ("codes", "actions", "rewards")}
+
+
 def _run_shuffler(deployment: Deployment, name: str, network: Network, resume: bool = False) -> dict:
     from privbandits.privacy.ledger import PrivacyLedger
 
     protocol = _protocol(deployment)
     _, CanonicalShuffler, _ = _parties()
-    streams, server = streams_of(protocol), deployment.names("server")[0]
+    streams, server = streams_of(deployment, name, resume=resume), deployment.names("server")[0]
     queue = open_queue(deployment, name, resume=resume)
     key, batch_id = _shuffler_state(deployment, name, queue, resume)
     shuffler = CanonicalShuffler(
@@ -497,50 +428,44 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network, resume: b
     )
     if resume:
         with network.phase(RESUME):
-            shuffler.published = _published(shuffler.receive(ResumeAt.kind, server).published)
-    seconds = {}  # per batch, from its first report's arrival to its release
-    with network.phase(SHARE_RAW):  # the non-private baseline: anonymise and shuffle, drop nothing
-        shuffler.release_raw(server)
-        seconds["raw"] = time.perf_counter() - (shuffler.first_report_at or time.perf_counter())
-    raw_release = dict(shuffler.last_release)
-    shuffler.threshold, shuffler.n_codes, shuffler.rng = protocol.threshold, protocol.n_codes, streams[5]
-    shuffler.omega = protocol.omega
+            shuffler.published = _published(shuffler.receive(ResumeAt.kind, server).published, protocol)
+    seconds, releases = {}, {}  # per batch, from its first report's arrival to its release; its release
     try:
-        with network.phase(SHARE_ENCODED):
-            shuffler.release_encoded(server)
-            seconds["encoded"] = time.perf_counter() - (shuffler.first_report_at or time.perf_counter())
+        for phase in phases(protocol):
+            if phase == SHARE_ENCODED:  # the raw baseline is anonymised and shuffled, nothing dropped
+                shuffler.threshold, shuffler.n_codes, shuffler.rng = protocol.threshold, protocol.n_codes, streams[5]
+                shuffler.omega = protocol.omega
+            with network.phase(phase):
+                if phase == SHARE_ENCODED:
+                    shuffler.release_encoded(server)
+                else:
+                    shuffler.release_raw(server)
+                seconds[KINDS[phase]] = time.perf_counter() - (shuffler.first_report_at or time.perf_counter())
+            releases[KINDS[phase]] = dict(shuffler.last_release)
     finally:
         queue.close()
     network.close(timeout=None)  # its part is over; stay linked so a failure reaches it too
-    raw, encoded = shuffler.released
+    kinds = [KINDS[phase] for phase in phases(protocol)]
+    batches = {kind: {field: getattr(batch, field).tolist() for field in _FIELDS[kind]}
+               for kind, batch in zip(kinds, shuffler.released, strict=True)}  # fmt: skip
     return {
         "party": name,
         "role": "shuffler",
-        "outcome": f"released {len(raw.actions)} raw and {len(encoded.codes)} encoded tuples",
-        "batches": {
-            "raw": {
-                "contexts": raw.contexts.tolist(),
-                "actions": raw.actions.tolist(),
-                "rewards": raw.rewards.tolist(),
-            },
-            "encoded": {
-                "codes": encoded.codes.tolist(),
-                "actions": encoded.actions.tolist(),
-                "rewards": encoded.rewards.tolist(),
-            },
-        },
-        "release": {"raw": raw_release, "encoded": dict(shuffler.last_release)},
+        "outcome": "released " + " and ".join(f"{len(batches[kind]['actions'])} {kind}" for kind in kinds) + " tuples",
+        "batches": batches,
+        "release": releases,
         "seconds": seconds,
         "queue": {"path": str(queue.path), "batches": shuffler.batch_ids, "duplicates": shuffler.duplicates},
-        "refused": dict(zip(("raw", "encoded"), shuffler.refused, strict=True)),
+        "refused": dict(zip(kinds, shuffler.refused, strict=True)),
         "resumed_after": shuffler.published if resume else None,
         "ledger": shuffler.ledger.rows(),
     }
 
 
-def _published(count: int) -> int:
-    if not 0 <= count <= 2:
-        raise DeploymentError(f"the server resumes after {count} published models, outside 0..2")
+def _published(count: int, protocol: P2BProtocol) -> int:
+    models = len(phases(protocol))
+    if not 0 <= count <= models:
+        raise DeploymentError(f"the server resumes after {count} published models, outside 0..{models}")
     return count
 
 
@@ -584,7 +509,7 @@ def _save_server(deployment: Deployment, name: str, server) -> None:
 
 def _restore_server(deployment: Deployment, name: str, server) -> int:
     arrays, meta = checkpoint.resume(deployment, name)
-    published = _published(int(meta["published"]))
+    published = _published(int(meta["published"]), _protocol(deployment))
     server.releases = [(arrays[f"release{i}.first"], arrays[f"release{i}.second"]) for i in range(published)]
     server.ledger.record_rows(meta["ledger"])
     return published
@@ -611,36 +536,38 @@ def _run_server(deployment: Deployment, name: str, network: Network, on_round, r
                 server.send(other, ResumeAt(published))
     else:
         _save_server(deployment, name, server)  # nothing published yet (replaces an older session's)
-    with network.phase(SHARE_RAW):
-        if published < 1:  # else the phase is replayed: its model is served again, from the checkpoint
-            server.publish_linear_model("device hosts", protocol.dim)
-            _save_server(deployment, name, server)  # published: the batch is acknowledged
-        server.serve(1)
-    if on_round is not None:
-        on_round(1, 2)
-    with network.phase(SHARE_ENCODED):
-        if published < 2:
-            if protocol.representation == "scalar_code":
-                server.publish_scalar_code_model("device hosts")
-            else:
-                server.publish_code_model(protocol.n_codes, "device hosts")
-            _save_server(deployment, name, server)
-        server.serve(2)
-    if on_round is not None:
-        on_round(2, 2)
+    kinds = [KINDS[phase] for phase in phases(protocol)]
+    for version, phase in enumerate(phases(protocol), start=1):
+        with network.phase(phase):
+            if published < version:  # else the phase is replayed: its model is served again, from the checkpoint
+                _publish_model(server, phase, protocol)
+                _save_server(deployment, name, server)  # published: the batch is acknowledged
+            server.serve(version)
+        if on_round is not None:
+            on_round(version, len(kinds))
     network.close(timeout=None)
-    (np_first, np_second), (p_first, p_second) = server.releases
+    models = {"raw": "non_private", "encoded": "private"}
     return {
         "party": name,
         "role": "server",
-        "outcome": "published the non-private and the private model",
+        "outcome": "published the " + " and the ".join(models[kind].replace("_", "-") for kind in kinds) + " model",
         "models": {
-            "non_private": [np_first.tolist(), np_second.tolist()],
-            "private": [p_first.tolist(), p_second.tolist()],
-        },
+            models[kind]: [first.tolist(), second.tolist()]
+            for kind, (first, second) in zip(kinds, server.releases, strict=True)
+        },  # fmt: skip
         "resumed_after": published if resume else None,
         "ledger": server.ledger.rows(),
     }
+
+
+def _publish_model(server, phase: str, protocol: P2BProtocol) -> None:
+    """Fit and publish the model of the batch of ``phase``: linear on raw contexts, or on the codes."""
+    if phase == SHARE_RAW:
+        server.publish_linear_model("device hosts", protocol.dim)
+    elif protocol.representation == "scalar_code":
+        server.publish_scalar_code_model("device hosts")
+    else:
+        server.publish_code_model(protocol.n_codes, "device hosts")
 
 
 def _play(model, contexts, table, rng: np.random.Generator, first: int, protocol: P2BProtocol):
@@ -679,6 +606,22 @@ def _per_user(log) -> dict[str, list]:
     return {"mean_reward": log.mean_reward.tolist(), "known": log.known.tolist()}
 
 
+def _raw_baseline(host, data: HostData, protocol: P2BProtocol, streams, shuffler: str, server: str) -> tuple:
+    """The non-private baseline (``protocol.raw_baseline``): the early users play cold on raw contexts and send
+    one raw tuple each with probability p; the late users play warm from the server's model of them. Returns the
+    reports sent and the late users' results."""
+    from privbandits.linear.population import DisjointModel
+
+    early, late, block = data.early, data.late, data.block
+    cold = DisjointModel.cold(protocol.n_actions, protocol.dim)
+    early_raw = _play(cold, early.contexts, early.reward_table, streams[1], block.early.start, protocol)
+    # inside a batch the devices' reports leave in large writes, at the latest when the host waits for the model
+    with host.network.phase(SHARE_RAW), host.network.batch():
+        sent = _send_reports(host, shuffler, early_raw, early.contexts, protocol, streams[2], block, False)
+        non_private = host.receive_model(DisjointModel, server)
+    return sent, _play(non_private, late.contexts, late.reward_table, streams[4], block.late.start, protocol)
+
+
 def _run_host(deployment: Deployment, name: str, network: Network, resume: bool = False) -> dict:
     from privbandits.linear.population import CodeModel, DisjointModel
     from privbandits.protocols.p2b import DEVICES, RAW_DEVICES, private_inputs
@@ -687,7 +630,7 @@ def _run_host(deployment: Deployment, name: str, network: Network, resume: bool 
     data = load_host(deployment, name)
     encoder = encoder_of(protocol)
     HostedDevices, _, _ = _parties()
-    streams = streams_of(protocol)
+    streams = streams_of(deployment, name, resume=resume)
     shuffler, server = deployment.names("shuffler")[0], deployment.names("server")[0]
     early, late, block = data.early, data.late, data.block
     n_arms, dim = protocol.n_actions, protocol.dim
@@ -695,17 +638,11 @@ def _run_host(deployment: Deployment, name: str, network: Network, resume: bool 
     resumed_after = None
     if resume:  # every phase is replayed (the same reports, deduplicated by the shuffler's queue)
         with network.phase(RESUME):
-            resumed_after = _published(host.receive(ResumeAt.kind, server).published)
+            resumed_after = _published(host.receive(ResumeAt.kind, server).published, protocol)
 
-    early_raw = _play(DisjointModel.cold(n_arms, dim), early.contexts, early.reward_table, streams[1],
-                      block.early.start, protocol)  # fmt: skip
-    # inside a batch the devices' reports leave in large writes, at the latest when the host waits for the model
-    with network.phase(SHARE_RAW), network.batch():
-        raw_sent = _send_reports(host, shuffler, early_raw, early.contexts, protocol, streams[2], block, False)
-        non_private = host.receive_model(DisjointModel, server)
-    first_late = block.late.start
-    cold = _play(DisjointModel.cold(n_arms, dim), late.contexts, late.reward_table, streams[3], first_late, protocol)
-    warm_np = _play(non_private, late.contexts, late.reward_table, streams[4], first_late, protocol)
+    raw_sent = warm_np = None
+    if protocol.raw_baseline:
+        raw_sent, warm_np = _raw_baseline(host, data, protocol, streams, shuffler, server)
 
     early_codes = encoder.encode(early.contexts.reshape(-1, dim)).reshape(early.n_users, -1)
     late_codes = encoder.encode(late.contexts.reshape(-1, dim)).reshape(late.n_users, -1)
@@ -716,13 +653,17 @@ def _run_host(deployment: Deployment, name: str, network: Network, resume: bool 
     with network.phase(SHARE_ENCODED), network.batch():
         encoded_sent = _send_reports(host, shuffler, early_private, early_codes, protocol, streams[7], block, True)
         private_model = host.receive_model(DisjointModel if scalar else CodeModel, server)
+    first_late = block.late.start  # the late users play once the batches are out (the shuffler waits for them)
+    cold = _play(DisjointModel.cold(n_arms, dim), late.contexts, late.reward_table, streams[3], first_late, protocol)
     warm_p = _play(private_model, late_seen, late.reward_table, streams[8], first_late, protocol)
     network.close()
-    late_results = {"cold": _per_user(cold), "warm_non_private": _per_user(warm_np), "warm_private": _per_user(warm_p)}
+    played = {"cold": cold, "warm_non_private": warm_np, "warm_private": warm_p}
+    late_results = {setting: _per_user(log) for setting, log in played.items() if log is not None}
+    raw = "" if raw_sent is None else f"{raw_sent} raw and "
     return {
         "party": name,
         "role": "device_host",
-        "outcome": f"{early.n_users} early users sent {raw_sent} raw and {encoded_sent} encoded reports; "
+        "outcome": f"{early.n_users} early users sent {raw}{encoded_sent} encoded reports; "
         f"{late.n_users} late users played",
         "early_users": [block.early.start, block.early.stop],
         "late_users": [block.late.start, block.late.stop],
@@ -733,74 +674,3 @@ def _run_host(deployment: Deployment, name: str, network: Network, resume: bool 
         "resumed_after": resumed_after,
         "ledger": host.ledger.rows(),
     }
-
-
-# -- the session's outcome, and the in-memory run it must equal -------------------------------------
-def setting_summary(mean_reward: list[float], known: list[int]) -> dict[str, float | int]:
-    """Mean and std over late users of their mean reward (as :class:`~privbandits.protocols.p2b.SettingResult`)."""
-    per_user = np.asarray(mean_reward, dtype=np.float64)
-    measured = ~np.isnan(per_user)
-    if not measured.any():
-        return {"mean": math.nan, "std": math.nan, "n_users": 0, "rounds": 0}
-    values = per_user[measured]
-    return {
-        "mean": float(values.mean()),
-        "std": float(values.std()),
-        "n_users": int(values.size),
-        "rounds": int(np.asarray(known).sum()),
-    }
-
-
-def outcome(deployment: Deployment) -> dict:
-    """The session's results from the parties' result files: late users per setting (hosts in file
-    order), the released batches, the published models, and the protocol's composed ledger."""
-    from privbandits.privacy.ledger import PrivacyLedger
-    from privbandits.protocols.p2b import compose_ledgers
-
-    results = {name: json.loads(deployment.result_path(name).read_text()) for name in deployment.parties}
-    hosts = deployment.names("device_host")
-    late = {}
-    for setting in SETTINGS:
-        means = [value for host in hosts for value in results[host]["late"][setting]["mean_reward"]]
-        known = [value for host in hosts for value in results[host]["late"][setting]["known"]]
-        late[setting] = setting_summary(means, known)
-    # the device hosts' entries of one batch (same mechanism, same position) make one entry of all
-    # the devices: what they sent together is what the shuffler says it received in that batch
-    devices: list[dict] = []
-    for host in hosts:
-        rows = results[host]["ledger"]
-        if not devices:
-            devices = [dict(row, details=dict(row["details"])) for row in rows]
-            continue
-        if [row["mechanism"] for row in rows] != [row["mechanism"] for row in devices]:
-            raise ValueError(f"device host {host!r} recorded other batches than the first host")
-        for total, row in zip(devices, rows, strict=True):
-            total["details"]["sent"] += row["details"]["sent"]
-    ledgers = {}
-    for name, rows in [("devices", devices)] + [(n, r["ledger"]) for n, r in results.items() if n not in hosts]:
-        ledgers[name] = ledger = PrivacyLedger()
-        ledger.record_rows(rows)
-    shuffler, server = deployment.names("shuffler")[0], deployment.names("server")[0]
-    return {
-        "late": late,
-        "batches": results[shuffler]["batches"],
-        "models": results[server]["models"],
-        "ledger": compose_ledgers(ledgers),
-        "results": results,
-    }
-
-
-def run_in_memory(deployment: Deployment, network: InMemoryNetwork | None = None):
-    """``simulate`` on the union of the device hosts' data (early users, then late, hosts in file
-    order), with the deployment's encoder, config and seed: ``(P2BOutcome, network)``."""
-    from privbandits.datasets.interactions import UserInteractions
-    from privbandits.protocols.p2b import simulate
-
-    protocol = _protocol(deployment)
-    hosts = [load_host(deployment, name) for name in deployment.names("device_host")]
-    contexts = np.concatenate([h.early.contexts for h in hosts] + [h.late.contexts for h in hosts])
-    rewards = np.concatenate([h.early.rewards for h in hosts] + [h.late.rewards for h in hosts])
-    data = UserInteractions(contexts, rewards, name="p2b-deployment", source="synthetic (the device hosts' files)")
-    network = network if network is not None else InMemoryNetwork(record=True)
-    result = simulate(data, encoder_of(protocol), config_of(protocol), protocol.seed, network=network)
-    return result, network

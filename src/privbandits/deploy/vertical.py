@@ -14,9 +14,12 @@ own :class:`~privbandits.comm.TlsNetwork` and reads only its own data file (``.n
   a file it draws the seed from OS entropy and keeps it in its checkpoint. It sends each
   block once and stays linked until the session ends (so that it, too, learns of a failure).
 
-VFTS samples from ``[seed, 2]`` and synthetic data come from ``[seed, 0]`` (numpy seed
-sequences); :func:`run_in_memory` uses the same and the mask generator's seed file, so
-decisions agree.
+Synthetic data come from ``[seed, 0]`` (numpy seed sequences). VFTS samples at the active party
+from fresh OS entropy (:mod:`privbandits.deploy.entropy`; its generator's state is in the active
+party's checkpoint, so ``--resume`` continues it), or, with the deployment's ``reproducible =
+true``, from ``[seed, 2]``; :func:`run_in_memory` uses the same and the mask generator's seed
+file, so in reproducible mode (and always for VFUCB, which draws nothing) decisions agree. The
+mask seed and the secure-aggregation pair seeds come from OS entropy in every mode.
 
 Prefetch (``protocol.prefetch``, default 1): the active party may send the next rounds' requests
 ahead of their rounds, since the users it serves come from its file and a request depends on no
@@ -55,7 +58,7 @@ from pathlib import Path
 import numpy as np
 
 from privbandits.comm import ROUND, SETUP, InMemoryNetwork, Message, Network, message
-from privbandits.deploy import checkpoint
+from privbandits.deploy import checkpoint, entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError, VerticalProtocol
 from privbandits.deploy.files import read_arrays, write_private_npz
 
@@ -189,13 +192,21 @@ def mask_from_seed(protocol: VerticalProtocol, seed: np.ndarray) -> np.ndarray:
     return draw_mask(protocol.partition, "seeded", np.random.default_rng([int(word) for word in seed]))
 
 
-def make_learner(protocol: VerticalProtocol):
+def make_learner(protocol: VerticalProtocol, rng: np.random.Generator | None = None):
+    """The active party's learner; VFTS samples from ``rng`` (default ``[seed, 2]``, the reproducible stream)."""
     from privbandits.linear import LinTS, LinUCB
 
     common = {"layout": "shared", "reg": protocol.reg, "tie_break": "lowest"}
     if protocol.policy == "vfucb":
         return LinUCB(protocol.n_arms, protocol.dim, alpha=protocol.alpha, **common)
-    return LinTS(protocol.n_arms, protocol.dim, v=protocol.v, rng=stream(protocol.seed, LEARNER_STREAM), **common)
+    rng = stream(protocol.seed, LEARNER_STREAM) if rng is None else rng
+    return LinTS(protocol.n_arms, protocol.dim, v=protocol.v, rng=rng, **common)
+
+
+def learner_rng(deployment: Deployment, name: str | None) -> np.random.Generator:
+    """VFTS's sampling generator at the active party: OS entropy, or ``[seed, 2]`` in reproducible mode."""
+    seed = np.random.SeedSequence([deployment.protocol.seed, LEARNER_STREAM])
+    return entropy.generator(deployment, name, seed)
 
 
 def warm_up(protocol: VerticalProtocol) -> None:
@@ -266,7 +277,7 @@ def run_in_memory(deployment: Deployment, network: Network | None = None) -> tup
     mask = mask_from_seed(protocol, load_mask_seed(deployment.parties[generator].data))
     bandit = VerticalFederatedBandit(
         protocol.partition,
-        make_learner(protocol),
+        make_learner(protocol, learner_rng(deployment, None)),
         mask=mask,
         network=network,
         secure_aggregation=protocol.secure_aggregation,
@@ -302,6 +313,7 @@ def receive_deadline(deployment: Deployment, name: str) -> float:
     return factor * deployment.deadline_s
 
 
+@entropy.recorded
 def run_party(
     deployment: Deployment,
     name: str,
@@ -398,7 +410,7 @@ def _run_active(deployment, name, network, resume, on_round) -> dict:
     passive = deployment.names("passive")
     data = load_all(deployment, [name])[name]
     rounds = _check_rounds(protocol, data)
-    learner = make_learner(protocol)
+    learner = make_learner(protocol, learner_rng(deployment, name))
     log = checkpoint.decision_log(deployment, name)
     arms = _load_active(deployment, name, learner, log) if resume else []
     party = ActiveParty(

@@ -1,0 +1,152 @@
+"""Attacks on a deployment by one of its own parties, from what that party holds: the file and its messages.
+
+Issue 28 measured them on deployments whose every party derived its randomness from the
+deployment file's ``seed``; they are what ``reproducible = true`` still allows (by design: it is
+for tests and demos), and what the default, OS entropy at each party
+(:mod:`privbandits.deploy.entropy`), defeats. ``tests/test_deploy_attacks.py`` asserts both.
+
+* :func:`p2b_server_attack`: the P2B server, holding the file and the encoded batch it received,
+  recomputes every early device's participation coin and names the device behind each released
+  report. It replays what the file determines: the users of ``deploy data`` (``data_seed``) and
+  :func:`~privbandits.protocols.p2b.simulate` with the file's ``seed``, then the shuffler's
+  permutation and threshold.
+* :func:`fclub_noise_removal`: the FCLUB global server, holding the file and the phase uploads it
+  received, regenerates each local server's privatizer noise from the file's ``seed`` and
+  subtracts it, recovering the raw cluster sums (Σxxᵀ, Σrx).
+
+The attacks live here, not in :mod:`privbandits.privacy`, because they read deployment files
+(the privacy package sits below the protocols and the deployments).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from privbandits.deploy.deployment import Deployment
+from privbandits.privacy.tree_mechanism import dyadic_cover
+
+N_STREAMS = 9
+ENCODED_SHUFFLER, ENCODED_REPORTS = 5, 7
+"""The streams of :func:`~privbandits.protocols.p2b.simulate` (spawned from its seed) of the shuffler's encoded
+batch and of the devices' encoded reports."""
+
+
+@dataclass(frozen=True)
+class P2BAttack:
+    """What the P2B server inferred."""
+
+    participates: np.ndarray
+    """(n_early,) bool: each early device's participation coin of the encoded batch, as predicted."""
+    senders: np.ndarray
+    """(released,) int: the early user named as the sender of each released report (-1: none)."""
+
+
+def _seeded(seed: int, stream: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence(seed).spawn(N_STREAMS)[stream])
+
+
+def p2b_server_attack(deployment: Deployment, codes: np.ndarray) -> P2BAttack:
+    """The P2B server's attack from the deployment file and the encoded batch's ``codes`` (in the order received).
+
+    Participation: the first draw of the devices' report stream is each early user's coin
+    (:func:`~privbandits.protocols.p2b.choose_reports`). Attribution: a replay of the session from the
+    file gives the devices' reports in canonical order (users ascending); the shuffler's stream
+    permutes them and its threshold drops rare codes, so the replay's k-th released report is
+    attributed to the k-th row received.
+    """
+    from privbandits.comm import InMemoryNetwork
+    from privbandits.deploy.p2b import config_of, encoder_of
+    from privbandits.deploy.p2b_data import synthetic_population
+    from privbandits.protocols.p2b import EncodedReport, simulate
+
+    protocol = deployment.protocol
+    n_early = int(protocol.early_fraction * protocol.n_users)
+    participates = _seeded(protocol.seed, ENCODED_REPORTS).random(n_early) < protocol.participation
+    network = InMemoryNetwork(record=True)  # the file's users (``data_seed``) and seed, replayed
+    simulate(synthetic_population(protocol), encoder_of(protocol), config_of(protocol), protocol.seed, network=network)
+    reports = [(e.sender, e.message.code) for e in network.transcript if e.message.kind == EncodedReport.kind]
+    users = np.array([int(sender.removeprefix("device")) for sender, _ in reports], dtype=np.int64)
+    replayed = np.array([code for _, code in reports], dtype=np.int64)
+    order = _seeded(protocol.seed, ENCODED_SHUFFLER).permutation(len(reports))
+    users, replayed = users[order], replayed[order]
+    values, counts = np.unique(replayed, return_counts=True)
+    kept = users[~np.isin(replayed, values[counts < protocol.threshold])]
+    senders = np.full(len(codes), -1, dtype=np.int64)
+    shared = min(len(codes), len(kept))
+    senders[:shared] = kept[:shared]
+    return P2BAttack(participates, senders)
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """One phase upload with the noise the attacker found removed."""
+
+    gram: np.ndarray
+    """Σ xxᵀ of the cluster's members, as recovered."""
+    moment: np.ndarray
+    """Σ r x, as recovered."""
+    residual: float
+    """|trace(gram) − count|: 0 (to rounding) when the noise was found (contexts have unit norm)."""
+
+
+def fclub_noise_removal(deployment: Deployment, uploads: list, *, pool: int = 4096) -> list[Recovered]:
+    """The FCLUB global server's attack from the deployment file and the ``(sender, PhaseUpload)`` it received.
+
+    It regenerates each local server's noise generator as reproducible mode derives it from the
+    file and draws ``pool`` privatizer nodes from it (standard-normal blocks, in order). The k-th
+    phase upload of a local cluster is the k-th release of that cluster's phase-start tree: the sum
+    of the nodes of k's dyadic cover, of which one is new and the others were found at earlier
+    releases. For the new one it looks for the node (and the tree's depth, which fixes σ and the
+    public shift) that leaves a Gram matrix of trace equal to the upload's count (every context
+    has unit norm). Returns, per upload, the sums with the best candidate noise removed.
+    """
+    from privbandits.deploy.fclub import _calibration, _streams, config_of
+
+    protocol, config = deployment.protocol, config_of(deployment)
+    calibration = _calibration(deployment)
+    depths = sorted({calibration.depth(t) for t in range(1, protocol.horizon + 1)})
+    servers = deployment.names("local_server")
+    generators = dict(zip(servers, _streams(deployment)[1], strict=True))
+    nodes = {name: generators[name].spawn(2)[0].standard_normal((pool, protocol.dim + 1, protocol.dim + 1))
+             for name in servers}  # fmt: skip
+    column = protocol.dim - 1 if config.reference_h_column else protocol.dim
+    trees: dict[tuple[str, int], dict[int, tuple[int, int]]] = {}  # release -> (node index, depth)
+    recovered = []
+    for sender, msg in uploads:
+        found = trees.setdefault((sender, msg.cluster), {})
+        release = len(found) + 1
+        earlier = [found[block << level][0] for level, block in dyadic_cover(release)[1:]]
+        candidates = [found[1][1]] if found else depths
+        result, index, depth = _remove_noise(msg, nodes[sender], earlier, candidates, calibration, column)
+        found[release] = (index, depth)
+        recovered.append(result)
+    return recovered
+
+
+def _symmetric(nodes: np.ndarray, std: float) -> np.ndarray:
+    """The nodes' noise, as :func:`~privbandits.privacy.tree_mechanism.symmetric_gaussian` makes it."""
+    draw = std * nodes
+    return (draw + np.swapaxes(draw, -1, -2)) * (1.0 / math.sqrt(2.0))
+
+
+def _remove_noise(msg, nodes: np.ndarray, earlier: list[int], depths: list[int], calibration, column: int):
+    """The upload with the noise of the best new node (and tree depth) removed: ``(Recovered, node, depth)``."""
+    d = msg.gram.shape[0]
+    traces = np.trace(nodes[:, :d, :d], axis1=1, axis2=2) * math.sqrt(2.0)  # of each symmetrised standard node
+    known = float(traces[earlier].sum())
+    best = (math.inf, 0, depths[0])
+    for depth in depths:
+        std, shift = calibration.noise_std(depth), calibration.shifts(depth)[0]
+        residual = np.abs(np.trace(msg.gram) - d * shift - std * (traces + known) - msg.count)
+        k = int(np.argmin(residual))
+        if residual[k] < best[0]:
+            best = (float(residual[k]), k, depth)
+    _, k, depth = best
+    std, shift = calibration.noise_std(depth), calibration.shifts(depth)[0]
+    noise = _symmetric(nodes[[k, *earlier]], std).sum(axis=0)
+    gram = msg.gram - shift * np.eye(d) - noise[:d, :d]
+    moment = msg.moment - noise[:d, column]
+    return Recovered(gram, moment, abs(float(np.trace(gram)) - msg.count)), k, depth
