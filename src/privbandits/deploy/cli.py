@@ -155,6 +155,44 @@ def local(
         raise typer.Exit(code=1)
 
 
+@deploy_app.command("hosts")
+def hosts(
+    deployment: DeploymentArgument,
+    folder: Annotated[
+        Path, typer.Option("--dir", help="Empty or new folder for one folder per party (each host's files).")
+    ] = Path("hosts"),
+    timeout: Annotated[float, typer.Option("--timeout", min=1, help="Seconds before every party is killed.")] = 600,
+) -> None:
+    """Every party on a host of its own (Linux, root): a network namespace with its own address, and a folder
+    holding only the shared file, its bundle and its data; the parties reach each other only by address.
+
+    Run `deploy certs` and `deploy data` first. Each party's result is in DIR/NAME/out; exit 1 if a party failed."""
+    from rich.console import Console
+
+    from privbandits.deploy.deployment import DeploymentError
+    from privbandits.deploy.hosts import run_hosts, unavailable
+    from privbandits.deploy.party import check_own_files
+
+    spec = _load(deployment)
+    why = unavailable()
+    if why is not None:
+        _fail(f"deploy hosts: {why}")
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        _fail(f"--dir: {folder} must be a new or empty folder")
+    try:
+        for name in spec.parties:
+            check_own_files(spec, name)
+    except DeploymentError as exc:
+        _fail(str(exc))
+    console = Console()
+    run = run_hosts(spec, folder, timeout_s=timeout)
+    for name, code in run.codes.items():
+        last = run.stderr[name].splitlines()[-1] if run.stderr[name] else ""
+        console.print(f"{name}: exit {code}  {last}", highlight=False, soft_wrap=True)
+    if any(run.codes.values()):
+        raise typer.Exit(code=1)
+
+
 def _run_local(spec, progress: bool, resume: bool, console, pin_cpus: bool = False):
     from rich.progress import Progress
 

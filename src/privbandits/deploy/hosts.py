@@ -4,8 +4,8 @@ A deployment is meant for hosts that share nothing but the deployment file and t
 certificate. This module builds that situation on one machine, to test it and to try it out:
 
 * :func:`lay_out` writes one folder per party holding only the deployment file (the same bytes
-  for every party), the CA certificate, and that party's own certificate, key and data file,
-  under paths the file names relative to itself;
+  for every party), that party's bundle (the CA certificate, its own certificate and key) and
+  its own data file, under paths the file names relative to itself;
 * :class:`Namespaces` makes one network namespace per party with its own address on a private
   bridge (in a namespace of its own as well), so a party can reach the others only through the
   addresses in the file, never through a shared loopback;
@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from privbandits.deploy.deployment import Deployment, _toml_value, parse_address
+from privbandits.deploy.deployment import Deployment, _toml_value, bundle_files, parse_address
 
 SUBNET = "10.231.0"
 """The /24 the namespaces' addresses come from (.1 upwards, in file order)."""
@@ -102,53 +102,50 @@ class Namespaces:
         return ["ip", "netns", "exec", self.namespaces[name], *argv]
 
 
-CA_FILE = "ca.pem"
+BUNDLES = "bundles"
+"""The bundles folder the shared file names; each host holds only ``bundles/NAME`` of its own party."""
 
 
-def host_files(name: str) -> dict[str, str]:
-    """Where party ``name``'s own files lie in its folder (and in the shared file): relative paths."""
-    return {"certificate": f"{name}/{name}.pem", "key": f"{name}/{name}.key", "data": f"{name}/data.npz"}
+def data_file(name: str) -> str:
+    """Where party ``name``'s data file lies in its folder (and in the shared file)."""
+    return f"data/{name}.npz"
 
 
 def shared_file(deployment: Deployment, addresses: dict[str, str]) -> str:
-    """The deployment file every host gets: the same protocol and parties, ``addresses`` (host → IP, the
-    port kept), and every path relative (each host holds only its own party's files)."""
+    """The deployment file every host gets: the same protocol and parties at ``addresses`` (party → IP, the port
+    kept), each party's bundle under ``bundles/NAME`` and its data under ``data/``, all relative to the file."""
     data = deployment.model_dump(mode="json", exclude_none=True)
-    lines = [f"name = {_toml_value(data['name'])}", f"ca = {_toml_value(CA_FILE)}", 'output = "out"']
+    lines = [f"name = {_toml_value(data['name'])}", f"bundles = {_toml_value(BUNDLES)}", 'output = "out"']
     for key in ("deadline_s", "connect_deadline_s", "checkpoint_every", "reproducible"):
-        if key in data:
-            lines.append(f"{key} = {_toml_value(data[key])}")
+        lines.append(f"{key} = {_toml_value(data[key])}")
     lines.append("\n[protocol]")
     lines += [f"{key} = {_toml_value(value)}" for key, value in data["protocol"].items()]
     for name, entry in data["parties"].items():
         _, port = parse_address(entry["address"])
-        files = host_files(name)
         lines.append(f"\n[parties.{name}]")
         lines.append(f"role = {_toml_value(entry['role'])}")
         lines.append(f"address = {_toml_value(f'{addresses[name]}:{port}')}")
-        lines += [f"{key} = {_toml_value(files[key])}" for key in ("certificate", "key")]
         if "data" in entry:
-            lines.append(f"data = {_toml_value(files['data'])}")
+            lines.append(f"data = {_toml_value(data_file(name))}")
     return "\n".join(lines) + "\n"
 
 
 def lay_out(deployment: Deployment, addresses: dict[str, str], root: Path) -> dict[str, Path]:
-    """One folder per party under ``root`` with only what that host holds; returns each party's folder."""
+    """One folder per party under ``root`` holding only what that host holds: the shared file, its own bundle
+    (the CA certificate, its certificate and key) and its own data file. Returns each party's folder."""
     text = shared_file(deployment, addresses)
     folders = {}
     for name, entry in deployment.parties.items():
         folder = root / name
-        (folder / name).mkdir(parents=True, exist_ok=False)
+        folder.mkdir(parents=True)
         (folder / "deployment.toml").write_text(text)
-        shutil.copyfile(deployment.ca, folder / CA_FILE)
-        files = host_files(name)
-        for key in ("certificate", "key", "data"):
-            source = getattr(entry, key)
-            if source is not None:
-                target = folder / files[key]
-                shutil.copyfile(source, target)
-                if key != "certificate":
-                    target.chmod(0o600)
+        targets = {what: folder / path for what, path in bundle_files(BUNDLES, name).items()}
+        if entry.data is not None:
+            targets["data"] = folder / data_file(name)
+        for what, target in targets.items():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(getattr(entry, what), target)
+            target.chmod(0o644 if what in ("ca", "certificate") else 0o600)
         folders[name] = folder
     return folders
 
