@@ -229,7 +229,9 @@ _NOTES = [
     "clusters' synchronized copies (l_cluster.S) instead of their users' sums, and the buffers pending at a phase "
     "start are emptied uncounted; a stuck server keeps its 9 samples for good and learns each phase only from "
     "that phase's buffer. Reference code, seeds 0-9: 22 of 50 servers end with 8-9 synchronized samples (the "
-    "others ~3,200), ~3,300 samples dropped per run; ours with (c) + (d): 24 of 50 (with either alone: none). "
+    "others ~3,200), ~3,300 samples dropped per run, 1,224 uploads per server that does not stick (median "
+    "3,666 a run); ours with (c) + (d): 24 of 50 (with either alone: none), the same 1,224 uploads per server "
+    "that does not stick (benchmarks/fclub_homo_dc_servers.py prints both per seed). "
     "The trigger's determinants follow the reference's float operations (the double count as its two += on one "
     "array). The issue-15 preset's determinants were of S + 2I (never singular) and rebuilt every phase from the "
     "users' sums.",
