@@ -72,3 +72,16 @@ def test_the_recorded_reference_runs_are_ten_seeds_each():
     for name in ("FCLUB-DC", "CDP-FCLUB-DC", "Homo-DC", "FCLUB"):
         assert len(REFERENCE_CODE_RUNS["regret"][name]) == 10
     assert REFERENCE_CODE_RUNS["horizon"] == 2**14 - 2
+
+
+def test_options_added_later_leave_the_stored_runs_keys_alone():
+    """Issue 29's options enter a run's digest only when on: the issue-15 runs keep the keys they were stored
+    under (these digests, measured on the code before the options existed); the new Homo-DC preset is new."""
+    from privbandits.experiments.papers.fclub.runs import Setting, config_digest
+
+    where, T = Setting(kind="reference-synthetic"), 2**14 - 2
+    assert config_digest("FCLUB-DC", where, T) == "c53a7e12eef2b28b"
+    assert config_digest("FCLUB", where, T) == "1ec4805a55f416b5"
+    issue_15 = {"ridge_in_recommendation_only": False, "carry_synchronized_copies": False}
+    assert config_digest("Homo-DC", where, T, issue_15) == "cfc784b50d029a71"
+    assert config_digest("Homo-DC", where, T) not in ("cfc784b50d029a71", None)

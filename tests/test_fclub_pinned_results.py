@@ -7,7 +7,10 @@ The pins were captured from the code before the parties learned only from messag
 d68b9cf): making the message boundary real must not move a single result. A change that moves results on purpose
 regenerates them (the fingerprint below, printed for every case) and says why in its commit. Moved on purpose since:
 the three faithful CDP-FCLUB-DC cases with ``rebuild_local_copies`` (regret and privacy report), when the noise
-chain stopped restarting at H̃ with privatized uploads (the first upload after a phase start had gone out raw).
+chain stopped restarting at H̃ with privatized uploads (the first upload after a phase start had gone out raw);
+the seven reference-compatible Homo-DC cases, when that preset gained ``ridge_in_recommendation_only`` and
+``carry_synchronized_copies`` (issue 29: the reference Homo-DC's gap). The issue-15 Homo-DC preset is the case with
+both off, and its pins are the old ``reference homo-dc {}`` ones, unchanged.
 
 Hashes are of the float64/int64 arrays' bytes (this machine's floating point; small horizons, one seed).
 """
@@ -49,6 +52,8 @@ def cases() -> dict[str, tuple[str, str, dict]]:
                 {"renew_every_phase": not reference.renew_every_phase},
                 {"shared_statistics_defect": False, "merge_rule": "components"},
             ]
+            if reference.carry_synchronized_copies:  # Homo-DC: the issue-15 preset, before issue 29's options
+                ablations.append({"carry_synchronized_copies": False, "ridge_in_recommendation_only": False})
         else:
             faithful += [{"detect_every_round": True}, {"detect_every_round": True, "merge_rule": "reference"}]
             ablations += [{"detect_every_round": not reference.detect_every_round}, {"renew_every_phase": True}]
@@ -432,49 +437,49 @@ SMALL = {  # fmt: skip
         (0, 0),
     ),
     "reference homo-dc {}": (
-        "c3d3b3266c95b7bf9564",
-        "c5c18d6c766c7bf7c6c0",
-        (21, 21, 254, 0, 1, 254, 0, 0, False),
+        "89533c76e364c42d26e8",
+        "646834b155165091cb81",
+        (21, 21, 153, 0, 1, 254, 0, 0, False),
         (0, 0.0, 0.0),
         "dc937b59892604f5a86a",
         (0, 0),
     ),
     'reference homo-dc {"merge_rule": "components"}': (
-        "c0c8fa356fa0846280e0",
-        "5bfeb7e8f5bd89ebc4d9",
-        (21, 21, 253, 506, 1, 254, 506, 0, False),
+        "96716c5043d72dc46453",
+        "db779ddfa9f3a3b9d256",
+        (21, 21, 79, 158, 1, 254, 158, 0, False),
         (0, 0.0, 0.0),
         "dc937b59892604f5a86a",
         (0, 0),
     ),
     'reference homo-dc {"rebuild_local_copies": true}': (
-        "c3d3b3266c95b7bf9564",
-        "c5c18d6c766c7bf7c6c0",
-        (21, 21, 254, 0, 1, 254, 0, 0, False),
+        "89533c76e364c42d26e8",
+        "646834b155165091cb81",
+        (21, 21, 153, 0, 1, 254, 0, 0, False),
         (0, 0.0, 0.0),
         "dc937b59892604f5a86a",
         (0, 0),
     ),
     'reference homo-dc {"shared_statistics_defect": false}': (
-        "7553f148bc4d6ce435b1",
-        "c5c18d6c766c7bf7c6c0",
-        (21, 21, 254, 0, 1, 254, 0, 0, False),
+        "d2380cdc85f3389e799f",
+        "944a6491d8a5059e2462",
+        (21, 21, 244, 0, 1, 254, 0, 0, False),
         (0, 0.0, 0.0),
         "dc937b59892604f5a86a",
         (0, 0),
     ),
     'reference homo-dc {"renew_every_phase": false}': (
         "8ca8d5e42b4cefc14f43",
-        "39a7ca7d4c4a4d848810",
-        (21, 3, 254, 0, 1, 254, 0, 0, False),
+        "238d18a26543d0ec5eed",
+        (21, 3, 244, 0, 1, 254, 0, 0, False),
         (0, 0.0, 0.0),
         "dc937b59892604f5a86a",
         (0, 0),
     ),
     'reference homo-dc {"merge_rule": "components", "shared_statistics_defect": false}': (
-        "02fbe8003aec4f8af5e2",
-        "b15743288b18e57aca21",
-        (21, 21, 254, 508, 1, 254, 0, 0, False),
+        "8bab3687d552514f08fc",
+        "4545f2b670d2384820f0",
+        (21, 21, 99, 198, 1, 254, 0, 0, False),
         (0, 0.0, 0.0),
         "dc937b59892604f5a86a",
         (0, 0),
@@ -639,6 +644,14 @@ SMALL = {  # fmt: skip
         "b2cd537c5cdc45829850",
         (0, 0),
     ),
+    'reference homo-dc {"carry_synchronized_copies": false, "ridge_in_recommendation_only": false}': (
+        "c3d3b3266c95b7bf9564",
+        "c5c18d6c766c7bf7c6c0",
+        (21, 21, 254, 0, 1, 254, 0, 0, False),
+        (0, 0.0, 0.0),
+        "dc937b59892604f5a86a",
+        (0, 0),
+    ),
 }
 PAPER = {  # fmt: skip
     "faithful cdp-fclub-dc": (
@@ -698,9 +711,9 @@ PAPER = {  # fmt: skip
         (0, 0),
     ),
     "reference homo-dc": (
-        "24891206e717c279baac",
-        "ce3e0d3886cfb23d9136",
-        (45, 45, 1022, 0, 1, 1022, 0, 0, False),
+        "d9a9794bb9a0be7fc73c",
+        "ee669cde7ea7a2e8dc56",
+        (45, 45, 1002, 0, 1, 1022, 0, 0, False),
         (0, 0.0, 0.0),
         "dc937b59892604f5a86a",
         (0, 0),

@@ -4,12 +4,15 @@ the communication counted the reference code's way."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 from privbandits.envs.clustered import ClusteredLinearBandit
 from privbandits.protocols.fclub import FederatedClusteredBandit, run_fclub
 from privbandits.protocols.fclub_config import FCLUBConfig, MergeRule
+from privbandits.protocols.fclub_reference import reference_trigger_fires
 from privbandits.validation import InvalidInputError
 
 OPTIONS = ("shared_statistics_defect", "merge_rule", "rebuild_local_copies", "renew_every_phase")
@@ -131,3 +134,82 @@ def test_every_combination_plays(variant, rebuild):
     config = FCLUBConfig.reference_compatible(variant, horizon=126, rebuild_local_copies=rebuild)
     out = run_fclub(config, small_env(), 3, seed=2)
     assert np.isfinite(out.regret[-1]) and out.bandit.communication.reference > 0
+
+
+# -- issue 29: the reference Homo-DC's ridge-free Eq. 5 and carried synchronized copies -------------------------
+HOMO_OPTIONS = ("ridge_in_recommendation_only", "carry_synchronized_copies")
+
+
+def test_only_the_reference_homo_dc_preset_turns_on_its_ridge_free_copies_and_carried_copies():
+    for variant in ("cdp-fclub-dc", "fclub-dc", "fclub", "homo-dc", "homo"):
+        reference = FCLUBConfig.reference_compatible(variant)
+        faithful = FCLUBConfig.for_variant(variant)
+        for name in HOMO_OPTIONS:
+            assert getattr(reference, name) is (variant == "homo-dc") and not getattr(faithful, name)
+
+
+@pytest.mark.parametrize("name", HOMO_OPTIONS)
+@pytest.mark.parametrize(
+    ("overrides", "shown"),
+    [
+        ({"private": True}, "thresholds='practical', private=True, noise_in_trigger_only=False"),
+        ({"private": False, "synchronous": True}, "synchronous=True, thresholds='practical', private=False"),
+        ({"private": False, "thresholds": "theoretical"}, "thresholds='theoretical'"),
+    ],
+)
+def test_the_homo_dc_options_refuse_ρ_shifts_synchronous_runs_and_theoretical_thresholds(name, overrides, shown):
+    message = (f"{name} needs synchronous=False, thresholds='practical' and the ridge as the only shift "
+               r"\(private=False or noise_in_trigger_only=True\), got ")  # fmt: skip
+    with pytest.raises(InvalidInputError, match=message + ".*" + re.escape(shown)):
+        FCLUBConfig(**{name: True, **overrides})
+    assert getattr(FCLUBConfig(**{name: True, "private": True, "noise_in_trigger_only": True}), name)
+
+
+def test_the_reference_trigger_is_an_ieee_ratio_of_lu_determinants():
+    d = 4
+    x = np.array([[0.5, 0.5, 0.5, 0.5]])
+    full = np.eye(d) * 0.3
+    assert reference_trigger_fires(np.zeros((d, d)), full, 1.01)  # det 0 below: +inf
+    assert not reference_trigger_fires(np.zeros((d, d)), np.zeros((d, d)), 1.01)  # 0 / 0: NaN
+    negative = np.diag([1.0, 1.0, 1.0, -1e-18])  # a singular S whose determinant came out negative
+    assert not reference_trigger_fires(negative, full, 1.01)  # det(S + ΔS) > 0: a negative ratio, never fires
+    S = np.eye(d) * 2.0
+    for scale in (0.01, 0.02, 0.05):
+        buffer = scale * x.T @ x
+        expected = np.linalg.det(S + buffer) / np.linalg.det(S) >= 1.01
+        assert reference_trigger_fires(S, buffer, 1.01) is bool(expected)
+    assert not reference_trigger_fires(S, 0.01 * x.T @ x, 1.01) and reference_trigger_fires(S, 0.05 * x.T @ x, 1.01)
+
+
+def _homo_dc_clusters(seed: int, **overrides):
+    config = FCLUBConfig.reference_compatible("homo-dc", horizon=1022, **overrides)
+    out = run_fclub(config, ClusteredLinearBandit(), 5, seed=seed)  # the reference construction: ‖x‖ = 1
+    return out, [c for s in out.bandit.servers for c in s.clusters.values()]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_carried_copies_compound_the_double_count_and_lose_the_buffers_pending_at_phase_starts(seed):
+    out, clusters = _homo_dc_clusters(seed)
+    for cluster in clusters:  # ridge-free, every synchronized sample counted twice since t = 1: trace(S) = 2T
+        np.testing.assert_allclose(np.trace(cluster.S), 2 * cluster.T, rtol=1e-12)
+    users = sum(sum(s.counts) for s in out.bandit.servers)
+    assert users == 1022 and sum(c.T + c.raw_T for c in clusters) < users  # the pending buffers were dropped
+    _, rebuilt = _homo_dc_clusters(seed, carry_synchronized_copies=False)
+    assert all(np.trace(c.S) < 1.7 * c.T for c in rebuilt)  # rebuilt from the users' sums (counted once) each phase
+
+
+def test_a_server_whose_singular_copy_has_a_non_positive_determinant_never_uploads_again():
+    """The reference Homo-DC: about two servers in five stop at 8-9 synchronized samples (d = 10); never with
+    either option alone."""
+    stuck = 0
+    for seed in range(3):
+        _, clusters = _homo_dc_clusters(seed)
+        for cluster in clusters:
+            if cluster.T < 10:
+                stuck += 1
+                assert np.linalg.matrix_rank(cluster.S) == cluster.T and np.linalg.det(cluster.S) <= 0
+            else:
+                assert cluster.T > 150 and np.linalg.det(cluster.S) > 0
+        for option in HOMO_OPTIONS:
+            assert all(c.T > 150 for c in _homo_dc_clusters(seed, **{option: False})[1])
+    assert 3 <= stuck <= 12

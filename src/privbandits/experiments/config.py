@@ -695,6 +695,8 @@ class FCLUBPolicyConfig(_Labelled):
     shared_statistics_defect: bool | None = Field(None, description="the reference code's double count (issue 15)")
     rebuild_local_copies: bool | None = None
     renew_every_phase: bool | None = None
+    ridge_in_recommendation_only: bool | None = Field(None, description="the reference Homo-DC's ridge (issue 29)")
+    carry_synchronized_copies: bool | None = Field(None, description="the reference Homo-DC's renewal (issue 29)")
     pd_repair: Literal["clip", "shift"] | None = None
     refresh_every: int | None = Field(None, ge=0)
     tie_break: Literal["lowest", "random"] | None = None
@@ -704,11 +706,8 @@ class FCLUBPolicyConfig(_Labelled):
 
     def overrides(self) -> dict[str, Any]:
         """The FCLUBConfig options set here (those left out keep the preset's)."""
-        return {
-            name: value
-            for name, value in self.model_dump().items()
-            if name not in self._PRESET_FIELDS and value is not None
-        }
+        return {name: value for name, value in self.model_dump().items()
+                if name not in self._PRESET_FIELDS and value is not None}  # fmt: skip
 
     def protocol_config(self, horizon: int):
         """The :class:`~privbandits.protocols.fclub_config.FCLUBConfig` of a run of ``horizon`` rounds."""

@@ -86,6 +86,12 @@ from privbandits.protocols.fclub_config import (
     PDRepair,
     Recommendation,
 )
+from privbandits.protocols.fclub_reference import (
+    absorb_own_upload,
+    carried_phase_statistics,
+    greedy_merge,
+    reference_trigger_fires,
+)
 from privbandits.validation import (
     CallOrderError,
     Instance,
@@ -259,6 +265,7 @@ class _LocalCluster:
         self.sharing = 1
         self.uploads_since_renewal = 0
         self.shared = False  # shared_statistics_defect: one (S, u) with the global cluster until the phase ends
+        self.renewed = False  # holds a synchronized copy from a renewal (carry_synchronized_copies sends it)
         self._beta_key: tuple[int, int] = (-1, -1)
         self.beta = 0.0
         self.member_sums: tuple[np.ndarray, np.ndarray, int] | None = None
@@ -323,6 +330,9 @@ class LocalServer(Party):
         self._with_own = self.config.recommendation is Recommendation.WITH_OWN_BUFFER
         self._log_upload = -math.inf if self.config.synchronous else math.log(self.config.upload_threshold)
         self._refresh_every = self.config.refresh_every or math.inf
+        self._threshold = self.config.upload_threshold
+        self._ridge_free = self.config.ridge_in_recommendation_only
+        self._ridge = self.config.ridge * self._eye if self._ridge_free else 0.0  # added where S is inverted
 
     # -- rounds --------------------------------------------------------------------
     def recommend(self, i: int, contexts: np.ndarray) -> int:
@@ -358,7 +368,10 @@ class LocalServer(Party):
         else:  # M indefinite (noise only in the trigger): det changes sign
             cluster.M_logabs += math.log(-c)
             cluster.M_sign = -cluster.M_sign
-        fires = cluster.M_sign > 0 and cluster.M_logabs - cluster.logdet_S >= self._log_upload
+        if self._ridge_free:  # Eq. 5 as the reference code computes it
+            fires = reference_trigger_fires(cluster.S, cluster.raw_S + cluster.P_trigger, self._threshold)
+        else:
+            fires = cluster.M_sign > 0 and cluster.M_logabs - cluster.logdet_S >= self._log_upload
         return cluster if fires else None
 
     def upload(self, cluster: _LocalCluster) -> None:
@@ -369,9 +382,7 @@ class LocalServer(Party):
             self._record_raw(cluster)
         elif self._noisy:
             self._record(cluster, "async")
-        twice = 2.0 if cluster.shared else 1.0  # the reference code's double count (shared_statistics_defect)
-        cluster.S += twice * sent.gram
-        cluster.u += twice * sent.moment
+        absorb_own_upload(cluster.S, cluster.u, sent.gram, sent.moment, cluster.shared, self._ridge_free)
         cluster.T += sent.count
         cluster.uploads_since_renewal += 1
         cluster.H_bar, cluster.h_bar = cluster.H, cluster.h
@@ -457,12 +468,15 @@ class LocalServer(Party):
     def _phase_upload(self, cluster: _LocalCluster, last: bool) -> PhaseUpload:
         """Line 4 (draw H̃) and line 5 (send Ṽ = shift·I + H̃ + ΣV_i, b̃ = h̃ + Σb_i, T̃ = ΣT_i)."""
         members = cluster.users
-        if cluster.member_sums is None:
-            count = sum(self.counts[i] for i in members)
-            cluster.member_sums = (self.V[members].sum(axis=0), self.b[members].sum(axis=0), count)
-        gram, moment, count = cluster.member_sums
         phase_shift, _ = self.cal.shifts(cluster.depth)
-        gram, moment = gram + phase_shift * self._eye, moment.copy()  # new arrays: the sums stay this server's
+        if self.config.carry_synchronized_copies and cluster.renewed:
+            gram, moment, count = carried_phase_statistics(cluster, phase_shift)
+        else:
+            if cluster.member_sums is None:
+                count = sum(self.counts[i] for i in members)
+                cluster.member_sums = (self.V[members].sum(axis=0), self.b[members].sum(axis=0), count)
+            gram, moment, count = cluster.member_sums
+            gram, moment = gram + phase_shift * self._eye, moment.copy()  # new arrays: the sums stay this server's
         trigger_only = self.config.noise_in_trigger_only
         if self._noisy and (not trigger_only or self.config.rebuild_local_copies):
             kind, tree = ("async", cluster.async_tree) if cluster.phase_tree is None else ("phase", cluster.phase_tree)
@@ -501,7 +515,7 @@ class LocalServer(Party):
         cluster.S[:] = msg.gram
         cluster.u[:] = msg.moment
         cluster.T, cluster.sharing = msg.count, msg.sharing
-        cluster.uploads_since_renewal = 0
+        cluster.uploads_since_renewal, cluster.renewed = 0, True
         cluster.shared = self.config.shared_statistics_defect
         if self._noisy:
             cluster.H_bar, cluster.h_bar = cluster.H_tilde, cluster.h_tilde
@@ -574,11 +588,11 @@ class LocalServer(Party):
     def _refactor(self, cluster: _LocalCluster) -> None:
         """Exact ``S⁻¹``, ``log det S``, θ̂ = S⁻¹u, and the trigger and recommendation statistics."""
         repair, floor = self.config.pd_repair, self.config.ridge
-        cluster.S_inv, cluster.logdet_S = _spd_inverse(cluster.S, repair, floor, self.repairs)
+        cluster.S_inv, cluster.logdet_S = _spd_inverse(cluster.S + self._ridge, repair, floor, self.repairs)
         cluster.theta = cluster.S_inv @ cluster.u
         self._refactor_trigger(cluster)
         if self._with_own:
-            R_inv, _ = _spd_inverse(cluster.S + cluster.raw_S, repair, floor, self.repairs)
+            R_inv, _ = _spd_inverse(cluster.S + cluster.raw_S + self._ridge, repair, floor, self.repairs)
             cluster.R_inv[:] = R_inv
             cluster.theta_R[:] = R_inv @ (cluster.u + cluster.raw_u)
 
@@ -745,36 +759,11 @@ class GlobalServer(Party):
         return frozenset(frozenset(k for k, label in zip(keys, labels, strict=True) if label == g) for g in set(labels))
 
     def _greedy_merge(self, keys: list[tuple[str, int]], depth: int) -> frozenset[frozenset[tuple[str, int]]]:
-        """The reference code's FCLUB merge (:attr:`MergeRule.REFERENCE`, synchronous): in index order, cluster
-        c1 absorbs each later c2 that passes Eq. 4 against c1's re-estimated statistics; its loops stop one short
-        (``range(cmax - 1)``, ``range(c1 + 1, cmax)``), so the last local cluster never merges."""
-        grams = [self.uploads[k].gram.copy() for k in keys]
-        moments = [self.uploads[k].moment.copy() for k in keys]
-        counts = [float(self.uploads[k].count) for k in keys]
-        estimates = list(_solve(np.stack(grams), np.stack(moments)))
-        groups = [[k] for k in keys]
-        alive = [True] * len(keys)
-        last = len(keys) - 1
-        # Eq. 4's half-widths are elementwise in the counts, so each cluster's is computed once (again after it
-        # absorbs another) and a pair's test is w1 + w2 (what the sum of the pair's widths is, bit for bit);
-        # the distance is norm's own sqrt(d·d). With up to n local clusters a round tests O(n²) pairs.
-        widths = [float(w) for w in self.cal.merge_width(np.asarray(counts), depth)]
-        for c1 in range(last - 1):
-            if not alive[c1]:
-                continue
-            for c2 in range(c1 + 1, last):
-                if not alive[c2]:
-                    continue
-                difference = estimates[c1] - estimates[c2]
-                if math.sqrt(difference.dot(difference)) < widths[c1] + widths[c2]:
-                    grams[c1] += grams[c2]
-                    moments[c1] += moments[c2]
-                    counts[c1] += counts[c2]
-                    groups[c1] += groups[c2]
-                    alive[c2] = False
-                    estimates[c1] = _solve(grams[c1][None], moments[c1][None])[0]
-                    widths[c1] = float(self.cal.merge_width(np.asarray([counts[c1]]), depth)[0])
-        return frozenset(frozenset(group) for group, keep in zip(groups, alive, strict=True) if keep)
+        """The reference code's FCLUB merge (:func:`~privbandits.protocols.fclub_reference.greedy_merge`)."""
+        into = greedy_merge([self.uploads[k].gram.copy() for k in keys], [self.uploads[k].moment.copy() for k in keys],
+                            [float(self.uploads[k].count) for k in keys],
+                            lambda counts: self.cal.merge_width(counts, depth), _solve)  # fmt: skip
+        return frozenset(frozenset(k for k, c in zip(keys, into, strict=True) if c == g) for g in set(into))
 
     def renew(self, partition: frozenset[frozenset[tuple[str, int]]], push: bool = True) -> None:
         """Lines 11–16: global sums of the phase uploads, pushed to every member; buffers emptied.

@@ -135,7 +135,8 @@ _CONSTRAINTS = {
     **dict.fromkeys(
         ("private", "synchronous", "detect_clusters", "detect_every_round", "noise_in_trigger_only",
          "reference_h_column", "skip_unseen_users", "merge_same_server", "shared_statistics_defect",
-         "rebuild_local_copies", "renew_every_phase"),
+         "rebuild_local_copies", "renew_every_phase", "ridge_in_recommendation_only",
+         "carry_synchronized_copies"),
         Boolean(),
     ),
     "epsilon": _POSITIVE,
@@ -178,6 +179,22 @@ class FCLUBConfig:
         renewal they hold only their server's data (and what later downloads bring).
     ``renew_every_phase``
         Renew at every phase start whether or not the partition changed (the reference's Homo-DC).
+
+    The reference Homo-DC's behaviours (issue 29; on in its :meth:`reference_compatible` preset only):
+
+    ``ridge_in_recommendation_only``
+        The reference code's ridge: the synchronized copies and phase uploads hold none (no shift); it enters
+        only the recommendation, ``(ridge·I + S + ΔS)⁻¹``. Eq. 5 is then what the reference computes,
+        ``np.linalg.det(S + ΔS) / np.linalg.det(S) ≥ U``, LU determinants and an IEEE division: while ``S`` is
+        singular its determinant is rounding noise of either sign (0 when ``S = 0``: ±inf or NaN), and a
+        negative one never lets the cluster upload again once ``S + ΔS`` has full rank (in the reference
+        Homo-DC about two servers in five stop uploading after 9 samples). Needs ``private=False`` or
+        ``noise_in_trigger_only``, ``synchronous=False`` and practical thresholds.
+    ``carry_synchronized_copies``
+        Phase uploads are the local clusters' synchronized copies ``(S, u, T)`` instead of their users'
+        sums (the reference Homo-DC's renewal sums ``l_cluster.S``; it never rebuilds its local clusters). With
+        ``shared_statistics_defect`` the double count compounds across phases, and the upload buffers pending
+        at a phase start are lost. Same needs as ``ridge_in_recommendation_only``.
     """
 
     horizon: int = 2**17 - 2
@@ -213,6 +230,8 @@ class FCLUBConfig:
     shared_statistics_defect: bool = False
     rebuild_local_copies: bool = False
     renew_every_phase: bool = False
+    ridge_in_recommendation_only: bool = False
+    carry_synchronized_copies: bool = False
     pd_repair: PDRepair = PDRepair.CLIP
     refresh_every: int = 1000
     tie_break: TieBreak = TieBreak.LOWEST
@@ -233,6 +252,15 @@ class FCLUBConfig:
                 "shared_statistics_defect needs synchronous=False (the defect is in the reference code's "
                 "asynchronous variants)"
             )
+        for name in ("ridge_in_recommendation_only", "carry_synchronized_copies"):
+            shifted = self.private and not self.noise_in_trigger_only  # the ρ shifts of privatized uploads
+            if getattr(self, name) and (self.synchronous or shifted or self.thresholds is not Thresholds.PRACTICAL):
+                raise InvalidInputError(
+                    f"{name} needs synchronous=False, thresholds='practical' and the ridge as the only shift "
+                    f"(private=False or noise_in_trigger_only=True), got synchronous={self.synchronous}, "
+                    f"thresholds={self.thresholds.value!r}, private={self.private}, "
+                    f"noise_in_trigger_only={self.noise_in_trigger_only}"
+                )
         if self.noise_in_trigger_only and not self.private:
             raise InvalidInputError("noise_in_trigger_only needs private=True (it places the privatizer's noise)")
 
@@ -259,11 +287,15 @@ class FCLUBConfig:
 
         Beyond spec §7 (issue 15): the reference's merge rule (:class:`MergeRule`), its double-counting
         defect in the asynchronous variants (``shared_statistics_defect``), renewal at every phase in
-        Homo-DC and FCLUB's per-round detection (§7.6, ``detect_every_round``). ``rebuild_local_copies``
+        Homo-DC and FCLUB's per-round detection (§7.6, ``detect_every_round``); Homo-DC's ridge-free copies
+        and Eq. 5, and carried synchronized copies (issue 29: ``ridge_in_recommendation_only``,
+        ``carry_synchronized_copies``;
+        the other asynchronous variants already match without them). ``rebuild_local_copies``
         (§7.3) stays off: it is not needed to match the reference's regret (the fclub-reference-gap report
         measures each behaviour on and off).
         """
         base = cls.for_variant(variant)
+        homo_dc = not base.detect_clusters and not base.synchronous
         rc = {
             "ridge": 2.0,
             "beta_form": BetaForm.REFERENCE,
@@ -273,7 +305,9 @@ class FCLUBConfig:
             "merge_same_server": True,
             "merge_rule": MergeRule.REFERENCE,
             "shared_statistics_defect": not base.synchronous,
-            "renew_every_phase": not base.detect_clusters and not base.synchronous,
+            "renew_every_phase": homo_dc,
+            "ridge_in_recommendation_only": homo_dc,
+            "carry_synchronized_copies": homo_dc,
             "detect_every_round": base.synchronous and base.detect_clusters,
         }
         if base.private:
@@ -360,11 +394,11 @@ class Calibration:
 
     def shifts(self, depth: int) -> tuple[float, float]:
         """(phase-start shift, per-upload shift) of the uploaded Gram matrices: (2ρ, 3ρ) when the
-        noise is uploaded, (λ, 0) otherwise (§3.4, §8 A16)."""
+        noise is uploaded, (λ, 0) otherwise (§3.4, §8 A16); (0, 0) with ``ridge_in_recommendation_only``."""
         if self.config.private and not self.config.noise_in_trigger_only:
             rho = self.rho(depth)
             return 2 * rho, 3 * rho
-        return self.config.ridge, 0.0
+        return (0.0 if self.config.ridge_in_recommendation_only else self.config.ridge), 0.0
 
     # -- confidence radius -----------------------------------------------------------
     def beta(self, count: int, sharing: int, depth: int) -> float:

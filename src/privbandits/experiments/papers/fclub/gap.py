@@ -45,12 +45,24 @@ ABLATIONS: dict[str, dict[str, tuple[dict[str, Any], str]]] = {
         "per-round": ({"merge_rule": "components"}, "per-round detection only"),
     },
     "Homo-DC": {
-        PRESET: ({}, "never merges, renews every phase, (a): the preset"),
+        PRESET: ({}, "never merges, renews every phase, (a), (c) and (d): the preset"),
         "neither": (
-            {"merge_rule": "components", "renew_every_phase": False, "shared_statistics_defect": False},
+            {
+                "merge_rule": "components",
+                "renew_every_phase": False,
+                "shared_statistics_defect": False,
+                "ridge_in_recommendation_only": False,
+                "carry_synchronized_copies": False,
+            },
             "one global cluster (the spec's Homo-DC)",
         ),
-        "b": ({"shared_statistics_defect": False}, "never merges, renews every phase, without (a)"),
+        "b": ({"shared_statistics_defect": False}, "never merges, renews every phase, (c) and (d), without (a)"),
+        "issue-15": (
+            {"ridge_in_recommendation_only": False, "carry_synchronized_copies": False},
+            "never merges, renews every phase, (a): the issue-15 preset",
+        ),
+        "c": ({"carry_synchronized_copies": False}, "never merges, renews every phase, (a) and (c), without (d)"),
+        "d": ({"ridge_in_recommendation_only": False}, "never merges, renews every phase, (a) and (d), without (c)"),
     },
 }
 """Per algorithm: ablation name → (overrides of the reference-compatible preset, description)."""
@@ -147,7 +159,7 @@ def report(options: GapOptions, points: dict[str, dict], out: Path) -> PaperRepo
             main.append([name, f"{np.median(theirs):,.0f} ({', '.join(f'{v:,.0f}' for v in theirs)})",
                          f"{np.median(ours):,.0f} ({', '.join(f'{v:,.0f}' for v in ours)})", _p(p),
                          "yes" if p > 0.05 else "NO"])  # fmt: skip
-            if name in ("FCLUB-DC", "FCLUB", "CDP-FCLUB-DC"):
+            if name in ("FCLUB-DC", "FCLUB", "CDP-FCLUB-DC", "Homo-DC"):
                 report.claims.append(Claim(
                     f"reference's 40 users, {name}", "the reference-compatible preset is inside the reference "
                     "code's spread (two-sided Mann–Whitney p > 0.05 over the seeds)",
@@ -206,11 +218,23 @@ def _closing_note(closing: dict[str, dict[str, tuple[str, float]]], options: Gap
 
 
 _NOTES = [
-    "Homo-DC is not an acceptance item and is NOT matched: the preset (never merges, renews every phase, the double "
-    "count) gives ~900 against the reference's ~1,050, the spec's Homo-DC (one global cluster) ~2,200. A difference "
-    "not emulated, untested as the cause: the reference's Eq. 5/6 determinants are of S without a ridge (its "
-    "S = ΣV; the ridge 2I enters only the recommendation), ours of S + 2I, so it uploads, and double-counts, in "
-    "other rounds.",
+    "Homo-DC (issue 29): the reference code's DC_homogenenous_version.py, run beside ours with both instrumented "
+    "(uploads, each server's synchronized count, the samples its phase starts drop), differs from the issue-15 "
+    "preset (~900 against ~1,050) in two behaviours that only act together. (c) ridge_in_recommendation_only: its "
+    "synchronized S holds no ridge (the 2I enters only the recommendation), so Eq. 5 is np.linalg.det(S + ΔS) / "
+    "np.linalg.det(S), an IEEE division; at t = 1 S = 0 and the ratio is ±inf or NaN by the sign of det ΔS's rounding "
+    "noise, so a server may upload a rank-deficient buffer; with 9 samples in S (d = 10) det S is rounding noise of "
+    "either sign, and when it is negative the ratio against a full-rank S + ΔS is negative: that server never "
+    "uploads again. (d) carry_synchronized_copies: its Homo-DC has no local detection, so a renewal sums the local "
+    "clusters' synchronized copies (l_cluster.S) instead of their users' sums, and the buffers pending at a phase "
+    "start are emptied uncounted; a stuck server keeps its 9 samples for good and learns each phase only from "
+    "that phase's buffer. Reference code, seeds 0-9: 22 of 50 servers end with 8-9 synchronized samples (the "
+    "others ~3,200), ~3,300 samples dropped per run, 1,224 uploads per server that does not stick (median "
+    "3,666 a run); ours with (c) + (d): 24 of 50 (with either alone: none), the same 1,224 uploads per server "
+    "that does not stick (benchmarks/fclub_homo_dc_servers.py prints both per seed). "
+    "The trigger's determinants follow the reference's float operations (the double count as its two += on one "
+    "array). The issue-15 preset's determinants were of S + 2I (never singular) and rebuilt every phase from the "
+    "users' sums.",
     "(a) shared_statistics_defect: THE REFERENCE CODE'S DOUBLE-COUNTING DEFECT. After a renewal its local clusters "
     "are given the global cluster's S and u arrays themselves, so the global `+=` and the local `+=` of an upload "
     "hit one array: every upload counts twice, and every member sees it at once. Counts T are ints and are not "

@@ -79,7 +79,9 @@ def mode_notes(horizon: int, seeds: int) -> list[str]:
         "formula as a std, a fresh tree every phase; since issue 15 also the reference code's merge rule (merge only "
         "when some pair fails Eq. 4 and the layout changed: per-server learners until the first split; Homo-DC never "
         "merges; FCLUB merges greedily, never the last local cluster), its DOUBLE-COUNTING DEFECT in the DC variants "
-        "(shared_statistics_defect) and FCLUB's per-round detection; fclub-reference-gap compares it with the "
+        "(shared_statistics_defect) and FCLUB's per-round detection; since issue 29 Homo-DC's ridge-free copies "
+        "and Eq. 5 and its carried copies (ridge_in_recommendation_only, carry_synchronized_copies); "
+        "fclub-reference-gap compares it with the "
         "reference code). Its uploads are RAW: the run has NO DP guarantee.",
         f"'{FAITHFUL}' is Algorithm 1 with the spec's recommended options (FCLUBConfig.for_variant, m_bound = m): "
         "Eq. 7 ρ, σ² = 64ν ln²(2/δ)/ε², 2ρI/3ρI shifts, Lemma 1 β: (ε, δ) = (1, 0.1) per privatizer holds, at the "

@@ -235,7 +235,14 @@ def config_digest(name: str, setting: Setting, horizon: int, overrides: dict[str
     if name not in _VARIANTS:
         return None
     options = asdict(fclub_config(name, setting, horizon, overrides))
+    for later in LATER_OPTIONS:  # off, they leave the digest as it was before they existed: stored runs keep keys
+        if options[later] is False:
+            del options[later]
     return hashlib.sha256(canonical_json(options).encode()).hexdigest()[:16]
+
+
+LATER_OPTIONS = ("ridge_in_recommendation_only", "carry_synchronized_copies")
+"""FCLUBConfig options added after runs were stored (issue 29), in a run's digest only when on."""
 
 
 def run_label(name: str, setting: Setting, horizon: int, seed: int) -> str:
