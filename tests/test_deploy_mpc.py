@@ -80,10 +80,16 @@ def assert_same_as_in_memory(spec) -> None:
     offline = [row for row in got["dealer"]["traffic"] if row[0] == "offline"]
     assert {row[2] for row in offline} == set(spec.names("computing"))
     assert sum(row[4] - 8 * row[3] for row in offline) == sum(learner.engine.dealer.issued.values())
-    assert all(result["refusals"] == [] for result in got.values())
+    # no refusal but what a loaded host causes (a legitimate handshake past the 5 s timeout, retried by its dialer)
+    refusals = [reason for result in got.values() for reason in result["refusals"]]
+    assert all(any(load in reason for load in LOAD_REFUSALS) for reason in refusals), refusals
     assert got["env"]["openings"] == spec.protocol.rounds
     # each party's process time over its rounds (what benchmarks/network_latency.py prints)
     assert all(0 < result["cpu_seconds_per_round"] < 1 for result in got.values())
+
+
+LOAD_REFUSALS = ("handshake timeout", "sent no hello in time", "closed the connection during the hello")
+"""What a listener notes when a legitimate peer's handshake is slowed past its timeout; the peer dials again."""
 
 
 def run_local(path: Path, *options: str) -> None:
