@@ -218,7 +218,7 @@ def test_parties_in_other_layouts_link_and_each_prints_its_lines(deployment, tmp
     peers = f"mask_generator ({address['mask_generator']}), active ({address['active']})"
     assert passive[0] == f"passive2: linked to {peers}"
     result = re.escape(str(there.result_path("passive2")))
-    assert re.fullmatch(r"passive2: done in [\d.]+ s; result " + result, passive[1])
+    assert re.fullmatch(r"passive2: done in [\d.]+ s \(randomness: os\); result " + result, passive[1])
     assert there.result_path("passive2").is_file() and not spec.result_path("passive2").exists()
 
 
