@@ -37,7 +37,11 @@ def expected_files(spec, name: str) -> set[str]:
     return files | ({data_file(name)} if spec.parties[name].data is not None else set())
 
 
-@pytest.mark.parametrize("kind", small.KINDS)
+HOSTED = [kind if kind == "vertical" else pytest.param(kind, marks=pytest.mark.slow) for kind in small.KINDS]
+"""The vertical deployment runs in the default suite; the other three (a minute each on 2 cores) are slow."""
+
+
+@pytest.mark.parametrize("kind", HOSTED)
 def test_each_party_on_a_host_of_its_own_equals_the_in_memory_run(tmp_path, encoder_cache, kind):  # noqa: F811
     (tmp_path / "source").mkdir()
     spec = load_deployment(small.deployment(kind, tmp_path / "source"))
