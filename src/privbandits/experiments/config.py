@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -34,6 +33,7 @@ from pydantic import (
     model_validator,
 )
 
+from privbandits.experiments.tomlfile import read_toml
 from privbandits.linear.defaults import DEFAULT_REFRESH_EVERY, DEFAULT_TIE_TOLERANCE
 
 
@@ -1260,8 +1260,4 @@ def load_config(path: str | Path) -> ExperimentConfig:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
-    return parse_config(data, source=str(path))
+    return parse_config(read_toml(path, ConfigError), source=str(path))
