@@ -33,7 +33,6 @@ from pydantic import (
     model_validator,
 )
 
-from privbandits.datasets.cache import SHARED_ENV, shared_data_dir
 from privbandits.experiments.tomlfile import read_toml
 from privbandits.linear.defaults import DEFAULT_REFRESH_EVERY, DEFAULT_TIE_TOLERANCE
 
@@ -57,6 +56,8 @@ Listed = BeforeValidator(_listed)
 # -- data files -----------------------------------------------------------------
 def _shared(*parts: str) -> Path:
     """``parts`` in the offline data (:func:`~privbandits.datasets.cache.shared_data_dir`), named even if absent."""
+    from privbandits.datasets.cache import SHARED_ENV, shared_data_dir  # not at import: the command line stays light
+
     return (shared_data_dir() or Path(f"${SHARED_ENV}")).joinpath(*parts)
 
 
