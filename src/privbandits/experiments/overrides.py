@@ -59,7 +59,7 @@ def _items(text: str) -> list[str]:
     if len(inner) >= 2 and inner[0] + inner[-1] in ("()", "[]"):
         inner = inner[1:-1]
     items = [item.strip() for item in inner.split(",")]
-    if len(items) > 1 and not items[-1]:  # a trailing comma: the tuple "(10,)", but "0," may be a value cut short
+    if len(items) > 1 and not items[-1] and all(items[:-1]):  # a trailing comma: "(10,)", or "0," cut short?
         if inner == text.strip():
             raise ValueError("ends with a comma (an item is missing; write one item without the comma)")
         items.pop()
