@@ -38,6 +38,7 @@ from collections.abc import Callable
 
 import numba
 import numpy as np
+from _smoke import parse_args
 from threadpoolctl import threadpool_limits
 
 from privbandits.linear import LinUCB
@@ -162,13 +163,15 @@ def peak_memory(kind: str, n_users: int) -> None:
 
 
 def main() -> None:
+    global N_CODES  # a smoke run's one-hot loop works on 64 codes, not 1024 (1024 x 1024 matrices per arm)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller populations (about 30 s)")
     parser.add_argument("--memory-users", type=int, default=1_000_000, help="users of the peak-memory run (0 = skip)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per path; the fastest counts")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--peak-memory", choices=("dense", "codes"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parse_args(parser, memory_users=2_000, repeat=1)
+    N_CODES = 64 if args.smoke else N_CODES
     if args.peak_memory:
         peak_memory(args.peak_memory, args.memory_users)
         return
@@ -177,6 +180,7 @@ def main() -> None:
         print(f"peak memory of run_population on {args.memory_users:,} users x t = {N_ROUNDS} (child process):")
         for kind in ("dense", "codes"):
             command = [sys.executable, __file__, "--peak-memory", kind, "--memory-users", str(args.memory_users)]
+            command += ["--smoke"] if args.smoke else []
             result = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
             print(
                 f"  {kind:6} peak RSS {result['peak'] / 2**20:5.0f} MiB "
@@ -185,8 +189,11 @@ def main() -> None:
             )
         print()
 
-    users = {"dense": 50_000, "codes": 200_000} if args.quick else {"dense": 300_000, "codes": 1_000_000}
-    loop_users = {"dense": 200, "codes": 2} if args.quick else {"dense": 1000, "codes": 4}
+    users = {"dense": 300_000, "codes": 1_000_000}
+    loop_users = {"dense": 1000, "codes": 4}
+    if args.quick or args.smoke:
+        users = {"dense": 2_000, "codes": 5_000} if args.smoke else {"dense": 50_000, "codes": 200_000}
+        loop_users = {"dense": 20, "codes": 1} if args.smoke else {"dense": 200, "codes": 2}
     print(
         f"t = {N_ROUNDS}, K = {N_ARMS}, dense d = {DIM}, codes k = {N_CODES}, numba threads {numba.get_num_threads()}"
     )

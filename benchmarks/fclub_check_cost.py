@@ -20,6 +20,7 @@ import time
 import warnings
 
 import fclub_speed
+from _smoke import parse_args
 from threadpoolctl import threadpool_limits
 
 from privbandits.protocols import fclub, fclub_baselines
@@ -81,7 +82,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15, help="alternations (default 15)")
     parser.add_argument("--rounds", type=int, default=2**16 - 2, help="rounds per run (default 65,534)")
-    args = parser.parse_args()
+    args = parse_args(parser, repeat=1, rounds=254)
     shipped = {FCLUB: (FCLUB.select, FCLUB.update), BASELINE: (BASELINE.select, BASELINE.update)}
     bare = {FCLUB: (fclub_select, _fclub_update()), BASELINE: (baseline_select, baseline_update)}
     warnings.filterwarnings("ignore", message="FCLUB: privatizer noise exceeded")

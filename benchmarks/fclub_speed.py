@@ -29,6 +29,7 @@ import warnings
 from collections.abc import Callable
 
 import numpy as np
+from _smoke import parse_args
 from rich.console import Console
 from rich.table import Table
 from threadpoolctl import threadpool_limits
@@ -109,7 +110,7 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=3, help="runs per learner; its time is the best (default 3)")
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = parse_args(parser, rounds=254, repeat=1)
     if args.rounds < 1 or args.repeat < 1:
         parser.error("--rounds and --repeat must be >= 1")
     warnings.filterwarnings("ignore", message="FCLUB: privatizer noise exceeded")  # the reference noise scale

@@ -29,6 +29,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from _smoke import parse_args
 from contextualbandits.linreg import LinearRegression as CBLinearRegression
 from contextualbandits.online import LinUCB as CBLinUCB
 from mabwiser.mab import MAB, LearningPolicy
@@ -246,7 +247,7 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=120.0, help="seconds per peer and setting")
     parser.add_argument("--blas-threads", type=int, default=1, help="BLAS threads (0: library default)")
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = parse_args(parser, rounds=20, repeat=1, budget=5.0)
     if args.repeat < 1 or args.budget <= 0:
         parser.error("--repeat must be >= 1 and --budget > 0")
     n_rounds = args.rounds or (500 if args.quick else 5000)

@@ -20,6 +20,7 @@ import argparse
 import statistics
 
 import numpy as np
+from _smoke import parse_args
 from rich.console import Console
 from rich.table import Table
 
@@ -38,7 +39,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=100, help="private rounds per measurement")
     parser.add_argument("--twin-rounds", type=int, default=2000, help="plaintext rounds per measurement")
     parser.add_argument("--repeat", type=int, default=15, help="alternations (short ones resist a noisy machine)")
-    args = parser.parse_args()
+    args = parse_args(parser, rounds=3, twin_rounds=20, repeat=1)
     partition = tuple(len(block) for block in np.array_split(np.arange(args.dim), args.parties))
     config = MPCBanditConfig(n_arms=args.arms, partition=partition)
     results = [round_costs(config, args.rounds, args.twin_rounds, seed) for seed in range(args.repeat)]

@@ -50,6 +50,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _smoke import parse_args
 
 from privbandits.comm import ROUND, InMemoryNetwork, Message, Party, TlsCredentials, TlsNetwork, frames, message
 from privbandits.comm.codec import Envelope, encode
@@ -546,7 +547,10 @@ def main() -> None:
     )
     parser.add_argument("--fclub-rounds", type=int, default=4095, help="FCLUB rounds T")
     parser.add_argument("--fclub-algorithm", default="CDP-FCLUB-DC (faithful)", help="FCLUB preset")
-    args = parser.parse_args()
+    args = parse_args(
+        parser, count=20, rounds=10, dim=10, parties=2, prefetch=4, repeat=1, p2b_users=600, fclub_rounds=62,
+        mpc_rounds=3, mpc_dim=4, mpc_arms=3,
+    )  # fmt: skip
     count, rounds = (2000, 300) if args.quick else (args.count, args.rounds)
     for key in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(key, "1")
@@ -560,7 +564,7 @@ def main() -> None:
             print(f"Ping-pong round trip, median of {count} (a in this process, b in another for TLS):")
             columns = ("in-memory", "+ codec", "bare TLS", "mutual TLS", "TLS / codec", "TLS / bare", "CPU of a")
             print(f"{'payload':>10} " + " ".join(f"{column:>12}" for column in columns))
-        for n_floats in (10, 1000, 100_000) if count else ():
+        for n_floats in ((10,) if args.smoke else (10, 1000, 100_000)) if count else ():
             size = count if n_floats < 100_000 else max(200, count // 20)
             memory = statistics.median(ping_pong_memory(n_floats, size, serialize=False))
             codec = statistics.median(ping_pong_memory(n_floats, size, serialize=True))
@@ -582,6 +586,7 @@ def main() -> None:
             "(seconds per learner round):"
         )
         settings = [(1, False), (args.prefetch, False), (args.prefetch, True)]
+        settings = settings[-1:] if args.smoke else settings
         for prefetch, chunked in sorted(set(settings), key=settings.index):
             what = "each request when its round starts" if prefetch == 1 else f"{prefetch} rounds' requests in flight"
             if chunked:
@@ -635,7 +640,7 @@ def main() -> None:
         f"{mpc_rounds} rounds (dealer, computing parties and environment each a process; the dealer, whose "
         f"material runs ahead of the rounds, at nice +{BACKGROUND_NICE} as `deploy local` starts it):"
     )
-    schedules = SCHEDULES
+    schedules = SCHEDULES[-1:] if args.smoke else SCHEDULES
     if args.mpc_parties != 2:  # without the options that ride on openings (they need local truncation)
         two_only = ("overlap_reciprocal", "mask_factors", "lookup_comparison")
         schedules = [{k: v for k, v in s.items() if k not in two_only} for s in schedules]
@@ -650,7 +655,7 @@ def main() -> None:
             "plaintext twin (float64)",
             "networked ≤ 150× the plaintext twin",
         )
-    if len(available_cpus()) >= 2:
+    if len(available_cpus()) >= 2 and not args.smoke:
         print(
             f"  the last schedule again, each party pinned to one core (`deploy local --pin-cpus`: computing parties "
             f"on cores of their own, as on separate hosts; {len(available_cpus())} cores here):"

@@ -35,15 +35,16 @@ import time
 from unittest import mock
 
 import numpy as np
+from _smoke import parse_args
 
 from privbandits.envs.p2b_synthetic import p2b_synthetic_interactions
 from privbandits.linear import LinUCB
 from privbandits.linear.population import DisjointModel, PopulationLog
-from privbandits.privacy.encoding import load_or_fit_encoder
+from privbandits.privacy.encoding import ContextEncoder, fit_encoder, load_or_fit_encoder
 from privbandits.protocols import p2b
 
 EARLY_USERS = (1_000, 5_000, 10_000, 50_000, 100_000, 500_000, 1_000_000)
-DIM, N_ACTIONS, ROUNDS, N_CODES = 10, 10, 10, 1024
+N_ACTIONS, ROUNDS = 10, 10
 
 
 def plain_run_population(model, contexts, reward_table, *, alpha=1.0, tie_break="random", rng=None, shared_agent=False):
@@ -72,20 +73,24 @@ def plain_run_population(model, contexts, reward_table, *, alpha=1.0, tie_break=
     return PopulationLog(arms, rewards)
 
 
-class PerUserEncoder:
+class PerUserEncoder(ContextEncoder):
     """The encoder called once per user (t contexts at a time), as each device would."""
 
-    def __init__(self, encoder) -> None:
-        self.encoder, self.n_codes = encoder, encoder.n_codes
+    @classmethod
+    def of(cls, encoder: ContextEncoder) -> PerUserEncoder:
+        return cls(encoder.centroids, encoder.precision, encoder.grid_points_per_code, encoder.grid_counts_exact)
 
     def encode(self, contexts: np.ndarray) -> np.ndarray:
-        return np.concatenate([self.encoder.encode(rows) for rows in np.split(contexts, len(contexts) // ROUNDS)])
+        one_user = super().encode
+        return np.concatenate([one_user(rows) for rows in np.split(contexts, len(contexts) // ROUNDS)])
 
 
-def point(encoder, early: int, decimals: int | None, seed: int = 0):
+def point(encoder: ContextEncoder, early: int, decimals: int | None, seed: int = 0):
     total = round(early / 0.7)
     start = time.perf_counter()
-    data = p2b_synthetic_interactions(total, ROUNDS, DIM, N_ACTIONS, mapping="linear", seed=seed, decimals=decimals)
+    data = p2b_synthetic_interactions(
+        total, ROUNDS, encoder.dim, N_ACTIONS, mapping="linear", seed=seed, decimals=decimals
+    )
     generated = time.perf_counter()
     outcome = p2b.simulate(data, encoder, p2b.P2BConfig(), seed=seed)
     done = time.perf_counter()
@@ -95,7 +100,7 @@ def point(encoder, early: int, decimals: int | None, seed: int = 0):
 def plain_loop_rate(encoder, n_users: int, decimals: int | None) -> float:
     """Users per second of the plain per-user loop on ``n_users`` total users (printed)."""
     with mock.patch.object(p2b, "run_population", plain_run_population):
-        users, gen, sim, _ = point(PerUserEncoder(encoder), round(n_users * 0.7), decimals)
+        users, gen, sim, _ = point(PerUserEncoder.of(encoder), round(n_users * 0.7), decimals)
     print(f"plain per-user loop: {users} users in {gen + sim:.1f} s = {users / (gen + sim):,.0f} users/s")
     return users / (gen + sim)
 
@@ -110,29 +115,36 @@ def main() -> None:
         default=None,
         help="round the contexts to q digits, as the paper's devices do (default: unrounded, as the reference code)",
     )
-    args = parser.parse_args()
+    parser.add_argument("--dim", type=int, default=10, help="context dimension d (default 10)")
+    parser.add_argument("--codes", type=int, default=1024, help="encoder codes k (default 1024)")
+    parser.add_argument("--encode-users", type=int, default=100_000, help="users of the encoding-alone measurement")
+    args = parse_args(parser, max_early=1_000, loop_users=300, dim=4, codes=16, encode_users=1_000)
     contexts = "unrounded contexts" if args.decimals is None else f"contexts rounded to q = {args.decimals}"
-    print(f"P2B scale, |A| = {N_ACTIONS}, d = {DIM}, t = {ROUNDS}, k = {N_CODES}, {contexts}; {os.cpu_count()} cores")
-    start = time.perf_counter()
-    encoder = load_or_fit_encoder(DIM, 1, N_CODES)
     print(
-        f"encoder (d={DIM}, q=1, k={N_CODES}) loaded or fitted in {time.perf_counter() - start:.1f} s "
+        f"P2B scale, |A| = {N_ACTIONS}, d = {args.dim}, t = {ROUNDS}, k = {args.codes}, {contexts}; "
+        f"{os.cpu_count()} cores"
+    )
+    start = time.perf_counter()  # a smoke run fits its small encoder without touching the encoder cache
+    encoder = fit_encoder(args.dim, 1, args.codes) if args.smoke else load_or_fit_encoder(args.dim, 1, args.codes)
+    print(
+        f"encoder (d={args.dim}, q=1, k={args.codes}) loaded or fitted in {time.perf_counter() - start:.1f} s "
         f"(cached after the first run; min grid points per code {encoder.min_crowd})"
     )
 
     point(encoder, 700, args.decimals)  # compile the kernels outside the timings
     with mock.patch.object(p2b, "run_population", plain_run_population):
-        point(PerUserEncoder(encoder), 70, args.decimals)  # load the plain learner's kernels too
+        point(PerUserEncoder.of(encoder), 70, args.decimals)  # load the plain learner's kernels too
     loop_rates = [plain_loop_rate(encoder, args.loop_users, args.decimals)]
     loop_rate = loop_rates[0]
     sample = p2b_synthetic_interactions(
-        100_000, ROUNDS, DIM, N_ACTIONS, mapping="linear", seed=1, decimals=args.decimals
+        args.encode_users, ROUNDS, args.dim, N_ACTIONS, mapping="linear", seed=1, decimals=args.decimals
     ).contexts
     start = time.perf_counter()
-    encoder.encode(sample.reshape(-1, DIM))
+    encoder.encode(sample.reshape(-1, args.dim))
     encode_rate = len(sample) / (time.perf_counter() - start)
     print(
-        f"encoding alone (each user's {ROUNDS} contexts, nearest of {N_CODES} centroids): {encode_rate:,.0f} users/s, "
+        f"encoding alone (each user's {ROUNDS} contexts, nearest of {args.codes} centroids): "
+        f"{encode_rate:,.0f} users/s, "
         f"so a pipeline that encodes every context is at most {encode_rate / loop_rate:.0f}x the plain loop"
     )
 

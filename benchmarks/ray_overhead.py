@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _smoke import parse_args
+
 TIMING_KEYS = {"wall_time_s"}
 
 
@@ -46,9 +48,14 @@ def main() -> int:
     parser.add_argument("--name", default="vertical-fig4")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("-o", "--option", action="append", default=None)
-    args = parser.parse_args()
+    args = parse_args(parser, option=["horizon=30", "seeds=0"], jobs=1)
     options = args.option if args.option is not None else ["horizon=1500", "seeds=0,1,2"]
     if importlib.util.find_spec("ray") is None:
+        if args.smoke:  # the local half still checks the sweep's command line
+            with tempfile.TemporaryDirectory() as tmp:
+                seconds, store = _sweep(args.name, options, args.jobs, "local", Path(tmp))
+                print(f"Ray is not installed: local process pool only, {len(_rows(store))} units in {seconds:.1f} s")
+            return 0
         print("Ray is not installed (optional extra): run `make ray` first; nothing measured.")
         return 0
     with tempfile.TemporaryDirectory() as tmp:

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import phe.util
+from _smoke import parse_args
 from rich import box
 from rich.console import Console
 from rich.table import Table
@@ -313,7 +314,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="timed runs of O3M, DP and plaintext (fastest kept)")
     parser.add_argument("--settings", nargs="+", choices=[s.name for s in SETTINGS], default=[s.name for s in SETTINGS])
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = parse_args(parser, key_bits=512, repeat=1, settings=["small"])
     if args.he_arms < 0 or args.he_large_arms < 0 or args.repeat < 1:
         parser.error("--he-arms and --he-large-arms must be >= 0 and --repeat >= 1")
     gaussian_sigma(args.epsilon, args.delta)  # validate before any work

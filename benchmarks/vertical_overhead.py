@@ -28,6 +28,7 @@ import os
 import time
 
 import numpy as np
+from _smoke import parse_args
 from threadpoolctl import threadpool_limits
 
 from privbandits.linear import LinUCB
@@ -88,7 +89,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--parties", type=int, default=5)
-    args = parser.parse_args()
+    args = parse_args(parser, repeats=1)
     print(f"VFUCB overhead, M = {args.parties}, fastest of {args.repeats}, 1 BLAS thread, {os.cpu_count()} cores")
     header = (
         f"{'d':>5} {'K':>4} | {'central':>8} {'whole':>8} {'critical':>8} {'AP':>8} {'no msgs':>8} µs/step |"
@@ -97,7 +98,7 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     with threadpool_limits(limits=1):
-        for dim, n_arms, rounds in SETTINGS:
+        for dim, n_arms, rounds in ((20, 4, 30),) if args.smoke else SETTINGS:
             t = measure(dim, n_arms, rounds, args.parties, args.repeats)
             ratio = {name: value / t["central"] for name, value in t.items()}
             whole_ok = "ok" if ratio["whole"] <= TARGET_WHOLE else "MISS"

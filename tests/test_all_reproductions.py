@@ -50,6 +50,11 @@ TINY: dict[str, dict[str, str]] = {
     "vertical-fig4": {"horizon": "60", "seeds": "0,1"},
     "vertical-fig6": {"horizon": "60", "seeds": "0,1"},
     "vertical-synthetic-demo": {"horizon": "60", "seeds": "0,1"},
+    "example-fclub-vs-club": {"horizon": "30", "seeds": "0"},
+    "example-mpc-vs-twin-digits": {"horizon": "5", "seeds": "0"},
+    "example-p2b-synthetic": {"horizon": "4", "seeds": "0", "environment.n_users": "300", "environment.dim": "4",
+                              "policies.0.n_codes": "16", "policies.1.n_codes": "16", "policies.0.threshold": "2"},
+    "example-vfucb-obd-replay": {"horizon": "50", "seeds": "0"},
 }
 
 
@@ -58,7 +63,7 @@ def test_every_listed_name_has_tiny_options_here():
 
 
 OBD_SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "obd" / "random" / "all"
-NEEDS_OBD_SAMPLE = {"vertical-obd"}
+NEEDS_OBD_SAMPLE = {"vertical-obd", "example-vfucb-obd-replay"}
 """Reproductions whose default data is the OBD sample in ../shared (the others fall back or skip a panel)."""
 
 

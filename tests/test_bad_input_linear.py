@@ -114,6 +114,10 @@ BAD_UPDATES = [
     (lambda c: (np.zeros((K, D + 1)), 1, 1.0), "contexts"),
     (lambda c: (np.zeros((K + 1, D)), 1, 1.0), "contexts"),
     (lambda c: (np.zeros(D + 1), 1, 1.0), "contexts"),
+    (lambda c: (_with(c, (2, 0), NAN), 1, 1.0), "contexts"),  # NaN in the row of an arm not chosen (issue 30)
+    (lambda c: (_with(c, (0, 1), INF), 1, 1.0), "contexts"),
+    (lambda c: (c + 0j, 1, 1.0), "complex128"),  # complex contexts: refused, not cast with a warning
+    (lambda c: (c[0] + 1j, 1, 1.0), "complex128"),
 ]
 BAD_SELECTS = [
     (lambda c: _with(c, (2, 1), NAN), "contexts"),
@@ -121,6 +125,8 @@ BAD_SELECTS = [
     (lambda c: np.zeros((K, D + 1)), "contexts"),
     (lambda c: np.zeros((K + 1, D)), "contexts"),
     (lambda c: [[0.0] * (D + 1)] * K, "contexts"),
+    (lambda c: c + 1j, "complex128"),
+    (lambda c: c.astype(object), "object"),
 ]
 
 

@@ -127,6 +127,33 @@ def test_nan_features_under_secure_aggregation_are_refused_not_learnt():
     assert np.abs(vf.active.learner.stats.A_inv).max() <= 1.0
 
 
+@pytest.mark.parametrize("column", [PARTITION[0], D - 1])  # the first passive party's feature, or the last one's
+def test_a_context_too_large_for_secure_aggregation_is_refused_before_any_party_acts(column):
+    """The issue's case: the first passive party refused half-way, the second kept a request pending and the round
+    counter moved, so 172 of 200 later decisions differed from the twin's. Now: refused first, nothing sent, and
+    the learner decides as its twin (and as central LinUCB) for 200 rounds."""
+    vf, twin, central = protocol(True), protocol(True), LinUCB(K, D, alpha=0.5)
+    play(vf, range(3))
+    play(twin, range(3))
+    play(central, range(3))
+    before, rows = state(vf), vf.traffic.rows()
+    big = contexts(3)
+    big[1, column] = 5e6  # past 2^22 = 4.19e6, the fixed-point range of a masked value
+    message = rejects(lambda: vf.select(big), "contexts")
+    assert "2^22" in message and "got 5e+06 for item 1" in message
+    assert state(vf) == before
+    assert vf.traffic.rows() == rows
+    arms = play(vf, range(3, 203))
+    assert arms == play(twin, range(3, 203)) == play(central, range(3, 203))
+
+
+def test_contexts_just_inside_the_secure_aggregation_range_are_served():
+    vf = protocol(True)
+    near = contexts(0) * 0
+    near[0, PARTITION[0]], near[0, D - 1] = 2.0e6, 2.0e6  # Σ_j ‖x^j‖ = 4e6 < 2^22
+    vf.update(near, vf.select(near), 1.0)
+
+
 BAD_UPDATES = [
     (lambda c: (c, -1, 1.0), "arm"),
     (lambda c: (c, K, 1.0), "arm"),

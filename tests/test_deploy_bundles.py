@@ -211,7 +211,8 @@ def test_parties_in_other_layouts_link_and_each_prints_its_lines(deployment, tmp
     progress = re.compile(r"active: round (\d+)/30, [\d.]+ rounds/s, [\d.]+ (kB|MB) sent, [\d.]+ (kB|MB) received")
     assert lines[1:-1] and all(progress.fullmatch(line) for line in lines[1:-1]), lines
     assert progress.fullmatch(lines[-2]).group(1) == "30"
-    outcome = r"active: done in [\d.]+ s \(30 rounds, cumulative reward -?[\d.]+, regret [\d.]+, randomness: os\); result "
+    outcome = r"active: done in [\d.]+ s \(30 rounds, cumulative reward -?[\d.]+, regret [\d.]+, randomness: os\); "
+    outcome += "result "
     assert re.fullmatch(outcome + re.escape(str(spec.result_path("active"))), lines[-1])
     there, passive = load_deployment(host / "deploy.toml"), errors["passive2"].splitlines()
     assert len(passive) == 2  # no progress off a terminal without --progress

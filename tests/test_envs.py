@@ -56,10 +56,10 @@ def test_linear_gaussian_stream_is_independent_of_the_arms_pulled():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"dim": 0}, "dim and n_arms must be >= 1, got dim=0, n_arms=10"),
-        ({"n_arms": 0}, "dim and n_arms must be >= 1, got dim=100, n_arms=0"),
-        ({"context_variance": 0.0}, "context_variance and theta_variance must be > 0, noise_variance >= 0"),
-        ({"noise_variance": -1.0}, "context_variance and theta_variance must be > 0, noise_variance >= 0"),
+        ({"dim": 0}, "LinearGaussianBandit: dim must be >= 1, got 0"),
+        ({"n_arms": 0}, "LinearGaussianBandit: n_arms must be >= 1, got 0"),
+        ({"context_variance": 0.0}, "LinearGaussianBandit: context_variance must be > 0, got 0.0"),
+        ({"noise_variance": -1.0}, "LinearGaussianBandit: noise_variance must be >= 0, got -1.0"),
     ],
 )
 def test_linear_gaussian_rejects_bad_parameters(kwargs, message):
@@ -100,6 +100,8 @@ def test_classification_bandit_rewards_true_labels_single_and_multi_label():
     [
         (np.zeros((3, 2)), np.array([0, 1]), "features have 3 rows but labels have 2"),
         (np.zeros(3), np.array([0, 1, 2]), "features must be a non-empty 2-D array, got shape (3,)"),
+        (np.array([[0.0, np.nan]]), np.array([0]), "ClassificationBandit: features must be finite (no NaN or inf), "
+         "got nan at index (0, 1)"),
         (np.zeros((2, 2)), np.array([0, -1]), "single-label labels must be non-negative integers"),
         (
             np.zeros((2, 2)),

@@ -12,7 +12,7 @@ import pytest
 from privbandits.envs.clustered import ClusteredLinearBandit
 from privbandits.protocols.fclub import FederatedClusteredBandit, run_fclub
 from privbandits.protocols.fclub_config import FCLUBConfig, MergeRule
-from privbandits.protocols.fclub_reference import reference_trigger_fires
+from privbandits.protocols.fclub_reference import portable_det, reference_trigger_fires
 from privbandits.validation import InvalidInputError
 
 OPTIONS = ("shared_statistics_defect", "merge_rule", "rebuild_local_copies", "renew_every_phase")
@@ -207,9 +207,25 @@ def test_a_server_whose_singular_copy_has_a_non_positive_determinant_never_uploa
         for cluster in clusters:
             if cluster.T < 10:
                 stuck += 1
-                assert np.linalg.matrix_rank(cluster.S) == cluster.T and np.linalg.det(cluster.S) <= 0
+                assert np.linalg.matrix_rank(cluster.S) == cluster.T and portable_det(cluster.S) <= 0
             else:
-                assert cluster.T > 150 and np.linalg.det(cluster.S) > 0
+                assert cluster.T > 150 and portable_det(cluster.S) > 0
         for option in HOMO_OPTIONS:
             assert all(c.T > 150 for c in _homo_dc_clusters(seed, **{option: False})[1])
     assert 3 <= stuck <= 12
+
+
+def test_the_portable_determinant_is_lapacks_up_to_rounding_and_exact_where_lapack_is_ambiguous():
+    """``portable_det`` (the reference trigger's determinant) agrees with LAPACK's to rounding on random matrices,
+    is exactly 0 on a zero column, and keeps a singular Gram matrix's rounding-noise determinant tiny: its bits are
+    the same on every machine (``test_fclub_pinned_results_are_portable`` runs the reference Homo-DC cases under
+    other kernels)."""
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 5, 10):
+        for _ in range(20):
+            matrix = rng.normal(size=(n, n))
+            assert portable_det(matrix) == pytest.approx(np.linalg.det(matrix), rel=1e-10, abs=1e-12)
+    assert portable_det(np.zeros((4, 4))) == 0.0
+    rows = rng.normal(size=(9, 10))
+    singular = rows.T @ rows  # rank 9 of 10: the determinant is rounding noise
+    assert abs(portable_det(singular)) < 1e-8 * np.prod(np.linalg.eigvalsh(singular)[1:])

@@ -49,7 +49,7 @@ def _play(learner, contexts, labels):
         ({"partition": (5, -1)}, r"partition must give >= 2 parties"),
         ({"partition": (0, 0)}, r"at least one in all"),
         ({"epsilon": 1.5}, r"epsilon must be in \[0, 1\], got 1.5"),
-        ({"precision": 27}, r"precision must be in \[1, 26\] bits, got 27"),
+        ({"precision": 27}, r"precision must be an integer in \[1, 26\], got 27"),
         ({"nr_iterations": -1}, r"nr_iterations must be an integer >= 0, got -1"),
         ({"truncation": "round"}, r"truncation must be one of"),
         ({"partition": (3, 3, 3), "truncation": "local"}, r"truncation='local' is for 2 parties, got 3"),

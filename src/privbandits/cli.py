@@ -62,6 +62,7 @@ OverrideOption = Annotated[
 ]
 
 _USER_ERRORS: tuple[type[Exception], ...] = (ConfigError, OptionError, ReportError, FileNotFoundError, ValueError)
+"""Shown as one line (``writable.PathError`` is a ValueError)."""
 
 
 def _fail(message: str) -> None:
@@ -78,8 +79,17 @@ def _user_errors() -> tuple[type[Exception], ...]:
 
 
 def _check_out(out: Path) -> None:
-    if out.exists() and not out.is_dir():
-        raise OptionError(f"--out must be a folder (got {str(out)!r}, an existing file)")
+    from privbandits.experiments.writable import check_writable
+
+    check_writable(out, "--out", folder=True)
+
+
+def _existing_store(store: Path) -> None:
+    """``report`` and ``site`` read a store that exists: a folder or a missing file is named as such."""
+    if store.is_dir():
+        _fail(f"--store {str(store)!r} is a folder; give the results file (e.g. {str(store / 'results.sqlite')!r})")
+    if not store.is_file():
+        _fail(f"results store {store} does not exist; run `privbandits run NAME` first")
 
 
 def _print_report(paper) -> None:
@@ -134,6 +144,8 @@ def run(
     try:
         if executor not in ("local", "ray"):
             raise OptionError(f"--executor must be one of 'local', 'ray' (got {executor!r})")
+        if ray_address is not None and executor != "ray":
+            raise OptionError(f"--ray-address is used only with --executor ray (got --executor {executor})")
         _check_out(out)
         raw = split_assignments(option)
         plans = []
@@ -196,10 +208,13 @@ def report_command(
     """
     from privbandits.experiments import reproduction as repro
 
-    if not store.is_file():
-        _fail(f"results store {store} does not exist; run `privbandits run NAME` first")
+    _existing_store(store)
     try:
         _check_out(out)
+        if book is not None:
+            from privbandits.experiments.writable import check_writable
+
+            check_writable(book, "--book", folder=False)
         raw = split_assignments(option)
         from privbandits.experiments.store import ResultsStore
 
@@ -241,8 +256,7 @@ def site_command(
     ] = None,
 ) -> None:
     """Write a static HTML results site from the store: an index and one page per reproduction."""
-    if not store.is_file():
-        _fail(f"results store {store} does not exist; run `privbandits run NAME` first")
+    _existing_store(store)
     try:
         _check_out(out)
         from privbandits.experiments.site import build_site
@@ -284,9 +298,9 @@ def _config_values(reproduction) -> dict:
     path = getattr(reproduction, "path", None)
     if path is None:
         return {}
-    import tomllib
+    from privbandits.experiments.tomlfile import read_toml
 
-    return tomllib.loads(Path(path).read_text())
+    return read_toml(path, ConfigError)
 
 
 def _shown(value) -> str:

@@ -29,6 +29,21 @@ def _fail(message: str) -> None:
     raise typer.Exit(code=2)
 
 
+def _check_cache(cache: Path | None, write: bool) -> None:
+    """A ``--cache`` that is a file (or, to fetch into, cannot be written) is refused before any work."""
+    from privbandits.experiments.writable import PathError, check_writable
+
+    if cache is None:
+        return
+    if cache.exists() and not cache.is_dir():
+        _fail(f"--cache must be a folder (got {str(cache)!r}, an existing file)")
+    if write:
+        try:
+            check_writable(cache, "--cache", folder=True)
+        except PathError as error:
+            _fail(str(error))
+
+
 @data_app.command("fetch")
 def fetch_command(
     names: Annotated[list[str], typer.Argument(help="Data sets to fetch (`privbandits data list`), or 'all'.")],
@@ -49,6 +64,7 @@ def fetch_command(
 
     from privbandits.datasets import cache as store
 
+    _check_cache(cache, write=True)
     console = Console()
     wanted = list(store.SOURCES) if names == ["all"] else names
     try:
@@ -76,6 +92,7 @@ def list_command(cache: CacheOption = None) -> None:
 
     from privbandits.datasets import cache as store
 
+    _check_cache(cache, write=False)
     table = Table(title=f"Data cache: {cache or store.cache_dir()}", title_justify="left")
     for column in ("name", "state", "size", "what", "package", "licence"):
         table.add_column(column, overflow="fold", no_wrap=column in ("name", "state", "size"))

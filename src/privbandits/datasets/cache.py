@@ -21,6 +21,11 @@ found (corrupt).
 The cache folder is ``$PRIVBANDITS_DATA`` if set, else ``$XDG_CACHE_HOME/privbandits``
 (default ``~/.cache/privbandits``). The project never redistributes these files.
 
+Every data path of the package is resolved here: the cache (:func:`cache_dir`) and the
+offline data sets the reproductions read by default, the OBD sample and the FCLUB
+matrices (:func:`shared_data`: ``$PRIVBANDITS_SHARED_DATA``, else ``../shared/data``
+beside a source checkout; an installed package has none unless the variable is set).
+
 This module uses the standard library only, so the command line stays light.
 """
 
@@ -42,6 +47,9 @@ from pathlib import Path
 
 CACHE_ENV = "PRIVBANDITS_DATA"
 """Environment variable naming the cache folder."""
+
+SHARED_ENV = "PRIVBANDITS_SHARED_DATA"
+"""Environment variable naming the folder of offline data sets (``obd/``, ``fclub/``, as ``shared/data``)."""
 
 
 class DataError(Exception):
@@ -149,6 +157,26 @@ def cache_dir() -> Path:
         return Path(explicit).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).expanduser() / "privbandits"
+
+
+def shared_data_dir() -> Path | None:
+    """The offline data sets' folder: ``$PRIVBANDITS_SHARED_DATA``, else ``../shared/data`` beside the source
+    checkout this package runs from (a folder holding ``pyproject.toml`` and ``src/privbandits``), else None."""
+    explicit = os.environ.get(SHARED_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    package = Path(__file__).resolve().parents[1]
+    checkout = package.parents[1]
+    if package.parent.name == "src" and (checkout / "pyproject.toml").is_file():
+        return checkout.parent / "shared" / "data"
+    return None
+
+
+def shared_data(*parts: str) -> Path | None:
+    """``parts`` inside :func:`shared_data_dir` (e.g. ``shared_data("obd", "random", "all")``) if it exists."""
+    folder = shared_data_dir()
+    path = None if folder is None else folder.joinpath(*parts)
+    return path if path is not None and path.exists() else None
 
 
 def source(name: str) -> Source:

@@ -46,9 +46,12 @@ class Preferences(NamedTuple):
 
 
 def default_fclub_data_path() -> Path | None:
-    """``../shared/data/fclub`` beside the repository (the shipped FCLUB matrices), or None if absent."""
-    path = Path(__file__).resolve().parents[4] / "shared" / "data" / "fclub"
-    return path if path.is_dir() else None
+    """The FCLUB matrices' ``fclub`` folder in the offline data (:func:`~privbandits.datasets.cache.shared_data`),
+    or None if absent."""
+    from privbandits.datasets.cache import shared_data
+
+    path = shared_data("fclub")
+    return path if path is not None and path.is_dir() else None
 
 
 def load_ratings(path: Path | str) -> Ratings:

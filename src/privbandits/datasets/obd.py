@@ -39,9 +39,12 @@ OTHER = "other"
 
 
 def default_obd_path() -> Path | None:
-    """``../shared/data/obd/random/all`` beside the repository, or None if absent."""
-    path = Path(__file__).resolve().parents[4] / "shared" / "data" / "obd" / "random" / "all"
-    return path if path.is_dir() else None
+    """The OBD sample's ``obd/random/all`` in the offline data (:func:`~privbandits.datasets.cache.shared_data`),
+    or None if absent."""
+    from privbandits.datasets.cache import shared_data
+
+    path = shared_data("obd", "random", "all")
+    return path if path is not None and path.is_dir() else None
 
 
 def _read_columns(path: Path, columns: tuple[str, ...]) -> tuple[dict[str, list[str]], int]:

@@ -13,7 +13,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from privbandits.envs.base import BanditRound, ContextKind, Environment
+from privbandits.envs.base import BanditRound, ContextKind, Environment, real_matrix
 
 
 class ExampleOrder(StrEnum):
@@ -48,10 +48,8 @@ class ClassificationBandit(Environment):
         labels: np.ndarray,
         order: ExampleOrder | str = ExampleOrder.SHUFFLE,
     ) -> None:
-        features = np.asarray(features, dtype=np.float64)
+        features = real_matrix(features, "features", "ClassificationBandit")
         labels = np.asarray(labels)
-        if features.ndim != 2 or features.shape[0] == 0:
-            raise ValueError(f"features must be a non-empty 2-D array, got shape {features.shape}")
         if labels.shape[0] != features.shape[0]:
             raise ValueError(f"features have {features.shape[0]} rows but labels have {labels.shape[0]}")
         if labels.ndim == 1:
@@ -70,7 +68,7 @@ class ClassificationBandit(Environment):
         self._rng: np.random.Generator | None = None
 
     def reset(self, rng: np.random.Generator) -> None:
-        self._rng = rng
+        self._rng = self._checked_rng(rng)
         self._queue = np.empty(0, dtype=np.int64)
         self._current = -1
 
@@ -86,7 +84,9 @@ class ClassificationBandit(Environment):
         if self._rng is None:
             raise RuntimeError("call reset(rng) before next_round()")
         self._current = self._next_index()
+        self._in_round = True
         return BanditRound(self.features[self._current], self.indicator[self._current])
 
     def reward(self, arm: int) -> float:
+        arm = self._checked_arm(arm)
         return float(self.indicator[self._current, arm])

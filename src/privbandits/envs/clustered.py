@@ -21,8 +21,9 @@ from enum import StrEnum
 
 import numpy as np
 
-from privbandits.envs.base import BanditRound, ContextKind, Environment
+from privbandits.envs.base import BanditRound, ContextKind, Environment, real_matrix
 from privbandits.envs.synthetic import normalised_gaussian
+from privbandits.validation import Integer, Real, validate
 
 _CHUNK_ROUNDS = 256
 
@@ -94,6 +95,12 @@ class ClusteredLinearBandit(Environment):
         noise_std: float = 0.1,
         assignment: Assignment | str = Assignment.BLOCKS,
     ) -> None:
+        validate(
+            "ClusteredLinearBandit",
+            {"n_users": Integer(low=1), "n_clusters": Integer(low=1), "dim": Integer(low=2), "n_arms": Integer(low=1),
+             "noise_std": Real(low=0)},
+            {"n_users": n_users, "n_clusters": n_clusters, "dim": dim, "n_arms": n_arms, "noise_std": noise_std},
+        )  # fmt: skip
         self.construction = Construction(construction)
         if dim < 2 or n_arms < 1:
             raise ValueError(f"need dim >= 2 and n_arms >= 1, got dim={dim}, n_arms={n_arms}")
@@ -116,7 +123,7 @@ class ClusteredLinearBandit(Environment):
         return np.concatenate([head, np.ones((*shape, 1))], axis=-1) / np.sqrt(2.0)
 
     def reset(self, rng: np.random.Generator) -> None:
-        self._rng = rng
+        self._rng = self._checked_rng(rng)
         if self.construction is Construction.PAPER:
             basis, _ = np.linalg.qr(rng.standard_normal((self.dim, self.dim)))
             self.thetas = np.ascontiguousarray(basis.T[: self.n_clusters])
@@ -143,9 +150,11 @@ class ClusteredLinearBandit(Environment):
         i = self._pos
         self._pos += 1
         self.user = int(self._users[i])
+        self._in_round = True
         return BanditRound(self._contexts[i], self._expected[i])
 
     def reward(self, arm: int) -> float:
+        arm = self._checked_arm(arm)
         i = self._pos - 1
         mean = self._expected[i, arm]
         if self.construction is Construction.PAPER:
@@ -179,14 +188,14 @@ class PooledUsersBandit(ClusteredLinearBandit):
     """
 
     def __init__(self, pool: np.ndarray, n_users: int = 40, n_arms: int = 10, *, draw: bool = True) -> None:
-        pool = np.asarray(pool, dtype=float)
-        if pool.ndim != 2 or not 1 <= n_users <= len(pool):
+        pool = real_matrix(pool, "pool", "PooledUsersBandit")
+        if not 1 <= n_users <= len(pool):
             raise ValueError(f"pool must be (N, dim) with N >= n_users = {n_users}, got shape {pool.shape}")
         super().__init__(n_users, 1, pool.shape[1], n_arms, construction=Construction.REFERENCE)
         self.pool, self.draw = pool, draw
 
     def reset(self, rng: np.random.Generator) -> None:
-        self._rng = rng
+        self._rng = self._checked_rng(rng)
         rows = rng.choice(len(self.pool), self.n_users, replace=False) if self.draw else np.arange(self.n_users)
         self.user_thetas = self.pool[rows]
         self.thetas, cluster_of = np.unique(self.user_thetas, axis=0, return_inverse=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.cluster import KMeans
 
-from privbandits.envs.base import BanditRound, ContextKind, Environment
+from privbandits.envs.base import BanditRound, ContextKind, Environment, real_matrix
 
 PAPER_BANDWIDTH = 0.5
 """σ of the paper's experiments (the reference code's default is 1.0, spec A12)."""
@@ -31,8 +31,9 @@ class KMeansArmsBandit(Environment):
     context_kind = ContextKind.SHARED
 
     def __init__(self, features: np.ndarray, centres: np.ndarray, bandwidth: float = PAPER_BANDWIDTH) -> None:
-        features, centres = np.asarray(features, dtype=np.float64), np.asarray(centres, dtype=np.float64)
-        if features.ndim != 2 or centres.ndim != 2 or features.shape[1] != centres.shape[1]:
+        owner = "KMeansArmsBandit"
+        features, centres = real_matrix(features, "features", owner), real_matrix(centres, "centres", owner)
+        if features.shape[1] != centres.shape[1]:
             raise ValueError(f"features {features.shape} and centres {centres.shape} must be (n, d) and (K, d)")
         if not bandwidth > 0:
             raise ValueError(f"bandwidth must be > 0, got {bandwidth}")
@@ -41,7 +42,7 @@ class KMeansArmsBandit(Environment):
         self._rng: np.random.Generator | None = None
 
     def reset(self, rng: np.random.Generator) -> None:
-        self._rng = rng
+        self._rng = self._checked_rng(rng)
         self._queue = np.empty(0, dtype=np.int64)
 
     def next_round(self) -> BanditRound:
@@ -53,7 +54,9 @@ class KMeansArmsBandit(Environment):
         x = self.features[index]
         self._means = np.exp(-((x - self.centres) ** 2).sum(axis=1) / (2 * self.bandwidth))
         self._threshold = self._rng.random()  # one uniform per round: r_a = 1{ν_a > U} (reference code)
+        self._in_round = True
         return BanditRound(x, self._means)
 
     def reward(self, arm: int) -> float:
+        arm = self._checked_arm(arm)
         return float(self._means[arm] > self._threshold)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from privbandits.envs.base import BanditRound, ContextKind, Environment
+from privbandits.validation import Integer, Real, validate
 
 _CHUNK_ROUNDS = 256
 
@@ -38,10 +39,14 @@ class LinearGaussianBandit(Environment):
         theta_variance: float = 0.05,
         noise_variance: float = 0.05,
     ) -> None:
-        if dim < 1 or n_arms < 1:
-            raise ValueError(f"dim and n_arms must be >= 1, got dim={dim}, n_arms={n_arms}")
-        if not (context_variance > 0 and theta_variance > 0 and noise_variance >= 0):
-            raise ValueError("context_variance and theta_variance must be > 0, noise_variance >= 0")
+        values = validate(
+            "LinearGaussianBandit",
+            {"dim": Integer(low=1), "n_arms": Integer(low=1), "context_variance": Real(low=0, low_open=True),
+             "theta_variance": Real(low=0, low_open=True), "noise_variance": Real(low=0)},
+            {"dim": dim, "n_arms": n_arms, "context_variance": context_variance, "theta_variance": theta_variance,
+             "noise_variance": noise_variance},
+        )  # fmt: skip
+        dim, n_arms, noise_variance = values["dim"], values["n_arms"], values["noise_variance"]
         self.dim, self.n_arms = dim, n_arms
         self.context_variance = context_variance
         self.theta_variance = theta_variance
@@ -49,7 +54,7 @@ class LinearGaussianBandit(Environment):
         self.theta: np.ndarray | None = None
 
     def reset(self, rng: np.random.Generator) -> None:
-        self._rng = rng
+        self._rng = self._checked_rng(rng)
         self.theta = normalised_gaussian(rng, (self.dim,), self.theta_variance)
         self._chunk_pos = _CHUNK_ROUNDS
         self._t = -1
@@ -68,8 +73,10 @@ class LinearGaussianBandit(Environment):
             self._refill()
         i = self._chunk_pos
         self._chunk_pos += 1
+        self._in_round = True
         return BanditRound(self._contexts[i], self._expected[i])
 
     def reward(self, arm: int) -> float:
+        arm = self._checked_arm(arm)
         i = self._chunk_pos - 1
         return float(self._expected[i, arm] + self._noise[i])

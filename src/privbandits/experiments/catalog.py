@@ -205,12 +205,14 @@ def configs_dir() -> Path | None:
 
 
 def shipped_configs() -> dict[str, ConfigReproduction]:
-    """Every shipped config, by file stem."""
+    """Every shipped config (``configs/*.toml`` and the examples, ``configs/examples/*.toml``) by its name, so that
+    ``privbandits run NAME`` finds it from any folder, installed or not."""
     folder = configs_dir()
     if folder is None:
         return {}
     found = {}
-    for path in sorted(folder.glob("*.toml")):
-        description = tomllib.loads(path.read_text()).get("description", "")
-        found[path.stem] = ConfigReproduction(path.stem, description, path)
+    for path in [*sorted(folder.glob("*.toml")), *sorted(folder.glob("examples/*.toml"))]:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        name = str(data.get("name", path.stem))
+        found[name] = ConfigReproduction(name, data.get("description", ""), path)
     return found

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -34,6 +33,7 @@ from pydantic import (
     model_validator,
 )
 
+from privbandits.experiments.tomlfile import read_toml
 from privbandits.linear.defaults import DEFAULT_REFRESH_EVERY, DEFAULT_TIE_TOLERANCE
 
 
@@ -54,8 +54,11 @@ Listed = BeforeValidator(_listed)
 
 
 # -- data files -----------------------------------------------------------------
-_SHARED_DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
-"""``../shared/data`` beside the repository: the offline data sets (OBD sample, FCLUB matrices)."""
+def _shared(*parts: str) -> Path:
+    """``parts`` in the offline data (:func:`~privbandits.datasets.cache.shared_data_dir`), named even if absent."""
+    from privbandits.datasets.cache import SHARED_ENV, shared_data_dir  # not at import: the command line stays light
+
+    return (shared_data_dir() or Path(f"${SHARED_ENV}")).joinpath(*parts)
 
 
 def existing_path(value: str, what: str = "file or folder") -> str:
@@ -237,7 +240,6 @@ class ClusteredUsersEnvConfig(_EnvBase):
         return self.construction == "reference"
 
 
-_FCLUB_DATA = _SHARED_DATA / "fclub"
 _POOL_FILES = {"movielens": "ml_500user_500item.npy", "reference_vectors": "ml_1000user_d10.npy"}
 
 
@@ -268,7 +270,7 @@ class PooledUsersEnvConfig(_EnvBase):
     def _file(cls, value: str | None, info) -> str:
         if value is None:
             source = info.data.get("source", "movielens")
-            default = _FCLUB_DATA / _POOL_FILES.get(source, _POOL_FILES["movielens"])
+            default = _shared("fclub", _POOL_FILES.get(source, _POOL_FILES["movielens"]))
             if not default.is_file():
                 raise ValueError(f"no such file: {str(default)!r} (the default of source {source!r}); give path")
             return str(default)
@@ -416,7 +418,7 @@ class OBDReplayEnvConfig(_EnvBase):
     @classmethod
     def _folder(cls, value: str | None) -> str:
         if value is None:
-            default = _SHARED_DATA / "obd" / "random" / "all"
+            default = _shared("obd", "random", "all")
             if not default.is_dir():
                 raise ValueError(f"no such folder: {str(default)!r} (the default OBD sample); give path")
             return str(default)
@@ -1259,8 +1261,4 @@ def load_config(path: str | Path) -> ExperimentConfig:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
-    return parse_config(data, source=str(path))
+    return parse_config(read_toml(path, ConfigError), source=str(path))

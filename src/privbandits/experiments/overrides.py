@@ -29,12 +29,17 @@ _NONE = {"none", "null", ""}
 
 
 def split_assignments(options: list[str] | None) -> dict[str, str]:
-    """``["a=1", "b=x,y"]`` as ``{"a": "1", "b": "x,y"}``; a repeated key keeps its last value."""
+    """``["a=1", "b=x,y"]`` as ``{"a": "1", "b": "x,y"}``; a key given twice is refused (which one was meant?)."""
     parsed: dict[str, str] = {}
     for option in options or []:
         key, separator, text = option.partition("=")
         if not separator or not key.strip():
             raise OptionError(f"--option must look like KEY=VALUE (got {option!r})")
+        if key.strip() in parsed:
+            raise OptionError(
+                f"option {key.strip()} is given twice (-o {key.strip()}={parsed[key.strip()]} and -o {option}); "
+                "give each key once"
+            )
         parsed[key.strip()] = text.strip()
     return parsed
 
@@ -54,7 +59,9 @@ def _items(text: str) -> list[str]:
     if len(inner) >= 2 and inner[0] + inner[-1] in ("()", "[]"):
         inner = inner[1:-1]
     items = [item.strip() for item in inner.split(",")]
-    if len(items) > 1 and not items[-1]:  # a trailing comma, as in the tuple "(10,)"
+    if len(items) > 1 and not items[-1] and all(items[:-1]):  # a trailing comma: "(10,)", or "0," cut short?
+        if inner == text.strip():
+            raise ValueError("ends with a comma (an item is missing; write one item without the comma)")
         items.pop()
     return [] if not inner.strip() else items
 
@@ -104,9 +111,9 @@ def coerce(text: str, annotation: Any) -> Any:
                 continue
         raise ValueError(f"must be {_type_name(annotation)}")
     if origin in _SEQUENCES or annotation in _SEQUENCES:
-        inner = args[0] if args else str
+        inner, items = (args[0] if args else str), _items(text)
         try:
-            values = [coerce(item, inner) for item in _items(text)]
+            values = [coerce(item, inner) for item in items]
         except ValueError:
             raise ValueError(f"must be a comma-separated {_type_name(annotation)}") from None
         return tuple(values) if (origin or annotation) is tuple else values

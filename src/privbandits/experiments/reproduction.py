@@ -15,7 +15,6 @@ paper-versus-ours claims from the stored rows alone. Two kinds exist:
 from __future__ import annotations
 
 import copy
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from privbandits.experiments.overrides import (
     unknown_key,
 )
 from privbandits.experiments.tasks import Task, resolve
+from privbandits.experiments.tomlfile import read_toml
 
 
 class Options(BaseModel):
@@ -124,10 +124,7 @@ class ConfigReproduction:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    return read_toml(path, ConfigError)
 
 
 def override_config(data: dict[str, Any], raw: dict[str, str], where: str) -> dict[str, Any]:

@@ -164,7 +164,25 @@ class StoredUnit:
 
 
 class StoreError(RuntimeError):
-    """The results file cannot be used (wrong format or newer schema)."""
+    """The results file cannot be used (a folder, read-only, damaged, another program's database, newer schema)."""
+
+
+_TABLES = {"units", "claims", "invocations"}
+
+
+def check_store_path(path: Path) -> None:
+    """Refuse, before anything is created or computed, a store that cannot be written: a folder, something in
+    the way of creating it, a read-only file or folder (SQLite writes its journal beside the store)."""
+    from privbandits.experiments.writable import PathError, check_writable
+
+    try:
+        check_writable(path, "--store", folder=False)
+        if path.exists() and not os.access(path.parent, os.W_OK | os.X_OK):
+            raise PathError(
+                f"--store {str(path)!r} cannot be written: its folder is read-only (SQLite writes its journal there)"
+            )
+    except PathError as exc:
+        raise StoreError(str(exc)) from None
 
 
 def owner_id() -> str:
@@ -195,6 +213,7 @@ class ResultsStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        check_store_path(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, timeout=_BUSY_SECONDS)
         deadline = time.monotonic() + _BUSY_SECONDS
@@ -212,8 +231,9 @@ class ResultsStore:
 
     def _open(self) -> None:
         try:
-            self._db.execute("PRAGMA journal_mode=WAL")
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            self._check_contents(version)  # before anything is written into the file
+            self._db.execute("PRAGMA journal_mode=WAL")
         except sqlite3.OperationalError:
             raise
         except sqlite3.DatabaseError as exc:
@@ -228,6 +248,26 @@ class ResultsStore:
         with self._db:
             self._db.executescript(_SCHEMA)
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _check_contents(self, version: int) -> None:
+        """Refuse another program's SQLite database (tables of its own, no schema version of ours) and a damaged
+        file (SQLite's quick check), without writing to either."""
+        tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        foreign = sorted(tables - _TABLES)
+        if foreign and version == 0:
+            self._db.close()
+            raise StoreError(
+                f"{self.path} is an SQLite database but not a privbandits results store (it has the tables "
+                f"{', '.join(foreign)}); give another --store"
+            )
+        if tables:
+            try:
+                problem = self._db.execute("PRAGMA quick_check").fetchone()[0]
+            except sqlite3.DatabaseError as exc:
+                problem = str(exc)
+            if problem != "ok":
+                self._db.close()
+                raise StoreError(f"results store {self.path} is damaged ({problem}); restore it or use another --store")
 
     def close(self) -> None:
         self._db.close()

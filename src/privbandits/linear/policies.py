@@ -191,8 +191,13 @@ class LinearBandit(ABC):
         except AttributeError:
             contexts = np.asarray(contexts)
             shape = contexts.shape
+        if contexts.dtype.kind not in "fiub":
+            check_finite_array(contexts, "contexts")  # raises: complex, object or text is not a context
         if shape == self._per_arm:
             x, name = contexts[arm], "contexts[arm]"
+            total = contexts.sum()  # NaN or inf in any arm's row, also one not chosen, makes it non-finite
+            if not total - total == 0.0:
+                check_finite_array(contexts, "contexts")  # raises, naming the entry (passes if the sum overflowed)
         elif shape == self._single:
             x, name = contexts, "contexts"
         else:
@@ -214,6 +219,8 @@ class LinearBandit(ABC):
             shape = contexts.shape
         per_arm = (self.n_arms, self.dim)
         if shape == per_arm or (self.layout is Layout.DISJOINT and shape == (self.dim,)):
+            if contexts.dtype.kind not in "fiub":
+                check_finite_array(contexts, "contexts")  # raises: complex, object or text is not a context
             return np.ascontiguousarray(contexts, dtype=np.float64)
         allowed = f"{per_arm}" if self.layout is Layout.SHARED else f"{per_arm} or ({self.dim},)"
         raise InvalidInputError(f"contexts have shape {shape}; a {self.layout} layout needs {allowed}")

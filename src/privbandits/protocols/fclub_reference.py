@@ -4,7 +4,7 @@ The options are declared, with their descriptions, in :class:`~privbandits.proto
 this module holds what they compute, so that ``protocols/fclub.py`` only calls it:
 
 * :func:`reference_trigger_fires`, ``ridge_in_recommendation_only``: Eq. 5 as the reference code evaluates
-  it, ``np.linalg.det(S + ΔS) / np.linalg.det(S) ≥ U`` on its ridge-free ``S`` with IEEE division, and
+  it, ``det(S + ΔS) / det(S) ≥ U`` on its ridge-free ``S`` with IEEE division (:func:`portable_det`), and
   :func:`absorb_own_upload`, its double count bit for bit;
 * :func:`carried_phase_statistics`, ``carry_synchronized_copies``: the reference Homo-DC's phase-start
   statistics, its local clusters' synchronized copies rather than their users' sums;
@@ -21,18 +21,38 @@ import numpy as np
 
 def reference_trigger_fires(S: np.ndarray, buffer: np.ndarray, threshold: float) -> bool:
     """Eq. 5 as the reference code computes it (``ridge_in_recommendation_only``):
-    ``np.linalg.det(S + ΔS) / np.linalg.det(S) ≥ U`` on the ridge-free synchronized copy ``S``.
+    ``det(S + ΔS) / det(S) ≥ U`` on the ridge-free synchronized copy ``S``.
 
     ``buffer`` is what the trigger adds to ``S`` (the raw data of the upload buffer, plus the noise difference
-    with noise only in the trigger). The determinants are LU determinants in floating point and the ratio is
-    an IEEE division, as in the reference: while ``S`` is singular its determinant is rounding noise of either
-    sign (exactly 0 when ``S = 0``, where the ratio is ±inf or NaN). A negative ``det S`` with a full-rank
-    ``S + ΔS`` gives a negative ratio: the cluster never uploads again, and with
+    with noise only in the trigger). The determinants are LU determinants in floating point (:func:`portable_det`)
+    and the ratio is an IEEE division, as in the reference: while ``S`` is singular its determinant is rounding
+    noise of either sign (exactly 0 when ``S = 0``, where the ratio is ±inf or NaN). A negative ``det S`` with a
+    full-rank ``S + ΔS`` gives a negative ratio: the cluster never uploads again, and with
     ``carry_synchronized_copies`` never recovers (its copy changes only through its uploads).
     """
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.float64(np.linalg.det(S + buffer)) / np.float64(np.linalg.det(S))
+        ratio = np.float64(portable_det(S + buffer)) / np.float64(portable_det(S))
     return bool(ratio >= threshold)
+
+
+def portable_det(matrix: np.ndarray) -> float:
+    """The determinant by LU with partial pivoting (LAPACK's algorithm, as ``np.linalg.det``), every step one
+    correctly rounded elementwise operation: no BLAS kernel and no fused multiply-add, so its rounding, and the
+    sign of a singular matrix's determinant with it, is the same on every IEEE-754 machine (LAPACK's depends on
+    the CPU and the BLAS build, which would make the reference trigger's decisions machine-dependent)."""
+    a = np.array(matrix, dtype=np.float64)
+    det = 1.0
+    for k in range(a.shape[0]):
+        pivot_row = k + int(np.argmax(np.abs(a[k:, k])))
+        if a[pivot_row, k] == 0.0:
+            return 0.0
+        if pivot_row != k:
+            a[[k, pivot_row]] = a[[pivot_row, k]]
+            det = -det
+        det *= float(a[k, k])
+        factors = np.divide(a[k + 1 :, k], a[k, k])
+        a[k + 1 :, k:] = np.subtract(a[k + 1 :, k:], np.multiply(factors[:, None], a[k, k:][None, :]))
+    return det
 
 
 def absorb_own_upload(S: np.ndarray, u: np.ndarray, gram: np.ndarray, moment: np.ndarray, shared: bool,

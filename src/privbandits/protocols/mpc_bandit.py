@@ -227,7 +227,7 @@ class MPCBanditConfig:
         if not Real(low=0, high=1).accepts(self.epsilon):
             raise InvalidInputError(f"epsilon must be in [0, 1], got {describe(self.epsilon)}")
         if not Integer(low=1, high=MAX_PRECISION).accepts(self.precision):
-            raise InvalidInputError(f"precision must be in [1, {MAX_PRECISION}] bits, got {describe(self.precision)}")
+            raise InvalidInputError(f"precision must be an integer in [1, {MAX_PRECISION}], got {self.precision!r}")
         if not Integer(low=0).accepts(self.nr_iterations):
             raise InvalidInputError(f"nr_iterations must be an integer >= 0, got {self.nr_iterations!r}")
         if not Choice(RECIPROCAL_STARTS).accepts(self.reciprocal_start):

@@ -189,6 +189,25 @@ def to_fixed_point(values: np.ndarray, fraction_bits: int = FRACTION_BITS) -> np
     return scaled.astype(np.int64).view(np.uint64)
 
 
+def check_aggregable(contexts: np.ndarray, passive_blocks: Sequence[slice], fraction_bits: int = FRACTION_BITS) -> None:
+    """Refuse contexts whose passive blocks (``passive_blocks``: their columns) could leave the fixed-point range
+    once masked, before any party acts.
+
+    Q is orthogonal, so each masked entry of party j is at most ``‖x^j‖`` of its item, and the passive parties'
+    sum at most ``Σ_j ‖x^j‖``: below ``2^(62 - f)`` (with a margin for round-off) every share and their sum have
+    a word, so no party can refuse the round half-way (which would leave messages in flight).
+    """
+    limit = 2.0 ** (62 - fraction_bits)
+    norms = sum(np.linalg.norm(contexts[:, block], axis=1) for block in passive_blocks)
+    worst = int(np.argmax(norms))
+    if norms[worst] * (1 + 1e-9) >= limit:
+        raise InvalidInputError(
+            f"contexts: under secure aggregation the passive parties' features of an item must have "
+            f"Σ_j ‖x^j‖ < 2^{62 - fraction_bits} = {limit:g} (their masked values travel as {fraction_bits}-bit "
+            f"fixed point), got {norms[worst]:.6g} for item {worst}"
+        )
+
+
 def from_fixed_point(words: np.ndarray, fraction_bits: int = FRACTION_BITS) -> np.ndarray:
     """Inverse of :func:`to_fixed_point` for a (wrapped) sum of fixed-point words."""
     return words.view(np.int64) * 2.0**-fraction_bits
@@ -475,6 +494,8 @@ class VerticalFederatedBandit:
         False means party j does not know this user and sends zeros.
         """
         contexts = self._check_contexts(contexts)
+        if self.active.secure_aggregation:
+            check_aggregable(contexts, [feed.block for feed in self._feeds[1:]])
         if user is not None:
             check(user, "user", Integer(low=0))
         if present is not None:

@@ -1,0 +1,54 @@
+"""Every benchmark script runs: ``--smoke`` (tiny sizes, seconds) of each script in ``benchmarks/``, so that none
+rots unnoticed (issue 30). A script that needs the optional ``bench`` extra is skipped, naming the missing package,
+when that package is not installed."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted(path.name for path in (ROOT / "benchmarks").glob("*.py") if not path.name.startswith("_"))
+SLOW = {"network_latency.py": "starts about twenty processes over mutual TLS (about 40 s on 2 cores)"}
+"""Scripts whose whole smoke run is marked slow, with the reason; the default suite runs a part of each (PARTS)."""
+PARTS = {"network_latency.py": ["--skip-p2b", "--skip-fclub", "--skip-mpc"]}
+
+
+def bench_extra() -> set[str]:
+    """Import names of the ``bench`` extra's packages (pyproject.toml)."""
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["bench"]
+    return {re.split(r"[<>=!~ \[]", requirement, maxsplit=1)[0].replace("-", "_") for requirement in extra}
+
+
+def cases() -> list:
+    out = []
+    for name in SCRIPTS:
+        if name in SLOW:
+            out.append(pytest.param(name, PARTS[name], id=f"{name}-part"))
+            out.append(pytest.param(name, [], id=name, marks=pytest.mark.slow))
+        else:
+            out.append(pytest.param(name, [], id=name))
+    return out
+
+
+@pytest.mark.parametrize(("name", "extra"), cases())
+def test_benchmark_smoke_run(name, extra, tmp_path):
+    """The script's ``--smoke`` run exits 0 from an empty folder (so it writes nothing into the checkout)."""
+    command = [sys.executable, str(ROOT / "benchmarks" / name), "--smoke", *extra]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    missing = re.search(r"No module named '([^'.]+)", done.stderr)
+    if done.returncode != 0 and missing and missing.group(1) in bench_extra():
+        pytest.skip(f"{name} needs the optional bench extra: {missing.group(1)} is not installed (make bench)")
+    assert done.returncode == 0, f"{name} --smoke failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert "smoke run: tiny sizes" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_benchmark_is_run_here():
+    """The list is the folder: a new script is smoke-tested without editing this file, and SLOW names real ones."""
+    assert len(SCRIPTS) >= 11 and set(SLOW) <= set(SCRIPTS) and set(PARTS) == set(SLOW)

@@ -1,0 +1,124 @@
+"""The package as a user installs it (issue 30 item 6, issue 28 item 4): a wheel built from the tree after a
+deployment ran in it holds the package and the shipped TOML files only (no key, certificate, data, result or
+checkpoint), and, installed into a fresh virtual environment, runs from an empty folder: ``privbandits list``
+(which shows the shipped examples), a shipped example by name, a small paper reproduction and ``data list``.
+
+The fresh environment has no pip packages of its own: a ``.pth`` file puts the dependencies of the Python that
+runs the tests on its path (a plain path entry: that site's own ``.pth`` files, e.g. an editable install of
+privbandits, are not processed), and the test checks that ``privbandits`` is imported from the installed wheel.
+Building the wheel needs ``hatchling`` (pip fetches it into its build environment, or takes it from its cache).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SECRETS = (".key", ".pem", ".npz", ".npy", ".sqlite", ".json", ".csv", ".ckpt")
+
+
+def tracked_tree(destination: Path) -> Path:
+    """A copy of the files git tracks (and untracked ones it does not ignore): the tree a user would build."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, check=True).stdout.decode().split("\0")  # fmt: skip
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination / name)
+    return destination
+
+
+def run(command: list[str], cwd: Path, env: dict[str, str], timeout: float = 300) -> str:
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"{' '.join(command)}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def deployed_in(tree: Path) -> list[str]:
+    """Run the README's deployment set-up in ``tree`` and leave results, checkpoints and a store beside the
+    files; the files written under configs/, relative to it."""
+    env = {**os.environ, "PYTHONPATH": str(tree / "src")}
+    for name in ("p2b", "mpc-epsilon-greedy"):
+        deployment = f"configs/deploy/{name}.toml"
+        run([sys.executable, "-m", "privbandits", "deploy", "certs", deployment, "--out", "configs/deploy/certs"],
+            tree, env)  # fmt: skip
+        run([sys.executable, "-m", "privbandits", "deploy", "data", deployment], tree, env)
+    for junk in ("deploy/out/server.result.json", "deploy/checkpoints/server.npz", "results/results.sqlite",
+                 "examples/results/example-p2b-synthetic-summary.csv"):  # fmt: skip
+        (tree / "configs" / junk).parent.mkdir(parents=True, exist_ok=True)
+        (tree / "configs" / junk).write_text("written by a run")
+    configs = tree / "configs"
+    return sorted(str(p.relative_to(configs)) for p in configs.rglob("*") if p.is_file() and p.suffix != ".toml")
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    tree = tracked_tree(tmp_path_factory.mktemp("tree"))
+    written = deployed_in(tree)
+    assert any(name.endswith(".key") for name in written) and any(name.endswith(".npz") for name in written)
+    dist = tmp_path_factory.mktemp("dist")
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(tree)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    if done.returncode and "hatchling" in done.stderr and "No matching distribution" in done.stderr:
+        pytest.skip("cannot build the wheel: hatchling is neither reachable nor in pip's cache")
+    assert done.returncode == 0, done.stderr[-3000:]
+    (built,) = dist.glob("privbandits-*.whl")
+    return built
+
+
+def test_the_wheel_ships_the_toml_files_and_no_secret_data_or_result(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    shipped = sorted(n.removeprefix("privbandits/configs/") for n in names if n.startswith("privbandits/configs/"))
+    tracked = sorted(str(p.relative_to(ROOT / "configs")) for p in (ROOT / "configs").rglob("*.toml")
+                     if subprocess.run(["git", "ls-files", "--error-unmatch", str(p)], cwd=ROOT,
+                                       capture_output=True).returncode == 0)  # fmt: skip
+    assert shipped == tracked
+    assert not [n for n in names if n.endswith(SECRETS) or "/certs/" in n or "/data/" in n or "__pycache__" in n]
+    assert "privbandits/py.typed" in names and "privbandits/__main__.py" in names
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "Classifier: License :: OSI Approved :: MIT License" in metadata
+    assert "Classifier: Typing :: Typed" in metadata
+
+
+@pytest.mark.slow  # about 40 s on 2 cores: a venv, an install and five commands
+def test_the_installed_wheel_runs_from_an_empty_folder(wheel, tmp_path):
+    env_dir = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True, timeout=120)
+    python = env_dir / "bin" / "python"
+    site = Path(run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp_path,
+                    {**os.environ}).strip())  # fmt: skip
+    (site / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q", str(wheel)],
+        tmp_path, {**os.environ})  # fmt: skip
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PRIVBANDITS_SHARED_DATA")}
+    env["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{env['PATH']}"
+    where = run([str(python), "-c", "import privbandits; print(privbandits.__file__)"], empty, env)
+    assert Path(where.strip()).is_relative_to(site)
+    listed = run(["privbandits", "list"], empty, env)
+    for name in ("example-mpc-vs-twin-digits", "example-fclub-vs-club", "example-p2b-synthetic", "vertical-fig4"):
+        assert name in listed
+    store = ["--store", "r.sqlite", "--out", "out", "--no-progress"]
+    ran = run(["privbandits", "run", "example-mpc-vs-twin-digits", "-o", "horizon=5", "-o", "seeds=0", *store],
+              empty, env)  # fmt: skip
+    assert "computed 4 unit(s)" in ran
+    ran = run(["privbandits", "run", "mpc-fig4", "-o", "arm_counts=2,3", "-o", "rounds=1", *store], empty, env)
+    assert "computed" in ran and (empty / "out" / "mpc-fig4-paper.md").is_file()
+    assert "mnist5k" in run(["privbandits", "data", "list"], empty, env)
+    assert "privbandits 0.1.0" in run([str(python), "-m", "privbandits", "--version"], empty, env)
+    # the offline data sets are not beside an installed package: named by the variable that points at them
+    refused = subprocess.run(["privbandits", "run", "example-vfucb-obd-replay", *store], cwd=empty, env=env,
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert refused.returncode == 2 and "$PRIVBANDITS_SHARED_DATA" in refused.stderr + refused.stdout
+    assert sorted(p.name for p in empty.iterdir()) == ["out", "r.sqlite"]
