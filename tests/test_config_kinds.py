@@ -477,7 +477,8 @@ def test_the_mpc_deployment_options_run_from_a_config_and_keep_the_keys_of_runs_
     linear_start = {**linear, "reciprocal_start": "linear", "label": "linear start"}
     config = parse_config(_config(digits, linear_start, {**every, "label": "every option"}, horizon=40))
     specs = [config.run_spec(i)["policy"] for i in range(2)]
-    assert specs[0]["truncation_rounding"] == "unbiased" and specs[0]["reciprocal_start"] == "linear" and not set(LATER_OPTIONS) & set(specs[0])
+    assert specs[0]["reciprocal_start"] == "linear" and not set(LATER_OPTIONS) & set(specs[0])
+    assert specs[0]["truncation_rounding"] == specs[1]["truncation_rounding"] == "unbiased"
     assert all(specs[1][option] is True for option in LATER_OPTIONS)
     protocol = config.policies[1].protocol_config(10, 6)
     assert all(getattr(protocol, option) for option in LATER_OPTIONS) and protocol.reciprocal_start == "linear"

@@ -790,7 +790,7 @@ class MPCEpsilonGreedyConfig(PlaintextMPCEpsilonGreedyConfig):
     )
     nr_iterations: int = Field(7, ge=0, le=50)
     truncation: Literal["auto", "local", "wraps", "exact"] = "auto"
-    truncation_rounding: Literal["unbiased"] = Field("unbiased", description="every truncation rounds without bias (#29)")
+    truncation_rounding: Literal["unbiased"] = Field("unbiased", description="truncations round without bias")
     puller: str = Field("puller", min_length=1)
     rewarder: str = Field("rewarder", min_length=1)
     binary_rewards: bool = True
