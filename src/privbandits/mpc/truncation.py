@@ -92,12 +92,11 @@ def share_quotients(ctx: Engine, shares: np.ndarray, bits: int, *, signed: bool)
     """
     words = shares.view(np.int64) if signed else shares
     quotient = words >> (bits if signed else WORD(bits))
-    low = shares & WORD((1 << bits) - 1)
-    half = WORD(1 << (bits - 1))
+    mask, half = WORD((1 << bits) - 1), WORD(1 << (bits - 1))
     for held, row in enumerate(ctx.rows):
         if row % 2 == 1:  # ceil
-            quotient[held] += low[held] != 0
+            quotient[held] += (shares[held] & mask).astype(bool)
         elif row == ctx.n_parties - 1 and row > 0:  # the odd one out: half to even
-            odd = (quotient[held] & 1).astype(bool)
-            quotient[held] += (low[held] > half) | ((low[held] == half) & odd)
+            low, odd = shares[held] & mask, (quotient[held] & 1).astype(bool)
+            quotient[held] += (low > half) | ((low == half) & odd)
     return quotient.view(WORD)
