@@ -182,7 +182,7 @@ class MPCBanditConfig:
         The reciprocal by Goldschmidt's iteration (:func:`~privbandits.mpc.approximations.goldschmidt_steps`)
         instead of Newton–Raphson: the same error 1 − (1 − d·y_0)^(2^k) after ``nr_iterations`` = k, in 1 + k
         rounds instead of 2k, and with ``mask_factors`` it yields u_a/d_a itself (one product fewer). Not
-        self-correcting, so the truncations of L = 20 leave u/d off by up to about 8e-6 instead of 2e-6. Other
+        self-correcting, so the truncations of L = 20 leave u/d off by up to about 3e-6 instead of 2e-6. Other
         numbers, other randomness for a seed; not the paper's.
     dealt_exploration : bool
         With ``allmax_lookup``: the dealer, which draws the coin y_t, the uniforms v_a and γ, also deals the
