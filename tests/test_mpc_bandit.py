@@ -518,7 +518,8 @@ def test_the_store_key_leaves_out_the_later_options_while_they_are_off():
     """overlap_reciprocal, mask_factors, allmax_lookup, lookup_comparison, goldschmidt, dealt_exploration and
     fused_input: off, the
     learner computes bit for bit what it did before the option existed, so the results store's keys (sweep and
-    cost units) stay those of results stored then; on, the option is in the key."""
+    cost units) stay those of results stored then; on, the option is in the key. truncation_rounding is always in
+    the private learner's key (issue 29 changed the rounding, so its results moved) and never in the twin's."""
     from dataclasses import asdict
 
     from privbandits.experiments.papers.mpc.costs import rounds_task
@@ -548,6 +549,9 @@ def test_the_store_key_leaves_out_the_later_options_while_they_are_off():
     )  # fmt: skip
     assert both.store_params() == asdict(both) and MPCBanditConfig(**on.store_params()) == on
     assert sweep_task("x", config, private=True, seed=0, data={}).params["config"] == jsonable(off)
+    twin = {key: value for key, value in off.items() if key != "truncation_rounding"}
+    assert off["truncation_rounding"] == "unbiased" and config.store_params(twin=True) == twin
+    assert sweep_task("x", config, private=False, seed=0, data={}).params["config"] == jsonable(twin)
     assert rounds_task("x", [config, on, both], rounds=1, twin_rounds=1, seed=0).params["configs"] == jsonable(
         [off, on.store_params(), asdict(both)]
     )

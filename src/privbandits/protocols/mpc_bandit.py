@@ -277,14 +277,17 @@ class MPCBanditConfig:
             if not (isinstance(getattr(self, role), str) and getattr(self, role)):
                 raise InvalidInputError(f"{role} must be a non-empty party name, got {getattr(self, role)!r}")
 
-    def store_params(self) -> dict:
+    def store_params(self, *, twin: bool = False) -> dict:
         """The configuration as a results-store key: every field, except each of :data:`LATER_OPTIONS` while it
         is off (off, the computation is bit for bit what it was before the option existed, so results stored
-        then keep their keys; on, it is in the key)."""
+        then keep their keys; on, it is in the key). ``twin``: the key of the float64 twin, which does not
+        truncate, so it leaves out ``truncation_rounding`` (and keeps the key it had before that field)."""
         params = asdict(self)
         for option in LATER_OPTIONS:
             if not params[option]:
                 del params[option]
+        if twin:
+            del params["truncation_rounding"]
         return params
 
     @property
