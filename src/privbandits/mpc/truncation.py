@@ -3,8 +3,8 @@
 Modes (``Engine(truncation=...)``):
 
 ``"local"``
-    Each of 2 parties shifts its signed share (SecureML / CrypTen 2PC). Wrong by
-    ±2^(64-k) with probability about |x|/2^64.
+    Each of 2 parties divides its signed share locally (SecureML / CrypTen 2PC, which
+    floor both). Wrong by ±2^(64-k) with probability about |x|/2^64.
 ``"wraps"``
     Algorithm 3 with the paper's shortcut η_xr = 0, any number of parties, signed
     shares: wrong by ±2^(64-k) with probability about |x|/2^64 (the cause of the
