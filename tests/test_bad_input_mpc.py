@@ -51,6 +51,7 @@ BAD_CONFIGS = [
     ({"partition": (1, 1, 1), "truncation": "local"},
      "truncation='local' is for 2 parties, got 3 (partition (1, 1, 1)): use one of 'auto', 'wraps', 'exact'"),
     ({"mask_encoding": "bits"}, "mask_encoding must be one of ('integer', 'fixed_point'), got 'bits'"),
+    ({"truncation_rounding": "floor"}, "truncation_rounding must be one of ('unbiased',), got 'floor'"),
     ({"binary_rewards": 1}, "binary_rewards must be a bool (True or False), got 1"),
     ({"binary_rewards": "yes"}, "binary_rewards must be a bool (True or False), got 'yes'"),
     ({"puller": ""}, "puller must be a non-empty party name, got ''"),

@@ -460,9 +460,11 @@ def test_p2b_on_a_multilabel_population(tmp_path, monkeypatch):
 
 def test_the_mpc_deployment_options_run_from_a_config_and_keep_the_keys_of_runs_stored_before():
     """The protocol's later options and the reciprocal's start are fields of kind 'mpc_epsilon_greedy': at their
-    defaults the run spec leaves them out, so its hash is the one of runs stored before they existed (pinned);
-    set, they are in it. With every option the learner runs through the runner and picks the arms of the
-    linear-start schedule without them on 40 digits rounds."""
+    defaults the run spec leaves them out, so they do not change its hash (pinned); set, they are in it. The
+    truncation's rounding is always in it: runs stored before issue 29 (every party flooring, key 178d29aa025d2deb
+    here) are not reused for the unbiased rounding; the twin, which does not truncate, keeps its key. With every
+    option the learner runs through the runner and picks the arms of the linear-start schedule without them on
+    40 digits rounds."""
     from privbandits.experiments.config import MPCEpsilonGreedyConfig, config_hash
     from privbandits.protocols.mpc_bandit import LATER_OPTIONS
 
@@ -471,11 +473,12 @@ def test_the_mpc_deployment_options_run_from_a_config_and_keep_the_keys_of_runs_
     linear = {"kind": "mpc_epsilon_greedy", "epsilon": 0.2, "nr_iterations": 3}
     every = {**linear, "reciprocal_start": "linear", **dict.fromkeys(LATER_OPTIONS, True)}
     config = parse_config(_config(digits, linear, {"kind": "plaintext_mpc_epsilon_greedy", "epsilon": 0.2}))
-    assert [config_hash(config.run_spec(i)) for i in range(2)] == ["178d29aa025d2deb", "69ccf2f16db2893a"]
+    assert [config_hash(config.run_spec(i)) for i in range(2)] == ["c7dc73dc9d171833", "69ccf2f16db2893a"]
     linear_start = {**linear, "reciprocal_start": "linear", "label": "linear start"}
     config = parse_config(_config(digits, linear_start, {**every, "label": "every option"}, horizon=40))
     specs = [config.run_spec(i)["policy"] for i in range(2)]
     assert specs[0]["reciprocal_start"] == "linear" and not set(LATER_OPTIONS) & set(specs[0])
+    assert specs[0]["truncation_rounding"] == specs[1]["truncation_rounding"] == "unbiased"
     assert all(specs[1][option] is True for option in LATER_OPTIONS)
     protocol = config.policies[1].protocol_config(10, 6)
     assert all(getattr(protocol, option) for option in LATER_OPTIONS) and protocol.reciprocal_start == "linear"

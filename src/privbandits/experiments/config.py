@@ -791,6 +791,7 @@ class MPCEpsilonGreedyConfig(PlaintextMPCEpsilonGreedyConfig):
     )
     nr_iterations: int = Field(7, ge=0, le=50)
     truncation: Literal["auto", "local", "wraps", "exact"] = "auto"
+    truncation_rounding: Literal["unbiased"] = Field("unbiased", description="truncations round without bias")
     puller: str = Field("puller", min_length=1)
     rewarder: str = Field("rewarder", min_length=1)
     binary_rewards: bool = True
@@ -808,19 +809,9 @@ class MPCEpsilonGreedyConfig(PlaintextMPCEpsilonGreedyConfig):
 
     LATER: ClassVar[dict[str, object]] = {
         "reciprocal_start": "exp",
-        **dict.fromkeys(
-            (
-                "overlap_reciprocal",
-                "mask_factors",
-                "allmax_lookup",
-                "lookup_comparison",
-                "goldschmidt",
-                "dealt_exploration",
-                "fused_input",
-            ),
-            False,
-        ),  # fmt: skip
-    }
+        **dict.fromkeys(("overlap_reciprocal", "mask_factors", "allmax_lookup", "lookup_comparison", "goldschmidt",
+                         "dealt_exploration", "fused_input"), False),
+    }  # fmt: skip
     """Fields added after runs were stored, with their defaults: a run spec holds each only when it differs (the
     protocol's options, :data:`~privbandits.protocols.mpc_bandit.LATER_OPTIONS`, and the reciprocal's start), so
     the runs stored before keep their keys; at its default each computes what it computed then."""

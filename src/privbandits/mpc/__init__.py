@@ -10,8 +10,9 @@ dealer
     permutations, rotated one-hots and lookup tables.
 channel
     Openings and inputs as messages on :mod:`privbandits.comm`, so rounds and bytes are measured.
-arithmetic, truncation
-    Beaver multiplication, square, matmul; division by 2^k (local, Alg. 3, exact).
+arithmetic, truncation, rounding
+    Beaver multiplication, square, matmul; division by 2^k (local, Alg. 3, exact), each rounding
+    without bias; the measured rounding error of each mode.
 binary, comparison
     AND, the log-depth adder, A2B / B2A; comparison, sign, AllMax, argmax (Alg. 2).
 lookup

@@ -106,8 +106,9 @@ def goldschmidt_steps(
     z_{k+1} = z_k(1 + e_k) and e_{k+1} = e_k², independent products, one round per iteration. z_k =
     (n/d)(1 − e_0^(2^k)): the error of Newton–Raphson after k iterations, in 1 + k rounds instead of 2k (and
     n/d needs no further product). Not self-correcting: each round's truncation (2^-L) stays in z, so for
-    |n| <= 1 z is within about 4(k + 1)·2^-L of n/d (measured: 8·2^-20 after 3 iterations from the linear
-    start), where Newton–Raphson's 1/d is within 2·2^-L. ``numerator``'s shape extends ``d``'s.
+    |n| <= 1 z is within about (k + 1)·2^-L of n/d (measured: 3.1·2^-20 after 3 iterations from the linear
+    start, 6.8 after 7 from the exp start), where Newton–Raphson's 1/d is within 2·2^-L. ``numerator``'s
+    shape extends ``d``'s.
     """
     _check_fixed_point(ctx, d, "reciprocal")
     if iterations < 0:

@@ -54,9 +54,15 @@ from privbandits.mpc.dealer import (
 )
 from privbandits.mpc.overlap import Matmul, Mul, Steps, run_steps
 from privbandits.mpc.sharing import ArithmeticShares, concatenate, expand
-from privbandits.mpc.truncation import TRUNCATION_MODES, truncate_zero_exact
+from privbandits.mpc.truncation import TRUNCATION_MODES, TRUNCATION_ROUNDINGS
 from privbandits.privacy import epsilon_greedy
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
+from privbandits.protocols.mpc_bandit_rules import (
+    dealt_exploration_problem,
+    lookup_comparison_problem,
+    mask_factors_problem,
+    overlap_problem,
+)
 from privbandits.validation import (
     Boolean,
     Choice,
@@ -123,6 +129,10 @@ class MPCBanditConfig:
     truncation : str
         ``"auto"`` (paper: local for 2 parties, Alg. 3 for more), ``"local"``,
         ``"wraps"`` or ``"exact"``.
+    truncation_rounding : str
+        How each party rounds its share in every truncation: ``"unbiased"``, the only one (party 0 floors,
+        party 1 ceils: :func:`~privbandits.mpc.truncation.share_quotients`, issue 29). In the results-store
+        key, so results stored before (every party flooring, −1 ulp a product, W⁻¹ drifting) are not reused.
     puller, rewarder : str
         p′ (learns a_t and initialises the model) and p″ (inputs r_t): a computing
         party's name (``"p0"`` …) or an outside party (default, Alg. 1: p′, p″ ∉ P).
@@ -151,9 +161,9 @@ class MPCBanditConfig:
         out masked, instead of o masking the finished D×D updates in one more matrix product. The
         same learner in a third fewer bytes (for |A| = 10, D = 20: 137 KB a learner round online
         instead of 197 KB, and 124 KB of dealer material per party instead of 184 KB), with the
-        last round after r_t's input done alongside r_t·x. Those outer products are truncated with
-        party 0 flooring and party 1 ceiling its share, so a 0 stays exactly 0 (arms not pulled
-        do not change) and the rounding has no bias. Other randomness for a seed; not the paper's.
+        last round after r_t's input done alongside r_t·x. Those outer products are truncated, which
+        keeps a 0 exactly 0 with 2 parties (arms not pulled do not change: :func:`~privbandits.mpc.
+        truncation.share_quotients`). Other randomness for a seed; not the paper's.
     allmax_lookup : bool
         Each AllMax of the argmax ends in one masked lookup instead of a product tree: arm i is a
         maximum iff it is ≥ each of the |A|−1 others, and that count is read in one round
@@ -172,7 +182,7 @@ class MPCBanditConfig:
         The reciprocal by Goldschmidt's iteration (:func:`~privbandits.mpc.approximations.goldschmidt_steps`)
         instead of Newton–Raphson: the same error 1 − (1 − d·y_0)^(2^k) after ``nr_iterations`` = k, in 1 + k
         rounds instead of 2k, and with ``mask_factors`` it yields u_a/d_a itself (one product fewer). Not
-        self-correcting, so the truncations of L = 20 leave u/d off by up to about 8e-6 instead of 2e-6. Other
+        self-correcting, so the truncations of L = 20 leave u/d off by up to about 3e-6 instead of 2e-6. Other
         numbers, other randomness for a seed; not the paper's.
     dealt_exploration : bool
         With ``allmax_lookup``: the dealer, which draws the coin y_t, the uniforms v_a and γ, also deals the
@@ -197,6 +207,7 @@ class MPCBanditConfig:
     nr_iterations: int = NR_ITERATIONS
     reciprocal_start: str = "exp"
     truncation: str = "auto"
+    truncation_rounding: str = "unbiased"
     puller: str = "puller"
     rewarder: str = "rewarder"
     binary_rewards: bool = True
@@ -243,6 +254,9 @@ class MPCBanditConfig:
                 f"truncation='local' is for 2 parties, got {len(partition)} (partition {partition}): "
                 f"use one of 'auto', 'wraps', 'exact'"
             )
+        if self.truncation_rounding not in TRUNCATION_ROUNDINGS:
+            rounding = describe(self.truncation_rounding)
+            raise InvalidInputError(f"truncation_rounding must be one of {TRUNCATION_ROUNDINGS}, got {rounding}")
         if self.mask_encoding not in MASK_ENCODINGS:
             encoding = describe(self.mask_encoding)
             raise InvalidInputError(f"mask_encoding must be one of {MASK_ENCODINGS}, got {encoding}")
@@ -263,14 +277,17 @@ class MPCBanditConfig:
             if not (isinstance(getattr(self, role), str) and getattr(self, role)):
                 raise InvalidInputError(f"{role} must be a non-empty party name, got {getattr(self, role)!r}")
 
-    def store_params(self) -> dict:
+    def store_params(self, *, twin: bool = False) -> dict:
         """The configuration as a results-store key: every field, except each of :data:`LATER_OPTIONS` while it
         is off (off, the computation is bit for bit what it was before the option existed, so results stored
-        then keep their keys; on, it is in the key)."""
+        then keep their keys; on, it is in the key). ``twin``: the key of the float64 twin, which does not
+        truncate, so it leaves out ``truncation_rounding`` (and keeps the key it had before that field)."""
         params = asdict(self)
         for option in LATER_OPTIONS:
             if not params[option]:
                 del params[option]
+        if twin:
+            del params["truncation_rounding"]
         return params
 
     @property
@@ -360,45 +377,6 @@ def _check_context(x: np.ndarray, dim: int, norm_limit: float) -> np.ndarray:
             f"x / max(1, |x|)), got norm {np.sqrt(squared):.9g}"
         )
     return x
-
-
-def overlap_problem(overlap: bool, n_parties: int, truncation: str) -> str | None:
-    """Why ``overlap_reciprocal`` cannot be set with these parties and truncation (None: it can)."""
-    if overlap and (n_parties != 2 or truncation not in ("auto", "local")):
-        return (
-            f"overlap_reciprocal needs local truncation (2 computing parties, truncation 'auto' or 'local'); "
-            f"got {n_parties} parties with truncation {truncation!r}"
-        )
-    return None
-
-
-def mask_factors_problem(mask_factors: bool, overlap: bool, mask_encoding: str = "integer") -> str | None:
-    """Why ``mask_factors`` cannot be set with these options (None: it can)."""
-    if mask_factors and not overlap:
-        return "mask_factors needs overlap_reciprocal = True (its products ride on the argmax's openings), got False"
-    if mask_factors and mask_encoding != "integer":
-        return f"mask_factors needs mask_encoding 'integer' (o masks the factors exactly), got {mask_encoding!r}"
-    return None
-
-
-def lookup_comparison_problem(
-    lookup_comparison: bool, n_parties: int, allmax_lookup: bool, n_arms: int | None = None
-) -> str | None:
-    """Why ``lookup_comparison`` cannot be set with these options (None: it can; ``n_arms`` None: not known yet)."""
-    if lookup_comparison and n_parties != 2:
-        return f"lookup_comparison is for 2 computing parties (its tables split each share), got {n_parties}"
-    if lookup_comparison and not allmax_lookup:
-        return "lookup_comparison needs allmax_lookup = True (its comparisons are counted modulo 16), got False"
-    if lookup_comparison and n_arms is not None and n_arms > 256:
-        return f"lookup_comparison counts an arm's wins in a byte, so it takes at most 256 arms, got n_arms = {n_arms}"
-    return None
-
-
-def dealt_exploration_problem(dealt_exploration: bool, allmax_lookup: bool) -> str | None:
-    """Why ``dealt_exploration`` cannot be set with these options (None: it can)."""
-    if dealt_exploration and not allmax_lookup:
-        return "dealt_exploration needs allmax_lookup = True (1 − y_t rides on the argmax's last lookup), got False"
-    return None
 
 
 def _check_reward(reward: object, config: MPCBanditConfig) -> float:
@@ -666,8 +644,8 @@ class PrivateEpsilonGreedy:
         with engine.alongside(_one(Matmul(_integers(scaled).reshape(a, d, 1), u[:, None, :]))) as outer:
             rewarded = engine.matmul(_integers(reward).reshape(1, 1), masked_context.result.reshape(1, a * d))
         # ... then truncated with 0 kept exact
-        self.inverse = self.inverse - truncate_zero_exact(engine, outer.result, config.precision).reshape(a, d, d)
-        self.b = self.b + truncate_zero_exact(engine, rewarded, self._reward_scale).reshape(a, d)
+        self.inverse = self.inverse - engine.truncate(outer.result, config.precision).reshape(a, d, d)
+        self.b = self.b + engine.truncate(rewarded, self._reward_scale).reshape(a, d)
         return arm
 
     def _pull(self, arm: np.ndarray | None, pull: Callable[[int], float] | None) -> tuple[int | None, ArithmeticShares]:

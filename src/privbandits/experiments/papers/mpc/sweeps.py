@@ -176,7 +176,8 @@ def sweep_task(
 ) -> Task:
     """The :func:`sweep` unit: the whole learner config, the seed and the data's identity
     (:func:`data_params`) in its key."""
-    params = {"config": config.store_params(), "private": private, "seed": seed, "sweeps": sweeps, "env": env, **data}
+    learner = config.store_params(twin=not private)
+    params = {"config": learner, "private": private, "seed": seed, "sweeps": sweeps, "env": env, **data}
     return Task(f"{_MODULE}:sweep", params, label)
 
 
@@ -214,6 +215,6 @@ def membership(
 
 def membership_task(label: str, epsilon: float, *, seed: int, checkpoints: int, data: dict[str, Any]) -> Task:
     """The :func:`membership` unit of the twin with exploration ``epsilon`` (``data``: :func:`data_params`)."""
-    config = MPCBanditConfig(epsilon=epsilon).store_params()
+    config = MPCBanditConfig(epsilon=epsilon).store_params(twin=True)
     params = {"config": config, "seed": seed, "checkpoints": checkpoints, **data}
     return Task(f"{_MODULE}:membership", params, label)
