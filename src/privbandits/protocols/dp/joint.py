@@ -8,6 +8,7 @@ import numpy as np
 
 from privbandits.privacy.calibration import GaussianCalibration, analytic_gaussian_std
 from privbandits.privacy.ledger import LedgerEntry
+from privbandits.privacy.noise import snap
 from privbandits.privacy.tree_mechanism import REPLACE_SENSITIVITY, TreeMechanism, accounted_epsilon
 from privbandits.protocols.dp.base import CONTEXT_BOUND, REWARD_BOUND, PrivateLinUCB, spectral_bound
 from privbandits.validation import CallOrderError
@@ -96,7 +97,10 @@ class JointDPLinUCB(PrivateLinUCB):
     def _report(self, x: np.ndarray, reward: float) -> None:
         z = np.append(x, reward)
         self._moments += np.outer(z, z)
-        released = self._moments + self.tree.release() if self.tree is not None else self._moments
+        if self.tree is not None:  # snapped to the noise's grid, so the release's bits carry nothing finer (noise.py)
+            released = snap(self._moments, self._noise_std) + self.tree.release()
+        else:
+            released = self._moments
         if self.rounds == 0:
             self._record()
         d = self.dim

@@ -29,6 +29,7 @@ from privbandits.datasets.movielens100k import read_ratings
 from privbandits.envs.clustered import ClusteredLinearBandit, PooledUsersBandit, assign_groups
 from privbandits.experiments.papers.fclub.options import ALGORITHMS, FAITHFUL
 from privbandits.experiments.tasks import Task, canonical_json, file_identity, identity_path
+from privbandits.privacy.noise import NOISE_SAMPLER
 from privbandits.protocols.fclub import FCLUBOutcome, run_fclub
 from privbandits.protocols.fclub_baselines import BaselineConfig, run_baseline
 from privbandits.protocols.fclub_config import FCLUBConfig
@@ -254,6 +255,8 @@ def run_task(name: str, setting: Setting, horizon: int, seed: int, prefix: str =
     digest = config_digest(name, setting, horizon, overrides)
     if digest is not None:
         params["config"] = digest
+    if (name == FAITHFUL or name in _VARIANTS) and fclub_config(name, setting, horizon, overrides).private:
+        params["noise_sampler"] = NOISE_SAMPLER  # its draws come from privacy/noise.py (noise_key.py)
     if overrides:
         params["overrides"] = dict(overrides)
     return Task(SIMULATE, params, prefix + run_label(name, setting, horizon, seed))
