@@ -6,11 +6,12 @@ import math
 
 import numpy as np
 
+from privbandits.privacy.bounds import CONTEXT_BOUND, REWARD_BOUND
 from privbandits.privacy.calibration import GaussianCalibration, analytic_gaussian_std
 from privbandits.privacy.ledger import LedgerEntry
 from privbandits.privacy.noise import snap
 from privbandits.privacy.tree_mechanism import REPLACE_SENSITIVITY, TreeMechanism, accounted_epsilon
-from privbandits.protocols.dp.base import CONTEXT_BOUND, REWARD_BOUND, PrivateLinUCB, spectral_bound
+from privbandits.protocols.dp.base import PrivateLinUCB, spectral_bound
 from privbandits.validation import CallOrderError
 
 PRIVACY_UNIT = "one round's (x, r) (joint DP: every other round's arm)"

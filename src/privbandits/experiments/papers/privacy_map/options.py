@@ -59,6 +59,11 @@ class MapOptions(Options):
         (0.1, 0.5, 1.0, 2.0, 5.0, 10.0), description="ε of the three DP baselines and of FCLUB's privatizers"
     )
     delta: Annotated[float, Field(gt=0, lt=1)] = Field(1e-5, description="δ of the DP baselines and FCLUB")
+    shuffle_batch: Annotated[int, Field(ge=2)] | None = Field(
+        None,
+        description="users per shuffled batch of Shuffle-DP LinUCB (none: its default 100); a point whose batch "
+        "is too small to amplify at (ε, δ) is labelled 'not amplified (local DP)' and ranked with local DP",
+    )
     explorations: Annotated[tuple[Exploration, ...], Distinct] = Field(
         (1.0, 0.5, 0.1, 0.05, 0.01, 0.001),
         description="exploration ε of the MPC ε-greedy learner; its per-round η = log(|A|/ε)",
