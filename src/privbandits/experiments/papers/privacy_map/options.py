@@ -52,6 +52,11 @@ class MapOptions(Options):
     horizon: Annotated[int, Field(ge=2)] = Field(
         2000, description="rounds of the stream environments (linear_gaussian, clustered_users, classification)"
     )
+    classification_horizon: Annotated[int, Field(ge=2)] | None = Field(
+        None,
+        description="rounds of the classification panel (none: horizon), so the linear-Gaussian and clustered "
+        "panels can run long (horizon=100000) while the classification runs stay as stored",
+    )
     obd_events: Annotated[int, Field(ge=2)] | None = Field(
         None, description="logged events replayed on obd (none: the whole log)"
     )
