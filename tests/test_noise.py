@@ -24,7 +24,7 @@ def exact_pmf(scale: float, support: np.ndarray) -> np.ndarray:
 def test_integers_follow_the_exact_discrete_gaussian_chi_squared(scale):
     draws = discrete_integers(np.random.default_rng(7), scale, (200_000,))
     edge = int(math.ceil(3 * scale))  # cells -edge..edge, the two tails pooled into the end cells
-    clipped = np.clip(draws, -edge, edge)
+    clipped = np.clip(draws, -edge, edge).astype(np.int64)
     observed = np.bincount(clipped + edge, minlength=2 * edge + 1)
     support = np.arange(-edge, edge + 1)
     expected = exact_pmf(scale, support)
