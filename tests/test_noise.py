@@ -104,3 +104,22 @@ def test_local_report_is_on_the_grid_and_unbiased():
     assert np.array_equal(grams / step, np.round(grams / step))
     assert np.allclose(grams.mean(0), np.outer(x, x), atol=4 * 0.8 / math.sqrt(4000))
     assert np.allclose(vectors.mean(0), 0.5 * x, atol=4 * 0.8 / math.sqrt(4000))
+
+
+def _spec(policy: dict, environment: dict | None = None) -> dict:
+    from privbandits.experiments.config import parse_config
+
+    environment = environment or {"kind": "linear_gaussian", "dim": 4, "n_arms": 3}
+    data = {"name": "t", "horizon": 10, "seeds": [0], "environment": environment, "policies": [policy]}
+    return parse_config(data).run_spec(0)
+
+
+def test_only_runs_that_draw_dp_noise_name_the_sampler_in_their_store_key():
+    from privbandits.privacy.noise import NOISE_SAMPLER
+
+    for kind in ("joint_dp_linucb", "local_dp_linucb", "shuffle_dp_linucb"):
+        assert _spec({"kind": kind, "epsilon": 1.0})["noise_sampler"] == NOISE_SAMPLER
+    assert "noise_sampler" not in _spec({"kind": "linucb"})
+    clustered = {"kind": "clustered_users", "n_users": 4, "n_clusters": 2, "n_servers": 2, "dim": 3, "n_arms": 3}
+    assert _spec({"kind": "fclub"}, clustered)["noise_sampler"] == NOISE_SAMPLER  # cdp-fclub-dc by default
+    assert "noise_sampler" not in _spec({"kind": "fclub", "variant": "fclub-dc"}, clustered)
