@@ -45,6 +45,7 @@ def test_fclub_without_a_guarantee_claims_epsilon_infinity_and_the_guaranteed_pr
 def test_private_fclub_clips_rewards_beyond_one_and_counts_them():
     noisy = _fclub("paper", noise_std=2.0)
     assert noisy.bounds.clipped_rewards > 50  # N(·, 2²) rewards: most beyond |y| = 1
+    assert noisy.bounds.clipped_contexts == 0  # unit vectors (up to float rounding, scaled but not counted)
     plain = _fclub("paper", private=False, noise_std=2.0)
     assert plain.bounds.metrics() == {"clipped_contexts": 0.0, "clipped_rewards": 0.0}
 
@@ -57,4 +58,6 @@ def test_bounds_clip_to_the_unit_ball_and_interval_without_touching_the_input():
     assert np.allclose(clipped, [0.6, 0.8]) and y == -1.0 and np.array_equal(x, [3.0, 4.0])
     assert bounds.apply(np.array([0.6, 0.0]), 1.0)[1] == 1.0
     assert bounds.metrics() == {"clipped_contexts": 1.0, "clipped_rewards": 1.0}
+    rounded = np.array([1.0 + 2e-16, 0.0])
+    assert bounds.apply(rounded, 0.0)[0][0] <= 1.0 and bounds.clipped_contexts == 1  # scaled, not counted
     assert DataBounds(False).apply(x, 7.0)[1] == 7.0

@@ -16,6 +16,9 @@ CONTEXT_BOUND = 1.0
 """‖x‖ ≤ 1: contexts are scaled into the unit ball before release (the papers' L = 1)."""
 REWARD_BOUND = 1.0
 """|y| ≤ 1: rewards are clipped to [−1, 1] before release (the papers' B = 1)."""
+ROUNDING = 1.0 + 1e-12
+"""A context is scaled whenever ‖x‖ > 1 but counted as clipped only beyond this factor (float rounding of a
+normalised vector gives ‖x‖ = 1 + 2e-16)."""
 
 
 class DataBounds:
@@ -38,7 +41,7 @@ class DataBounds:
         norm = math.sqrt(float(x @ x))
         if norm > CONTEXT_BOUND:
             x = x * (CONTEXT_BOUND / norm)
-            self.clipped_contexts += 1
+            self.clipped_contexts += norm > CONTEXT_BOUND * ROUNDING  # a unit vector's rounding is not counted
         if abs(y) > REWARD_BOUND:
             y = math.copysign(REWARD_BOUND, y)
             self.clipped_rewards += 1

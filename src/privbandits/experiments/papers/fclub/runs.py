@@ -209,7 +209,15 @@ def summarise(outcome: FCLUBOutcome, env: ClusteredLinearBandit, n_servers: int,
         "ms_per_round": outcome.ms_per_round,
         "clusters_found": clusters_found(outcome, env, n_servers),
         "rho_exceeded": getattr(getattr(outcome.bandit, "repairs", None), "rho_exceeded", 0),
-    }
+    } | privacy_of(outcome.bandit)
+
+
+def privacy_of(bandit: Any) -> dict[str, float]:
+    """A private run's claimed ε (∞ when its preset has no guarantee) and how many contexts and rewards were
+    clipped to the bounds the guarantee assumes; nothing for runs that privatize nothing."""
+    if not getattr(getattr(bandit, "config", None), "private", False):
+        return {}
+    return {"claimed_epsilon": bandit.privacy_report().claimed_epsilon} | bandit.bounds.metrics()
 
 
 def setting_of(sizes: dict[str, Any], data: dict[str, str] | None) -> Setting:
