@@ -226,11 +226,13 @@ def setting_of(sizes: dict[str, Any], data: dict[str, str] | None) -> Setting:
 
 
 def simulate(algorithm: str, setting: dict[str, Any], horizon: int, seed: int, data: dict[str, str] | None,
-             config: str | None = None, overrides: dict[str, Any] | None = None) -> dict:  # fmt: skip
+             config: str | None = None, overrides: dict[str, Any] | None = None,
+             noise_sampler: str | None = None) -> dict:  # fmt: skip
     """Task: one run, summarised at :func:`kept_rounds` (BLAS limited to one thread).
 
-    ``config`` is the digest of the reference preset's options (:func:`config_digest`): only in the key, so
-    that a changed preset is a different task; ``overrides`` change the preset (the issue-15 ablation).
+    ``config`` is the digest of the reference preset's options (:func:`config_digest`) and ``noise_sampler`` the
+    DP noise sampler of a private run: only in the key, so that a changed preset or sampler is a different task;
+    ``overrides`` change the preset (the issue-15 ablation).
     """
     where = setting_of(setting, data)
     with threadpool_limits(limits=1):
