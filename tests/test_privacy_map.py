@@ -45,7 +45,11 @@ def test_tiny_grid_runs_and_the_report_builds_from_the_store_alone(tmp_path):
     assert rebuilt.markdown() == first.markdown()
     assert (tmp_path / "report" / "privacy-map.png").is_file()
     text = rebuilt.markdown()
-    for section in ("Semantics of every point", "Best point at each ε level", "Systems left out"):
+    for section in (
+        "Semantics of every point",
+        "Best point of each privacy notion at each ε level",
+        "Systems left out",
+    ):
         assert section in text
     for claim in rebuilt.claims:
         assert claim.verdict == "reproduced", claim
@@ -91,7 +95,7 @@ def test_systems_that_cannot_run_are_left_out_with_the_config_checks_reason():
     assert {point.system for point in kept} >= {"LinUCB (non-private)", "MPC ε-greedy (plaintext twin)"}
     kept, refused = placed(by_key["linear_gaussian"], options)
     assert "population" in refused["P2B (warm, private)"]
-    assert {point.model for point in kept} >= {"random", "none", "o3m", "o3m_sa", "joint_dp", "local_dp", "shuffle_dp"}
+    assert {point.model for point in kept} >= {"random", "none", "o3m", "o3m_sa", "joint_dp", "local_dp"}
 
 
 def test_points_sit_at_each_systems_stated_epsilon():
@@ -236,3 +240,48 @@ def test_a_cached_mnist5k_is_what_auto_runs_and_the_report_names_it(tmp_path, mo
     write_mnist5k(path, seed=1)  # another file in the same place: other units
     repin(monkeypatch, path.parent)
     assert set(keys.values()).isdisjoint(_classification_keys().values())
+
+
+def test_shuffle_points_whose_batch_does_not_amplify_are_local_dp_and_say_so():
+    from privbandits.protocols.dp.shuffle import shuffle_calibration
+
+    by_key = {env.key: env for env in environments(_options())[0]}
+    small = [p for p in placed(by_key["linear_gaussian"], _options())[0] if p.policy["kind"] == "shuffle_dp_linucb"]
+    assert [p.label for p in small] == [
+        f"Shuffle-DP LinUCB ε={e} (batch 100: not amplified, local DP)" for e in (1, 10)
+    ]
+    assert {p.model for p in small} == {"local_dp"}
+    assert not any(shuffle_calibration(p.epsilon, 1e-5, 100).amplified for p in small)
+    options = _options(shuffle_batch="1000")
+    big = [p for p in placed(by_key["linear_gaussian"], options)[0] if p.policy["kind"] == "shuffle_dp_linucb"]
+    amplified = [shuffle_calibration(p.epsilon, 1e-5, 1000).amplified for p in big]
+    assert amplified == [True, False]  # ε = 1 amplifies at n = 1,000; ε = 10 does not
+    assert [(p.model, p.policy["batch_size"]) for p in big] == [("shuffle_dp", 1000), ("local_dp", 1000)]
+    assert big[0].label == "Shuffle-DP LinUCB ε=1"
+
+
+def _panel(env, points_and_means):
+    from privbandits.experiments.papers.privacy_map.report import Panel
+    from privbandits.experiments.papers.privacy_map.summary import PointSummary
+
+    return Panel(env, [PointSummary(p, mean, 1.0, 1, 0.0, 0.0, "none", (mean,)) for p, mean in points_and_means], {})
+
+
+def test_best_rows_rank_within_one_notion_and_show_the_per_round_composition():
+    from privbandits.experiments.papers.privacy_map.report import best_rows
+
+    options = _options(epsilons="5")
+    env = {env.key: env for env in environments(options)[0]}["classification"]
+    kept = {p.model: p for p in placed(env, options)[0] if p.system != "MPC ε-greedy (secret-shared)"}
+    eta = kept["mpc_eta"]  # η = log(10/0.1) = 4.61 per round: it must not outrank a whole-run DP point
+    rows = best_rows(options, [_panel(env, [(kept["random"], 0.1), (eta, 0.9), (kept["none"], 0.95)])])
+    header, body = rows[0], rows[1:]
+    assert header[1] == "privacy notion"
+    notions = {row[1]: row for row in body}
+    assert set(notions) == {SEMANTICS["mpc_eta"].notion, SEMANTICS["none"].notion}
+    mpc = [row for row in body if row[1] == SEMANTICS["mpc_eta"].notion]
+    assert (
+        mpc[0][3] == eta.label
+        and mpc[0][4] == f"{eta.epsilon:.3g} per round (T·η = {20 * eta.epsilon:,.0f} over T = 20)"
+    )
+    assert all(row[3] != eta.label for row in body if row[1] != SEMANTICS["mpc_eta"].notion)

@@ -86,7 +86,7 @@ class UserLearner:
             metrics |= {
                 "claimed_epsilon": report.claimed_epsilon,
                 "accounted_epsilon_per_datum": report.accounted_epsilon_per_datum,
-            }
+            } | bandit.bounds.metrics()
         return metrics
 
 

@@ -33,6 +33,7 @@ from pydantic import (
     model_validator,
 )
 
+from privbandits.experiments.noise_key import noise_key
 from privbandits.experiments.tomlfile import read_toml
 from privbandits.linear.defaults import DEFAULT_REFRESH_EVERY, DEFAULT_TIE_TOLERANCE
 
@@ -1095,7 +1096,7 @@ class ExperimentConfig(_Strict):
             "series_points": self.series_points,
             "environment": environment_spec(self.environment),
             "policy": self.policies[policy_index].model_dump(mode="json"),
-        }
+        } | noise_key(self.policies[policy_index])  # DP runs name their noise sampler (noise_key.py)
 
 
 def _p2b_problem(env: Any, policy: P2BPolicyConfig) -> str | None:

@@ -24,6 +24,7 @@ from enum import StrEnum
 import numpy as np
 
 from privbandits.privacy.calibration import analytic_gaussian_std, gaussian_event, rdp_epsilon
+from privbandits.privacy.noise import discrete_gaussian
 
 REPLACE_SENSITIVITY = 2.0
 """L2 sensitivity of ``z zᵀ`` under symmetric noise when one (x, y) is replaced (see module doc)."""
@@ -61,10 +62,16 @@ def node_variance(epsilon: float, delta: float, depth: int, form: NoiseVariance 
     return value * value if form is NoiseVariance.REFERENCE_STD else value
 
 
-def symmetric_gaussian(rng: np.random.Generator, size: int, std: float) -> np.ndarray:
-    """``(N̄ + N̄ᵀ)/√2`` with ``N̄_pq ~ N(0, std²)`` i.i.d.: symmetric, off-diagonal var std², diagonal 2 std²."""
-    draw = rng.normal(0.0, std, size=(size, size))
-    return (draw + draw.T) * (1.0 / math.sqrt(2.0))
+def symmetric_gaussian(rng: np.random.Generator | None, size: int, std: float) -> np.ndarray:
+    """A symmetric matrix, off-diagonal entries of variance std², diagonal ones 2 std² (as ``(N̄ + N̄ᵀ)/√2``),
+    drawn on std's grid by :mod:`~privbandits.privacy.noise` in one call: the strict upper triangle i.i.d.
+    discrete Gaussian of standard deviation std, each diagonal entry the sum of two more (``rng=None``: OS
+    entropy)."""
+    draw = discrete_gaussian(rng, std, (size + 1, size))
+    upper = np.triu(draw[:size], 1)
+    matrix = upper + upper.T
+    matrix[np.diag_indices(size)] = draw[np.arange(size), np.arange(size)] + draw[size]
+    return matrix
 
 
 def dyadic_cover(k: int) -> list[tuple[int, int]]:

@@ -71,6 +71,7 @@ from privbandits.comm import InMemoryNetwork, Message, Network, Party, Traffic, 
 from privbandits.envs.clustered import ClusteredLinearBandit, assign_groups
 from privbandits.linear._kernels import cholesky_inverse, finite_row_norms, inverse_step, shared_ucb_scores
 from privbandits.linear.tiebreak import break_ties
+from privbandits.privacy.bounds import DataBounds
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
 from privbandits.privacy.tree_mechanism import (
     REPLACE_SENSITIVITY,
@@ -1100,7 +1101,7 @@ class FederatedClusteredBandit(RoundChecks):
             raise InvalidInputError(f"{owner}: event_hook must be a callable or None, got {describe(event_hook)}")
         server_of_user = check_server_of_user(server_of_user, owner)
         n_servers = int(server_of_user.max()) + 1
-        self.config, self.dim, self.n_arms = config, dim, n_arms
+        self.config, self.dim, self.n_arms, self.bounds = config, dim, n_arms, DataBounds(config.private)
         self._n_users, self._shape = len(server_of_user), (n_arms, dim)
         sizes = (config, dim, len(server_of_user), n_servers)
         self.calibration = Calibration(*sizes)
@@ -1161,7 +1162,8 @@ class FederatedClusteredBandit(RoundChecks):
         if self._contexts is None or not (isinstance(reward, float) and isfinite(reward)):
             reward = self._check_update(reward)
         server, i = self._route[self._user]
-        x, self._contexts = self._contexts[self._arm], None
+        x, reward = self.bounds.apply(self._contexts[self._arm], reward)  # ‖x‖ ≤ 1, |y| ≤ 1 when private (§4.2)
+        self._contexts = None
         cluster = server.observe(i, x, reward)
         self.communication.rounds += 1
         if cluster is None:
@@ -1247,13 +1249,12 @@ class FederatedClusteredBandit(RoundChecks):
         if cfg.noise_in_trigger_only:
             notes.append("noise only in the upload trigger: uploads are raw, no DP guarantee (reference code, §7)")
         levels = {k: releases.bit_length() for k, (releases, _) in counts.items()}
-        std = min((s for _, s in counts.values()), default=0.0)
+        guaranteed = cfg.private and not cfg.noise_in_trigger_only  # raw uploads: no guarantee, ε = ∞
+        std = min((s for _, s in counts.values()), default=0.0) if guaranteed else 0.0
         worst_tree = max(levels.values(), default=0)
         per_datum = max((worst for _, worst in accounts), default=0)
-        if cfg.noise_in_trigger_only or not cfg.private:
-            std = 0.0  # uploads are raw: no guarantee
         return PrivacyReport(
-            claimed_epsilon=cfg.epsilon if cfg.private else math.inf,
+            claimed_epsilon=cfg.epsilon if guaranteed else math.inf,
             claimed_delta=cfg.delta,
             privatizers=len(counts),
             releases=sum(r for r, _ in counts.values()),

@@ -33,8 +33,10 @@ import scipy.linalg
 from privbandits.linear.defaults import DEFAULT_TIE_TOLERANCE
 from privbandits.linear.policies import as_generator
 from privbandits.linear.tiebreak import TieBreak, break_ties
+from privbandits.privacy.bounds import DataBounds
 from privbandits.privacy.calibration import GaussianCalibration
 from privbandits.privacy.ledger import PrivacyLedger
+from privbandits.privacy.noise import discrete_gaussian
 from privbandits.validation import (
     Boolean,
     Choice,
@@ -49,11 +51,6 @@ from privbandits.validation import (
     validate,
 )
 
-CONTEXT_BOUND = 1.0
-"""‖x‖ ≤ 1: contexts are scaled into the unit ball before release (the papers' L = 1)."""
-REWARD_BOUND = 1.0
-"""|r| ≤ 1: rewards are clipped to [−1, 1] before release (the papers' B = 1)."""
-
 
 def spectral_bound(std: float, dim: int, horizon: int, failure_probability: float) -> float:
     """``std · (4√d + 2 ln(2T/α))``: w.p. ≥ 1 − α/T the spectral norm of a d × d symmetric Gaussian
@@ -61,9 +58,10 @@ def spectral_bound(std: float, dim: int, horizon: int, failure_probability: floa
     return std * (4.0 * math.sqrt(dim) + 2.0 * math.log(2.0 * horizon / failure_probability))
 
 
-def symmetric_upper_gaussian(rng: np.random.Generator, dim: int, std: float) -> np.ndarray:
-    """A symmetric matrix whose upper triangle (diagonal included) is i.i.d. ``N(0, std²)`` (Zheng et al.'s B)."""
-    draw = np.triu(rng.normal(0.0, std, size=(dim, dim)))
+def symmetric_upper_gaussian(rng: np.random.Generator | None, dim: int, std: float) -> np.ndarray:
+    """A symmetric matrix whose upper triangle (diagonal included) is i.i.d. Gaussian of standard deviation
+    ``std`` (Zheng et al.'s B), drawn on a grid by :func:`~privbandits.privacy.noise.discrete_gaussian`."""
+    draw = np.triu(discrete_gaussian(rng, std, (dim, dim)))
     return draw + np.triu(draw, 1).T
 
 
@@ -164,6 +162,7 @@ class PrivateLinUCB(ABC):
         self.rng = as_generator(rng)
         self.ledger = PrivacyLedger() if ledger is None else ledger
         self.private = math.isfinite(self.epsilon)
+        self.bounds = DataBounds(self.private)
         self.rounds = 0  # updates absorbed (reports made)
         self.repairs = 0  # times an indefinite Ã was repaired
         self.shift = 0.0
@@ -191,12 +190,7 @@ class PrivateLinUCB(ABC):
         reward = check_reward(reward)
         contexts = self._contexts(contexts)
         self._before_report()
-        x = np.array(contexts[arm], dtype=np.float64)
-        if self.private:
-            norm = math.sqrt(float(x @ x))
-            if norm > CONTEXT_BOUND:
-                x *= CONTEXT_BOUND / norm
-            reward = min(max(reward, -REWARD_BOUND), REWARD_BOUND)
+        x, reward = self.bounds.apply(np.array(contexts[arm], dtype=np.float64), reward)
         self._report(x, reward)
         self.rounds += 1
 
@@ -245,7 +239,7 @@ class PrivateLinUCB(ABC):
             "noise_std": self.noise_std,
             "regularizer_shift": self.shift,
             "pd_repairs": float(self.repairs),
-        }
+        } | self.bounds.metrics()
 
     @property
     @abstractmethod

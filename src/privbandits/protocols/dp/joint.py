@@ -6,10 +6,12 @@ import math
 
 import numpy as np
 
+from privbandits.privacy.bounds import CONTEXT_BOUND, REWARD_BOUND
 from privbandits.privacy.calibration import GaussianCalibration, analytic_gaussian_std
 from privbandits.privacy.ledger import LedgerEntry
+from privbandits.privacy.noise import snap
 from privbandits.privacy.tree_mechanism import REPLACE_SENSITIVITY, TreeMechanism, accounted_epsilon
-from privbandits.protocols.dp.base import CONTEXT_BOUND, REWARD_BOUND, PrivateLinUCB, spectral_bound
+from privbandits.protocols.dp.base import PrivateLinUCB, spectral_bound
 from privbandits.validation import CallOrderError
 
 PRIVACY_UNIT = "one round's (x, r) (joint DP: every other round's arm)"
@@ -96,7 +98,10 @@ class JointDPLinUCB(PrivateLinUCB):
     def _report(self, x: np.ndarray, reward: float) -> None:
         z = np.append(x, reward)
         self._moments += np.outer(z, z)
-        released = self._moments + self.tree.release() if self.tree is not None else self._moments
+        if self.tree is not None:  # snapped to the noise's grid, so the release's bits carry nothing finer (noise.py)
+            released = snap(self._moments, self._noise_std) + self.tree.release()
+        else:
+            released = self._moments
         if self.rounds == 0:
             self._record()
         d = self.dim

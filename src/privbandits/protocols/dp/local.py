@@ -8,6 +8,7 @@ import numpy as np
 
 from privbandits.privacy.calibration import GaussianCalibration, analytic_gaussian_std
 from privbandits.privacy.ledger import LedgerEntry
+from privbandits.privacy.noise import discrete_gaussian, snap
 from privbandits.privacy.tree_mechanism import accounted_epsilon
 from privbandits.protocols.dp.base import PrivateLinUCB, spectral_bound, symmetric_upper_gaussian
 
@@ -32,16 +33,17 @@ def local_noise_std(
 
 
 class LocalRandomizer:
-    """The user's side: ``(x xᵀ + B, r x + ξ)`` with B symmetric, upper triangle i.i.d. N(0, σ²), ξ ~ N(0, σ² I)."""
+    """The user's side: ``(x xᵀ + B, r x + ξ)`` with B symmetric, upper triangle i.i.d. N(0, σ²), ξ ~ N(0, σ² I),
+    both discrete Gaussians on σ's grid added to the snapped report (:mod:`~privbandits.privacy.noise`)."""
 
     def __init__(self, std: float, rng: np.random.Generator) -> None:
         self.std, self.rng = float(std), rng
 
     def report(self, x: np.ndarray, reward: float) -> tuple[np.ndarray, np.ndarray]:
         gram, vector = np.outer(x, x), reward * x
-        if self.std > 0:
-            gram += symmetric_upper_gaussian(self.rng, x.shape[0], self.std)
-            vector += self.rng.normal(0.0, self.std, size=x.shape[0])
+        if self.std > 0:  # the report snapped to the noise's grid, so its bits carry nothing finer (noise.py)
+            gram = snap(gram, self.std) + symmetric_upper_gaussian(self.rng, x.shape[0], self.std)
+            vector = snap(vector, self.std) + discrete_gaussian(self.rng, self.std, x.shape)
         return gram, vector
 
 

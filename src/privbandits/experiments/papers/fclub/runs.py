@@ -29,6 +29,7 @@ from privbandits.datasets.movielens100k import read_ratings
 from privbandits.envs.clustered import ClusteredLinearBandit, PooledUsersBandit, assign_groups
 from privbandits.experiments.papers.fclub.options import ALGORITHMS, FAITHFUL
 from privbandits.experiments.tasks import Task, canonical_json, file_identity, identity_path
+from privbandits.privacy.noise import NOISE_SAMPLER
 from privbandits.protocols.fclub import FCLUBOutcome, run_fclub
 from privbandits.protocols.fclub_baselines import BaselineConfig, run_baseline
 from privbandits.protocols.fclub_config import FCLUBConfig
@@ -208,7 +209,15 @@ def summarise(outcome: FCLUBOutcome, env: ClusteredLinearBandit, n_servers: int,
         "ms_per_round": outcome.ms_per_round,
         "clusters_found": clusters_found(outcome, env, n_servers),
         "rho_exceeded": getattr(getattr(outcome.bandit, "repairs", None), "rho_exceeded", 0),
-    }
+    } | privacy_of(outcome.bandit)
+
+
+def privacy_of(bandit: Any) -> dict[str, float]:
+    """A private run's claimed ε (∞ when its preset has no guarantee) and how many contexts and rewards were
+    clipped to the bounds the guarantee assumes; nothing for runs that privatize nothing."""
+    if not getattr(getattr(bandit, "config", None), "private", False):
+        return {}
+    return {"claimed_epsilon": bandit.privacy_report().claimed_epsilon} | bandit.bounds.metrics()
 
 
 def setting_of(sizes: dict[str, Any], data: dict[str, str] | None) -> Setting:
@@ -217,11 +226,13 @@ def setting_of(sizes: dict[str, Any], data: dict[str, str] | None) -> Setting:
 
 
 def simulate(algorithm: str, setting: dict[str, Any], horizon: int, seed: int, data: dict[str, str] | None,
-             config: str | None = None, overrides: dict[str, Any] | None = None) -> dict:  # fmt: skip
+             config: str | None = None, overrides: dict[str, Any] | None = None,
+             noise_sampler: str | None = None) -> dict:  # fmt: skip
     """Task: one run, summarised at :func:`kept_rounds` (BLAS limited to one thread).
 
-    ``config`` is the digest of the reference preset's options (:func:`config_digest`): only in the key, so
-    that a changed preset is a different task; ``overrides`` change the preset (the issue-15 ablation).
+    ``config`` is the digest of the reference preset's options (:func:`config_digest`) and ``noise_sampler`` the
+    DP noise sampler of a private run: only in the key, so that a changed preset or sampler is a different task;
+    ``overrides`` change the preset (the issue-15 ablation).
     """
     where = setting_of(setting, data)
     with threadpool_limits(limits=1):
@@ -261,6 +272,8 @@ def run_task(name: str, setting: Setting, horizon: int, seed: int, prefix: str =
     digest = config_digest(name, setting, horizon, overrides)
     if digest is not None:
         params["config"] = digest
+    if (name == FAITHFUL or name in _VARIANTS) and fclub_config(name, setting, horizon, overrides).private:
+        params["noise_sampler"] = NOISE_SAMPLER  # its draws come from privacy/noise.py (noise_key.py)
     if overrides:
         params["overrides"] = dict(overrides)
     return Task(SIMULATE, params, prefix + run_label(name, setting, horizon, seed))

@@ -98,7 +98,7 @@ def _classification(options: MapOptions) -> MapEnvironment:
         "classification",
         CLASSIFICATION_TITLES[options.data],
         env,
-        options.horizon,
+        options.horizon if options.classification_horizon is None else options.classification_horizon,
         "accuracy",
         partition,
         per_arm=False,

@@ -52,6 +52,11 @@ class MapOptions(Options):
     horizon: Annotated[int, Field(ge=2)] = Field(
         2000, description="rounds of the stream environments (linear_gaussian, clustered_users, classification)"
     )
+    classification_horizon: Annotated[int, Field(ge=2)] | None = Field(
+        None,
+        description="rounds of the classification panel (none: horizon), so the linear-Gaussian and clustered "
+        "panels can run long (horizon=100000) while the classification runs stay as stored",
+    )
     obd_events: Annotated[int, Field(ge=2)] | None = Field(
         None, description="logged events replayed on obd (none: the whole log)"
     )
@@ -59,6 +64,11 @@ class MapOptions(Options):
         (0.1, 0.5, 1.0, 2.0, 5.0, 10.0), description="ε of the three DP baselines and of FCLUB's privatizers"
     )
     delta: Annotated[float, Field(gt=0, lt=1)] = Field(1e-5, description="δ of the DP baselines and FCLUB")
+    shuffle_batch: Annotated[int, Field(ge=2)] | None = Field(
+        None,
+        description="users per shuffled batch of Shuffle-DP LinUCB (none: its default 100); a point whose batch "
+        "is too small to amplify at (ε, δ) is labelled 'not amplified (local DP)' and ranked with local DP",
+    )
     explorations: Annotated[tuple[Exploration, ...], Distinct] = Field(
         (1.0, 0.5, 0.1, 0.05, 0.01, 0.001),
         description="exploration ε of the MPC ε-greedy learner; its per-round η = log(|A|/ε)",

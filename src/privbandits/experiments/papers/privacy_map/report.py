@@ -13,7 +13,7 @@ from privbandits.experiments.papers.privacy_map.grid import unit_label
 from privbandits.experiments.papers.privacy_map.options import MapOptions
 from privbandits.experiments.papers.privacy_map.plots import map_figure
 from privbandits.experiments.papers.privacy_map.semantics import SEMANTICS
-from privbandits.experiments.papers.privacy_map.summary import PointSummary, ranked_within, summarise
+from privbandits.experiments.papers.privacy_map.summary import PointSummary, notion_of, ranked_within, summarise
 from privbandits.experiments.papers.privacy_map.systems import placed
 
 TITLE = "Privacy–utility map: every private system and the DP LinUCB baselines on shared problems"
@@ -49,6 +49,18 @@ def _epsilon(value: float) -> str:
     return "∞" if value == math.inf else f"{value:.3g}"
 
 
+PER_ROUND_MODELS = frozenset({"mpc_eta"})
+"""Privacy models whose ε is per round: the map shows their whole-run composition T·ε beside it."""
+
+
+def point_epsilon(row: PointSummary, horizon: int) -> str:
+    """The point's stated ε, and for a per-round notion its whole-run composition over ``horizon`` rounds."""
+    stated = _epsilon(row.point.epsilon)
+    if row.point.model not in PER_ROUND_MODELS:
+        return stated
+    return f"{stated} per round (T·η = {horizon * row.point.epsilon:,.0f} over T = {horizon:,})"
+
+
 def _bytes(row: PointSummary) -> str:
     if row.bytes_source == "none":
         return "— (one party)"
@@ -72,7 +84,7 @@ def point_rows(panel: Panel) -> list[list[str]]:
             [
                 row.point.label,
                 SEMANTICS[row.point.model].notion,
-                _epsilon(row.point.epsilon),
+                point_epsilon(row, panel.env.horizon),
                 _value(row),
                 str(row.seeds),
                 f"{row.ms:.3f}",
@@ -138,34 +150,49 @@ def against_random(panel: Panel, best: PointSummary) -> str:
     return "no better than uniform random" if best.overlaps(random) else "clearly better than uniform random"
 
 
+def _notions(panel: Panel) -> list[str]:
+    """The panel's privacy notions in the order of its points, uniform random's left out (it is the floor)."""
+    return list(dict.fromkeys(notion_of(row) for row in panel.rows if row.point.model != "random"))
+
+
+def best_by_notion(options: MapOptions, panel: Panel) -> list[tuple[str, float, list[PointSummary]]]:
+    """Per notion and ε level, the points of that notion ranked (only levels where its best point changes)."""
+    found = []
+    for notion in _notions(panel):
+        previous = None
+        for level in _levels(options):
+            ranked = ranked_within(panel.env, panel.rows, level, notion)
+            if ranked and ranked[0].point.label != previous:
+                found.append((notion, level, ranked))
+                previous = ranked[0].point.label
+    return found
+
+
 def best_rows(options: MapOptions, panels: list[Panel]) -> list[list[str]]:
-    """Per environment and ε level: the best point whose stated ε is at most that level, its notion,
-    and whether it is clear of the next system."""
+    """Per environment, privacy notion and ε level: the best point of that notion whose stated ε is at most
+    that level (ranked only against points of the same notion), and whether it is clear of the next system."""
     header = [
         "environment",
+        "privacy notion",
         "ε at most",
         "best point",
+        "its ε",
         "value",
-        "its privacy notion",
-        "against the next system",
+        "against the next system of this notion",
         "against uniform random",
     ]
     rows = [header]
     for panel in panels:
-        for level in _levels(options):
-            ranked = ranked_within(panel.env, panel.rows, level)
-            if not ranked:
-                rows.append([panel.env.key, _epsilon(level), "none runs at this ε", "", "", "", ""])
-                continue
+        for notion, level, ranked in best_by_notion(options, panel):
             best = ranked[0]
-            notion = SEMANTICS[best.point.model].notion
             rows.append(
                 [
                     panel.env.key,
+                    notion,
                     _epsilon(level),
                     best.point.label,
+                    point_epsilon(best, panel.env.horizon),
                     _value(best),
-                    notion,
                     _verdict(ranked),
                     against_random(panel, best),
                 ]
@@ -250,21 +277,21 @@ def claims(panels: list[Panel]) -> list[Claim]:
 
 
 def best_sentences(options: MapOptions, panels: list[Panel]) -> list[str]:
-    """Per environment, one sentence naming the best point at each ε level and the notion it carries."""
+    """Per environment and privacy notion, one sentence naming the best point of that notion at each ε level."""
     sentences = []
     for panel in panels:
-        parts = []
-        for level in _levels(options):
-            ranked = ranked_within(panel.env, panel.rows, level)
-            if ranked:
-                best = ranked[0]
-                notion = SEMANTICS[best.point.model].notion
-                runner = _runner_up(ranked)
-                tie = " (a tie within the intervals)" if runner is not None and best.overlaps(runner) else ""
-                floor = against_random(panel, best)
-                floor = f", {floor}" if floor else ""
-                parts.append(f"ε ≤ {_epsilon(level)}: {best.point.label} ({_value(best)}; {notion}){tie}{floor}")
-        sentences.append(f"Best on {panel.env.key} ({panel.env.metric_name}): " + "; ".join(parts) + ".")
+        parts: dict[str, list[str]] = {}
+        for notion, level, ranked in best_by_notion(options, panel):
+            best, runner = ranked[0], _runner_up(ranked)
+            tie = " (a tie within the intervals)" if runner is not None and best.overlaps(runner) else ""
+            floor = against_random(panel, best)
+            floor = f", {floor}" if floor else ""
+            text = f"ε ≤ {_epsilon(level)}: {best.point.label} ({_value(best)}){tie}{floor}"
+            parts.setdefault(notion, []).append(text)
+        for notion, texts in parts.items():
+            sentences.append(
+                f"Best on {panel.env.key} ({panel.env.metric_name}) under {notion}: " + "; ".join(texts) + "."
+            )
     return sentences
 
 
@@ -345,7 +372,9 @@ def report(options: MapOptions, points: dict[str, dict[str, Any]], out: Path) ->
     for panel in panels:
         paper.tables[f"{panel.env.title}, T = {panel.env.horizon}"] = point_rows(panel)
     paper.tables["Semantics of every point"] = semantics_rows(panels)
-    paper.tables["Best point at each ε level (its stated ε at most the level)"] = best_rows(options, panels)
+    paper.tables["Best point of each privacy notion at each ε level (ranked within the notion only)"] = best_rows(
+        options, panels
+    )
     paper.tables["Systems left out where the config checks refuse them"] = refused_rows(panels)
     paper.add_figure(map_figure([(panel.env, panel.rows) for panel in panels]), out / "privacy-map.png")
     data = [data_note(panel, points) for panel in panels if panel.env.key == "classification" and panel.rows]

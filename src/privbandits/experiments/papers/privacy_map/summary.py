@@ -11,6 +11,7 @@ import numpy as np
 from privbandits.experiments.papers.privacy_map.environments import HIGHER_IS_BETTER, MapEnvironment
 from privbandits.experiments.papers.privacy_map.grid import unit_label
 from privbandits.experiments.papers.privacy_map.measures import cost, ms_per_round, utility
+from privbandits.experiments.papers.privacy_map.semantics import SEMANTICS
 from privbandits.experiments.papers.privacy_map.systems import Point
 from privbandits.experiments.report import mean_interval
 
@@ -64,14 +65,24 @@ def better(env: MapEnvironment, a: PointSummary, b: PointSummary) -> bool:
     return a.mean > b.mean if HIGHER_IS_BETTER[env.metric] else a.mean < b.mean
 
 
-def ranked_within(env: MapEnvironment, rows: list[PointSummary], epsilon: float) -> list[PointSummary]:
-    """Each system's best point whose stated ε is at most ``epsilon``, best system first.
+def notion_of(row: PointSummary) -> str:
+    """The privacy notion a point's ε is stated in (points of different notions are never ranked together)."""
+    return SEMANTICS[row.point.model].notion
+
+
+def ranked_within(
+    env: MapEnvironment, rows: list[PointSummary], epsilon: float, notion: str | None = None
+) -> list[PointSummary]:
+    """Each system's best point whose stated ε is at most ``epsilon`` (of ``notion`` only, when given),
+    best system first.
 
     The secret-shared MPC rows are left out: they are the check of their twin, which stands for them.
     """
     best: dict[str, PointSummary] = {}
     for row in rows:
         if row.point.epsilon > epsilon or row.point.system == "MPC ε-greedy (secret-shared)":
+            continue
+        if notion is not None and notion_of(row) != notion:
             continue
         system = row.point.system
         if system not in best or better(env, row, best[system]):

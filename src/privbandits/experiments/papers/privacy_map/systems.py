@@ -153,13 +153,31 @@ DP_BASELINES = {
 }
 
 
+SHUFFLE_DEFAULT_BATCH = 100
+"""Shuffle-DP LinUCB's batch when the map's ``shuffle_batch`` is not given."""
+
+
+def _shuffle_amplifies(epsilon: float, delta: float, batch: int) -> bool:
+    """Whether a shuffled batch of ``batch`` reports amplifies at (ε, δ) (else it is only local DP)."""
+    from privbandits.protocols.dp.shuffle import shuffle_calibration
+
+    return shuffle_calibration(epsilon, delta, batch).amplified
+
+
 def _dp(options: MapOptions) -> list[Point]:
     points = []
+    batch = options.shuffle_batch or SHUFFLE_DEFAULT_BATCH
     for kind, (system, model) in DP_BASELINES.items():
         for eps in options.epsilons:
             label = f"{system} ε={_fmt(eps)}"
-            policy = {"kind": kind, "epsilon": eps, "delta": options.delta, "alpha": options.alpha, "label": label}
-            points.append(Point(label, system, model, eps, policy, options.seeds))
+            policy = {"kind": kind, "epsilon": eps, "delta": options.delta, "alpha": options.alpha}
+            where = (system, model)
+            if kind == "shuffle_dp_linucb":
+                policy |= {} if options.shuffle_batch is None else {"batch_size": batch}
+                if not _shuffle_amplifies(eps, options.delta, batch):
+                    label = f"{label} (batch {batch}: not amplified, local DP)"
+                    where = (f"{system}, not amplified (local DP)", "local_dp")
+            points.append(Point(label, *where, eps, policy | {"label": label}, options.seeds))
     return points
 
 
