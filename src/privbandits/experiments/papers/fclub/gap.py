@@ -230,11 +230,13 @@ _NOTES = [
     "start are emptied uncounted; a stuck server keeps its 9 samples for good and learns each phase only from "
     "that phase's buffer. Reference code, seeds 0-9: 22 of 50 servers end with 8-9 synchronized samples (the "
     "others ~3,200), ~3,300 samples dropped per run, 1,224 uploads per server that does not stick (median "
-    "3,666 a run); ours with (c) + (d): 24 of 50 (with either alone: none), the same 1,224 uploads per server "
+    "3,666 a run); ours with (c) + (d): 20 of 50 (with either alone: none), 1,219 uploads per server "
     "that does not stick (benchmarks/fclub_homo_dc_servers.py prints both per seed). "
     "The trigger's determinants follow the reference's float operations (the double count as its two += on one "
-    "array). The issue-15 preset's determinants were of S + 2I (never singular) and rebuilt every phase from the "
-    "users' sums.",
+    "array), but by LU in correctly rounded steps without BLAS (portable_det): LAPACK's rounding noise, which "
+    "decides which singular copies come out negative, differs between CPUs and BLAS kernels, so which servers "
+    "stick differs from the reference seed by seed while the share that sticks matches. The issue-15 preset's "
+    "determinants were of S + 2I (never singular) and rebuilt every phase from the users' sums.",
     "(a) shared_statistics_defect: THE REFERENCE CODE'S DOUBLE-COUNTING DEFECT. After a renewal its local clusters "
     "are given the global cluster's S and u arrays themselves, so the global `+=` and the local `+=` of an upload "
     "hit one array: every upload counts twice, and every member sees it at once. Counts T are ints and are not "
