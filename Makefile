@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 JOBS   ?= 2
 
-.PHONY: demo test test-slow test-browser ray bench clean
+.PHONY: demo test test-bounds test-slow test-browser ray bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ demo: $(VENV)/.installed-test
 test: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -n $(JOBS)
+
+## test-bounds: the default suite with every dependency at its lowest declared version, at the newest
+## the ranges allow, and the newest on Python 3.13/3.12 where installed (fresh environments in .bounds/)
+test-bounds:
+	PYTHON=$(PYTHON) JOBS=$(JOBS) .ci/test-bounds
 
 $(VENV)/.installed-ray: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,ray]'
@@ -57,4 +62,4 @@ bench: $(VENV)/.installed-bench
 	$(BIN)/python benchmarks/vertical_alternatives.py
 
 clean:
-	rm -rf $(VENV) results .pytest_cache
+	rm -rf $(VENV) .bounds results .pytest_cache
