@@ -89,6 +89,7 @@ def load_ratings(path: Path | str) -> Ratings:
     user_ids, rows = np.unique(users, return_inverse=True)
     movie_ids, columns = np.unique(movies, return_inverse=True)
     matrix = csr_matrix((np.ones(len(rows)), (rows, columns)), shape=(len(user_ids), len(movie_ids)))
+    matrix.sum_duplicates()  # older scipy keeps a repeated (user, movie) as two entries until asked
     matrix.data[:] = 1.0  # a user who rated a movie twice is still 1
     return Ratings(matrix, user_ids, movie_ids)
 
