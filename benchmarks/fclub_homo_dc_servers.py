@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from _smoke import parse_args
 from threadpoolctl import threadpool_limits
 
 from privbandits.experiments.papers.fclub.runs import Setting, run_algorithm
@@ -84,12 +85,17 @@ def _line(who: str, seed: int, run: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--reference", type=Path, required=True, help="checkout of the reference code")
+    parser.add_argument("--reference", type=Path, help="checkout of the reference code (required but in --smoke)")
     parser.add_argument("--python", default=sys.executable, help="a Python with numpy < 1.24 and networkx")
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("-o", dest="off", action="append", default=[], metavar="NAME=false",
                         help="switch an option of our preset off")  # fmt: skip
-    args = parser.parse_args()
+    args = parse_args(parser, seeds=1)
+    if args.reference is None:
+        if not args.smoke:
+            parser.error("--reference is required: a checkout of the reference code")
+        compile(DRIVER, "driver.py", "exec")  # without the reference code (and its data), check the driver's syntax
+        return
     overrides = {}
     for item in args.off:
         name, _, value = item.partition("=")

@@ -17,6 +17,7 @@ import argparse
 import time
 
 import numpy as np
+from _smoke import parse_args
 
 from privbandits.experiments.papers.mpc.sweeps import DIGITS, data_params, dataset, environment
 from privbandits.protocols.mpc_bandit import MPCBanditConfig, PlaintextEpsilonGreedy, PrivateEpsilonGreedy
@@ -56,7 +57,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=None, help="rounds (instead of --sweeps)")
     parser.add_argument("--epsilon", type=float, default=0.01)
     parser.add_argument("--seed", type=int, nargs="+", default=[0])
-    args = parser.parse_args()
+    args = parse_args(parser, data="digits", rounds=60)
     for seed in args.seed:
         start = time.perf_counter()
         result = track(args.data, args.sweeps, args.epsilon, seed, args.rounds)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+from _smoke import parse_args
 from rich.console import Console
 from rich.table import Table
 
@@ -26,7 +27,7 @@ FAILURE = 1000.0
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=100_000, help="results per mode, operation and kind")
-    args = parser.parse_args()
+    args = parse_args(parser, count=500)
     table = Table(title=f"Truncation error in ulp, mean of {args.count:,} results (L = 20)")
     for column in ("parties", "mode", "operation", "x·y", "0·x", "0·x exactly 0", "wrap failures"):
         table.add_column(column, justify="right")

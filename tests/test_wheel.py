@@ -49,8 +49,7 @@ def deployed_in(tree: Path) -> list[str]:
     env = {**os.environ, "PYTHONPATH": str(tree / "src")}
     for name in ("p2b", "mpc-epsilon-greedy"):
         deployment = f"configs/deploy/{name}.toml"
-        run([sys.executable, "-m", "privbandits", "deploy", "certs", deployment, "--out", "configs/deploy/certs"],
-            tree, env)  # fmt: skip
+        run([sys.executable, "-m", "privbandits", "deploy", "certs", deployment], tree, env)  # bundles in the file
         run([sys.executable, "-m", "privbandits", "deploy", "data", deployment], tree, env)
     for junk in ("deploy/out/server.result.json", "deploy/checkpoints/server.npz", "results/results.sqlite",
                  "examples/results/example-p2b-synthetic-summary.csv"):  # fmt: skip

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from privbandits.deploy.deployment import Deployment
-from privbandits.privacy.tree_mechanism import dyadic_cover
+from privbandits.privacy.tree_mechanism import dyadic_cover, symmetric_gaussians
 
 N_STREAMS = 9
 ENCODED_SHUFFLER, ENCODED_REPORTS = 5, 7
@@ -96,7 +96,8 @@ def fclub_noise_removal(deployment: Deployment, uploads: list, *, pool: int = 40
     """The FCLUB global server's attack from the deployment file and the ``(sender, PhaseUpload)`` it received.
 
     It regenerates each local server's noise generator as reproducible mode derives it from the
-    file and draws ``pool`` privatizer nodes from it (standard-normal blocks, in order). The k-th
+    file and draws ``pool`` privatizer nodes from it with the project's public sampler, once for each
+    tree depth's σ (the nodes are drawn in order, one 64-bit word per entry, whatever σ). The k-th
     phase upload of a local cluster is the k-th release of that cluster's phase-start tree: the sum
     of the nodes of k's dyadic cover, of which one is new and the others were found at earlier
     releases. For the new one it looks for the node (and the tree's depth, which fixes σ and the
@@ -109,9 +110,12 @@ def fclub_noise_removal(deployment: Deployment, uploads: list, *, pool: int = 40
     calibration = _calibration(deployment)
     depths = sorted({calibration.depth(t) for t in range(1, protocol.horizon + 1)})
     servers = deployment.names("local_server")
-    generators = dict(zip(servers, _streams(deployment)[1], strict=True))
-    nodes = {name: generators[name].spawn(2)[0].standard_normal((pool, protocol.dim + 1, protocol.dim + 1))
-             for name in servers}  # fmt: skip
+    nodes = {}  # (server, depth) -> the first ``pool`` nodes its privatizers draw at that depth's noise
+    for depth in depths:
+        generators = dict(zip(servers, _streams(deployment)[1], strict=True))
+        for name in servers:
+            rng, std = generators[name].spawn(2)[0], calibration.noise_std(depth)
+            nodes[name, depth] = symmetric_gaussians(rng, pool, protocol.dim + 1, std)
     column = protocol.dim - 1 if config.reference_h_column else protocol.dim
     trees: dict[tuple[str, int], dict[int, tuple[int, int]]] = {}  # release -> (node index, depth)
     recovered = []
@@ -120,33 +124,27 @@ def fclub_noise_removal(deployment: Deployment, uploads: list, *, pool: int = 40
         release = len(found) + 1
         earlier = [found[block << level][0] for level, block in dyadic_cover(release)[1:]]
         candidates = [found[1][1]] if found else depths
-        result, index, depth = _remove_noise(msg, nodes[sender], earlier, candidates, calibration, column)
+        ours = {depth: nodes[sender, depth] for depth in candidates}
+        result, index, depth = _remove_noise(msg, ours, earlier, calibration, column)
         found[release] = (index, depth)
         recovered.append(result)
     return recovered
 
 
-def _symmetric(nodes: np.ndarray, std: float) -> np.ndarray:
-    """The nodes' noise, as :func:`~privbandits.privacy.tree_mechanism.symmetric_gaussian` makes it."""
-    draw = std * nodes
-    return (draw + np.swapaxes(draw, -1, -2)) * (1.0 / math.sqrt(2.0))
-
-
-def _remove_noise(msg, nodes: np.ndarray, earlier: list[int], depths: list[int], calibration, column: int):
-    """The upload with the noise of the best new node (and tree depth) removed: ``(Recovered, node, depth)``."""
+def _remove_noise(msg, nodes: dict[int, np.ndarray], earlier: list[int], calibration, column: int):
+    """The upload with the noise of the best new node (and tree depth, a key of ``nodes``) removed:
+    ``(Recovered, node, depth)``."""
     d = msg.gram.shape[0]
-    traces = np.trace(nodes[:, :d, :d], axis1=1, axis2=2) * math.sqrt(2.0)  # of each symmetrised standard node
-    known = float(traces[earlier].sum())
-    best = (math.inf, 0, depths[0])
-    for depth in depths:
-        std, shift = calibration.noise_std(depth), calibration.shifts(depth)[0]
-        residual = np.abs(np.trace(msg.gram) - d * shift - std * (traces + known) - msg.count)
+    best = (math.inf, 0, next(iter(nodes)))
+    for depth, drawn in nodes.items():
+        traces = np.trace(drawn[:, :d, :d], axis1=1, axis2=2)
+        shift = calibration.shifts(depth)[0]
+        residual = np.abs(np.trace(msg.gram) - d * shift - (traces + float(traces[earlier].sum())) - msg.count)
         k = int(np.argmin(residual))
         if residual[k] < best[0]:
             best = (float(residual[k]), k, depth)
     _, k, depth = best
-    std, shift = calibration.noise_std(depth), calibration.shifts(depth)[0]
-    noise = _symmetric(nodes[[k, *earlier]], std).sum(axis=0)
-    gram = msg.gram - shift * np.eye(d) - noise[:d, :d]
+    noise = nodes[depth][[k, *earlier]].sum(axis=0)
+    gram = msg.gram - calibration.shifts(depth)[0] * np.eye(d) - noise[:d, :d]
     moment = msg.moment - noise[:d, column]
     return Recovered(gram, moment, abs(float(np.trace(gram)) - msg.count)), k, depth

@@ -10,8 +10,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from privbandits.privacy.noise import NOISE_SAMPLER
-
 _DP_LINUCB_KINDS = frozenset({"joint_dp_linucb", "local_dp_linucb", "shuffle_dp_linucb"})
 
 
@@ -27,4 +25,8 @@ def adds_dp_noise(policy: Any) -> bool:
 
 def noise_key(policy: Any) -> dict[str, str]:
     """``{"noise_sampler": name}`` for a policy that draws DP noise, else ``{}`` (merged into its run spec)."""
-    return {"noise_sampler": NOISE_SAMPLER} if adds_dp_noise(policy) else {}
+    if not adds_dp_noise(policy):
+        return {}
+    from privbandits.privacy.noise import NOISE_SAMPLER  # numpy: not on the command line's import path
+
+    return {"noise_sampler": NOISE_SAMPLER}

@@ -20,7 +20,7 @@ NO_GUARANTEE = (
     ),
 )
 """(run, how a passage names it, how it names the preset) for each run whose name claims privacy it lacks."""
-DISCLAIMER = re.compile(r"no (DP )?guarantee|not private|ε = ∞|uploads (are |carry )?raw", re.IGNORECASE)
+DISCLAIMER = re.compile(r"no\s+(DP\s+)?guarantee|not\s+private|ε = ∞|uploads\s+(are\s+|carry\s+)?raw", re.IGNORECASE)
 """What a passage must say of such a run."""
 
 _BLOCK = re.compile(r"<!-- results [\w./-]+ -->.*?<!-- /results -->", re.DOTALL)

@@ -67,11 +67,17 @@ def symmetric_gaussian(rng: np.random.Generator | None, size: int, std: float) -
     drawn on std's grid by :mod:`~privbandits.privacy.noise` in one call: the strict upper triangle i.i.d.
     discrete Gaussian of standard deviation std, each diagonal entry the sum of two more (``rng=None``: OS
     entropy)."""
-    draw = discrete_gaussian(rng, std, (size + 1, size))
-    upper = np.triu(draw[:size], 1)
-    matrix = upper + upper.T
-    matrix[np.diag_indices(size)] = draw[np.arange(size), np.arange(size)] + draw[size]
-    return matrix
+    return symmetric_gaussians(rng, 1, size, std)[0]
+
+
+def symmetric_gaussians(rng: np.random.Generator | None, count: int, size: int, std: float) -> np.ndarray:
+    """``count`` matrices of :func:`symmetric_gaussian`, the same ones ``count`` calls would draw, in one call."""
+    draw = discrete_gaussian(rng, std, (count, size + 1, size))
+    upper = np.triu(draw[:, :size], 1)
+    matrices = upper + np.swapaxes(upper, -1, -2)
+    diagonal = np.arange(size)
+    matrices[:, diagonal, diagonal] = draw[:, diagonal, diagonal] + draw[:, size]
+    return matrices
 
 
 def dyadic_cover(k: int) -> list[tuple[int, int]]:
