@@ -24,20 +24,20 @@ FCLUB_SMALL = {"horizon = 4095": "horizon = 127", "n_users = 40": "n_users = 12"
 """Two local servers (local0, local1), 127 rounds: a small FCLUB deployment."""
 
 
-def deployment(kind: str, folder: Path, deadline_s: float = 10.0) -> Path:
+def deployment(kind: str, folder: Path, deadline_s: float = 10.0, mpc_rounds: int = 100) -> Path:
     """A small deployment of ``kind`` (certificates and data made), the one every flood and stall test runs."""
-    path = _build(kind, folder, deadline_s)
+    path = _build(kind, folder, deadline_s, mpc_rounds)
     text = path.read_text()  # equality with the in-memory twin needs the seeded streams
     if not re.search(r"^reproducible\s*=", text, re.M):
         path.write_text(reproducible(text))
     return path
 
 
-def _build(kind: str, folder: Path, deadline_s: float) -> Path:
+def _build(kind: str, folder: Path, deadline_s: float, mpc_rounds: int) -> Path:
     if kind == "vertical":
         return vertical_tests.make_deployment(folder, deadline_s=deadline_s, rounds=200)
     if kind == "mpc":
-        return mpc_tests.make_deployment(folder, deadline_s=deadline_s, rounds=100)
+        return mpc_tests.make_deployment(folder, deadline_s=deadline_s, rounds=mpc_rounds)
     if kind == "fclub":
         path = fclub_tests.local_copy(folder, **FCLUB_SMALL, **{"deadline_s = 10": f"deadline_s = {deadline_s:g}"})
         path.write_text(path.read_text().split("[parties.local2]")[0])  # local0 and local1 only
