@@ -111,7 +111,8 @@ def report(options: Fig2Options, points: dict[str, dict[str, Any]], out: Path) -
             f"late in the sweep ({rounds:,} rounds; invalid openings: {', '.join(str(n) for _, n in diverged)}): "
             "fixed-point precision loss (spec §6.6). Once an "
             "arm has been pulled n times, its Sherman–Morrison downdate u uᵀ/d is of order 1/n², below the "
-            "resolution 2^-L after about 2^(L/2) pulls, and truncation then biases W⁻¹ while b keeps growing."
+            "resolution 2^-L after about 2^(L/2) pulls; a truncation that rounds without bias (this project's) "
+            "keeps W⁻¹ on track there (issue 29), so a gap this large points at another cause."
         )
     result.notes.append(
         "The paper's 'average reward' may be a running or a windowed mean (spec A11); the reward level is judged "

@@ -305,9 +305,9 @@ NOTES = [
     "them from d_j known pairs; with secure aggregation, only the passive parties' joint geometry).",
     "The MPC learner: utility is its float64 twin (same exploration draws, proven equal in distribution; README "
     "'Secure multi-party ε-greedy'), on every seed; the secret-shared learner itself runs on private_mpc_seeds, "
-    "which gives its measured ms and bytes per round and the twin check (claim above). The check holds at this "
-    "horizon; over much longer runs the fixed-point Sherman–Morrison downdate can drift from the twin (mpc-fig2 on "
-    "Fashion-MNIST, 60,000 rounds). Its η needs ε ≤ 1, so η ≥ log |A| = 2.30.",
+    "which gives its measured ms and bytes per round and the twin check (claim above). With unbiased truncation "
+    "it also tracks the twin over the paper's 60,000 Fashion-MNIST rounds (mpc-fig2 -o data=fashion). Its η needs "
+    "ε ≤ 1, so η ≥ log |A| = 2.30.",
     "ms per round is the wall time of the runner's loop divided by the rounds (P2B: by users × interactions), on "
     "whatever machine and load the run had. Bytes per round are measured from the traffic ledger for O3M (masked "
     "vectors and control), FCLUB (uploads, downloads) and the secret-shared MPC learner (every opening), and for "
