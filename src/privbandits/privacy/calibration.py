@@ -63,25 +63,21 @@ def gaussian_event(std: float, compositions: int, sensitivity: float):
 
 def pld_epsilon(std: float, compositions: int, delta: float, sensitivity: float) -> float:
     """ε at δ of ``compositions`` Gaussian mechanisms of noise ``std`` and sensitivity (dp-accounting, PLD)."""
-    if compositions == 0:
-        return 0.0
-    if std == 0:
-        return math.inf
-    from dp_accounting import pld
-
-    accountant = pld.PLDAccountant()
-    accountant.compose(gaussian_event(std, compositions, sensitivity))
-    return float(accountant.get_epsilon(delta))
+    return _accounted(std, compositions, delta, sensitivity, "pld")
 
 
 def rdp_epsilon(std: float, compositions: int, delta: float, sensitivity: float) -> float:
     """ε at δ of the same composition as :func:`pld_epsilon` with Rényi DP (an upper bound; the cross-check)."""
+    return _accounted(std, compositions, delta, sensitivity, "rdp")
+
+
+def _accounted(std: float, compositions: int, delta: float, sensitivity: float, method: str) -> float:
     if compositions == 0:
         return 0.0
     if std == 0:
         return math.inf
-    from dp_accounting import rdp
+    from dp_accounting import pld, rdp
 
-    accountant = rdp.RdpAccountant()
+    accountant = pld.PLDAccountant() if method == "pld" else rdp.RdpAccountant()
     accountant.compose(gaussian_event(std, compositions, sensitivity))
     return float(accountant.get_epsilon(delta))
