@@ -110,8 +110,9 @@ def test_short_session_as_processes_decides_as_in_memory(tmp_path, computing):
     [
         {},
         {"overlap_reciprocal": True},
-        {"overlap_reciprocal": True, "mask_factors": True},
-        {"overlap_reciprocal": True, "mask_factors": True, "allmax_lookup": True},
+        # the steps between one option and all of them: each option's own code is in the cases kept by default
+        pytest.param({"overlap_reciprocal": True, "mask_factors": True}, marks=pytest.mark.slow),
+        pytest.param({"overlap_reciprocal": True, "mask_factors": True, "allmax_lookup": True}, marks=pytest.mark.slow),
         {
             "overlap_reciprocal": True,
             "mask_factors": True,

@@ -362,11 +362,16 @@ def test_private_and_plaintext_reward_curves_are_indistinguishable_on_digits(dig
     assert rewards["plain"].mean() > 0.5  # the learner learns (10 arms: chance is 0.1)
 
 
+ROUNDS = 120
+"""Digits rounds in the schedule tests below: rounds, bytes and dealer material a learner round are the same in
+every round, and the arms must be the twin's in each of them (300 rounds gave the same counts)."""
+
+
 def test_the_linear_reciprocal_start_saves_16_rounds_and_decides_as_the_papers_start(digits):
     """reciprocal_start='linear' with 3 iterations: 25 communication rounds a learner round instead of 41
-    (no exp squarings, 4 fewer iterations) and, on 300 digits rounds, the same arms as the paper's start
+    (no exp squarings, 4 fewer iterations) and, on ROUNDS (120) digits rounds, the same arms as the paper's start
     (both within fixed-point error of 1/d) and as the plaintext twin."""
-    contexts, labels = digits.train.features[:300], digits.train.labels[:300]
+    contexts, labels = digits.train.features[:ROUNDS], digits.train.labels[:ROUNDS]
     runs = {}
     for start, iterations in (("exp", 7), ("linear", 3)):
         config = MPCBanditConfig(n_arms=10, partition=(10, 10), epsilon=0.1, nr_iterations=iterations,
@@ -383,9 +388,9 @@ def test_the_linear_reciprocal_start_saves_16_rounds_and_decides_as_the_papers_s
 def test_the_overlapped_reciprocal_saves_rounds_and_decides_as_the_sequential_one(digits):
     """overlap_reciprocal: the multiplications of 1/d and u u^T/d ride on the argmax's openings (and run
     during p′'s pull), so a learner round takes 29 communication rounds instead of 41 with the
-    paper's start and 18 instead of 25 with the linear one, with the same payload bytes; on 300 digits
+    paper's start and 18 instead of 25 with the linear one, with the same payload bytes; on ROUNDS (120) digits
     rounds the arms are the plaintext twin's, as the sequential schedule's are."""
-    contexts, labels = digits.train.features[:300], digits.train.labels[:300]
+    contexts, labels = digits.train.features[:ROUNDS], digits.train.labels[:ROUNDS]
     twin = _play(PlaintextEpsilonGreedy(MPCBanditConfig(n_arms=10, partition=(10, 10), epsilon=0.1), seed=5),
                  contexts, labels)  # fmt: skip
     rounds, payload = {}, {}
@@ -408,7 +413,7 @@ def test_masking_the_factors_decides_as_the_twin_in_a_third_fewer_bytes(digits):
     18 communication rounds, with 136,552 payload bytes a learner round instead of 197,496 and 124,256 bytes
     of dealer material per party instead of 183,688; W⁻¹ within 2e-5 of the twin's either way (unbiased
     truncation; with both parties flooring it was 8.2e-5 without mask_factors); with real rewards too."""
-    contexts, labels = digits.train.features[:300], digits.train.labels[:300]
+    contexts, labels = digits.train.features[:ROUNDS], digits.train.labels[:ROUNDS]
     base = {"n_arms": 10, "partition": (10, 10), "epsilon": 0.1}
     schedule = {**base, "nr_iterations": 3, "reciprocal_start": "linear", "overlap_reciprocal": True}
     twin = PlaintextEpsilonGreedy(MPCBanditConfig(**base), seed=5)
@@ -419,7 +424,7 @@ def test_masking_the_factors_decides_as_the_twin_in_a_third_fewer_bytes(digits):
         assert _play(learner, contexts, labels) == twin_arms, factors
         traffic, issued = learner.engine.traffic, sum(learner.engine.dealer.issued.values())
         inverse, _ = learner.checkpoint()
-        measured[factors] = (traffic.rounds[ROUND] / 300, traffic.total(ROUND).bytes / 300, issued / 300 / 2)
+        measured[factors] = (traffic.rounds[ROUND] / ROUNDS, traffic.total(ROUND).bytes / ROUNDS, issued / ROUNDS / 2)
         measured[factors] += (np.abs(inverse - twin.inverse).max(),)
     assert measured[False][:3] == (18, 197_496, 183_688) and measured[True][:3] == (18, 136_552, 124_256)
     assert max(measured[False][3], measured[True][3]) < 2e-5  # 1.1e-5 and 9.5e-6
@@ -434,8 +439,8 @@ def test_masking_the_factors_decides_as_the_twin_in_a_third_fewer_bytes(digits):
 def test_the_lookup_argmax_saves_three_rounds_and_decides_as_the_twin(digits):
     """allmax_lookup: the argmax's AllMax ends in one masked lookup instead of ⌈log2 9⌉ = 4 product rounds, so a
     learner round takes 22 communication rounds instead of 25 (linear start), 15 instead of 18 with overlap and
-    mask_factors, 34 instead of 37 with 3 parties; on 300 digits rounds the arms are the twin's in each case."""
-    contexts, labels = digits.train.features[:300], digits.train.labels[:300]
+    mask_factors, 34 instead of 37 with 3 parties; on ROUNDS (120) digits rounds the arms are the twin's in each case."""
+    contexts, labels = digits.train.features[:ROUNDS], digits.train.labels[:ROUNDS]
     twin = _play(PlaintextEpsilonGreedy(MPCBanditConfig(n_arms=10, epsilon=0.1), seed=5), contexts, labels)
     linear = {"n_arms": 10, "epsilon": 0.1, "nr_iterations": 3, "reciprocal_start": "linear"}
     rounds = {}
@@ -465,7 +470,7 @@ def test_the_round_saving_options_take_seven_rounds_fewer_and_decide_as_the_twin
     instead of 25 (linear start), 32 instead of 37 with 3 parties; dealt_exploration alone 21 instead of 22
     (with allmax_lookup); fused_input 36 instead of 37 with 3 parties. Goldschmidt leaves W⁻¹ at most 2.5
     times as far from the twin's."""
-    contexts, labels = digits.train.features[:300], digits.train.labels[:300]
+    contexts, labels = digits.train.features[:ROUNDS], digits.train.labels[:ROUNDS]
     twin = PlaintextEpsilonGreedy(MPCBanditConfig(n_arms=10, epsilon=0.1), seed=5)
     twin_arms = _play(twin, contexts, labels)
     linear = {"n_arms": 10, "epsilon": 0.1, "nr_iterations": 3, "reciprocal_start": "linear"}
@@ -495,9 +500,9 @@ def test_the_round_saving_options_take_seven_rounds_fewer_and_decide_as_the_twin
         traffic, parties = learner.engine.traffic, len(learner.config.partition)
         inverse, _ = learner.checkpoint()
         measured[name] = (
-            traffic.rounds[ROUND] / 300,
-            traffic.total(ROUND).bytes / 300,
-            sum(learner.engine.dealer.issued.values()) / 300 / parties,
+            traffic.rounds[ROUND] / ROUNDS,
+            traffic.total(ROUND).bytes / ROUNDS,
+            sum(learner.engine.dealer.issued.values()) / ROUNDS / parties,
             np.abs(inverse - twin.inverse).max(),
         )
     assert {name: values[0] for name, values in measured.items()} == {
