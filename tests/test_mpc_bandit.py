@@ -369,7 +369,7 @@ every round, and the arms must be the twin's in each of them (300 rounds gave th
 
 def test_the_linear_reciprocal_start_saves_16_rounds_and_decides_as_the_papers_start(digits):
     """reciprocal_start='linear' with 3 iterations: 25 communication rounds a learner round instead of 41
-    (no exp squarings, 4 fewer iterations) and, on ROUNDS (120) digits rounds, the same arms as the paper's start
+    (no exp squarings, 4 fewer iterations) and, on ROUNDS (120) digits, the same arms as the paper's start
     (both within fixed-point error of 1/d) and as the plaintext twin."""
     contexts, labels = digits.train.features[:ROUNDS], digits.train.labels[:ROUNDS]
     runs = {}
@@ -439,7 +439,7 @@ def test_masking_the_factors_decides_as_the_twin_in_a_third_fewer_bytes(digits):
 def test_the_lookup_argmax_saves_three_rounds_and_decides_as_the_twin(digits):
     """allmax_lookup: the argmax's AllMax ends in one masked lookup instead of ⌈log2 9⌉ = 4 product rounds, so a
     learner round takes 22 communication rounds instead of 25 (linear start), 15 instead of 18 with overlap and
-    mask_factors, 34 instead of 37 with 3 parties; on ROUNDS (120) digits rounds the arms are the twin's in each case."""
+    mask_factors, 34 instead of 37 with 3 parties; on ROUNDS (120) digits the arms are the twin's in each case."""
     contexts, labels = digits.train.features[:ROUNDS], digits.train.labels[:ROUNDS]
     twin = _play(PlaintextEpsilonGreedy(MPCBanditConfig(n_arms=10, epsilon=0.1), seed=5), contexts, labels)
     linear = {"n_arms": 10, "epsilon": 0.1, "nr_iterations": 3, "reciprocal_start": "linear"}
