@@ -28,7 +28,7 @@ from privbandits.protocols.mpc_bandit import LATER_OPTIONS
 
 
 def make_deployment(
-    folder: Path, *, computing: int = 2, deadline_s: float = 10.0, checkpoint_every: int = 100, **protocol
+    folder: Path, *, computing: int = 2, deadline_s: float = 60.0, checkpoint_every: int = 100, **protocol
 ) -> Path:
     """Dealer, ``computing`` computing parties and the environment, with certificates and data."""
     partition = [3, 2, 2][:computing] if computing <= 3 else [1] * computing

@@ -31,7 +31,7 @@ ROLES = {"mask_generator": "mask_generator", "active": "active", "passive2": "pa
 
 
 def make_deployment(
-    folder: Path, *, lacking=None, deadline_s: float = 10.0, checkpoint_every: int = 100, seeded=True, **protocol
+    folder: Path, *, lacking=None, deadline_s: float = 60.0, checkpoint_every: int = 100, seeded=True, **protocol
 ) -> Path:
     """A four-party deployment (M = 3 data holders, uneven blocks) with certificates and data; ``seeded``:
     reproducible (VFTS samples from the seed, as in memory)."""
