@@ -18,6 +18,7 @@ compose these with ``dp-accounting`` (Rényi DP).
 
 from __future__ import annotations
 
+import functools
 import math
 from enum import StrEnum
 
@@ -73,11 +74,19 @@ def symmetric_gaussian(rng: np.random.Generator | None, size: int, std: float) -
 def symmetric_gaussians(rng: np.random.Generator | None, count: int, size: int, std: float) -> np.ndarray:
     """``count`` matrices of :func:`symmetric_gaussian`, the same ones ``count`` calls would draw, in one call."""
     draw = discrete_gaussian(rng, std, (count, size + 1, size))
-    upper = np.triu(draw[:, :size], 1)
+    upper = np.where(_strict_upper(size), draw[:, :size], 0.0)  # np.triu(…, 1), without building the mask anew
     matrices = upper + np.swapaxes(upper, -1, -2)
     diagonal = np.arange(size)
     matrices[:, diagonal, diagonal] = draw[:, diagonal, diagonal] + draw[:, size]
     return matrices
+
+
+@functools.lru_cache(maxsize=16)
+def _strict_upper(size: int) -> np.ndarray:
+    """The boolean mask of a size × size matrix's strict upper triangle (read-only: shared between calls)."""
+    mask = np.triu(np.ones((size, size), dtype=bool), 1)
+    mask.flags.writeable = False
+    return mask
 
 
 def dyadic_cover(k: int) -> list[tuple[int, int]]:
