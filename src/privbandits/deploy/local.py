@@ -30,8 +30,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from privbandits.comm.tls import bind_listener
+from privbandits.deploy import zygote
 from privbandits.deploy.deployment import Deployment, DeploymentError, parse_address
-from privbandits.deploy.party import EXIT_DEPLOYMENT, EXIT_HANDSHAKE, ListenFailed, check_own_files, reason
+from privbandits.deploy.party import (
+    EXIT_DEPLOYMENT,
+    EXIT_HANDSHAKE,
+    ListenFailed,
+    check_own_files,
+    protocol_module,
+    reason,
+)
+from privbandits.deploy.zygote import ForkedProcess, ForkServer
 
 GRACE_S = 5.0
 SETUP_EXITS = (EXIT_DEPLOYMENT, EXIT_HANDSHAKE)
@@ -43,7 +52,7 @@ BACKGROUND_NICE = 10
 @dataclass
 class PartyProcess:
     name: str
-    process: subprocess.Popen
+    process: subprocess.Popen | ForkedProcess
     stderr: list[str] = field(default_factory=list)
 
     @property
@@ -84,6 +93,12 @@ def party_command(
     if progress_lines:
         command.append("--progress-lines")
     return command
+
+
+def preload(deployment: Deployment) -> list[str]:
+    """The modules every party of ``deployment`` imports: its protocol's party code and the party runner."""
+    return ["privbandits.deploy.cli", "privbandits.deploy.party", "privbandits.deploy.console",
+            protocol_module(deployment).__name__]  # fmt: skip
 
 
 def child_environment() -> dict[str, str]:
@@ -133,12 +148,14 @@ def available_cpus() -> list[int]:
 
 
 def start_parties(
-    deployment: Deployment, workdir: Path, *, resume: bool = False, pin_cpus: bool = False
+    deployment: Deployment, workdir: Path, *, resume: bool = False, pin_cpus: bool = False, fork: bool = True
 ) -> list[PartyProcess]:
     """Start one process per party on 127.0.0.1; the party that learns the decisions (the vertical
     protocol's active party, the MPC protocol's environment) reports progress on stdout.
 
-    Background roles start at lower priority; ``pin_cpus`` pins each party to one core (:func:`placement`)."""
+    Background roles start at lower priority; ``pin_cpus`` pins each party to one core (:func:`placement`).
+    ``fork``: fork the parties from one process that imported their code once (:mod:`~privbandits.deploy.zygote`,
+    where the platform allows), else start each with ``python -m privbandits.deploy.cli``."""
     if pin_cpus and not available_cpus():
         raise DeploymentError("pinning parties to cores needs os.sched_setaffinity (Linux); run without pin_cpus")
     for name in deployment.parties:  # every party's files, before any starts (one line naming the field)
@@ -150,20 +167,29 @@ def start_parties(
     path.write_text(resolved.to_toml())
     active = set(resolved.names(resolved.protocol.REPORTER))
     started = []
+    server = ForkServer(preload(resolved), child_environment()) if fork and zygote.available() else None
     try:
         for name in resolved.parties:
-            fd = listeners[name].fileno()
-            process = subprocess.Popen(
-                party_command(path, name, fd, progress_lines=name in active, resume=resume),
-                stdout=subprocess.PIPE if name in active else subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                text=True,
-                pass_fds=(fd,),
-                env=child_environment(),
+            fd, command = (
+                listeners[name].fileno(),
+                party_command(path, name, progress_lines=name in active, resume=resume),
             )
+            if server is not None:
+                process = server.start(command[3:], capture_stdout=name in active, listen_fd=fd)
+            else:
+                process = subprocess.Popen(
+                    [*command, "--listen-fd", str(fd)],
+                    stdout=subprocess.PIPE if name in active else subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    pass_fds=(fd,),
+                    env=child_environment(),
+                )
             started.append(PartyProcess(name, process))
             _place(process.pid, cores.get(name), BACKGROUND_NICE if name in lower else 0)
     finally:
+        if server is not None:
+            server.done_starting()
         for listener in listeners.values():
             listener.close()  # the children hold their own copies
     for party in started:

@@ -133,6 +133,11 @@ def _protocol(deployment: Deployment):
     raise DeploymentError(f"protocol {deployment.protocol.name!r} cannot run as processes yet")
 
 
+def protocol_module(deployment: Deployment):
+    """The module that runs ``deployment``'s parties (``privbandits.deploy.mpc``, …)."""
+    return _protocol(deployment)
+
+
 def _rows(traffic) -> list[list]:
     return [list(row) for row in traffic.rows()]
 
