@@ -187,9 +187,11 @@ class ReportQueue(ABC):
                 raise InvalidInputError(
                     f"{owner}: {self._where()} is not a report queue: {self._HOLDS_OTHER} {sorted(tables)}"
                 )
-            for statement in self._SCHEMA:
-                self._execute(statement)
-            self._store_version()
+            if tables != TABLES:  # (DDL on an existing table would wait for every open write transaction)
+                for statement in self._SCHEMA:
+                    self._execute(statement)
+            if version != SCHEMA_VERSION:
+                self._store_version()
             stored = dict(self._execute("SELECT name, value FROM settings").fetchall())
             for name in _SETTINGS:
                 if name not in stored:
