@@ -49,9 +49,12 @@ def unavailable() -> str | None:
     except ImportError:
         return "PostgreSQL queue tests need psycopg 3 (pip install 'privbandits[postgres]' or '.[test]')"
     if binaries() is None:
-        return "PostgreSQL queue tests need initdb and pg_ctl (Debian's postgresql package): neither on PATH nor in /usr/lib/postgresql/*/bin"
+        return (
+            "PostgreSQL queue tests need initdb and pg_ctl (Debian's postgresql package): neither on PATH nor in "
+            "/usr/lib/postgresql/*/bin"
+        )
     if server_user() is None:
-        return "PostgreSQL queue tests run as root, and PostgreSQL refuses root: there is no 'postgres' user to run it as"
+        return "PostgreSQL queue tests run as root, which PostgreSQL refuses: there is no 'postgres' user to run it as"
     return None
 
 

@@ -144,9 +144,10 @@ def test_racing_batchers_form_each_batch_once_and_racing_releasers_release_it_on
     queues = [PostgresReportQueue(url, schema=SCHEMA, n_codes=4, n_arms=3) for _ in range(4)]
     try:
         for batch_id in range(3):
-            fill(queues[0], range(10 * batch_id, 10 * batch_id + 10))
+            numbers = range(10 * batch_id, 10 * batch_id + 10)
+            fill(queues[0], numbers)
             formed = race(queues, lambda queue, b=batch_id: queue.close_batch(b))
-            assert {batch.report_ids for batch in formed} == {tuple(rid(n) for n in range(10 * batch_id, 10 * batch_id + 10))}
+            assert {batch.report_ids for batch in formed} == {tuple(rid(n) for n in numbers)}
             marked = race(queues, lambda queue, b=batch_id: queue.mark_released(b))
             assert sorted(marked) == [False, False, False, True]
         assert queues[1].batches() == [0, 1, 2] and queues[2].unreleased() == []

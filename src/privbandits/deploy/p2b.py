@@ -28,9 +28,9 @@ Each party runs the party classes of :mod:`privbandits.protocols.p2b` on its own
   lost, the session goes on, and the run then differs from the in-memory one, which has no such
   limits). It then thresholds (crowd-blending) and sends the batch to the server, and to no one
   else. Encoded reports pass through its durable :class:`~privbandits.protocols.p2b_queue.ReportQueue`
-  (``OUTPUT/queues/NAME.sqlite``, or PostgreSQL with ``protocol.queue_url``): each is persisted with its device's identity as it arrives,
-  the batch is formed there (identities dropped) and marked released once sent. Raw baseline
-  reports (contexts) are not queued.
+  (``OUTPUT/queues/NAME.sqlite``; PostgreSQL with ``protocol.queue_url``): each is persisted with
+  its device's identity as it arrives, the batch is formed there (identities dropped) and marked
+  released once sent. Raw baseline reports (contexts) are not queued.
 * ``server``: holds nothing private; it accepts batches from the shuffler only, fits the
   central model and publishes it, versions numbered in the order published (the raw baseline's
   first, if it runs, then the private one); each device host fetches each version

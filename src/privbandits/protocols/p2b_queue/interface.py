@@ -157,6 +157,7 @@ class ReportQueue(ABC):
     def _lock_batches(self) -> None:
         """Make this transaction the only one forming a batch (a backend whose transactions are already
         serialised needs nothing)."""
+        return None
 
     def _take_held(self) -> list[tuple]:
         """Remove every held report, returning ``(report_id, code, action, reward)`` of each (a backend whose
@@ -167,6 +168,7 @@ class ReportQueue(ABC):
 
     def _after_batch(self) -> None:
         """After a batch is committed (e.g. scrub what the engine kept of the old rows)."""
+        return None
 
     # ----------------------------------------------------------------- set-up
 

@@ -73,6 +73,8 @@ _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,62}")
 
 def redact(url: str) -> str:
     """``url`` without its password (in the user part or as a ``password`` parameter), for logs and results."""
+    if not has_password(url):
+        return url
     parts = urlsplit(url)
     netloc = parts.netloc
     if "@" in netloc:
@@ -164,7 +166,8 @@ class PostgresReportQueue(ReportQueue):
             self._setup(owner, given)
         except psycopg.Error as exc:
             self._db.close()
-            raise InvalidInputError(f"{owner}: {self._where()} cannot hold a report queue: {_first_line(exc)}") from None
+            message = f"{owner}: {self._where()} cannot hold a report queue: {_first_line(exc)}"
+            raise InvalidInputError(message) from None
         except BaseException:
             self._db.close()
             raise
