@@ -42,12 +42,19 @@ def server_user() -> pwd.struct_passwd | None:
         return None
 
 
-def unavailable() -> str | None:
-    """Why no throw-away server can run here, or None."""
+def psycopg_missing() -> str | None:
+    """Why psycopg cannot be imported here, or None."""
     try:
         import psycopg  # noqa: F401
-    except ImportError:
+    except ImportError:  # not installed, or installed without a libpq to load
         return "PostgreSQL queue tests need psycopg 3 (pip install 'privbandits[postgres]' or '.[test]')"
+    return None
+
+
+def unavailable() -> str | None:
+    """Why no throw-away server can run here, or None."""
+    if psycopg_missing() is not None:
+        return psycopg_missing()
     if binaries() is None:
         return (
             "PostgreSQL queue tests need initdb and pg_ctl (Debian's postgresql package): neither on PATH nor in "

@@ -12,6 +12,7 @@ import json
 
 import pytest
 import small_deployments
+from pg_server import psycopg_missing
 from small_deployments import encoder_cache  # noqa: F401  (a fixture: one encoder cache for the module)
 from typer.testing import CliRunner
 
@@ -83,7 +84,8 @@ def test_a_postgresql_queue_left_with_held_reports_is_not_reused_by_a_fresh_sess
 
 
 def test_an_unreachable_queue_stops_the_shuffler_in_one_line_without_the_password(tmp_path, monkeypatch):
-    pytest.importorskip("psycopg", reason="PostgreSQL queue tests need psycopg 3")
+    if psycopg_missing() is not None:
+        pytest.skip(psycopg_missing())
     monkeypatch.setenv("PGPASSWORD", "hunter2")  # where the password belongs: libpq reads it, no file holds it
     url = "postgresql://shuffler@/p2b?host=/nonexistent&connect_timeout=2"
     spec = load_deployment(with_queue_url(small_deployments.p2b_tests.local_copy(tmp_path), url))

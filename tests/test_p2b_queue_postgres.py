@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 import pytest
+from pg_server import psycopg_missing
 from test_p2b_queue import JOIN, SCHEMA, Postgres, fill, rid, stored_reports
 
 from privbandits.protocols.p2b_queue import PostgresReportQueue
@@ -239,7 +240,8 @@ def test_bad_arguments_are_refused_before_connecting(arguments, message):
 
 
 def test_an_unreachable_server_is_named_without_the_password():
-    pytest.importorskip("psycopg", reason="PostgreSQL queue tests need psycopg 3")
+    if psycopg_missing() is not None:
+        pytest.skip(psycopg_missing())
     url = "postgresql://shuffler:hunter2@/p2b?host=/nonexistent&password=hunter2&connect_timeout=2"
     with pytest.raises(InvalidInputError) as error:
         PostgresReportQueue(url)
@@ -294,3 +296,37 @@ def test_a_deployment_url_is_checked_without_showing_its_password(url, message):
         "postgresql://shuffler@db:5433/p2b?sslmode=verify-full"
     )
     assert redact("postgresql://a:b@h1,h2/db") == "postgresql://a@h1,h2/db"
+
+
+# ---------------------------------------------------------------- where no server can start, the tests say why
+
+
+def test_the_skip_reasons_name_what_is_missing(monkeypatch):
+    import pg_server
+
+    monkeypatch.setattr(pg_server, "psycopg_missing", lambda: None)
+    monkeypatch.setattr(pg_server.shutil, "which", lambda name: None)
+    monkeypatch.setattr(pg_server.glob, "glob", lambda pattern: [])
+    assert pg_server.unavailable() == (
+        "PostgreSQL queue tests need initdb and pg_ctl (Debian's postgresql package): neither on PATH nor in "
+        "/usr/lib/postgresql/*/bin"
+    )
+    monkeypatch.setattr(pg_server, "binaries", lambda: ("/bin/false", "/bin/false"))
+    monkeypatch.setattr(pg_server.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(pg_server.pwd, "getpwnam", lambda name: (_ for _ in ()).throw(KeyError(name)))
+    assert pg_server.unavailable() == (
+        "PostgreSQL queue tests run as root, which PostgreSQL refuses: there is no 'postgres' user to run it as"
+    )
+
+
+def test_a_server_that_does_not_start_says_why(monkeypatch):
+    import pg_server
+
+    monkeypatch.setattr(pg_server, "binaries", lambda: ("/bin/false", "/bin/false"))
+    monkeypatch.setattr(pg_server.os, "geteuid", lambda: 12345)  # not root: runs as this user
+    monkeypatch.setattr(pg_server.os, "chown", lambda *args: None)
+    me = pg_server.pwd.getpwuid(os.getuid())
+    monkeypatch.setattr(pg_server.pwd, "getpwuid", lambda uid: me)
+    with pytest.raises(RuntimeError) as error:
+        pg_server.PostgresServer.start()
+    assert str(error.value) == "the throw-away PostgreSQL server did not start: false exited 1: "
