@@ -380,13 +380,14 @@ def shuffler_in_process(n_reports: int, protocol, durable: Path | None) -> float
     from privbandits.deploy.p2b import _parties
     from privbandits.privacy.ledger import PrivacyLedger
     from privbandits.protocols.p2b import EncodedBatch, EncodedReport
-    from privbandits.protocols.p2b_queue import ReportQueue
+    from privbandits.protocols.p2b_queue import SqliteReportQueue
 
     rng = np.random.default_rng(0)
     network = InMemoryNetwork()
     HostedDevices, CanonicalShuffler, _ = _parties()
     host, server = HostedDevices("hosta", network), Party("server", network)
-    queue = None if durable is None else ReportQueue(durable, n_codes=protocol.n_codes, n_arms=protocol.n_actions)
+    counts = {"n_codes": protocol.n_codes, "n_arms": protocol.n_actions}
+    queue = None if durable is None else SqliteReportQueue(durable, **counts)
     shuffler = CanonicalShuffler("shuffler", network, hosts=["hosta"], queue=queue, key=bytes(32),
                                  threshold=protocol.threshold, participation=protocol.participation,
                                  n_codes=protocol.n_codes, rng=rng, ledger=PrivacyLedger())  # fmt: skip

@@ -40,3 +40,20 @@ BASE_CONFIG = {
 def config_data() -> dict:
     """A fresh, mutable copy of a small valid config mapping."""
     return copy.deepcopy(BASE_CONFIG)
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A throw-away PostgreSQL server for the session (``tests/pg_server.py``), stopped at its end; the tests that
+    need it skip, saying why, where it cannot start."""
+    from pg_server import PostgresServer, unavailable
+
+    reason = unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    try:
+        server = PostgresServer.start()
+    except RuntimeError as exc:
+        pytest.skip(str(exc))
+    yield server
+    server.stop()

@@ -157,11 +157,11 @@ def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(tmp_
 
     # the encoded reports went through the shuffler's durable queue: one batch, released, no identity kept
     from privbandits.deploy.p2b import queue_path
-    from privbandits.protocols.p2b_queue import ReportQueue
+    from privbandits.protocols.p2b_queue import SqliteReportQueue
 
     assert results["shuffler"]["queue"]["batches"] == [0]
     path = queue_path(spec, "shuffler")
-    queue = ReportQueue(path)
+    queue = SqliteReportQueue(path)
     try:
         assert queue.batches() == [0] and queue.released(0) and queue.unreleased() == []
         assert queue.held() == 0 and queue.held_senders() == []
@@ -210,7 +210,7 @@ def test_a_device_host_file_of_the_wrong_shape_is_named(tmp_path):
 
 def test_a_shuffler_queue_left_with_held_reports_is_not_reused_by_a_fresh_session(tmp_path):
     from privbandits.deploy.p2b import open_queue, queue_path
-    from privbandits.protocols.p2b_queue import ReportQueue
+    from privbandits.protocols.p2b_queue import SqliteReportQueue
 
     spec = load_deployment(local_copy(tmp_path))
     queue = open_queue(spec, "shuffler")  # a fresh queue opens
@@ -218,7 +218,7 @@ def test_a_shuffler_queue_left_with_held_reports_is_not_reused_by_a_fresh_sessio
     queue.close()
     with pytest.raises(DeploymentError, match=r"holds 1 report\(s\) .* of an interrupted session"):
         open_queue(spec, "shuffler")
-    queue = ReportQueue(queue_path(spec, "shuffler"))
+    queue = SqliteReportQueue(queue_path(spec, "shuffler"))
     queue.close_batch(0)
     queue.mark_released(0)
     queue.close()
@@ -255,7 +255,7 @@ def test_a_party_killed_mid_batch_loses_no_accepted_report_and_releases_no_batch
     from privbandits.deploy.local import start_parties, wait_parties
     from privbandits.deploy.p2b import queue_path
     from privbandits.deploy.party import EXIT_LOST
-    from privbandits.protocols.p2b_queue import ReportQueue
+    from privbandits.protocols.p2b_queue import SqliteReportQueue
 
     deadline = 5.0
     path = local_copy(tmp_path, seeded=seeded, **{"deadline_s = 30": f"deadline_s = {deadline}"})
@@ -281,7 +281,7 @@ def test_a_party_killed_mid_batch_loses_no_accepted_report_and_releases_no_batch
                 party.process.kill()
     # counted by opening the queue as the restarted shuffler will: a commit whose write-ahead-log frame was
     # synced just before the kill, but not yet indexed, is recovered there (a read-only reader can miss it)
-    queue = ReportQueue(queue_file)
+    queue = SqliteReportQueue(queue_file)
     accepted = queue.held() + sum(len(queue.batch(b)) for b in queue.unreleased())  # a server killed: batch formed
     queue.close()
     assert 20 <= accepted
@@ -320,7 +320,7 @@ def test_a_party_killed_mid_batch_loses_no_accepted_report_and_releases_no_batch
     ]
     # no accepted report lost, none counted twice: one batch of every report, released once; the server
     # received one encoded batch in the resumed session (and none in the killed one: it had no model to save)
-    queue = ReportQueue(queue_file)
+    queue = SqliteReportQueue(queue_file)
     try:
         assert queue.batches() == [0] and queue.unreleased() == [] and queue.held() == 0
         assert len(queue.batch(0)) == encoded["received"]

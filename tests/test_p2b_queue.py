@@ -1,9 +1,12 @@
-"""The P2B shuffler's durable report queue (issue 17, faults): no accepted report lost, no batch released
-twice, identities dropped when a batch forms, bad input refused with the queue unchanged.
+"""The P2B shuffler's durable report queue (issues 17, 34), on both backends: no accepted report lost, no batch
+released twice, identities dropped when a batch forms, bad input refused with the queue unchanged.
 
-Crashes are simulated two ways: a connection that dies inside an operation (a wrapper that closes the
-SQLite connection at a chosen statement) and a real process killed with SIGKILL while it accepts,
-batches and releases. Every subprocess is waited for with a timeout.
+Every test that takes ``backend`` runs once on SQLite (a file in the test's folder) and once on PostgreSQL (a
+fresh database on the session's throw-away server, ``tests/pg_server.py``; skipped, saying why, where that server
+cannot start). Crashes are simulated two ways: a connection that dies inside an operation (closed at a chosen
+statement, its transaction never committed) and a real process killed with SIGKILL while it accepts, batches and
+releases. The PostgreSQL queue is also shared: front ends in separate processes accept into it at once, while a
+batcher forms batches. Every subprocess is waited for with a timeout.
 """
 
 from __future__ import annotations
@@ -17,14 +20,16 @@ import textwrap
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
 
-from privbandits.protocols.p2b_queue import ReportQueue
+from privbandits.protocols.p2b_queue import PostgresReportQueue, ReportQueue, SqliteReportQueue
 from privbandits.validation import InvalidInputError
 
 JOIN = 30.0
+SCHEMA = "shuffler"
 
 
 def rid(number: int) -> str:
@@ -44,22 +49,91 @@ def state(queue: ReportQueue) -> tuple:
     return queue.held(), queue.held_senders(), queue.next_batch_id(), queue.unreleased(), contents
 
 
-def stored_reports(path: Path) -> dict[str, tuple]:
-    """report id -> (sender, batch) read straight from the file, by a separate connection."""
-    with sqlite3.connect(path) as db:
-        return {r: (s, b) for r, s, b in db.execute("SELECT report_id, sender, batch_id FROM reports")}
+class Sqlite:
+    """The SQLite queue of a test: one file in its folder."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / "shuffler" / "queue.sqlite"
+        self.where = str(self.path)
+
+    def open(self, **counts) -> ReportQueue:
+        return SqliteReportQueue(self.path, **counts)
+
+    def rows(self, sql: str) -> list[tuple]:
+        """``sql`` run by a separate connection, straight on the stored tables."""
+        with sqlite3.connect(self.path) as db:
+            return db.execute(sql).fetchall()
+
+    def snapshot(self) -> dict:
+        """The files' bytes (the shared-memory index aside)."""
+        return {p.name: p.read_bytes() for p in self.path.parent.iterdir() if p.suffix != ".sqlite-shm"}
+
+    physical = "rowid"
+    """The order rows lie in the file."""
+
+
+class Postgres:
+    """The PostgreSQL queue of a test: schema ``shuffler`` of a fresh database."""
+
+    def __init__(self, url: str) -> None:
+        self.where = self.url = url
+
+    def open(self, **counts) -> ReportQueue:
+        return PostgresReportQueue(self.url, schema=SCHEMA, **counts)
+
+    def rows(self, sql: str) -> list[tuple]:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as db:
+            db.execute(f'SET search_path TO "{SCHEMA}"')
+            return db.execute(sql).fetchall()
+
+    def snapshot(self) -> list:
+        return [self.rows(f"SELECT * FROM {table} ORDER BY 1") for table in ("settings", "batches", "reports")]
+
+    physical = "ctid"
+
+
+def stored_reports(backend) -> dict[str, tuple]:
+    """report id -> (sender, batch) read straight from the store, by a separate connection."""
+    return {r: (s, b) for r, s, b in backend.rows("SELECT report_id, sender, batch_id FROM reports")}
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request, tmp_path):
+    if request.param == "sqlite":
+        return Sqlite(tmp_path)
+    return Postgres(request.getfixturevalue("postgres_server").database())
 
 
 @pytest.fixture
-def queue(tmp_path):
-    with ReportQueue(tmp_path / "shuffler" / "queue.sqlite", n_codes=4, n_arms=3) as opened:
+def queue(backend):
+    with backend.open(n_codes=4, n_arms=3) as opened:
         yield opened
 
 
-def test_the_file_is_wal_with_full_sync(queue):
-    assert queue._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
-    with sqlite3.connect(queue.path) as other:
+@pytest.fixture
+def sqlite_queue(tmp_path):
+    with Sqlite(tmp_path).open(n_codes=4, n_arms=3) as opened:
+        yield opened
+
+
+def test_the_file_is_wal_with_full_sync(sqlite_queue):
+    assert sqlite_queue._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    with sqlite3.connect(sqlite_queue.path) as other:
         assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_postgres_commits_wait_for_the_flushed_log_whatever_the_server_default(postgres_server):
+    import psycopg
+
+    url = postgres_server.database()
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"ALTER DATABASE {urlsplit(url).path[1:]} SET synchronous_commit TO off")
+    with Postgres(url).open(n_codes=4, n_arms=3) as queue:
+        assert queue._db.execute("SHOW synchronous_commit").fetchone()[0] == "on"
+    with psycopg.connect(url) as other:
+        assert other.execute("SHOW synchronous_commit").fetchone()[0] == "off"  # the test can fail
 
 
 def test_accept_is_idempotent_on_report_id(queue):
@@ -71,8 +145,6 @@ def test_accept_is_idempotent_on_report_id(queue):
     assert len(batch) == 3 and batch.codes.tolist() == [3, 2, 3]
     assert queue.accept(rid(1), "device-1", 3, 2, 1) is False  # a retry after the batch formed: still once
     assert queue.held() == 0 and len(queue.batch(0)) == 3
-
-
 def test_a_reused_report_id_with_another_report_or_sender_is_refused(queue):
     fill(queue, [1])
     before = state(queue)
@@ -119,17 +191,23 @@ def test_release_is_marked_once(queue):
     assert queue.batch(0).released and queue.close_batch(0).released
 
 
-def test_identities_are_gone_once_the_batch_forms(queue, tmp_path):
+def test_identities_are_gone_once_the_batch_forms(backend, queue):
     fill(queue, range(6), sender="secret-device-{}")
     assert queue.held_senders() == [f"secret-device-{n}" for n in range(6)]
-    files = sorted(queue.path.parent.iterdir())
-    assert any(b"secret-device-" in f.read_bytes() for f in files)  # held: the identity is on disk
+    assert {sender for sender, _ in stored_reports(backend).values()} == {f"secret-device-{n}" for n in range(6)}
     queue.close_batch(0)
     fill(queue, [6], sender="other-{}")
     assert queue.held_senders() == ["other-6"]
-    assert {sender for sender, batch in stored_reports(queue.path).values() if batch is not None} == {None}
+    assert {sender for sender, batch in stored_reports(backend).values() if batch is not None} == {None}
+
+
+def test_identities_are_gone_from_the_sqlite_files_bytes(sqlite_queue):
+    fill(sqlite_queue, range(6), sender="secret-device-{}")
+    files = sorted(sqlite_queue.path.parent.iterdir())
+    assert any(b"secret-device-" in f.read_bytes() for f in files)  # held: the identity is on disk
+    sqlite_queue.close_batch(0)
     # not in the bytes either: secure_delete zeroes the old cells, the WAL is truncated at the batch
-    for path in queue.path.parent.iterdir():
+    for path in sqlite_queue.path.parent.iterdir():
         assert b"secret-device-" not in path.read_bytes(), path.name
 
 
@@ -149,34 +227,31 @@ def test_threads_accepting_at_once_are_each_counted(queue):
 # ---------------------------------------------------------------- crashes
 
 
-class DiesAt:
-    """A connection that works until a statement starting with ``prefix``, then dies (closed, no commit)."""
-
-    def __init__(self, db: sqlite3.Connection, prefix: str) -> None:
-        self.db, self.prefix = db, prefix
-
-    def execute(self, sql: str, *args):
-        if sql.lstrip().startswith(self.prefix):
-            self.db.close()  # the process dies here: the open transaction is never committed
-            raise sqlite3.OperationalError("simulated crash")
-        return self.db.execute(sql, *args)
-
-    @property
-    def in_transaction(self) -> bool:
-        return False  # a closed connection: nothing left to roll back
-
-    def close(self) -> None:
-        self.db.close()
+class SimulatedCrash(Exception):
+    pass
 
 
-def test_a_crash_inside_close_batch_loses_nothing_and_forms_no_batch(tmp_path):
-    path = tmp_path / "queue.sqlite"
-    queue = ReportQueue(path, n_codes=4, n_arms=3)
+def dies_at(queue: ReportQueue, prefix: str) -> None:
+    """From now on ``queue``'s connection works until a statement starting with ``prefix``, then dies (closed,
+    its transaction never committed: the server or the file rolls it back)."""
+    execute = queue._execute
+
+    def dying(sql: str, params=()):
+        if sql.lstrip().startswith(prefix):
+            queue._disconnect()  # the process dies here
+            raise SimulatedCrash(prefix)
+        return execute(sql, params)
+
+    queue._execute = dying
+
+
+def test_a_crash_inside_close_batch_loses_nothing_and_forms_no_batch(backend):
+    queue = backend.open(n_codes=4, n_arms=3)
     fill(queue, range(5))
-    queue._db = DiesAt(queue._db, "DELETE FROM reports")  # after the batch row was inserted, before the reports move
-    with pytest.raises(sqlite3.OperationalError, match="simulated crash"):
+    dies_at(queue, "INSERT INTO batches")  # the held reports were taken (deleted): not committed
+    with pytest.raises(SimulatedCrash):
         queue.close_batch(0)
-    restarted = ReportQueue(path)  # n_codes, n_arms come from the file
+    restarted = backend.open()  # n_codes, n_arms come from the store
     assert (restarted.n_codes, restarted.n_arms) == (4, 3)
     assert restarted.batches() == [] and restarted.held() == 5
     assert restarted.held_senders() == [f"device-{n}" for n in range(5)]
@@ -184,17 +259,16 @@ def test_a_crash_inside_close_batch_loses_nothing_and_forms_no_batch(tmp_path):
     restarted.close()
 
 
-def test_a_crash_before_the_commit_of_an_accept_stores_nothing_unacknowledged(tmp_path):
-    path = tmp_path / "queue.sqlite"
-    queue = ReportQueue(path, n_codes=4, n_arms=3)
+def test_a_crash_before_the_commit_of_an_accept_stores_nothing_unacknowledged(backend):
+    queue = backend.open(n_codes=4, n_arms=3)
     fill(queue, range(3))
     queue.close_batch(0)
     assert queue.mark_released(0)
     fill(queue, [3])
-    queue._db = DiesAt(queue._db, "COMMIT")
-    with pytest.raises(sqlite3.OperationalError, match="simulated crash"):
+    dies_at(queue, "COMMIT")
+    with pytest.raises(SimulatedCrash):
         queue.accept(rid(4), "device-4", 0, 0, 0)  # never acknowledged
-    restarted = ReportQueue(path)
+    restarted = backend.open()
     assert restarted.held() == 1 and restarted.held_senders() == ["device-3"]  # the acknowledged one is there
     assert restarted.accept(rid(4), "device-4", 0, 0, 0) is True  # the device's retry counts once
     assert restarted.unreleased() == [] and restarted.released(0)
@@ -204,9 +278,9 @@ def test_a_crash_before_the_commit_of_an_accept_stores_nothing_unacknowledged(tm
 CHILD = textwrap.dedent(
     """
     import sys
-    from privbandits.protocols.p2b_queue import ReportQueue
+    from privbandits.protocols.p2b_queue import open_report_queue
 
-    queue = ReportQueue(sys.argv[1], n_codes=4, n_arms=3)
+    queue = open_report_queue(sys.argv[1], schema="shuffler", n_codes=4, n_arms=3)
     mode, batch_every = sys.argv[2], int(sys.argv[3])
     number = 0
     while True:
@@ -226,10 +300,10 @@ CHILD = textwrap.dedent(
 )
 
 
-def run_child(path: Path, mode: str, batch_every: int, stop_after: int) -> tuple[list[str], list[int]]:
+def run_child(where: str, mode: str, batch_every: int, stop_after: int) -> tuple[list[str], list[int]]:
     """Start the child, read its output until ``stop_after`` acks (or "waiting"), SIGKILL it; its acks and releases."""
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(path), mode, str(batch_every)],
+        [sys.executable, "-c", CHILD, where, mode, str(batch_every)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -253,25 +327,23 @@ def run_child(path: Path, mode: str, batch_every: int, stop_after: int) -> tuple
     return acks, releases
 
 
-def test_sigkill_between_accept_and_close_batch_loses_no_report(tmp_path):
-    path = tmp_path / "queue.sqlite"
-    acks, _ = run_child(path, "hold", batch_every=40, stop_after=10**6)
+def test_sigkill_between_accept_and_close_batch_loses_no_report(backend):
+    acks, _ = run_child(backend.where, "hold", batch_every=40, stop_after=10**6)
     assert len(acks) == 40
-    with ReportQueue(path) as restarted:
+    with backend.open() as restarted:
         assert restarted.held() == 40 and restarted.batches() == []
         assert restarted.held_senders() == sorted(f"device-{n}" for n in range(40))
         batch = restarted.close_batch(restarted.next_batch_id())
         assert len(batch) == 40 and batch.codes.tolist() == [n % 4 for n in range(40)]
 
 
-def test_sigkill_while_accepting_batching_and_releasing_loses_nothing_and_releases_nothing_twice(tmp_path):
-    path = tmp_path / "queue.sqlite"
-    acks, releases = run_child(path, "churn", batch_every=7, stop_after=150)
+def test_sigkill_while_accepting_batching_and_releasing_loses_nothing_and_releases_nothing_twice(backend):
+    acks, releases = run_child(backend.where, "churn", batch_every=7, stop_after=150)
     assert len(acks) >= 150 and releases
-    stored = stored_reports(path)
-    assert set(acks) <= set(stored)  # every acknowledged report is on disk (at most one more, unacknowledged)
-    assert len(stored) - len(acks) in (0, 1)
-    with ReportQueue(path) as restarted:
+    with backend.open() as restarted:  # opened first: SQLite recovers a commit synced just before the kill
+        stored = stored_reports(backend)
+        assert set(acks) <= set(stored)  # every acknowledged report is stored (at most one more, unacknowledged)
+        assert len(stored) - len(acks) in (0, 1)
         formed = restarted.batches()
         assert formed == list(range(len(formed))) and len(formed) >= len(acks) // 7 - 1
         sizes = [len(restarted.batch(b)) for b in formed]
@@ -286,7 +358,7 @@ def test_sigkill_while_accepting_batching_and_releasing_loses_nothing_and_releas
         # before the kill, without its "released" line: marked before sending, so it is not sent again)
         assert set(formed) - set(resent) - set(releases) <= {formed[-1]}
         assert restarted.unreleased() == [] and [b for b in formed if restarted.mark_released(b)] == []
-        batches_with_identities = {batch for sender, batch in stored_reports(path).values() if sender is not None}
+        batches_with_identities = {batch for sender, batch in stored_reports(backend).values() if sender is not None}
         assert batches_with_identities <= {None}  # only held reports keep a sender
         assert np.array_equal(restarted.batch(0).codes, [n % 4 for n in range(7)])
 
@@ -352,46 +424,47 @@ BAD_CALLS = [
 
 
 @pytest.mark.parametrize(("bad", "message"), BAD_CALLS, ids=[message for _, message in BAD_CALLS])
-def test_bad_input_is_refused_with_its_message_and_the_queue_unchanged(queue, bad, message):
+def test_bad_input_is_refused_with_its_message_and_the_queue_unchanged(backend, queue, bad, message):
     fill(queue, range(3))
     queue.close_batch(0)
     fill(queue, range(3, 5))
-    before = state(queue)
-    files = {path.name: path.read_bytes() for path in queue.path.parent.iterdir() if path.suffix != ".sqlite-shm"}
+    before, stored = state(queue), backend.snapshot()
     with pytest.raises(InvalidInputError) as error:
         bad(queue)
     assert str(error.value) == message
-    assert state(queue) == before
-    assert {
-        path.name: path.read_bytes() for path in queue.path.parent.iterdir() if path.suffix != ".sqlite-shm"
-    } == files
+    assert state(queue) == before and backend.snapshot() == stored
 
 
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ({"path": 3}, "ReportQueue: path must be a path (str or os.PathLike), got 3"),
-        ({"n_codes": 0}, "ReportQueue: n_codes must be an integer >= 1 or None (no upper bound), got 0"),
-        ({"n_arms": 2.0}, "ReportQueue: n_arms must be an integer >= 1 or None (no upper bound), got 2.0"),
-        ({"n_codes": 8}, "ReportQueue: n_codes must be 4 (the value this queue was created with), got 8"),
+        ({"n_codes": 0}, "n_codes must be an integer >= 1 or None (no upper bound), got 0"),
+        ({"n_arms": 2.0}, "n_arms must be an integer >= 1 or None (no upper bound), got 2.0"),
+        ({"n_codes": 8}, "n_codes must be 4 (the value this queue was created with), got 8"),
     ],
 )
-def test_bad_construction_is_refused(tmp_path, arguments, message):
-    path = tmp_path / "queue.sqlite"
-    with ReportQueue(path, n_codes=4, n_arms=3) as queue:
+def test_bad_construction_is_refused(backend, arguments, message):
+    with backend.open(n_codes=4, n_arms=3) as queue:
         fill(queue, [1])
+        owner = type(queue).__name__
     with pytest.raises(InvalidInputError) as error:
-        ReportQueue(**{"path": path, **arguments})
-    assert str(error.value) == message
-    with ReportQueue(path) as reopened:
+        backend.open(**arguments)
+    assert str(error.value) == f"{owner}: {message}"
+    with backend.open() as reopened:
         assert (reopened.n_codes, reopened.n_arms, reopened.held()) == (4, 3, 1)
+
+
+def test_a_path_that_is_not_a_path_is_refused(tmp_path):
+    with pytest.raises(InvalidInputError) as error:
+        SqliteReportQueue(3)
+    assert str(error.value) == "SqliteReportQueue: path must be a path (str or os.PathLike), got 3"
 
 
 def test_a_file_that_is_not_a_queue_is_refused(tmp_path):
     path = tmp_path / "notes.txt"
     path.write_text("not a database " * 100)
-    with pytest.raises(InvalidInputError, match=r"^ReportQueue: path '.*notes\.txt' is not a report queue: "):
-        ReportQueue(path)
+    with pytest.raises(InvalidInputError, match=r"^SqliteReportQueue: path '.*notes\.txt' is not a report queue: "):
+        SqliteReportQueue(path)
     assert path.read_text() == "not a database " * 100
 
 
@@ -400,34 +473,34 @@ def test_another_sqlite_file_or_a_folder_is_refused(tmp_path):
     with sqlite3.connect(other) as db:
         db.execute("CREATE TABLE runs (key TEXT)")
     with pytest.raises(InvalidInputError) as error:
-        ReportQueue(other)
+        SqliteReportQueue(other)
     assert str(error.value) == (
-        f"ReportQueue: path {str(other)!r} is not a report queue: it is a SQLite file with tables ['runs']"
+        f"SqliteReportQueue: path {str(other)!r} is not a report queue: it is a SQLite file with tables ['runs']"
     )
     with sqlite3.connect(other) as db:
         assert [name for (name,) in db.execute("SELECT name FROM sqlite_master")] == ["runs"]
-    with pytest.raises(InvalidInputError, match=r"^ReportQueue: path '.*' cannot be opened as a report queue: "):
-        ReportQueue(tmp_path)
+    with pytest.raises(
+        InvalidInputError, match=r"^SqliteReportQueue: path '.*' cannot be opened as a report queue: "
+    ):
+        SqliteReportQueue(tmp_path)
 
 
-# ---------------------------------------------------------------- what the file keeps (issue 28)
+# ---------------------------------------------------------------- what the store keeps (issue 28)
 
 
-def test_a_formed_batch_keeps_no_arrival_order(tmp_path):
-    """Rows, sequence numbers and the returned batch follow the reports' random ids, not their arrival."""
+def test_a_formed_batch_keeps_no_arrival_order(backend):
+    """Rows, their storage order and the returned batch follow the reports' random ids, not their arrival."""
     rng = np.random.default_rng(3)
     ids = [rng.bytes(16).hex() for _ in range(60)]
-    with ReportQueue(tmp_path / "queue.sqlite", n_codes=60, n_arms=3) as queue:
+    with backend.open(n_codes=60, n_arms=3) as queue:
         for arrival, report_id in enumerate(ids):
             queue.accept(report_id, f"device-{arrival}", arrival, arrival % 3, arrival % 2)
         batch = queue.close_batch(0)
     by_id = sorted(range(60), key=lambda arrival: ids[arrival])
     assert by_id != list(range(60))  # the test can fail: id order is not arrival order
     assert batch.report_ids == tuple(sorted(ids)) and batch.codes.tolist() == by_id
-    with sqlite3.connect(tmp_path / "queue.sqlite") as db:
-        for order in ("seq", "rowid"):
-            stored = [code for (code,) in db.execute(f"SELECT code FROM reports ORDER BY {order}")]
-            assert stored == by_id, order
+    stored = [code for (code,) in backend.rows(f"SELECT code FROM reports ORDER BY {backend.physical}")]
+    assert stored == by_id
 
 
 def test_the_queue_file_and_its_journal_are_the_owners_only(tmp_path):
@@ -436,11 +509,11 @@ def test_the_queue_file_and_its_journal_are_the_owners_only(tmp_path):
     path = tmp_path / "queue.sqlite"
     path.write_bytes(b"")
     os.chmod(path, 0o644)  # a file left readable by others is made the owner's
-    with ReportQueue(path, n_codes=4, n_arms=3) as queue:
+    with SqliteReportQueue(path, n_codes=4, n_arms=3) as queue:
         fill(queue, range(3))
         files = sorted(p.name for p in tmp_path.iterdir())
         assert files == ["queue.sqlite", "queue.sqlite-shm", "queue.sqlite-wal"]
         assert {stat.S_IMODE((tmp_path / name).stat().st_mode) for name in files} == {0o600}
     fresh = tmp_path / "fresh" / "queue.sqlite"
-    ReportQueue(fresh, n_codes=4, n_arms=3).close()
+    SqliteReportQueue(fresh, n_codes=4, n_arms=3).close()
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o600

@@ -350,9 +350,21 @@ class P2BProtocol(_Strict):
     batch_window_s: float | None = Field(
         None, gt=0, description="the shuffler closes a batch this many seconds after it opened; later reports refused"
     )
+    queue_url: str | None = Field(
+        None,
+        description="the shuffler's report queue: unset, a SQLite file in OUTPUT/queues/; a postgresql://USER@HOST/DB "
+        "URL without a password: schema SHUFFLER (its party name) of that database, which front ends may share",
+    )
 
     ROLES: ClassVar[tuple[str, ...]] = ("shuffler", "server", "device_host")
     REPORTER: ClassVar[str] = "server"
+
+    @field_validator("queue_url")
+    @classmethod
+    def _queue_url(cls, value: str | None) -> str | None:
+        from privbandits.protocols.p2b_queue.postgres import check_queue_url  # needs no psycopg
+
+        return None if value is None else check_queue_url(value)
 
     @model_validator(mode="after")
     def _split(self) -> P2BProtocol:

@@ -28,9 +28,9 @@ Each party runs the party classes of :mod:`privbandits.protocols.p2b` on its own
   lost, the session goes on, and the run then differs from the in-memory one, which has no such
   limits). It then thresholds (crowd-blending) and sends the batch to the server, and to no one
   else. Encoded reports pass through its durable :class:`~privbandits.protocols.p2b_queue.ReportQueue`
-  (``OUTPUT/queues/NAME.sqlite``): each is persisted with its device's identity as it arrives,
-  the batch is formed there (identities dropped) and marked released once sent. Raw baseline
-  reports (contexts) are not queued.
+  (``OUTPUT/queues/NAME.sqlite``; PostgreSQL with ``protocol.queue_url``): each is persisted with
+  its device's identity as it arrives, the batch is formed there (identities dropped) and marked
+  released once sent. Raw baseline reports (contexts) are not queued.
 * ``server``: holds nothing private; it accepts batches from the shuffler only, fits the
   central model and publishes it, versions numbered in the order published (the raw baseline's
   first, if it runs, then the private one); each device host fetches each version
@@ -455,7 +455,7 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network, resume: b
         "batches": batches,
         "release": releases,
         "seconds": seconds,
-        "queue": {"path": str(queue.path), "batches": shuffler.batch_ids, "duplicates": shuffler.duplicates},
+        "queue": {"path": queue.location, "batches": shuffler.batch_ids, "duplicates": shuffler.duplicates},
         "refused": dict(zip(kinds, shuffler.refused, strict=True)),
         "resumed_after": shuffler.published if resume else None,
         "ledger": shuffler.ledger.rows(),
@@ -470,31 +470,33 @@ def _published(count: int, protocol: P2BProtocol) -> int:
 
 
 def queue_path(deployment: Deployment, name: str) -> Path:
-    """The shuffler's durable report queue (SQLite), in the deployment's output folder."""
+    """The shuffler's durable report queue (SQLite), in the deployment's output folder (without ``queue_url``)."""
     return deployment.output / "queues" / f"{name}.sqlite"
 
 
 def open_queue(deployment: Deployment, name: str, *, resume: bool = False):
-    """The shuffler's :class:`~privbandits.protocols.p2b_queue.ReportQueue` for the encoded reports.
+    """The shuffler's :class:`~privbandits.protocols.p2b_queue.ReportQueue` for the encoded reports: the SQLite
+    file :func:`queue_path`, or with ``protocol.queue_url`` schema ``name`` of that PostgreSQL database.
 
     A queue left with held reports or an unreleased batch by an interrupted session is not
     reused by a fresh one (that would mix two sessions' reports): the party refuses to start
     and names it. A resumed session (``--resume``) continues with it.
     """
-    from privbandits.protocols.p2b_queue import ReportQueue
+    from privbandits.protocols.p2b_queue import open_report_queue, redact
     from privbandits.validation import InvalidInputError
 
-    protocol, path = _protocol(deployment), queue_path(deployment, name)
+    protocol, url = _protocol(deployment), _protocol(deployment).queue_url
+    where = queue_path(deployment, name) if url is None else url
     try:
-        queue = ReportQueue(path, n_codes=protocol.n_codes, n_arms=protocol.n_actions)
+        queue = open_report_queue(where, schema=name, n_codes=protocol.n_codes, n_arms=protocol.n_actions)
     except InvalidInputError as exc:
-        raise DeploymentError(f"the shuffler's report queue {path}: {exc}") from None
+        raise DeploymentError(f"the shuffler's report queue {where if url is None else redact(url)}: {exc}") from None
     held, unreleased = queue.held(), queue.unreleased()
     if (held or unreleased) and not resume:
         queue.close()
         raise DeploymentError(
-            f"the shuffler's report queue {path} holds {held} report(s) and unreleased batch(es) {unreleased} "
-            "of an interrupted session; move it away to start afresh"
+            f"the shuffler's report queue {queue.location} holds {held} report(s) and unreleased batch(es) "
+            f"{unreleased} of an interrupted session; move it away to start afresh"
         )
     return queue
 

@@ -1,8 +1,8 @@
-"""The P2B shuffler's durable report queue: one SQLite file per shuffler (issue 17, faults).
+"""The P2B shuffler's durable report queue: the interface and the logic both backends share (issues 17, 34).
 
 A shuffler that restarts (crash, SIGKILL, redeploy) must lose no report it acknowledged
 and release no batch twice. :class:`ReportQueue` gives it the three steps it needs, each
-one SQLite transaction, committed with ``synchronous=FULL`` in WAL mode before it returns:
+one database transaction, committed durably before it returns:
 
 1. :meth:`ReportQueue.accept` stores a device's ``(code, action, reward)`` with the
    device's transport identity *before* the shuffler acknowledges it. It is idempotent on
@@ -11,17 +11,21 @@ one SQLite transaction, committed with ``synchronous=FULL`` in WAL mode before i
    (idempotent on ``batch_id``) and drops their sender identities in the same transaction:
    the shuffler strips transport identity before anything is forwarded (spec §2.5,
    "anonymization"). The batch's reports are rewritten in the order of their random ids, so
-   neither the rows' order nor their sequence numbers keep the order they arrived in. With
-   ``secure_delete`` on and the WAL truncated after the batch is formed, no identity or
-   arrival order of a batched report is left in the file's bytes either.
+   neither the rows' order nor their sequence numbers keep the order they arrived in.
 3. :meth:`ReportQueue.mark_released` records that a batch went out; a restarted shuffler
    asks :meth:`ReportQueue.unreleased` what is still to send.
+
+Two backends implement it: :class:`~privbandits.protocols.p2b_queue.sqlite.SqliteReportQueue`,
+one file per shuffler (the embedded default), and
+:class:`~privbandits.protocols.p2b_queue.postgres.PostgresReportQueue`, one PostgreSQL schema
+that several shuffler front ends on several hosts share. This module holds every step's SQL and
+checks once; a backend supplies its connection, its transactions and the few statements its
+dialect or its concurrency needs (:meth:`ReportQueue._take_held`, :meth:`ReportQueue._lock_batches`).
 
 Report ids are 128 random bits in hex (``secrets.token_hex(16)``, or ``rng.bytes(16).hex()``
 for a seeded simulation, or a keyed hash only the shuffler can compute): an id says nothing
 about the device, and it is the only thing of a report kept beside the batch besides
-``(code, action, reward)``. The file (and its ``-wal``/``-shm``, which SQLite creates with
-the file's mode) is readable by its owner only (0600).
+``(code, action, reward)``.
 
 Exactly-once release needs the receiving side too: mark a batch released only after the
 server acknowledged it (the server ignores a batch id it has already seen); then a crash
@@ -32,44 +36,19 @@ once formed, so a resend is the same batch.
 
 from __future__ import annotations
 
-import os
 import re
-import sqlite3
 import threading
 import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 
-from privbandits.validation import Constraint, Instance, Integer, InvalidInputError, NoneOr, check, validate
+from privbandits.validation import Constraint, Integer, InvalidInputError, check
 
 SCHEMA_VERSION = 1
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS settings (
-    name TEXT PRIMARY KEY,
-    value INTEGER
-);
-CREATE TABLE IF NOT EXISTS batches (
-    batch_id INTEGER PRIMARY KEY,
-    size INTEGER NOT NULL,
-    closed_at REAL NOT NULL,
-    released_at REAL
-);
-CREATE TABLE IF NOT EXISTS reports (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    report_id TEXT NOT NULL UNIQUE,
-    sender TEXT,
-    code INTEGER NOT NULL,
-    action INTEGER NOT NULL,
-    reward INTEGER NOT NULL,
-    batch_id INTEGER REFERENCES batches (batch_id),
-    CHECK ((batch_id IS NULL) = (sender IS NOT NULL))
-);
-CREATE INDEX IF NOT EXISTS reports_by_batch ON reports (batch_id, seq);
-"""
-"""A report is held (sender kept, no batch) or batched (batch set, sender gone), never both or neither."""
 
 _REPORT_ID = re.compile(r"[0-9a-f]{32}")
 
@@ -94,9 +73,14 @@ class _Identity(Constraint):
         return "a non-empty printable string of at most 255 characters (the peer's certificate name)"
 
 
-_PATH = Instance((str, os.PathLike), "a path (str or os.PathLike)")
 _BATCH_ID = Integer(low=0)
 _SETTINGS = ("n_codes", "n_arms")
+TABLES = frozenset({"settings", "batches", "reports"})
+"""The queue's tables: a database (file or schema) holding any other is refused."""
+
+
+class QueueIntegrityError(RuntimeError):
+    """The stored queue contradicts itself (edited behind the queue's back)."""
 
 
 @dataclass(frozen=True, eq=False)  # arrays: compare fields, not batches
@@ -116,74 +100,104 @@ class QueuedBatch:
         return len(self.codes)
 
 
-class ReportQueue:
+class ReportQueue(ABC):
     """Reports a shuffler accepted, held until their batch closes, and the batches it formed (see module doc).
 
-    Parameters
-    ----------
-    path : str or PathLike
-        The queue's SQLite file (created with its folder if missing; ``-wal``/``-shm`` beside it).
-    n_codes, n_arms : int, optional
-        Codes must lie in ``[0, n_codes)`` and actions in ``[0, n_arms)``. Stored with the queue
-        on creation; reopening with other values is refused (a restart with another config).
+    Open one with a backend's class. ``n_codes`` and ``n_arms`` (codes in ``[0, n_codes)``, actions in
+    ``[0, n_arms)``) are stored with the queue when it is created; reopening with other values is refused.
+    Every method is one transaction; one queue object may be shared by threads.
     """
 
-    def __init__(self, path: str | os.PathLike, *, n_codes: int | None = None, n_arms: int | None = None) -> None:
-        owner = "ReportQueue"
-        check(path, "path", _PATH, owner)
-        given = validate(
-            owner,
-            {"n_codes": NoneOr(Integer(low=1), "no upper bound"), "n_arms": NoneOr(Integer(low=1), "no upper bound")},
-            {"n_codes": n_codes, "n_arms": n_arms},
-        )
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        try:
-            _owner_only(self.path)
-            # autocommit mode: every operation below opens its own transaction with BEGIN IMMEDIATE
-            self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        except (sqlite3.Error, OSError) as exc:
-            raise InvalidInputError(
-                f"{owner}: path {str(self.path)!r} cannot be opened as a report queue: {exc}"
-            ) from None
-        try:
-            if self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0] != "wal":
-                raise sqlite3.DatabaseError("could not switch to WAL mode")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._db.execute("PRAGMA secure_delete=ON")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            tables = {name for (name,) in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        except sqlite3.DatabaseError as exc:
-            self._db.close()
-            raise InvalidInputError(f"{owner}: path {str(self.path)!r} is not a report queue: {exc}") from None
-        try:
-            self._open(owner, version, tables - {"sqlite_sequence"}, given)
-        except BaseException:
-            self._db.close()
-            raise
+    OWNER: ClassVar[str] = "ReportQueue"
+    """Error messages name the interface's methods, whichever backend runs them."""
+    _BATCH_ORDER: ClassVar[str] = "report_id"
+    """The column a batch's rows are read back in (the order of their ids)."""
+    _HOLDS_OTHER: ClassVar[str] = "it holds tables"
+    _SCHEMA: ClassVar[tuple[str, ...]]
+    """The backend's CREATE ... IF NOT EXISTS statements."""
 
-    def _open(self, owner: str, version: int, tables: set[str], given: dict) -> None:
+    n_codes: int | None
+    n_arms: int | None
+
+    # ----------------------------------------------------------------- what a backend supplies
+
+    @property
+    @abstractmethod
+    def location(self) -> str:
+        """Where the queue lives, fit for logs and results (a path, or a URL without its password)."""
+
+    @abstractmethod
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """Run one statement (``?`` placeholders); a cursor (``fetchone``, ``fetchall``, ``rowcount``)."""
+
+    @abstractmethod
+    def _executemany(self, sql: str, rows: list[tuple]) -> None:
+        """Run one statement for each of ``rows``."""
+
+    @abstractmethod
+    def _begin(self) -> None:
+        """Open the operation's transaction."""
+
+    @abstractmethod
+    def _in_transaction(self) -> bool:
+        """Whether a transaction is open (False on a connection that died)."""
+
+    @abstractmethod
+    def _layout(self) -> tuple[int, set[str]]:
+        """The stored schema version (0: none) and the tables already there, inside the set-up transaction."""
+
+    @abstractmethod
+    def _store_version(self) -> None:
+        """Record :data:`SCHEMA_VERSION`, inside the set-up transaction."""
+
+    @abstractmethod
+    def _disconnect(self) -> None:
+        """Close the connection."""
+
+    def _lock_batches(self) -> None:
+        """Make this transaction the only one forming a batch (a backend whose transactions are already
+        serialised needs nothing)."""
+        return None
+
+    def _take_held(self) -> list[tuple]:
+        """Remove every held report, returning ``(report_id, code, action, reward)`` of each (a backend whose
+        transactions are serialised may read, then delete)."""
+        rows = self._execute("SELECT report_id, code, action, reward FROM reports WHERE batch_id IS NULL").fetchall()
+        self._execute("DELETE FROM reports WHERE batch_id IS NULL")
+        return rows
+
+    def _after_batch(self) -> None:
+        """After a batch is committed (e.g. scrub what the engine kept of the old rows)."""
+        return None
+
+    # ----------------------------------------------------------------- set-up
+
+    def _where(self) -> str:
+        return f"{self.location!r}"
+
+    def _setup(self, owner: str, given: dict) -> None:
         """Create or check the schema and the stored settings (one transaction)."""
-        if version > SCHEMA_VERSION:
-            raise InvalidInputError(
-                f"{owner}: path {str(self.path)!r} holds a queue of schema version {version}; "
-                f"this privbandits reads up to {SCHEMA_VERSION}"
-            )
-        if tables and not tables <= {"settings", "batches", "reports"}:
-            raise InvalidInputError(
-                f"{owner}: path {str(self.path)!r} is not a report queue: it is a SQLite file with tables "
-                f"{sorted(tables)}"
-            )
+        self._lock = threading.Lock()
         with self._transaction():
-            for statement in filter(str.strip, _SCHEMA.split(";")):  # not executescript: it would commit first
-                self._db.execute(statement)
-            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            stored = dict(self._db.execute("SELECT name, value FROM settings").fetchall())
+            version, tables = self._layout()
+            if version > SCHEMA_VERSION:
+                raise InvalidInputError(
+                    f"{owner}: {self._where()} holds a queue of schema version {version}; "
+                    f"this privbandits reads up to {SCHEMA_VERSION}"
+                )
+            if tables and not tables <= TABLES:
+                raise InvalidInputError(
+                    f"{owner}: {self._where()} is not a report queue: {self._HOLDS_OTHER} {sorted(tables)}"
+                )
+            if tables != TABLES:  # (DDL on an existing table would wait for every open write transaction)
+                for statement in self._SCHEMA:
+                    self._execute(statement)
+            if version != SCHEMA_VERSION:
+                self._store_version()
+            stored = dict(self._execute("SELECT name, value FROM settings").fetchall())
             for name in _SETTINGS:
                 if name not in stored:
-                    self._db.execute("INSERT INTO settings (name, value) VALUES (?, ?)", (name, given[name]))
+                    self._execute("INSERT INTO settings (name, value) VALUES (?, ?)", (name, given[name]))
                     stored[name] = given[name]
                 elif given[name] is not None and given[name] != stored[name]:
                     raise InvalidInputError(
@@ -195,10 +209,8 @@ class ReportQueue:
         self._action = Integer(low=0, high=None if self.n_arms is None else self.n_arms - 1)
         self._reward = Integer(low=0, high=1, note="a binary reward")
 
-    # ----------------------------------------------------------------- transactions
-
     def _transaction(self) -> _Transaction:
-        return _Transaction(self._db, self._lock)
+        return _Transaction(self)
 
     # ----------------------------------------------------------------- the three steps
 
@@ -209,23 +221,24 @@ class ReportQueue:
         after a lost acknowledgement: acknowledge again, count nothing). The same id with another
         report, or from another device while held, is refused and stores nothing.
         """
-        owner = "ReportQueue.accept"
+        owner = f"{self.OWNER}.accept"
         check(report_id, "report_id", _ReportId(), owner)
         check(sender_identity, "sender_identity", _Identity(), owner)
         code = check(code, "code", self._code, owner)
         action = check(action, "action", self._action, owner)
         reward = check(reward, "reward", self._reward, owner)
         with self._transaction():
-            row = self._db.execute(
+            # concurrent front ends: an insert of an id another transaction holds waits for it, then does nothing
+            inserted = self._execute(
+                "INSERT INTO reports (report_id, sender, code, action, reward) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (report_id) DO NOTHING",
+                (report_id, sender_identity, code, action, reward),
+            ).rowcount
+            if inserted == 1:
+                return True
+            sender, *fields, batch_id = self._execute(
                 "SELECT sender, code, action, reward, batch_id FROM reports WHERE report_id = ?", (report_id,)
             ).fetchone()
-            if row is None:
-                self._db.execute(
-                    "INSERT INTO reports (report_id, sender, code, action, reward) VALUES (?, ?, ?, ?, ?)",
-                    (report_id, sender_identity, code, action, reward),
-                )
-                return True
-        sender, *fields, batch_id = row
         if tuple(fields) != (code, action, reward):
             raise InvalidInputError(
                 f"{owner}: report_id {report_id!r} was already accepted with another report "
@@ -245,7 +258,7 @@ class ReportQueue:
             return self._next_batch_id()
 
     def _next_batch_id(self) -> int:
-        return self._db.execute("SELECT COALESCE(MAX(batch_id) + 1, 0) FROM batches").fetchone()[0]
+        return self._execute("SELECT COALESCE(MAX(batch_id) + 1, 0) FROM batches").fetchone()[0]
 
     def close_batch(self, batch_id: int) -> QueuedBatch:
         """Form batch ``batch_id`` from every held report, dropping their sender identities, in one transaction.
@@ -254,9 +267,10 @@ class ReportQueue:
         ``batch_id`` must be an existing batch or :meth:`next_batch_id` (batches are numbered 0, 1, ...).
         A batch may be empty.
         """
-        owner = "ReportQueue.close_batch"
+        owner = f"{self.OWNER}.close_batch"
         batch_id = check(batch_id, "batch_id", _BATCH_ID, owner)
         with self._transaction():
+            self._lock_batches()
             if self._exists(batch_id):
                 return self._batch(batch_id)
             expected = self._next_batch_id()
@@ -264,52 +278,47 @@ class ReportQueue:
                 raise InvalidInputError(
                     f"{owner}: batch_id must be an existing batch or the next one, {expected}, got {batch_id}"
                 )
-            size = self._db.execute("SELECT COUNT(*) FROM reports WHERE batch_id IS NULL").fetchone()[0]
-            self._db.execute(
-                "INSERT INTO batches (batch_id, size, closed_at) VALUES (?, ?, ?)", (batch_id, size, time.time())
-            )
             self._form(batch_id)
             batch = self._batch(batch_id)
-        # the identities' old page images leave the write-ahead log too (secure_delete zeroed them in the file)
-        with self._lock:
-            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._after_batch()
         return batch
 
     def _form(self, batch_id: int) -> None:
         """Rewrite the held reports as batch ``batch_id`` in the order of their (random) ids, without identities:
-        their old rows, with the senders and the arrival order, are deleted (and zeroed: ``secure_delete``)."""
-        rows = self._db.execute(
-            "SELECT report_id, code, action, reward FROM reports WHERE batch_id IS NULL ORDER BY report_id"
-        ).fetchall()
-        self._db.execute("DELETE FROM reports WHERE batch_id IS NULL")
-        self._db.executemany(
+        their old rows, with the senders and the arrival order, are deleted."""
+        rows = sorted(self._take_held())
+        self._execute(
+            "INSERT INTO batches (batch_id, size, closed_at) VALUES (?, ?, ?)", (batch_id, len(rows), time.time())
+        )
+        self._executemany(
             "INSERT INTO reports (report_id, code, action, reward, batch_id) VALUES (?, ?, ?, ?, ?)",
             [(*row, batch_id) for row in rows],
         )
 
     def batch(self, batch_id: int) -> QueuedBatch:
         """Batch ``batch_id`` as formed (for a resend after a restart)."""
-        batch_id = check(batch_id, "batch_id", _BATCH_ID, "ReportQueue.batch")
+        batch_id = check(batch_id, "batch_id", _BATCH_ID, f"{self.OWNER}.batch")
         with self._transaction():
             if not self._exists(batch_id):
-                raise InvalidInputError(f"ReportQueue.batch: batch_id must be a formed batch, got {batch_id}")
+                raise InvalidInputError(f"{self.OWNER}.batch: batch_id must be a formed batch, got {batch_id}")
             return self._batch(batch_id)
 
     def released(self, batch_id: int) -> bool:
         """Whether batch ``batch_id`` was marked released (False for a batch not formed yet)."""
-        batch_id = check(batch_id, "batch_id", _BATCH_ID, "ReportQueue.released")
+        batch_id = check(batch_id, "batch_id", _BATCH_ID, f"{self.OWNER}.released")
         with self._transaction():
-            row = self._db.execute("SELECT released_at FROM batches WHERE batch_id = ?", (batch_id,)).fetchone()
+            row = self._execute("SELECT released_at FROM batches WHERE batch_id = ?", (batch_id,)).fetchone()
         return row is not None and row[0] is not None
 
     def mark_released(self, batch_id: int) -> bool:
-        """Record that batch ``batch_id`` went out: True if this call marked it, False if it already was."""
-        owner = "ReportQueue.mark_released"
+        """Record that batch ``batch_id`` went out: True if this call marked it, False if it already was
+        (by this front end or another)."""
+        owner = f"{self.OWNER}.mark_released"
         batch_id = check(batch_id, "batch_id", _BATCH_ID, owner)
         with self._transaction():
             if not self._exists(batch_id):
                 raise InvalidInputError(f"{owner}: batch_id must be a formed batch, got {batch_id}")
-            marked = self._db.execute(
+            marked = self._execute(
                 "UPDATE batches SET released_at = ? WHERE batch_id = ? AND released_at IS NULL", (time.time(), batch_id)
             ).rowcount
         return marked == 1
@@ -319,40 +328,39 @@ class ReportQueue:
     def held(self) -> int:
         """Reports accepted and not yet in a batch."""
         with self._transaction():
-            return self._db.execute("SELECT COUNT(*) FROM reports WHERE batch_id IS NULL").fetchone()[0]
+            return self._execute("SELECT COUNT(*) FROM reports WHERE batch_id IS NULL").fetchone()[0]
 
     def held_senders(self) -> list[str]:
         """The distinct identities of the held reports, sorted (the only identities the queue keeps)."""
         with self._transaction():
-            rows = self._db.execute(
-                "SELECT DISTINCT sender FROM reports WHERE sender IS NOT NULL ORDER BY sender"
-            ).fetchall()
-        return [sender for (sender,) in rows]
+            rows = self._execute("SELECT DISTINCT sender FROM reports WHERE sender IS NOT NULL").fetchall()
+        return sorted(sender for (sender,) in rows)
 
     def batches(self) -> list[int]:
         """Ids of every formed batch, ascending."""
         with self._transaction():
-            return [batch_id for (batch_id,) in self._db.execute("SELECT batch_id FROM batches ORDER BY batch_id")]
+            return [batch_id for (batch_id,) in self._execute("SELECT batch_id FROM batches ORDER BY batch_id")]
 
     def unreleased(self) -> list[int]:
         """Ids of the formed batches not marked released, ascending (what a restarted shuffler still sends)."""
         with self._transaction():
-            rows = self._db.execute("SELECT batch_id FROM batches WHERE released_at IS NULL ORDER BY batch_id")
+            rows = self._execute("SELECT batch_id FROM batches WHERE released_at IS NULL ORDER BY batch_id")
             return [batch_id for (batch_id,) in rows]
 
     def _exists(self, batch_id: int) -> bool:
-        return self._db.execute("SELECT 1 FROM batches WHERE batch_id = ?", (batch_id,)).fetchone() is not None
+        return self._execute("SELECT 1 FROM batches WHERE batch_id = ?", (batch_id,)).fetchone() is not None
 
     def _batch(self, batch_id: int) -> QueuedBatch:
-        size, released_at = self._db.execute(
+        size, released_at = self._execute(
             "SELECT size, released_at FROM batches WHERE batch_id = ?", (batch_id,)
         ).fetchone()
-        rows = self._db.execute(
-            "SELECT report_id, code, action, reward FROM reports WHERE batch_id = ? ORDER BY seq", (batch_id,)
+        rows = self._execute(
+            f"SELECT report_id, code, action, reward FROM reports WHERE batch_id = ? ORDER BY {self._BATCH_ORDER}",
+            (batch_id,),
         ).fetchall()
         table = np.array([row[1:] for row in rows], dtype=np.int64).reshape(len(rows), 3)
-        if len(rows) != size:  # the file was edited behind the queue's back
-            raise sqlite3.DatabaseError(f"batch {batch_id} records {size} reports but holds {len(rows)}")
+        if len(rows) != size:
+            raise QueueIntegrityError(f"batch {batch_id} records {size} reports but holds {len(rows)}")
         codes, actions, rewards = (np.ascontiguousarray(table[:, column]) for column in range(3))
         for array in (codes, actions, rewards):
             array.flags.writeable = False
@@ -362,9 +370,9 @@ class ReportQueue:
     # ----------------------------------------------------------------- lifetime
 
     def close(self) -> None:
-        """Close the file (every operation is already committed)."""
+        """Close the connection (every operation is already committed)."""
         with self._lock:
-            self._db.close()
+            self._disconnect()
 
     def __enter__(self) -> ReportQueue:
         return self
@@ -373,43 +381,33 @@ class ReportQueue:
         self.close()
 
     def __repr__(self) -> str:
-        return f"ReportQueue({str(self.path)!r})"
-
-
-def _owner_only(path: Path) -> None:
-    """Create ``path`` with mode 0600 if it is missing, else make it 0600 (SQLite gives its -wal and -shm files
-    the database file's mode)."""
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        os.fchmod(descriptor, 0o600)
-    finally:
-        os.close(descriptor)
+        return f"{type(self).__name__}({self.location!r})"
 
 
 class _Transaction:
-    """``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on an error) under the queue's lock: one per operation."""
+    """``BEGIN`` … ``COMMIT`` (``ROLLBACK`` on an error) under the queue's lock: one per operation."""
 
-    __slots__ = ("db", "lock")
+    __slots__ = ("queue",)
 
-    def __init__(self, db: sqlite3.Connection, lock: threading.Lock) -> None:
-        self.db, self.lock = db, lock
+    def __init__(self, queue: ReportQueue) -> None:
+        self.queue = queue
 
     def __enter__(self) -> None:
-        self.lock.acquire()
+        self.queue._lock.acquire()
         try:
-            self.db.execute("BEGIN IMMEDIATE")
+            self.queue._begin()
         except BaseException:
-            self.lock.release()
+            self.queue._lock.release()
             raise
 
     def __exit__(self, kind: object, *exc: object) -> None:
         try:
             if kind is None:
-                self.db.execute("COMMIT")
-            elif self.db.in_transaction:
-                self.db.execute("ROLLBACK")
+                self.queue._execute("COMMIT")
+            elif self.queue._in_transaction():
+                self.queue._execute("ROLLBACK")
         finally:
-            self.lock.release()
+            self.queue._lock.release()
 
 
-__all__ = ["QueuedBatch", "ReportQueue"]
+__all__ = ["QueueIntegrityError", "QueuedBatch", "ReportQueue", "SCHEMA_VERSION"]

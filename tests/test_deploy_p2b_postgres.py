@@ -1,0 +1,115 @@
+"""The P2B deployment with its shuffler's report queue in PostgreSQL (``protocol.queue_url``, issue 34): the small
+deployment gives the results it gives with the SQLite queue (and the in-memory run's), the queue is left formed,
+released and without identities, and a bad or password-bearing URL is refused naming the field.
+
+The server is the session's throw-away one (``tests/pg_server.py``); the tests that need it skip, saying why,
+where it cannot start.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import small_deployments
+from pg_server import psycopg_missing
+from small_deployments import encoder_cache  # noqa: F401  (a fixture: one encoder cache for the module)
+from typer.testing import CliRunner
+
+from privbandits.deploy.cli import standalone
+from privbandits.deploy.deployment import DeploymentError, load_deployment
+from privbandits.deploy.p2b import open_queue
+from privbandits.deploy.p2b_outcome import outcome
+from privbandits.protocols.p2b_queue import PostgresReportQueue
+
+
+def with_queue_url(path, url: str):
+    """The deployment file at ``path`` with its shuffler's queue at ``url``."""
+    text = path.read_text()
+    assert 'name = "p2b"\n' in text
+    path.write_text(text.replace('name = "p2b"\n', f'name = "p2b"\nqueue_url = "{url}"\n'))
+    return path
+
+
+def run(path):
+    result = CliRunner().invoke(standalone, ["deploy", "local", str(path), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    return load_deployment(path)
+
+
+def comparable(spec) -> dict:
+    """What a run's parties produced: batches, models, late users' rewards, ledger (not timings, not where)."""
+    got = outcome(spec)
+    ledger = [(e.mechanism, e.epsilon, e.details) for e in got["ledger"].entries]
+    return {"batches": got["batches"], "models": got["models"], "late": got["late"], "ledger": ledger}
+
+
+@pytest.mark.slow  # two deployments of four processes each: 144 s here (2 cores, load average 21)
+def test_the_small_deployment_on_a_postgresql_queue_gives_the_sqlite_queues_results(
+    tmp_path, postgres_server, encoder_cache  # noqa: F811
+):
+    url = postgres_server.database()
+    specs = {}
+    for backend in ("sqlite", "postgres"):
+        (tmp_path / backend).mkdir()
+        path = small_deployments.deployment("p2b", tmp_path / backend, deadline_s=60)
+        specs[backend] = run(with_queue_url(path, url) if backend == "postgres" else path)
+    assert specs["postgres"].protocol.queue_url == url and specs["sqlite"].protocol.queue_url is None
+    assert comparable(specs["postgres"]) == comparable(specs["sqlite"])
+    small_deployments.assert_equals_in_memory("p2b", specs["postgres"], flooded=False)
+    assert not (specs["postgres"].output / "queues").exists()  # no SQLite file beside the results
+
+    shuffler = json.loads(specs["postgres"].result_path("shuffler").read_text())
+    assert shuffler["queue"]["path"] == f"{url} (schema shuffler)" and shuffler["queue"]["batches"] == [0]
+    with PostgresReportQueue(url, schema="shuffler") as queue:
+        assert queue.batches() == [0] and queue.unreleased() == [] and queue.held() == 0
+        sent = [outcome(specs["postgres"])["results"][host]["encoded_reports_sent"] for host in ("hosta", "hostb")]
+        assert len(queue.batch(0)) == sum(sent) > 0  # every report the devices sent, once
+        assert queue._execute("SELECT count(*) FROM reports WHERE sender IS NOT NULL").fetchone()[0] == 0
+
+
+def test_a_postgresql_queue_left_with_held_reports_is_not_reused_by_a_fresh_session(tmp_path, postgres_server):
+    url = postgres_server.database()
+    spec = load_deployment(with_queue_url(small_deployments.p2b_tests.local_copy(tmp_path), url))
+    queue = open_queue(spec, "shuffler")  # a fresh queue opens
+    queue.accept("0" * 32, "hosta", 3, 1, 1)
+    queue.close()
+    with pytest.raises(DeploymentError) as error:
+        open_queue(spec, "shuffler")
+    assert str(error.value) == (
+        f"the shuffler's report queue {url} (schema shuffler) holds 1 report(s) and unreleased batch(es) [] of an "
+        "interrupted session; move it away to start afresh"
+    )
+    open_queue(spec, "shuffler", resume=True).close()  # a resumed session continues with it
+
+
+def test_an_unreachable_queue_stops_the_shuffler_in_one_line_without_the_password(tmp_path, monkeypatch):
+    if psycopg_missing() is not None:
+        pytest.skip(psycopg_missing())
+    monkeypatch.setenv("PGPASSWORD", "hunter2")  # where the password belongs: libpq reads it, no file holds it
+    url = "postgresql://shuffler@/p2b?host=/nonexistent&connect_timeout=2"
+    spec = load_deployment(with_queue_url(small_deployments.p2b_tests.local_copy(tmp_path), url))
+    with pytest.raises(DeploymentError) as error:
+        open_queue(spec, "shuffler")
+    message = str(error.value)
+    assert message.startswith(
+        f"the shuffler's report queue {url}: PostgresReportQueue: url '{url}' cannot be opened as a report queue: "
+    )
+    assert "\n" not in message and "hunter2" not in message
+
+
+@pytest.mark.parametrize(
+    ("url", "error"),
+    [
+        ("postgresql://shuffler:hunter2@db.example/p2b", "protocol.queue_url: must not hold a password (this file is "
+         "copied to every host and beside the results): give it in PGPASSWORD or ~/.pgpass, or use a client "
+         "certificate (sslcert, sslkey), got 'postgresql://shuffler@db.example/p2b'"),
+        ("sqlite:///tmp/queue", "protocol.queue_url: must be a postgresql:// URL "
+         "(postgresql://USER@HOST:PORT/DATABASE), got 'sqlite:///tmp/queue'"),
+    ],
+)  # fmt: skip
+def test_a_bad_queue_url_is_refused_naming_the_field_not_the_password(tmp_path, url, error):
+    path = with_queue_url(small_deployments.p2b_tests.local_copy(tmp_path), url)
+    with pytest.raises(DeploymentError) as refused:
+        load_deployment(path)
+    assert str(refused.value) == f"{path}: {error}"
