@@ -239,7 +239,8 @@ def test_deploy_data_says_fclub_needs_no_data_files(tmp_path):
 def test_a_local_server_refuses_a_malformed_round_from_the_users(tmp_path, user, contexts, reward, error):
     """What a local server checks in what the users send it (a hostile or broken users party), in memory."""
     from privbandits.comm import Party, ProtocolError
-    from privbandits.deploy.fclub import USERS, Arrival, Feedback, _calibration, _LocalEvents, _serve, _streams
+    from privbandits.deploy.fclub import USERS, Arrival, Feedback, _calibration, _streams
+    from privbandits.deploy.fclub_local import _LocalEvents, _serve
     from privbandits.protocols.fclub import LocalServer
 
     spec = load_deployment(local_copy(tmp_path))
@@ -270,7 +271,8 @@ def test_the_users_refuse_a_malformed_answer_from_a_local_server(arm, served, er
     from types import SimpleNamespace
 
     from privbandits.comm import Party, ProtocolError
-    from privbandits.deploy.fclub import USERS, Choice, Served, _round
+    from privbandits.deploy.fclub import USERS, Choice, Served
+    from privbandits.deploy.fclub_users import _round
 
     network = InMemoryNetwork(serialize=True)
     users, local = Party("users", network), Party("local0", network)

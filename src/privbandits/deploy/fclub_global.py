@@ -1,0 +1,230 @@
+"""The global server of a deployed FCLUB session (:mod:`privbandits.deploy.fclub`): merges the local clusters,
+pushes renewals and downloads, and goes on without a lost local server. In lock-step it waits until every download
+an upload caused is applied before it confirms the upload; free-running it confirms nothing, drains the uploads a
+local server sent before its phase uploads into the old phase, and ends the session with a Finish to each local
+server once all have finished (see :mod:`privbandits.deploy.fclub`)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from privbandits.comm import Message, Network, PeerLost, ProtocolError
+from privbandits.deploy.deployment import Deployment
+from privbandits.deploy.fclub import (
+    SCHEDULE,
+    SEQUENCE,
+    Applied,
+    Checked,
+    Finish,
+    PhaseStart,
+    UploadDone,
+    _calibration,
+    _check_sender,
+    _digest_upload,
+    _next,
+    _protocol,
+    free_running,
+)
+from privbandits.protocols.fclub import (
+    ASYNC,
+    CHECK,
+    DETECT,
+    PHASE_END,
+    DownloadCheck,
+    GlobalServer,
+    PhaseUpload,
+    Upload,
+)
+
+
+class DeployedGlobal(GlobalServer):
+    """The global server of a deployment: goes on without a lost local server."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.lost: dict[str, str] = {}
+        self.undelivered = 0
+        """Messages due to a lost local server, not sent."""
+        self.uploads_digest = hashlib.sha256()
+        """:func:`upload_digest` of every phase upload and upload received, with its sender."""
+
+    def receive(self, kind: str, sender: str | None = None) -> Message:
+        msg = super().receive(kind, sender)
+        if kind in (PhaseUpload.kind, Upload.kind):
+            _digest_upload(self.uploads_digest, sender, msg)
+        return msg
+
+    def lose(self, server: str, exc: PeerLost) -> None:
+        """Name ``server`` lost, drop its link, and leave it out of later merges."""
+        if exc.peer != server or server not in self.servers:
+            raise exc
+        self.lost[server] = str(exc)
+        self.servers.remove(server)
+        self.uploads = {key: msg for key, msg in self.uploads.items() if key[0] != server}
+        self.network.drop(server)
+
+    def receive_phase_batch(self, server: str) -> None:
+        try:
+            super().receive_phase_batch(server)
+        except PeerLost as exc:
+            self.lose(server, exc)
+
+    def send(self, receiver: str, message: Message) -> None:
+        if receiver in self.lost:
+            self.undelivered += 1
+            return
+        try:
+            super().send(receiver, message)
+        except PeerLost as exc:
+            if receiver not in self.servers:
+                raise
+            self.lose(receiver, exc)
+            self.undelivered += 1
+
+
+class _GlobalRun:
+    """The global server's session: the loop over what the users and the local servers send."""
+
+    def __init__(self, deployment: Deployment, name: str, network: Network) -> None:
+        self.name, self.network, self.free = name, network, free_running(deployment)
+        self.servers, self.users = deployment.names("local_server"), deployment.names("users")[0]
+        self.glob = DeployedGlobal(network, list(self.servers), _protocol(deployment).dim, _calibration(deployment))
+        self.downloads: dict[str, list[int]] = {server: [] for server in self.servers}  # per upload, in order
+        self.changed: list[int] = []  # rounds whose detection changed the partition
+        self.crossed_uploads = 0  # free-running: uploads and checks of the old phase read after its PhaseStart
+        self.finished: set[str] = set()  # free-running: the parties whose Finish has come
+
+    def loop(self, deployment: Deployment) -> None:
+        wanted = (PhaseStart.kind, Upload.kind, DownloadCheck.kind, Finish.kind)
+        while not self._over():
+            try:
+                sender, kind = _next(self.glob, wanted, deployment)
+            except PeerLost as exc:
+                self.glob.lose(exc.peer, exc)  # a local server (anyone else ends the session)
+                continue
+            if kind == PhaseStart.kind:
+                _check_sender(self.name, sender, kind, self.users)
+                self.phase_start()
+            elif kind == Finish.kind:
+                self.finish(sender)
+            elif sender not in self.servers:
+                raise ProtocolError(
+                    f"{self.name!r} takes {kind!r} messages only from local servers, got one from {sender!r}"
+                )
+            else:
+                self.serve(sender, kind)
+
+    def _over(self) -> bool:
+        if not self.free:
+            return self.users in self.finished
+        return self.users in self.finished and set(self.glob.servers) <= self.finished
+
+    def phase_start(self) -> None:
+        glob, network = self.glob, self.network
+        t = glob.receive(PhaseStart.kind, self.users).t
+        network.round_label = f"the phase from round {t}"  # the global server sees no other round
+        if self.free:
+            self._drain_old_phase()
+        with network.phase(DETECT):
+            if glob.detect(t):
+                self.changed.append(t)
+        with network.phase(PHASE_END):
+            glob.end_phase()
+
+    def _drain_old_phase(self) -> None:
+        """Free-running: each local server's uploads and checks sent before its phase uploads (the old phase's)."""
+        for server in list(self.glob.servers):
+            try:
+                while (kind := self.glob.peek((Upload.kind, DownloadCheck.kind, PhaseUpload.kind), server)[1]) != (
+                    PhaseUpload.kind
+                ):
+                    self.serve(server, kind)
+                    self.crossed_uploads += 1
+            except PeerLost as exc:
+                self.glob.lose(server, exc)
+
+    def serve(self, sender: str, kind: str) -> None:
+        """An upload (its downloads sent) or a download check; lock-step, each confirmed."""
+        if kind == Upload.kind:
+            self.downloads[sender].append(_serve_upload(self.glob, sender, self.network, confirm=not self.free))
+            return
+        with self.network.phase(CHECK):
+            self.glob.receive_download_check(sender)
+        if not self.free:
+            with self.network.phase(SEQUENCE):
+                self.glob.send(sender, Checked())
+
+    def finish(self, sender: str) -> None:
+        """Lock-step: the users' Finish (or a local server's, read first from another link) ends the loop, then
+        every local server's; free-running: each party's, as it comes, then one to each local server."""
+        if not self.free:
+            self.glob.receive(Finish.kind, self.users)
+            self.finished.add(self.users)
+            _await_finish(self.glob)
+            return
+        self.glob.receive(Finish.kind, sender)
+        self.finished.add(sender)
+        if self._over():
+            with self.network.phase(SCHEDULE):
+                for server in list(self.glob.servers):
+                    self.glob.send(server, Finish(0))
+
+    def result(self) -> dict:
+        glob = self.glob
+        lost = ", ".join(f"{server} ({reason})" for server, reason in glob.lost.items())
+        return {
+            "party": self.name,
+            "role": "global_server",
+            "outcome": f"{len(glob.partition)} global cluster(s) from {len(glob.servers)} local servers"
+            + (f"; lost {lost}; the others finished" if glob.lost else ""),
+            "lost": glob.lost,
+            "undelivered": glob.undelivered,
+            "downloads_per_upload": self.downloads,
+            "changed_rounds": self.changed,
+            "counts": {"changed_phases": glob.changed_phases, "idle_downloads": glob.idle_downloads},
+            **({"crossings": {"crossed_uploads": self.crossed_uploads}} if self.free else {}),
+            "partition": sorted(sorted([server, int(uid)] for server, uid in group) for group in glob.partition),
+            "ledger": glob.ledger.rows(),
+            "uploads_digest": glob.uploads_digest.hexdigest(),
+        }
+
+
+def run_global(deployment: Deployment, name: str, network: Network) -> dict:
+    session = _GlobalRun(deployment, name, network)
+    session.loop(deployment)
+    network.close()
+    return session.result()
+
+
+def _serve_upload(glob, sender: str, network: Network, confirm: bool = True) -> int:
+    """An upload: absorb it, send the downloads it makes due; with ``confirm`` (lock-step) wait until each is
+    applied and confirm it. Returns how many downloads were delivered."""
+    with network.phase(ASYNC):
+        due = glob.receive_upload(sender)
+        delivered = []
+        for key in due:
+            glob.send_download(key)
+            if key[0] not in glob.lost:
+                delivered.append(key[0])
+    if not confirm:
+        return len(delivered)
+    with network.phase(SEQUENCE):
+        for server in delivered:
+            if server in glob.lost:
+                continue
+            try:
+                glob.receive(Applied.kind, server)
+            except PeerLost as exc:
+                glob.lose(server, exc)
+        glob.send(sender, UploadDone())
+    return len(delivered)
+
+
+def _await_finish(glob) -> None:
+    """Each remaining local server's :class:`Finish` (so none is still reading when this server closes)."""
+    with glob.network.phase(SCHEDULE):
+        for server in list(glob.servers):
+            try:
+                glob.receive(Finish.kind, server)
+            except PeerLost as exc:
+                glob.lose(server, exc)
