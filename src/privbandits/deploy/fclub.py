@@ -149,7 +149,7 @@ class Checked(Message):
     """Global → local server: its :class:`~privbandits.protocols.fclub.DownloadCheck` is counted."""
 
 
-WINDOW = 16
+WINDOW = 64
 """Free-running: the most rounds the users have in flight (contexts sent, arm not yet back)."""
 NOISE_WARNING = "FCLUB: privatizer noise exceeded"
 FAITHFUL = "CDP-FCLUB-DC (faithful)"

@@ -100,7 +100,8 @@ class _GlobalRun:
             try:
                 sender, kind = _next(self.glob, wanted, deployment)
             except PeerLost as exc:
-                self.glob.lose(exc.peer, exc)  # a local server (anyone else ends the session)
+                if exc.peer != self.users or self.users not in self.finished:  # the users may close once done
+                    self.glob.lose(exc.peer, exc)  # a local server (anyone else ends the session)
                 continue
             if kind == PhaseStart.kind:
                 _check_sender(self.name, sender, kind, self.users)

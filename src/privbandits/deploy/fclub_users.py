@@ -77,11 +77,14 @@ def _check_arm(server: str, t: int, arm: object, n_arms: int) -> None:
 
 
 class _Pipeline:
-    """Free-running: rounds sent ahead, answered oldest first (each local server serves its own in order)."""
+    """Free-running: rounds sent ahead, at most WINDOW, answered oldest first (a local server serves its own rounds in
+    order, so its arms come in the order of its rounds)."""
 
     def __init__(self, users: Party, servers: _Reachable, record: _Record, n_arms: int, on_round) -> None:
         self.users, self.servers, self.record, self.n_arms, self.on_round = users, servers, record, n_arms, on_round
-        self.pending: deque[tuple[int, str, np.ndarray, np.ndarray]] = deque()  # t, server, expected, rewards
+        self.pending: dict[str, deque[tuple[int, np.ndarray, np.ndarray]]] = {s: deque() for s in servers.names}
+        self.order: deque[tuple[int, str]] = deque()  # the rounds in flight, oldest first
+        self.in_flight = 0
 
     def send(self, server: str, t: int, env, contexts: np.ndarray, expected: np.ndarray) -> None:
         """Round ``t``'s user and contexts to ``server``; answered later (:meth:`answer`), at most WINDOW ahead."""
@@ -91,33 +94,42 @@ class _Pipeline:
         except PeerLost as exc:
             self._lose(server, exc)
             return
-        self.pending.append((t, server, expected, env.rewards()))
-        while len(self.pending) >= WINDOW:
+        self.pending[server].append((t, expected, env.rewards()))
+        self.order.append((t, server))
+        self.in_flight += 1
+        while self.in_flight >= WINDOW:
             self.answer()
 
     def answer(self) -> None:
-        """The oldest round in flight: its arm from its local server, the reward back, the choice scored."""
-        t, server, expected, rewards = self.pending.popleft()
+        """The oldest round in flight: its arm, the reward back at once, the choice scored. (Waiting for the oldest
+        round's server rather than for any: a wait on one link costs less than one on all, and the other servers'
+        arms wait read ahead.)"""
+        t, server = self.order.popleft()
+        if server in self.servers.lost:
+            return
         try:
             with self.users.network.phase(USERS):
                 arm = self.users.receive(Choice.kind, server).arm
+                _, expected, rewards = self.pending[server].popleft()
                 _check_arm(server, t, arm, self.n_arms)
                 self.users.send(server, Feedback(float(rewards[arm])))
         except PeerLost as exc:
             self._lose(server, exc)
             return
+        self.in_flight -= 1
         self.record.score(t, arm, float(rewards[arm]), expected)
         if self.on_round is not None:
             self.on_round(t, len(self.record.arms))
 
     def drain(self) -> None:
         """Every round in flight answered (before a phase start, and at the end)."""
-        while self.pending:
+        while self.order:
             self.answer()
 
     def _lose(self, server: str, exc: PeerLost) -> None:
         self.servers.lose(server, exc)
-        self.pending = deque(item for item in self.pending if item[1] != server)  # its rounds go unserved
+        self.in_flight -= len(self.pending.get(server, ()))
+        self.pending[server] = deque()  # its rounds go unserved
 
 
 def run_users(deployment: Deployment, name: str, network: Network, on_round) -> dict:
