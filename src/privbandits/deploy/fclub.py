@@ -67,7 +67,8 @@ A lost local server (killed, stalled past the deadline, or failed): the global s
 (its result's ``lost`` and outcome), drops its link and its clusters from later merges, and
 delivers no more messages to it; the users stop sending it users (their rounds are counted as
 unserved); the other local servers finish. A lost global server or users party ends the session
-for everyone, as in the other deployments.
+for everyone, as in the other deployments. Every party checkpoints its state at each phase start, and a
+session ended by a lost party goes on with ``--resume`` (:mod:`privbandits.deploy.fclub_resume`).
 """
 
 from __future__ import annotations
@@ -264,22 +265,21 @@ def run_party(
     resume: bool = False,
     on_round: Callable[[int, int], None] | None = None,
 ) -> dict:
-    """Play party ``name``'s part of the session on ``network`` (already connected)."""
+    """Play party ``name``'s part of the session on ``network`` (already connected); ``resume``: go on from the
+    parties' checkpoints (:mod:`privbandits.deploy.fclub_resume`)."""
     from privbandits.deploy.fclub_global import run_global
     from privbandits.deploy.fclub_local import run_local_server
     from privbandits.deploy.fclub_users import run_users
 
-    if resume:
-        raise DeploymentError("FCLUB deployments have no --resume: a lost local server is dropped, the others finish")
     role = deployment.parties[name].role
     with warnings.catch_warnings():
         if _protocol(deployment).algorithm != FAITHFUL:  # as the experiments' runs
             warnings.filterwarnings("ignore", message=NOISE_WARNING)
         if role == "users":
-            return run_users(deployment, name, network, on_round)
+            return run_users(deployment, name, network, on_round, resume)
         if role == "global_server":
-            return run_global(deployment, name, network)
-        return run_local_server(deployment, name, network)
+            return run_global(deployment, name, network, resume)
+        return run_local_server(deployment, name, network, resume)
 
 
 def free_running(deployment: Deployment) -> bool:
@@ -357,14 +357,17 @@ def run_in_memory(deployment: Deployment, network: Network | None = None):
 
 
 def upload_digest(uploads) -> str:
-    """SHA-256 over ``(sender, message)`` phase uploads and uploads, in order (what the global server received)."""
-    digest = hashlib.sha256()
+    """A SHA-256 chain over ``(sender, message)`` phase uploads and uploads, in order (what the global server received;
+    a chain, so that a checkpoint can carry it on)."""
+    digest = ""
     for sender, msg in uploads:
-        _digest_upload(digest, sender, msg)
-    return digest.hexdigest()
+        digest = chain_upload(digest, sender, msg)
+    return digest
 
 
-def _digest_upload(digest, sender: str, msg: Message) -> None:
-    digest.update(f"{msg.kind}|{sender}|{msg.cluster}|{msg.count}|".encode())
-    digest.update(np.ascontiguousarray(msg.gram).tobytes())
-    digest.update(np.ascontiguousarray(msg.moment).tobytes())
+def chain_upload(digest: str, sender: str, msg: Message) -> str:
+    """The chain ``digest`` (hex) extended by one phase upload or upload."""
+    step = hashlib.sha256(f"{digest}|{msg.kind}|{sender}|{msg.cluster}|{msg.count}|".encode())
+    step.update(np.ascontiguousarray(msg.gram).tobytes())
+    step.update(np.ascontiguousarray(msg.moment).tobytes())
+    return step.hexdigest()

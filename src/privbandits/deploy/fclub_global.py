@@ -6,9 +6,8 @@ server once all have finished (see :mod:`privbandits.deploy.fclub`)."""
 
 from __future__ import annotations
 
-import hashlib
-
 from privbandits.comm import Message, Network, PeerLost, ProtocolError
+from privbandits.deploy import fclub_resume
 from privbandits.deploy.deployment import Deployment
 from privbandits.deploy.fclub import (
     SCHEDULE,
@@ -20,9 +19,9 @@ from privbandits.deploy.fclub import (
     UploadDone,
     _calibration,
     _check_sender,
-    _digest_upload,
     _next,
     _protocol,
+    chain_upload,
     free_running,
 )
 from privbandits.protocols.fclub import (
@@ -45,13 +44,13 @@ class DeployedGlobal(GlobalServer):
         self.lost: dict[str, str] = {}
         self.undelivered = 0
         """Messages due to a lost local server, not sent."""
-        self.uploads_digest = hashlib.sha256()
+        self.uploads_digest = ""
         """:func:`upload_digest` of every phase upload and upload received, with its sender."""
 
     def receive(self, kind: str, sender: str | None = None) -> Message:
         msg = super().receive(kind, sender)
         if kind in (PhaseUpload.kind, Upload.kind):
-            _digest_upload(self.uploads_digest, sender, msg)
+            self.uploads_digest = chain_upload(self.uploads_digest, sender, msg)
         return msg
 
     def lose(self, server: str, exc: PeerLost) -> None:
@@ -86,13 +85,30 @@ class _GlobalRun:
     """The global server's session: the loop over what the users and the local servers send."""
 
     def __init__(self, deployment: Deployment, name: str, network: Network) -> None:
-        self.name, self.network, self.free = name, network, free_running(deployment)
+        self.deployment, self.name, self.network, self.free = deployment, name, network, free_running(deployment)
         self.servers, self.users = deployment.names("local_server"), deployment.names("users")[0]
         self.glob = DeployedGlobal(network, list(self.servers), _protocol(deployment).dim, _calibration(deployment))
         self.downloads: dict[str, list[int]] = {server: [] for server in self.servers}  # per upload, in order
         self.changed: list[int] = []  # rounds whose detection changed the partition
         self.crossed_uploads = 0  # free-running: uploads and checks of the old phase read after its PhaseStart
         self.finished: set[str] = set()  # free-running: the parties whose Finish has come
+        self.resumed_at = 0  # the phase start a resumed session went on from
+
+    def state(self) -> dict:
+        """What a checkpoint holds: the global server's state (not its links or configuration) and the session's."""
+        glob = fclub_resume.attributes(self.glob)
+        return {"glob": glob, "downloads": self.downloads, "changed": self.changed, "crossed": self.crossed_uploads}
+
+    def resume(self, resume: bool) -> None:
+        """Resumed: the state of the agreed phase start put back; else an earlier session's checkpoints cleared."""
+        if not resume:
+            fclub_resume.start_afresh(self.deployment, self.name)
+            return
+        self.resumed_at = t = fclub_resume.agree(self.deployment, self.name, self.glob)
+        state = fclub_resume.load(self.deployment, self.name, t, self.network)
+        for key, value in state["glob"].items():
+            setattr(self.glob, key, value)
+        self.downloads, self.changed, self.crossed_uploads = state["downloads"], state["changed"], state["crossed"]
 
     def loop(self, deployment: Deployment) -> None:
         wanted = (PhaseStart.kind, Upload.kind, DownloadCheck.kind, Finish.kind)
@@ -131,6 +147,8 @@ class _GlobalRun:
                 self.changed.append(t)
         with network.phase(PHASE_END):
             glob.end_phase()
+        if fclub_resume.is_phase_start(t):
+            fclub_resume.save(self.deployment, self.name, t, self.state(), network)
 
     def _drain_old_phase(self) -> None:
         """Free-running: each local server's uploads and checks sent before its phase uploads (the old phase's)."""
@@ -182,16 +200,18 @@ class _GlobalRun:
             "undelivered": glob.undelivered,
             "downloads_per_upload": self.downloads,
             "changed_rounds": self.changed,
+            "resumed_at": self.resumed_at,
             "counts": {"changed_phases": glob.changed_phases, "idle_downloads": glob.idle_downloads},
             **({"crossings": {"crossed_uploads": self.crossed_uploads}} if self.free else {}),
             "partition": sorted(sorted([server, int(uid)] for server, uid in group) for group in glob.partition),
             "ledger": glob.ledger.rows(),
-            "uploads_digest": glob.uploads_digest.hexdigest(),
+            "uploads_digest": glob.uploads_digest,
         }
 
 
-def run_global(deployment: Deployment, name: str, network: Network) -> dict:
+def run_global(deployment: Deployment, name: str, network: Network, resume: bool = False) -> dict:
     session = _GlobalRun(deployment, name, network)
+    session.resume(resume)
     session.loop(deployment)
     network.close()
     return session.result()

@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from privbandits.comm import Network, ProtocolError
+from privbandits.deploy import fclub_resume
 from privbandits.deploy.deployment import Deployment, FCLUBProtocol
 from privbandits.deploy.fclub import (
     SCHEDULE,
@@ -48,7 +49,7 @@ class _LocalEvents:
         """Free-running: downloads that crossed a phase start or the end (see :mod:`privbandits.deploy.fclub`)."""
 
 
-def run_local_server(deployment: Deployment, name: str, network: Network) -> dict:
+def run_local_server(deployment: Deployment, name: str, network: Network, resume: bool = False) -> dict:
     protocol, config = _protocol(deployment), config_of(deployment)
     servers = deployment.names("local_server")
     ell = servers.index(name)
@@ -59,6 +60,7 @@ def run_local_server(deployment: Deployment, name: str, network: Network) -> dic
     events = _LocalEvents()
     count_idle = config.rebuild_local_copies and not config.synchronous
     free = free_running(deployment)
+    resumed = _resume(deployment, name, server, events, resume)
     wanted = (Arrival.kind, PhaseStart.kind, Download.kind, Finish.kind)
     while True:
         sender, kind = _next(server, wanted, deployment)
@@ -66,7 +68,9 @@ def run_local_server(deployment: Deployment, name: str, network: Network) -> dic
         if kind == Download.kind:
             _apply_download(server, events, network, acknowledge=not free)
         elif kind == PhaseStart.kind:
-            _detect(server, events, network, free)
+            t = _detect(server, events, network, free)
+            if fclub_resume.is_phase_start(t):
+                fclub_resume.save(deployment, name, t, _state(server, events), network)
         elif kind == Arrival.kind:
             _serve(server, users, index, events, network, protocol, count_idle, free)
         else:
@@ -85,6 +89,7 @@ def run_local_server(deployment: Deployment, name: str, network: Network) -> dic
         f"{events.counts['uploads']} uploads, {events.counts['downloads']} downloads",
         "users": members.tolist(),
         "counts": events.counts,
+        "resumed_at": resumed,
         **({"crossings": events.crossings} if free else {}),
         "phases": events.phases,
         "upload_rounds": events.upload_rounds,
@@ -106,7 +111,7 @@ def _apply_download(server, events: _LocalEvents, network: Network, acknowledge:
             server.send(FCLUBProtocol.GLOBAL, Applied())
 
 
-def _detect(server, events: _LocalEvents, network: Network, free: bool = False) -> None:
+def _detect(server, events: _LocalEvents, network: Network, free: bool = False) -> int:
     t = server.receive(PhaseStart.kind).t
     network.round_label = f"round {t}"
     with network.phase(DETECT):
@@ -121,6 +126,31 @@ def _detect(server, events: _LocalEvents, network: Network, free: bool = False) 
     events.counts["phase_uploads"] += sent
     events.counts["renewals"] += renewals
     events.phases.append([t, sent, renewals])
+    return t
+
+
+SKIPPED = fclub_resume.NOT_SAVED | {"_rows"}
+"""A local server's attributes a checkpoint leaves out: those of every party, and its per-user views of its
+statistics (rebuilt from them)."""
+
+
+def _state(server: LocalServer, events: _LocalEvents) -> dict:
+    return {"server": fclub_resume.attributes(server, SKIPPED), "events": events}
+
+
+def _resume(deployment: Deployment, name: str, server: LocalServer, events: _LocalEvents, resume: bool) -> int:
+    """Resumed: the state of the agreed phase start put back into the fresh ``server`` and ``events``; else the
+    checkpoints of an earlier session cleared. Returns the round the server goes on from (0: a fresh session)."""
+    if not resume:
+        fclub_resume.start_afresh(deployment, name)
+        return 0
+    t = fclub_resume.agree(deployment, name, server)
+    state = fclub_resume.load(deployment, name, t, server.network)
+    for key, value in state["server"].items():
+        setattr(server, key, value)
+    server._rows = list(zip(server.V, server.b, strict=True))
+    vars(events).update(vars(state["events"]))
+    return t
 
 
 def _settle(server, events: _LocalEvents, crossed: list, replaced: bool) -> None:

@@ -16,6 +16,7 @@ from contextlib import nullcontext
 import numpy as np
 
 from privbandits.comm import Message, Network, Party, PeerLost, ProtocolError
+from privbandits.deploy import fclub_resume
 from privbandits.deploy.deployment import Deployment, FCLUBProtocol
 from privbandits.deploy.fclub import (
     SCHEDULE,
@@ -132,31 +133,44 @@ class _Pipeline:
         self.pending[server] = deque()  # its rounds go unserved
 
 
-def run_users(deployment: Deployment, name: str, network: Network, on_round) -> dict:
+class _Clock:
+    """The public phase schedule of §3.2: phase s starts at round t = 2^s − 1."""
+
+    def __init__(self) -> None:
+        self.phase, self.next_start = 0, 1
+
+    def starts(self, t: int) -> bool:
+        if t != self.next_start:
+            return False
+        self.phase += 1
+        self.next_start = 2 ** (self.phase + 1) - 1
+        return True
+
+
+def run_users(deployment: Deployment, name: str, network: Network, on_round, resume: bool = False) -> dict:
     protocol, config = _protocol(deployment), config_of(deployment)
     env = setting_of(deployment).environment()
     env.reset(_streams(deployment)[0])
     server_of_user, users = _server_of_user(deployment), Party(name, network)
     servers = _Reachable(deployment.names("local_server"), network)
     horizon = protocol.horizon
-    record = _Record(horizon)
+    record, clock = _Record(horizon), _Clock()
+    resumed = _resume(deployment, name, users, env, {"record": record, "clock": clock, "lost": servers.lost}, resume)
     pipeline = _Pipeline(users, servers, record, protocol.n_arms, on_round) if free_running(deployment) else None
-    next_start, phase = 1, 0
     start = time.perf_counter()
     with network.batch() if pipeline is not None else nullcontext():
-        for t in range(1, horizon + 1):
+        for t in range(max(resumed, 1), horizon + 1):
             network.round_label = f"round {t}"
             contexts, expected = env.next_round()
-            starts = t == next_start
-            if starts:
-                phase += 1
-                next_start = 2 ** (phase + 1) - 1
-            if starts or config.detect_every_round:
+            if t != resumed and (clock.starts(t) or config.detect_every_round):  # resumed: detected at t already
                 if pipeline is not None:
                     pipeline.drain()
                 with network.phase(SCHEDULE):
                     users.send(FCLUBProtocol.GLOBAL, PhaseStart(t))
                     servers.tell(users, PhaseStart(t))
+                if fclub_resume.is_phase_start(t):
+                    fclub_resume.save(deployment, name, t, {"record": record, "clock": clock, "lost": servers.lost},
+                                      network)  # fmt: skip
             server = servers.names[server_of_user[env.user]]
             if server in servers.lost:
                 pass
@@ -190,8 +204,25 @@ def run_users(deployment: Deployment, name: str, network: Network, on_round) -> 
         "regret": [None if math.isnan(r) else float(r) for r in record.regret],
         "arms": record.arms.tolist(),
         "lost": lost,
+        "resumed_at": resumed,
         "outcome": f"{served} of {horizon} rounds served" + (f"; lost {', '.join(lost)}" if lost else ""),
     }
+
+
+def _resume(deployment: Deployment, name: str, users: Party, env, state: dict, resume: bool) -> int:
+    """Resumed: the record, clock and lost servers of the agreed phase start t put back into ``state``'s objects, the
+    environment replayed to round t; else an earlier session's checkpoints cleared. Returns t (0: a fresh session)."""
+    if not resume:
+        fclub_resume.start_afresh(deployment, name)
+        return 0
+    t = fclub_resume.agree(deployment, name, users)
+    saved = fclub_resume.load(deployment, name, t, users.network)
+    for key in ("record", "clock"):
+        vars(state[key]).update(vars(saved[key]))
+    state["lost"].update(saved["lost"])
+    for _ in range(t - 1):
+        env.next_round()
+    return t
 
 
 def _round(users, server: str, t: int, env, contexts: np.ndarray, n_arms: int, network: Network) -> tuple[int, float]:
