@@ -26,6 +26,8 @@ from scipy import stats
 
 FAITHFUL = "CDP-FCLUB-DC (faithful)"
 TARGET = 0.5
+REFERENCES = 3
+"""In-process runs after the session; the fastest counts (a stall of this shared machine cannot flatter the ratio)."""
 
 
 def regret_over_seeds(seeds: range, horizon: int, algorithm: str) -> None:
@@ -57,14 +59,14 @@ def regret_over_seeds(seeds: range, horizon: int, algorithm: str) -> None:
 
 
 def throughput(horizon: int, algorithm: str) -> None:
-    got, reference = run_session(horizon, algorithm, schedule="free-running")
+    got, reference = run_session(horizon, algorithm, schedule="free-running", references=REFERENCES)
     networked = got["results"]["users"]["rounds_per_second"]
     in_process = horizon / reference.seconds
     ratio = networked / in_process
     load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
     print(
         f"throughput, T = {horizon}: free-running processes {networked:.0f} rounds/s, in one process "
-        f"{in_process:.0f} rounds/s (run just after), ratio {ratio:.2f} (target ≥ {TARGET}: "
+        f"{in_process:.0f} rounds/s (fastest of {REFERENCES} runs just after), ratio {ratio:.2f} (target ≥ {TARGET}: "
         f"{'met' if ratio >= TARGET else 'not met'}); load average {load} on {os.cpu_count()} CPUs"
     )
 

@@ -150,7 +150,7 @@ class Checked(Message):
     """Global → local server: its :class:`~privbandits.protocols.fclub.DownloadCheck` is counted."""
 
 
-WINDOW = 64
+WINDOW = 16
 """Free-running: the most rounds the users have in flight (contexts sent, arm not yet back)."""
 NOISE_WARNING = "FCLUB: privatizer noise exceeded"
 FAITHFUL = "CDP-FCLUB-DC (faithful)"
@@ -219,6 +219,22 @@ def peers(deployment: Deployment, name: str) -> list[str] | None:
     if deployment.parties[name].role == "local_server":
         return [deployment.names("users")[0], FCLUBProtocol.GLOBAL]
     return None
+
+
+def prepare(deployment: Deployment, name: str) -> None:
+    """Before the party links up: a few rounds of its algorithm in memory, so that the compiled kernels are loaded
+    (about a second per process) before the session's clock starts rather than at its first rounds."""
+    import dataclasses
+
+    from privbandits.protocols.fclub import FederatedClusteredBandit
+
+    config, env = dataclasses.replace(config_of(deployment), horizon=15), setting_of(deployment).environment()
+    env.reset(np.random.default_rng(0))
+    bandit = FederatedClusteredBandit(config, _server_of_user(deployment), env.dim, env.n_arms,
+                                      rng=np.random.default_rng(0))  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        play(bandit, env, config.horizon)
 
 
 def receive_deadline(deployment: Deployment, name: str) -> float:

@@ -93,6 +93,8 @@ class _GlobalRun:
         self.crossed_uploads = 0  # free-running: uploads and checks of the old phase read after its PhaseStart
         self.finished: set[str] = set()  # free-running: the parties whose Finish has come
         self.resumed_at = 0  # the phase start a resumed session went on from
+        self.due: dict[tuple[str, int], None] = {}  # free-running: local clusters due a download, in order
+        self.last = ""  # free-running: the local server whose upload was absorbed last
 
     def state(self) -> dict:
         """What a checkpoint holds: the global server's state (not its links or configuration) and the session's."""
@@ -142,6 +144,7 @@ class _GlobalRun:
         network.round_label = f"the phase from round {t}"  # the global server sees no other round
         if self.free:
             self._drain_old_phase()
+            self._send_due()
         with network.phase(DETECT):
             if glob.detect(t):
                 self.changed.append(t)
@@ -163,15 +166,47 @@ class _GlobalRun:
                 self.glob.lose(server, exc)
 
     def serve(self, sender: str, kind: str) -> None:
-        """An upload (its downloads sent) or a download check; lock-step, each confirmed."""
+        """An upload (its downloads sent) or a download check; lock-step, each confirmed. Free-running, the downloads
+        an upload makes due wait until no other message is waiting: each then carries every upload absorbed."""
+        if kind == Upload.kind and self.free:
+            with self.network.phase(ASYNC):
+                self.due.update(dict.fromkeys(self.glob.receive_upload(sender)))
+            self.downloads[sender].append(0)
+            self.last = sender
+            if not self._waiting():
+                self._send_due()
+            return
         if kind == Upload.kind:
-            self.downloads[sender].append(_serve_upload(self.glob, sender, self.network, confirm=not self.free))
+            self.downloads[sender].append(_serve_upload(self.glob, sender, self.network))
             return
         with self.network.phase(CHECK):
             self.glob.receive_download_check(sender)
         if not self.free:
             with self.network.phase(SEQUENCE):
                 self.glob.send(sender, Checked())
+
+    def _waiting(self) -> bool:
+        """Whether a message for the loop is already here (read ahead, or on a link), without waiting."""
+        try:
+            with self.network.patience(0.0):
+                self.glob.peek((PhaseStart.kind, Upload.kind, DownloadCheck.kind, Finish.kind))
+        except PeerLost as exc:
+            if exc.peer != "any":
+                raise
+            return False
+        return True
+
+    def _send_due(self) -> None:
+        """Free-running: the downloads due (each member's buffer once), counted with the last upload absorbed."""
+        delivered = 0
+        with self.network.phase(ASYNC):
+            for key in self.due:
+                if key[0] not in self.glob.lost and key in self.glob.members:
+                    self.glob.send_download(key)
+                    delivered += key[0] not in self.glob.lost
+        if self.due:
+            self.downloads[self.last][-1] += delivered
+        self.due = {}
 
     def finish(self, sender: str) -> None:
         """Lock-step: the users' Finish (or a local server's, read first from another link) ends the loop, then
@@ -184,6 +219,7 @@ class _GlobalRun:
         self.glob.receive(Finish.kind, sender)
         self.finished.add(sender)
         if self._over():
+            self._send_due()
             with self.network.phase(SCHEDULE):
                 for server in list(self.glob.servers):
                     self.glob.send(server, Finish(0))
@@ -217,9 +253,9 @@ def run_global(deployment: Deployment, name: str, network: Network, resume: bool
     return session.result()
 
 
-def _serve_upload(glob, sender: str, network: Network, confirm: bool = True) -> int:
-    """An upload: absorb it, send the downloads it makes due; with ``confirm`` (lock-step) wait until each is
-    applied and confirm it. Returns how many downloads were delivered."""
+def _serve_upload(glob, sender: str, network: Network) -> int:
+    """Lock-step, an upload: absorb it, send the downloads it makes due, wait until each is applied, confirm it.
+    Returns how many downloads were delivered."""
     with network.phase(ASYNC):
         due = glob.receive_upload(sender)
         delivered = []
@@ -227,8 +263,6 @@ def _serve_upload(glob, sender: str, network: Network, confirm: bool = True) -> 
             glob.send_download(key)
             if key[0] not in glob.lost:
                 delivered.append(key[0])
-    if not confirm:
-        return len(delivered)
     with network.phase(SEQUENCE):
         for server in delivered:
             if server in glob.lost:
