@@ -5,12 +5,12 @@ and the uploads the global server received all equal the in-memory run); the che
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
 import time
 
-import numpy as np
 import pytest
 from test_deploy_fclub import assert_equals_in_memory, certs, local_copy
 
@@ -75,3 +75,30 @@ def test_a_killed_party_resumes_and_the_session_equals_the_uninterrupted_one(tmp
         assert phases == [1, 3, 7, 15, 31, 63, 127, 255, 511, 1023], (name, phases)
         path = spec.checkpoint_path(name).with_name(f"{name}.t1023.npz")
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+@pytest.mark.slow
+def test_a_free_running_session_resumes_from_its_phase_start_barrier(tmp_path):
+    """Free-running, the phase start is still a barrier with nothing in flight, so the checkpoints form one state:
+    a killed local server's session resumes and serves every round (regret is not the in-memory run's here)."""
+    spec = small(tmp_path, **{"seed = 0 ": 'seed = 0\nschedule = "free-running"\n#'})
+    kill_and_resume(spec, tmp_path, "local0")
+    got = {name: json.loads(spec.result_path(name).read_text()) for name in spec.parties}
+    assert got["users"]["served"] == spec.protocol.horizon and got["global"]["lost"] == {}
+    assert {result["resumed_at"] for result in got.values()} == {255}
+    sent = sum(sum(counts) for counts in got["global"]["downloads_per_upload"].values())
+    assert sum(got[name]["counts"]["downloads"] for name in spec.names("local_server")) == sent
+
+
+def test_a_checkpoint_of_another_deployment_is_refused(tmp_path):
+    from privbandits.comm import InMemoryNetwork, Traffic
+    from privbandits.deploy.fclub_resume import save
+
+    spec = small(tmp_path)
+    network = InMemoryNetwork()
+    network.received = Traffic()
+    save(spec, "global", 7, {"counts": [1, 2]}, network)
+    assert load(spec, "global", 7, network) == {"counts": [1, 2]}
+    other = spec.model_copy(update={"protocol": spec.protocol.model_copy(update={"epsilon": 2.0})})
+    with pytest.raises(DeploymentError, match=r"global\.t7\.npz was written for another deployment"):
+        load(other, "global", 7, network)

@@ -12,7 +12,7 @@ import pytest
 
 from privbandits.comm import InMemoryNetwork, Party
 from privbandits.deploy import snapshot
-from privbandits.deploy.fclub_resume import NOT_SAVED
+from privbandits.deploy.fclub_resume import NOT_SAVED, attributes
 from privbandits.envs.clustered import ClusteredLinearBandit
 from privbandits.protocols.fclub import FederatedClusteredBandit, LocalServer, Upload, play
 from privbandits.protocols.fclub_config import Calibration, FCLUBConfig
@@ -29,7 +29,7 @@ def _bandit(horizon: int) -> tuple[FederatedClusteredBandit, ClusteredLinearBand
 
 
 def _copy(server: LocalServer, network) -> LocalServer:
-    arrays, tree = snapshot.encode({"server": {k: v for k, v in vars(server).items() if k not in NOT_SAVED | {"_rows"}}})
+    arrays, tree = snapshot.encode({"server": attributes(server, NOT_SAVED | {"_rows"})})
     tree = json.loads(json.dumps(tree))  # as a checkpoint stores it
     state = snapshot.decode({k: v.copy() for k, v in arrays.items()}, tree)["server"]
     fresh = LocalServer(server.name, network, server.users, server.dim, Calibration(server.config, 5, 12, 2),

@@ -216,4 +216,3 @@ def _serve(server, users: str, index: dict[int, int], events: _LocalEvents, netw
         return
     with network.phase(USERS):
         server.send(users, Served(t))
-
