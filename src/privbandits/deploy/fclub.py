@@ -39,8 +39,9 @@ as ``run_fclub`` does, so regret, communication and the local servers' releases 
 Schedules (the file's ``protocol.schedule``). ``lock-step`` (the default) is the order above, and equals
 the in-memory run. ``free-running`` drops the sequencing: a local server sends its uploads and download
 checks and goes on with its next round without waiting for the global server (no :class:`UploadDone`,
-:class:`Applied`, :class:`Checked`, :class:`Served`), the global server sends the downloads an upload makes
-due without waiting for them to be applied, and the users keep up to :data:`WINDOW` rounds in flight (a
+:class:`Applied`, :class:`Checked`, :class:`Served`), the global server sends the downloads uploads make due
+without waiting for them to be applied (once no further upload is already waiting, so that under a backlog
+one download carries several uploads), and the users keep up to :data:`WINDOW` rounds in flight (a
 round's contexts go out before the previous rounds' arms are back; each local server still finishes a round,
 its reward included, before it starts its next, so only the local servers' view of each other lags). A
 phase start stays a barrier: the users send :class:`PhaseStart` once every earlier round is answered, and a
@@ -59,9 +60,12 @@ Messages that cross a phase start, with the counts each party records (``crossin
   the downloads still coming until the global server's own :class:`Finish` (``late_downloads``), which it
   sends once every local server has finished; nothing is lost at the end.
 
-What differs from lock-step is when a download reaches its local server (a few rounds later), and the
-order in which the global server reads uploads from different local servers (which decides Eq. 6's
-downloads); ``benchmarks/fclub_free_running.py`` compares the two schedules' regret over seeds.
+What differs from lock-step is when a download reaches its local server (a few rounds later: until then
+the local copy S is smaller, so Eq. 5 fires sooner and there are more uploads), and the order in which the
+global server reads uploads from different local servers (which decides Eq. 6's downloads); a session is
+therefore not reproducible run to run. ``benchmarks/fclub_free_running.py`` compares the two schedules'
+regret over seeds. With a phase start every round (the synchronous FCLUB preset) every round is a barrier
+and free-running equals lock-step (``tests/test_deploy_fclub_free_running.py``).
 
 A lost local server (killed, stalled past the deadline, or failed): the global server names it
 (its result's ``lost`` and outcome), drops its link and its clusters from later merges, and
