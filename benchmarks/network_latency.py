@@ -441,7 +441,7 @@ def fclub(horizon: int, algorithm: str) -> dict[str, float]:
     process; exits if their regret differs."""
     from _fclub_deployment import run_session
 
-    got, reference = run_session(horizon, algorithm)
+    got, reference = run_session(horizon, algorithm, references=REPEATS)
     users = got["results"]["users"]
     if not np.array_equal(got["regret"], reference.regret):
         sys.exit("FCLUB: the processes' regret differs from the in-memory run's")
