@@ -440,31 +440,13 @@ def p2b(n_users: int) -> dict[str, float]:
 def fclub(horizon: int, algorithm: str) -> dict[str, float]:
     """Rounds per second of the shipped FCLUB example (every party a process) and of the same run in one
     process; exits if their regret differs."""
-    import re
+    from _fclub_deployment import run_session
 
-    from privbandits.deploy.deployment import load_deployment
-    from privbandits.deploy.fclub import outcome, run_in_memory
-    from privbandits.deploy.local import run_local
-
-    example = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "fclub.toml"
-    text = re.sub(r'address = "127\.0\.0\.1:\d+"', 'address = "127.0.0.1:0"', example.read_text())
-    text = re.sub(r"horizon = \d+", f"horizon = {horizon}", text)
-    text = re.sub(r'algorithm = "[^"]*"', f'algorithm = "{algorithm}"', text)
-    text = "reproducible = true\n" + text  # the local servers' noise from the seed, so regret equals in-memory
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "fclub.toml"
-        path.write_text(text)
-        spec = load_deployment(path)
-        write_bundles(spec.bundles, list(spec.parties))
-        codes, processes = run_local(spec)
-        if any(codes.values()):
-            sys.exit("; ".join(f"{p.name}: {p.last_error}" for p in processes if codes[p.name]))
-        got = outcome(spec)
-        users = got["results"]["users"]
-        reference = run_in_memory(spec)
-        if not np.array_equal(got["regret"], reference.regret):
-            sys.exit("FCLUB: the processes' regret differs from the in-memory run's")
-        messages = sum(row[3] for result in got["results"].values() for row in result["traffic"])
+    got, reference = run_session(horizon, algorithm, references=REPEATS)
+    users = got["results"]["users"]
+    if not np.array_equal(got["regret"], reference.regret):
+        sys.exit("FCLUB: the processes' regret differs from the in-memory run's")
+    messages = sum(row[3] for result in got["results"].values() for row in result["traffic"])
     return {
         "networked": users["rounds_per_second"],
         "in_memory": horizon / reference.seconds,

@@ -14,9 +14,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted(path.name for path in (ROOT / "benchmarks").glob("*.py") if not path.name.startswith("_"))
-SLOW = {"network_latency.py": "starts about twenty processes over mutual TLS (about 40 s on 2 cores)"}
+SLOW = {
+    "network_latency.py": "starts about twenty processes over mutual TLS (about 40 s on 2 cores)",
+    "fclub_free_running.py": "four FCLUB sessions of seven processes each (82 s at a load average of 18 on 2 cores)",
+}
 """Scripts whose whole smoke run is marked slow, with the reason; the default suite runs a part of each (PARTS)."""
-PARTS = {"network_latency.py": ["--skip-p2b", "--skip-fclub", "--skip-mpc"]}
+PARTS = {
+    "network_latency.py": ["--skip-p2b", "--skip-fclub", "--skip-mpc"],
+    "fclub_free_running.py": ["--skip-regret"],
+}
 
 
 def bench_extra() -> set[str]:

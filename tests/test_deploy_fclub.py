@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import stat
 import time
 from pathlib import Path
 
@@ -212,12 +213,15 @@ def test_a_bad_fclub_deployment_file_names_the_field(tmp_path, edit, error):
         load_deployment(path)
 
 
-def test_fclub_refuses_resume(tmp_path):
-    from privbandits.deploy.fclub import run_party
-
-    spec = load_deployment(local_copy(tmp_path))
-    with pytest.raises(DeploymentError, match="FCLUB deployments have no --resume"):
-        run_party(spec, "global", InMemoryNetwork(), resume=True)
+def test_resume_without_checkpoints_says_to_start_afresh(tmp_path):
+    """--resume where no party holds a checkpoint: the users name the problem, every party ends, none starts afresh."""
+    path = local_copy(tmp_path, **{"horizon = 4095": "horizon = 63"})
+    certs(path)
+    result = CliRunner().invoke(standalone, ["deploy", "local", str(path), "--no-progress", "--resume"])
+    assert result.exit_code != 0
+    words = " ".join(re.sub(r"[│┃]", " ", result.output).split())  # the table wraps the reasons
+    assert "no phase start whose checkpoint every party holds" in words, result.output
+    assert not load_deployment(path).result_path("users").exists()
 
 
 def test_deploy_data_says_fclub_needs_no_data_files(tmp_path):
@@ -239,7 +243,8 @@ def test_deploy_data_says_fclub_needs_no_data_files(tmp_path):
 def test_a_local_server_refuses_a_malformed_round_from_the_users(tmp_path, user, contexts, reward, error):
     """What a local server checks in what the users send it (a hostile or broken users party), in memory."""
     from privbandits.comm import Party, ProtocolError
-    from privbandits.deploy.fclub import USERS, Arrival, Feedback, _calibration, _LocalEvents, _serve, _streams
+    from privbandits.deploy.fclub import USERS, Arrival, Feedback, _calibration, _streams
+    from privbandits.deploy.fclub_local import _LocalEvents, _serve
     from privbandits.protocols.fclub import LocalServer
 
     spec = load_deployment(local_copy(tmp_path))
@@ -270,7 +275,8 @@ def test_the_users_refuse_a_malformed_answer_from_a_local_server(arm, served, er
     from types import SimpleNamespace
 
     from privbandits.comm import Party, ProtocolError
-    from privbandits.deploy.fclub import USERS, Choice, Served, _round
+    from privbandits.deploy.fclub import USERS, Choice, Served
+    from privbandits.deploy.fclub_users import _round
 
     network = InMemoryNetwork(serialize=True)
     users, local = Party("users", network), Party("local0", network)
@@ -285,7 +291,8 @@ def test_the_users_refuse_a_malformed_answer_from_a_local_server(arm, served, er
 def test_by_default_each_local_server_draws_its_noise_from_os_entropy(tmp_path):
     """The shipped default: the session serves the seeded run's users on its phase schedule (the environment is
     the file's), but with the local servers' own noise: the global server receives other uploads (another digest),
-    every result records the mode, and nothing of the noise is kept on disk (FCLUB has no --resume)."""
+    every result records the mode, and each local server's noise (its generators' states) is kept only in its own
+    checkpoints, mode 0600."""
     horizon = 511
     path = local_copy(tmp_path, seeded=False, **{"horizon = 4095": f"horizon = {horizon}"})
     certs(path)
@@ -305,4 +312,5 @@ def test_by_default_each_local_server_draws_its_noise_from_os_entropy(tmp_path):
     run_in_memory(spec, again)  # another default run, in memory: other noise again
     digests = [upload_digest(uploads_of(run)) for run in (network, again)]
     assert len({results["global"]["uploads_digest"], *digests}) == 3
-    assert not (spec.output / "checkpoints").exists()
+    for path in (spec.output / "checkpoints").iterdir():
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path

@@ -429,6 +429,8 @@ class FCLUBProtocol(_Strict):
     options: dict[str, bool | int | float | str] = Field(
         default_factory=dict, description="FCLUBConfig fields over the algorithm's preset (e.g. rebuild_local_copies)"
     )
+    schedule: Literal["lock-step", "free-running"] = Field("lock-step", description="lock-step: every round waits "
+        "for the global server (equals the in-memory run); free-running: uploads and downloads cross (deploy/fclub.py)")
 
     ROLES: ClassVar[tuple[str, ...]] = ("users", "global_server", "local_server")
     REPORTER: ClassVar[str] = "users"

@@ -36,18 +36,48 @@ as ``run_fclub`` does, so regret, communication and the local servers' releases 
 :func:`run_in_memory`'s; anyone holding the file can then recompute the noise
 (``tests/test_deploy_attacks.py``): for tests and demos only.
 
+Schedules (the file's ``protocol.schedule``). ``lock-step`` (the default) is the order above, and equals
+the in-memory run. ``free-running`` drops the sequencing: a local server sends its uploads and download
+checks and goes on with its next round without waiting for the global server (no :class:`UploadDone`,
+:class:`Applied`, :class:`Checked`, :class:`Served`), the global server sends the downloads uploads make due
+without waiting for them to be applied (once no further upload is already waiting, so that under a backlog
+one download carries several uploads), and the users keep up to :data:`WINDOW` rounds in flight (a
+round's contexts go out before the previous rounds' arms are back; each local server still finishes a round,
+its reward included, before it starts its next, so only the local servers' view of each other lags). A
+phase start stays a barrier: the users send :class:`PhaseStart` once every earlier round is answered, and a
+local server serves no round of the new phase before the global server's :class:`PhaseEnd` and renewals.
+Messages that cross a phase start, with the counts each party records (``crossings`` in its result):
+
+* an upload or download check the global server reads after the users' :class:`PhaseStart` but that its
+  local server sent before its phase uploads belongs to the old phase: it is applied to the old global
+  statistics before the merge, and the downloads it makes due are sent (``crossed_uploads``);
+* a download a local server reads after its own detection but the global server sent before its
+  :class:`PhaseEnd` belongs to the old phase: it is dropped when a renewal replaces the cluster's copy, or
+  when the copy was rebuilt from its phase upload (``rebuild_local_copies``), since the copy already holds
+  what it carries (``stale_downloads``); otherwise (no renewal, the same clusters) it is applied after the
+  detection (``crossed_downloads``);
+* the session ends with a handshake: each local server sends the global server :class:`Finish` and applies
+  the downloads still coming until the global server's own :class:`Finish` (``late_downloads``), which it
+  sends once every local server has finished; nothing is lost at the end.
+
+What differs from lock-step is when a download reaches its local server (a few rounds later: until then
+the local copy S is smaller, so Eq. 5 fires sooner and there are more uploads), and the order in which the
+global server reads uploads from different local servers (which decides Eq. 6's downloads); a session is
+therefore not reproducible run to run. ``benchmarks/fclub_free_running.py`` compares the two schedules'
+regret over seeds. With a phase start every round (the synchronous FCLUB preset) every round is a barrier
+and free-running equals lock-step (``tests/test_deploy_fclub_free_running.py``).
+
 A lost local server (killed, stalled past the deadline, or failed): the global server names it
 (its result's ``lost`` and outcome), drops its link and its clusters from later merges, and
 delivers no more messages to it; the users stop sending it users (their rounds are counted as
 unserved); the other local servers finish. A lost global server or users party ends the session
-for everyone, as in the other deployments. There is no ``--resume``.
+for everyone, as in the other deployments. Every party checkpoints its state at each phase start, and a
+session ended by a lost party goes on with ``--resume`` (:mod:`privbandits.deploy.fclub_resume`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
-import time
 import warnings
 from collections.abc import Callable
 
@@ -56,20 +86,7 @@ import numpy as np
 from privbandits.comm import Message, Network, PeerLost, ProtocolError, message
 from privbandits.deploy import entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError, FCLUBProtocol
-from privbandits.protocols.fclub import (
-    ASYNC,
-    CHECK,
-    DETECT,
-    PHASE_END,
-    Communication,
-    Download,
-    DownloadCheck,
-    GlobalServer,
-    LocalServer,
-    PhaseUpload,
-    Upload,
-    play,
-)
+from privbandits.protocols.fclub import Communication, play
 from privbandits.protocols.fclub_config import Calibration
 
 USERS, SCHEDULE, SEQUENCE = "users", "schedule", "sequence"
@@ -115,7 +132,8 @@ class PhaseStart(Message):
 
 @message("deploy.fclub.finish")
 class Finish(Message):
-    """Users → every party, then each local server → the global server: the session's ``rounds`` are over."""
+    """Users → every party, then each local server → the global server: the session's ``rounds`` are over; free-running,
+    the global server's to each local server once all have finished (no more downloads follow)."""
 
     rounds: int
 
@@ -136,6 +154,8 @@ class Checked(Message):
     """Global → local server: its :class:`~privbandits.protocols.fclub.DownloadCheck` is counted."""
 
 
+WINDOW = 16
+"""Free-running: the most rounds the users have in flight (contexts sent, arm not yet back)."""
 NOISE_WARNING = "FCLUB: privatizer noise exceeded"
 FAITHFUL = "CDP-FCLUB-DC (faithful)"
 
@@ -205,6 +225,22 @@ def peers(deployment: Deployment, name: str) -> list[str] | None:
     return None
 
 
+def prepare(deployment: Deployment, name: str) -> None:
+    """Before the party links up: a few rounds of its algorithm in memory, so that the compiled kernels are loaded
+    (about a second per process) before the session's clock starts rather than at its first rounds."""
+    import dataclasses
+
+    from privbandits.protocols.fclub import FederatedClusteredBandit
+
+    config, env = dataclasses.replace(config_of(deployment), horizon=15), setting_of(deployment).environment()
+    env.reset(np.random.default_rng(0))
+    bandit = FederatedClusteredBandit(config, _server_of_user(deployment), env.dim, env.n_arms,
+                                      rng=np.random.default_rng(0))  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        play(bandit, env, config.horizon)
+
+
 def receive_deadline(deployment: Deployment, name: str) -> float:
     """Seconds party ``name`` waits for a message before it counts its peer as lost.
 
@@ -249,364 +285,31 @@ def run_party(
     resume: bool = False,
     on_round: Callable[[int, int], None] | None = None,
 ) -> dict:
-    """Play party ``name``'s part of the session on ``network`` (already connected)."""
-    if resume:
-        raise DeploymentError("FCLUB deployments have no --resume: a lost local server is dropped, the others finish")
+    """Play party ``name``'s part of the session on ``network`` (already connected); ``resume``: go on from the
+    parties' checkpoints (:mod:`privbandits.deploy.fclub_resume`)."""
+    from privbandits.deploy.fclub_global import run_global
+    from privbandits.deploy.fclub_local import run_local_server
+    from privbandits.deploy.fclub_users import run_users
+
     role = deployment.parties[name].role
     with warnings.catch_warnings():
         if _protocol(deployment).algorithm != FAITHFUL:  # as the experiments' runs
             warnings.filterwarnings("ignore", message=NOISE_WARNING)
         if role == "users":
-            return _run_users(deployment, name, network, on_round)
+            return run_users(deployment, name, network, on_round, resume)
         if role == "global_server":
-            return _run_global(deployment, name, network)
-        return _run_local_server(deployment, name, network)
+            return run_global(deployment, name, network, resume)
+        return run_local_server(deployment, name, network, resume)
 
 
-# -- the users ---------------------------------------------------------------------------------------
-class _Reachable:
-    """The local servers the users still reach: one found lost is dropped, and the session goes on."""
-
-    def __init__(self, names: list[str], network: Network) -> None:
-        self.names, self.network = names, network
-        self.lost: dict[str, str] = {}
-
-    def lose(self, server: str, exc: PeerLost) -> None:
-        if exc.peer != server:  # the server reported losing another party (the global server, or us): fatal
-            raise exc
-        self.lost[server] = str(exc)
-        self.network.drop(server)
-
-    def tell(self, users, message: Message) -> None:
-        """``message`` to every local server still reached."""
-        for server in self.names:
-            if server not in self.lost:
-                try:
-                    users.send(server, message)
-                except PeerLost as exc:
-                    self.lose(server, exc)
-
-
-def _run_users(deployment: Deployment, name: str, network: Network, on_round) -> dict:
-    from privbandits.comm import Party
-
-    protocol, config = _protocol(deployment), config_of(deployment)
-    env = setting_of(deployment).environment()
-    env.reset(_streams(deployment)[0])
-    server_of_user, users = _server_of_user(deployment), Party(name, network)
-    servers = _Reachable(deployment.names("local_server"), network)
-    horizon = protocol.horizon
-    regret, arms, rewards = np.full(horizon, np.nan), np.full(horizon, -1, dtype=np.int64), np.zeros(horizon)
-    next_start, phase = 1, 0
-    start = time.perf_counter()
-    for t in range(1, horizon + 1):
-        network.round_label = f"round {t}"
-        contexts, expected = env.next_round()
-        starts = t == next_start
-        if starts:
-            phase += 1
-            next_start = 2 ** (phase + 1) - 1
-        if starts or config.detect_every_round:
-            with network.phase(SCHEDULE):
-                users.send(FCLUBProtocol.GLOBAL, PhaseStart(t))
-                servers.tell(users, PhaseStart(t))
-        server = servers.names[server_of_user[env.user]]
-        if server not in servers.lost:
-            try:
-                arms[t - 1], rewards[t - 1] = _round(users, server, t, env, contexts, protocol.n_arms, network)
-                regret[t - 1] = expected.max() - expected[arms[t - 1]]
-            except PeerLost as exc:
-                servers.lose(server, exc)
-        if on_round is not None:
-            on_round(t, horizon)
-    seconds = time.perf_counter() - start
-    with network.phase(SCHEDULE):
-        servers.tell(users, Finish(horizon))
-        users.send(FCLUBProtocol.GLOBAL, Finish(horizon))
-    network.close()
-    served, lost = int((arms >= 0).sum()), servers.lost
-    return {
-        "party": name,
-        "role": "users",
-        "rounds": horizon,
-        "served": served,
-        "cumulative_reward": float(rewards.sum()),
-        "cumulative_regret": float(np.nansum(regret)),
-        "seconds": seconds,
-        "rounds_per_second": horizon / seconds,
-        "regret": [None if math.isnan(r) else float(r) for r in regret],
-        "arms": arms.tolist(),
-        "lost": lost,
-        "outcome": f"{served} of {horizon} rounds served" + (f"; lost {', '.join(lost)}" if lost else ""),
-    }
-
-
-def _round(users, server: str, t: int, env, contexts: np.ndarray, n_arms: int, network: Network) -> tuple[int, float]:
-    """One round at the user's local server: contexts out, the arm back, the reward out, then its end."""
-    with network.phase(USERS):
-        users.send(server, Arrival(t, env.user, contexts))
-        arm = users.receive(Choice.kind, server).arm
-        if not (isinstance(arm, int) and 0 <= arm < n_arms):
-            raise ProtocolError(f"{server!r} chose arm {arm!r} in round {t}; the arms are 0..{n_arms - 1}")
-        reward = env.reward(arm)
-        users.send(server, Feedback(reward))
-        done = users.receive(Served.kind, server).t
-    if done != t:
-        raise ProtocolError(f"{server!r} said round {done} was served while round {t} ran")
-    return arm, reward
-
-
-# -- a local server ----------------------------------------------------------------------------------
-class _LocalEvents:
-    """What a local server counts, with the round of each event it can date (for the communication series)."""
-
-    def __init__(self) -> None:
-        self.counts = dict.fromkeys(("phase_uploads", "renewals", "uploads", "downloads", "shared_updates",
-                                     "download_checks", "served"), 0)  # fmt: skip
-        self.phases: list[list[int]] = []  # [t, phase uploads, renewals]
-        self.upload_rounds: list[int] = []
-
-
-def _run_local_server(deployment: Deployment, name: str, network: Network) -> dict:
-    protocol, config = _protocol(deployment), config_of(deployment)
-    servers = deployment.names("local_server")
-    ell = servers.index(name)
-    members = np.flatnonzero(_server_of_user(deployment) == ell)
-    server = LocalServer(name, network, members, protocol.dim, _calibration(deployment), local_rng(deployment, name))
-    users = deployment.names("users")[0]
-    index = {int(user): i for i, user in enumerate(members)}
-    events = _LocalEvents()
-    count_idle = config.rebuild_local_copies and not config.synchronous
-    wanted = (Arrival.kind, PhaseStart.kind, Download.kind, Finish.kind)
-    while True:
-        sender, kind = _next(server, wanted, deployment)
-        _check_sender(name, sender, kind, FCLUBProtocol.GLOBAL if kind == Download.kind else users)
-        if kind == Download.kind:
-            _apply_download(server, events, network)
-        elif kind == PhaseStart.kind:
-            _detect(server, events, network)
-        elif kind == Arrival.kind:
-            _serve(server, users, index, events, network, protocol, count_idle)
-        else:
-            rounds = server.receive(Finish.kind, users).rounds
-            with network.phase(SCHEDULE):
-                server.send(FCLUBProtocol.GLOBAL, Finish(rounds))
-            break
-    network.close()
-    privatizers, per_datum = server.privacy_accounts()
-    return {
-        "party": name,
-        "role": "local_server",
-        "outcome": f"served {events.counts['served']} rounds of {len(members)} users; "
-        f"{events.counts['uploads']} uploads, {events.counts['downloads']} downloads",
-        "users": members.tolist(),
-        "counts": events.counts,
-        "phases": events.phases,
-        "upload_rounds": events.upload_rounds,
-        "clusters": len(server.clusters),
-        "ledger": server.ledger.rows(),
-        "privatizers": {key: list(value) for key, value in privatizers.items()},
-        "max_nodes_per_datum": per_datum,
-        "repairs": vars(server.repairs),
-    }
+def free_running(deployment: Deployment) -> bool:
+    """Whether the file's ``protocol.schedule`` is ``free-running``."""
+    return _protocol(deployment).schedule == "free-running"
 
 
 def _check_sender(name: str, sender: str, kind: str, expected: str) -> None:
     if sender != expected:
         raise ProtocolError(f"{name!r} takes {kind!r} messages only from {expected!r}, got one from {sender!r}")
-
-
-def _apply_download(server, events: _LocalEvents, network: Network) -> None:
-    with network.phase(ASYNC):
-        shared = server.receive_download()
-    events.counts["downloads"] += 1
-    events.counts["shared_updates"] += bool(shared)
-    with network.phase(SEQUENCE):
-        server.send(FCLUBProtocol.GLOBAL, Applied())
-
-
-def _detect(server, events: _LocalEvents, network: Network) -> None:
-    t = server.receive(PhaseStart.kind).t
-    network.round_label = f"round {t}"
-    with network.phase(DETECT):
-        sent = server.detect(t)
-    with network.phase(PHASE_END):
-        renewals = server.end_phase()
-    events.counts["phase_uploads"] += sent
-    events.counts["renewals"] += renewals
-    events.phases.append([t, sent, renewals])
-
-
-def _serve(server, users: str, index: dict[int, int], events: _LocalEvents, network: Network, protocol,
-           count_idle: bool) -> None:  # fmt: skip
-    """One round: recommend, learn the reward, upload if Eq. 5 fires (or ask for the download check), say so."""
-    arrival = server.receive(Arrival.kind, users)
-    t, i, contexts = arrival.t, index.get(arrival.user), arrival.contexts
-    network.round_label = f"round {t}"
-    if i is None:
-        raise ProtocolError(f"{users!r} sent user {arrival.user} in round {t}, whom {server.name!r} does not serve")
-    shape = (protocol.n_arms, protocol.dim)
-    if contexts.shape != shape or contexts.dtype != np.float64 or not np.isfinite(contexts).all():
-        raise ProtocolError(
-            f"{users!r} sent contexts of shape {contexts.shape} ({contexts.dtype}) in round {t}; "
-            f"expected finite float64 of shape {shape}"
-        )
-    with network.phase(USERS):
-        arm = server.recommend(i, contexts)
-        server.send(users, Choice(arm))
-        reward = server.receive(Feedback.kind, users).reward
-    if not (isinstance(reward, float) and math.isfinite(reward)):
-        raise ProtocolError(f"{users!r} sent reward {reward!r} in round {t}; expected a finite float")
-    cluster = server.observe(i, contexts[arm], reward)
-    if cluster is not None:
-        with network.phase(ASYNC):
-            server.upload(cluster)
-        events.counts["uploads"] += 1
-        events.upload_rounds.append(t)
-        while server.peek((Download.kind, UploadDone.kind), FCLUBProtocol.GLOBAL)[1] == Download.kind:
-            _apply_download(server, events, network)
-        server.receive(UploadDone.kind, FCLUBProtocol.GLOBAL)
-    elif count_idle:
-        with network.phase(CHECK):
-            server.check_download(i)
-        events.counts["download_checks"] += 1
-        server.receive(Checked.kind, FCLUBProtocol.GLOBAL)
-    events.counts["served"] += 1
-    with network.phase(USERS):
-        server.send(users, Served(t))
-
-
-# -- the global server -------------------------------------------------------------------------------
-class DeployedGlobal(GlobalServer):
-    """The global server of a deployment: goes on without a lost local server."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.lost: dict[str, str] = {}
-        self.undelivered = 0
-        """Messages due to a lost local server, not sent."""
-        self.uploads_digest = hashlib.sha256()
-        """:func:`upload_digest` of every phase upload and upload received, with its sender."""
-
-    def receive(self, kind: str, sender: str | None = None) -> Message:
-        msg = super().receive(kind, sender)
-        if kind in (PhaseUpload.kind, Upload.kind):
-            _digest_upload(self.uploads_digest, sender, msg)
-        return msg
-
-    def lose(self, server: str, exc: PeerLost) -> None:
-        """Name ``server`` lost, drop its link, and leave it out of later merges."""
-        if exc.peer != server or server not in self.servers:
-            raise exc
-        self.lost[server] = str(exc)
-        self.servers.remove(server)
-        self.uploads = {key: msg for key, msg in self.uploads.items() if key[0] != server}
-        self.network.drop(server)
-
-    def receive_phase_batch(self, server: str) -> None:
-        try:
-            super().receive_phase_batch(server)
-        except PeerLost as exc:
-            self.lose(server, exc)
-
-    def send(self, receiver: str, message: Message) -> None:
-        if receiver in self.lost:
-            self.undelivered += 1
-            return
-        try:
-            super().send(receiver, message)
-        except PeerLost as exc:
-            if receiver not in self.servers:
-                raise
-            self.lose(receiver, exc)
-            self.undelivered += 1
-
-
-def _run_global(deployment: Deployment, name: str, network: Network) -> dict:
-    servers = deployment.names("local_server")
-    users = deployment.names("users")[0]
-    glob = DeployedGlobal(network, list(servers), _protocol(deployment).dim, _calibration(deployment))
-    downloads: dict[str, list[int]] = {server: [] for server in servers}  # per upload, in upload order
-    changed: list[int] = []  # rounds whose detection changed the partition
-    wanted = (PhaseStart.kind, Upload.kind, DownloadCheck.kind, Finish.kind)
-    while True:
-        try:
-            sender, kind = _next(glob, wanted, deployment)
-        except PeerLost as exc:
-            glob.lose(exc.peer, exc)  # a local server (anyone else ends the session)
-            continue
-        if kind == PhaseStart.kind:
-            _check_sender(name, sender, kind, users)
-        elif sender not in servers and kind != Finish.kind:
-            raise ProtocolError(f"{name!r} takes {kind!r} messages only from local servers, got one from {sender!r}")
-        if kind == PhaseStart.kind:
-            t = glob.receive(PhaseStart.kind, users).t
-            network.round_label = f"the phase from round {t}"  # the global server sees no other round
-            with network.phase(DETECT):
-                if glob.detect(t):
-                    changed.append(t)
-            with network.phase(PHASE_END):
-                glob.end_phase()
-        elif kind == Upload.kind:
-            downloads[sender].append(_serve_upload(glob, sender, network))
-        elif kind == DownloadCheck.kind:
-            with network.phase(CHECK):
-                glob.receive_download_check(sender)
-            with network.phase(SEQUENCE):
-                glob.send(sender, Checked())
-        else:  # the users' Finish, or a local server's passing it on (read first from another link)
-            glob.receive(Finish.kind, users)
-            break
-    _await_finish(glob)
-    network.close()
-    lost = ", ".join(f"{server} ({reason})" for server, reason in glob.lost.items())
-    return {
-        "party": name,
-        "role": "global_server",
-        "outcome": f"{len(glob.partition)} global cluster(s) from {len(glob.servers)} local servers"
-        + (f"; lost {lost}; the others finished" if glob.lost else ""),
-        "lost": glob.lost,
-        "undelivered": glob.undelivered,
-        "downloads_per_upload": downloads,
-        "changed_rounds": changed,
-        "counts": {"changed_phases": glob.changed_phases, "idle_downloads": glob.idle_downloads},
-        "partition": sorted(sorted([server, int(uid)] for server, uid in group) for group in glob.partition),
-        "ledger": glob.ledger.rows(),
-        "uploads_digest": glob.uploads_digest.hexdigest(),
-    }
-
-
-def _serve_upload(glob, sender: str, network: Network) -> int:
-    """An upload: absorb it, send the downloads it makes due, wait until each is applied, confirm it.
-
-    Returns how many downloads were delivered."""
-    with network.phase(ASYNC):
-        due = glob.receive_upload(sender)
-        delivered = []
-        for key in due:
-            glob.send_download(key)
-            if key[0] not in glob.lost:
-                delivered.append(key[0])
-    with network.phase(SEQUENCE):
-        for server in delivered:
-            if server in glob.lost:
-                continue
-            try:
-                glob.receive(Applied.kind, server)
-            except PeerLost as exc:
-                glob.lose(server, exc)
-        glob.send(sender, UploadDone())
-    return len(delivered)
-
-
-def _await_finish(glob) -> None:
-    """Each remaining local server's :class:`Finish` (so none is still reading when this server closes)."""
-    with glob.network.phase(SCHEDULE):
-        for server in list(glob.servers):
-            try:
-                glob.receive(Finish.kind, server)
-            except PeerLost as exc:
-                glob.lose(server, exc)
 
 
 # -- the session's outcome, and the in-memory run it must equal -------------------------------------
@@ -674,14 +377,17 @@ def run_in_memory(deployment: Deployment, network: Network | None = None):
 
 
 def upload_digest(uploads) -> str:
-    """SHA-256 over ``(sender, message)`` phase uploads and uploads, in order (what the global server received)."""
-    digest = hashlib.sha256()
+    """A SHA-256 chain over ``(sender, message)`` phase uploads and uploads, in order (what the global server received;
+    a chain, so that a checkpoint can carry it on)."""
+    digest = ""
     for sender, msg in uploads:
-        _digest_upload(digest, sender, msg)
-    return digest.hexdigest()
+        digest = chain_upload(digest, sender, msg)
+    return digest
 
 
-def _digest_upload(digest, sender: str, msg: Message) -> None:
-    digest.update(f"{msg.kind}|{sender}|{msg.cluster}|{msg.count}|".encode())
-    digest.update(np.ascontiguousarray(msg.gram).tobytes())
-    digest.update(np.ascontiguousarray(msg.moment).tobytes())
+def chain_upload(digest: str, sender: str, msg: Message) -> str:
+    """The chain ``digest`` (hex) extended by one phase upload or upload."""
+    step = hashlib.sha256(f"{digest}|{msg.kind}|{sender}|{msg.cluster}|{msg.count}|".encode())
+    step.update(np.ascontiguousarray(msg.gram).tobytes())
+    step.update(np.ascontiguousarray(msg.moment).tobytes())
+    return step.hexdigest()

@@ -165,6 +165,7 @@ def run_party(
                 f"no party named {name!r} in the deployment (parties: {', '.join(deployment.parties)})"
             )
         peers = getattr(protocol, "peers", lambda *_: None)(deployment, name)
+        getattr(protocol, "prepare", lambda *_: None)(deployment, name)  # work a party does before it links up
         listening = getattr(protocol, "keeps_listening", lambda *_: False)(deployment, name)
         network = network_for(deployment, name, listener, deadline=protocol.receive_deadline(deployment, name),
                               peers=peers, keep_listening=listening)  # fmt: skip

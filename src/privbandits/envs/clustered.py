@@ -161,6 +161,15 @@ class ClusteredLinearBandit(Environment):
             return float(mean + self._noise[i])
         return float(self._uniform[i] < mean) if 0.0 <= mean <= 1.0 else 0.0
 
+    def rewards(self) -> np.ndarray:
+        """Every arm's reward this round: ``rewards()[arm] == reward(arm)`` (one draw per round, shared by the arms),
+        for a player that learns the arm later, after drawing further rounds (a deployment's pipelined users)."""
+        i = self._pos - 1
+        if self.construction is Construction.PAPER:
+            return self._expected[i] + self._noise[i]
+        mean = self._expected[i]
+        return np.where((mean >= 0.0) & (mean <= 1.0), (self._uniform[i] < mean).astype(float), 0.0)
+
     def describe(self) -> str:
         return (
             f"ClusteredLinearBandit({self.construction}, n={self.n_users}, m={self.n_clusters}, "

@@ -67,7 +67,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from privbandits.comm import InMemoryNetwork, Message, Network, Party, Traffic, message
+from privbandits.comm import InMemoryNetwork, Network, Party, Traffic
 from privbandits.envs.clustered import ClusteredLinearBandit, assign_groups
 from privbandits.linear._kernels import cholesky_inverse, finite_row_norms, inverse_step, shared_ucb_scores
 from privbandits.linear.tiebreak import break_ties
@@ -86,6 +86,20 @@ from privbandits.protocols.fclub_config import (
     MergeRule,
     PDRepair,
     Recommendation,
+)
+from privbandits.protocols.fclub_messages import (
+    ASYNC,
+    CHECK,
+    DETECT,
+    GLOBAL,
+    PHASE_END,
+    PRIVACY_UNIT,
+    Download,
+    DownloadCheck,
+    PhaseEnd,
+    PhaseUpload,
+    Renewal,
+    Upload,
 )
 from privbandits.protocols.fclub_reference import (
     absorb_own_upload,
@@ -106,76 +120,6 @@ from privbandits.validation import (
     describe,
     validate,
 )
-
-GLOBAL = "global"
-DETECT = "detect"
-ASYNC = "async"
-PHASE_END = "phase_end"
-"""Traffic phase of the global server's end-of-detection notices (:class:`PhaseEnd`)."""
-CHECK = "check"
-"""Traffic phase of the per-round Eq. 6 checks that count idle downloads (:class:`DownloadCheck`)."""
-PRIVACY_UNIT = "one (x, y) pair of a local cluster, against parties outside its server (cluster DP)"
-
-
-@message("fclub.phase_upload")
-class PhaseUpload(Message):
-    """Local → global at a phase start: ``(Ṽ, b̃, T̃)`` of one local cluster and its size (Alg. 2 line 5);
-    ``last`` marks the server's last phase upload of this detection (the end of its batch)."""
-
-    cluster: int
-    size: int
-    gram: np.ndarray
-    moment: np.ndarray
-    count: int
-    last: bool
-
-
-@message("fclub.upload")
-class Upload(Message):
-    """Local → global when Eq. 5 fires: the upload buffer ``(ΔS, Δu, ΔT)`` (Alg. 3 line 4)."""
-
-    cluster: int
-    gram: np.ndarray
-    moment: np.ndarray
-    count: int
-
-
-@message("fclub.renewal")
-class Renewal(Message):
-    """Global → local after a partition change: ``(S^g, u^g, T^g)`` and L' (Alg. 2 lines 11–13)."""
-
-    cluster: int
-    gram: np.ndarray
-    moment: np.ndarray
-    count: int
-    sharing: int
-
-
-@message("fclub.download")
-class Download(Message):
-    """Global → local when Eq. 6 fires: the download buffer ``(ΔS^{−ℓ}, Δu^{−ℓ}, ΔT^{−ℓ})`` (Alg. 4)."""
-
-    cluster: int
-    gram: np.ndarray
-    moment: np.ndarray
-    count: int
-
-
-@message("fclub.phase_end")
-class PhaseEnd(Message):
-    """Global → every local server after the merge (Alg. 2 line 8): ``renewal`` says whether one
-    :class:`Renewal` per local cluster of the server was sent (line 13) or none."""
-
-    renewal: bool
-
-
-@message("fclub.download_check")
-class DownloadCheck(Message):
-    """Local → global in a round without an upload, with ``rebuild_local_copies`` only: local cluster ``cluster``
-    served a user, so the global server checks Eq. 6 for its global cluster's members, as the reference code
-    does every round; a check that passes with nothing to download is counted (``idle_downloads``), not sent."""
-
-    cluster: int
 
 
 @numba.njit(cache=True)
@@ -397,7 +341,10 @@ class LocalServer(Party):
         Returns whether the cluster holds the shared copy of ``shared_statistics_defect`` (the reference code
         counts no download for it).
         """
-        msg = self.receive(Download.kind, GLOBAL)
+        return self.absorb_download(self.receive(Download.kind, GLOBAL))
+
+    def absorb_download(self, msg: Download) -> bool:
+        """:meth:`receive_download` of a download already received (a deployment's that crossed a phase start)."""
         cluster = self.clusters[msg.cluster]
         cluster.S += msg.gram
         cluster.u += msg.moment

@@ -1,0 +1,40 @@
+"""The shipped FCLUB deployment example (configs/deploy/fclub.toml) run as processes on 127.0.0.1, for the
+benchmarks that time it or compare its schedules (network_latency.py, fclub_free_running.py)."""
+
+from __future__ import annotations
+
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "fclub.toml"
+
+
+def example_text(horizon: int, algorithm: str, *, seed: int = 0, schedule: str = "lock-step") -> str:
+    """The example with ephemeral ports, ``horizon``, ``algorithm``, ``seed`` and ``schedule``, reproducible (the
+    local servers' noise from the seed, so the lock-step run equals the in-memory one)."""
+    text = re.sub(r'address = "127\.0\.0\.1:\d+"', 'address = "127.0.0.1:0"', EXAMPLE.read_text())
+    text = re.sub(r"horizon = \d+", f"horizon = {horizon}", text)
+    text = re.sub(r'algorithm = "[^"]*"', f'algorithm = "{algorithm}"', text)
+    text = re.sub(r"^seed = \d+", f'seed = {seed}\nschedule = "{schedule}"', text, flags=re.M)
+    return "reproducible = true\n" + text
+
+
+def run_session(horizon: int, algorithm: str, *, seed: int = 0, schedule: str = "lock-step", references: int = 1):
+    """Run the session as processes; ``(outcome, in-memory reference run)``: the fastest of ``references`` runs just
+    after it (the first pays for loading the compiled kernels, as each party process does before it links up)."""
+    from privbandits.deploy.certs import write_bundles
+    from privbandits.deploy.deployment import load_deployment
+    from privbandits.deploy.fclub import outcome, run_in_memory
+    from privbandits.deploy.local import run_local
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "fclub.toml"
+        path.write_text(example_text(horizon, algorithm, seed=seed, schedule=schedule))
+        spec = load_deployment(path)
+        write_bundles(spec.bundles, list(spec.parties))
+        codes, processes = run_local(spec)
+        if any(codes.values()):
+            sys.exit("; ".join(f"{p.name}: {p.last_error}" for p in processes if codes[p.name]))
+        return outcome(spec), min((run_in_memory(spec) for _ in range(references)), key=lambda run: run.seconds)

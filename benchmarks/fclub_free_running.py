@@ -1,0 +1,95 @@
+"""FCLUB's free-running schedule against lock-step (issue 34, item 4), on the shipped deployment example
+(configs/deploy/fclub.toml: the faithful CDP-FCLUB-DC, 40 users on 5 local servers, every party a process over
+mutual TLS, reproducible so that lock-step equals the in-memory run).
+
+1. Regret over seeds: for each seed the session runs lock-step (checked equal to the in-memory run) and
+   free-running; the final cumulative regrets of the two schedules are compared by a two-sample
+   Mann–Whitney U test and a Kolmogorov–Smirnov test, and by the paired difference (same seed: same users,
+   contexts and reward draws). The free-running runs' crossing counts (deploy/fclub.py) are summed.
+2. Throughput: rounds per second of one free-running session (then one lock-step session) and of the
+   in-process run of the same deployment just after it (the in-memory network, fastest of 3 warm runs),
+   their ratio (target for free-running ≥ 0.5), and the load average.
+
+    python benchmarks/fclub_free_running.py                 # 10 seeds, T = 4095
+    python benchmarks/fclub_free_running.py --seeds 20 --skip-throughput
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+
+import numpy as np
+from _fclub_deployment import run_session
+from _smoke import parse_args
+from scipy import stats
+
+FAITHFUL = "CDP-FCLUB-DC (faithful)"
+TARGET = 0.5
+REFERENCES = 3
+"""In-process runs after the session; the fastest counts (a stall of this shared machine cannot flatter the ratio)."""
+
+
+def regret_over_seeds(seeds: range, horizon: int, algorithm: str) -> None:
+    lock, free, crossings = [], [], {}
+    for seed in seeds:
+        got, reference = run_session(horizon, algorithm, seed=seed)
+        if not np.array_equal(got["regret"], reference.regret):
+            raise SystemExit(f"seed {seed}: the lock-step processes' regret differs from the in-memory run's")
+        lock.append(float(got["regret"][-1]))
+        got, _ = run_session(horizon, algorithm, seed=seed, schedule="free-running")
+        free.append(float(got["regret"][-1]))
+        for result in got["results"].values():
+            for key, count in result.get("crossings", {}).items():
+                crossings[key] = crossings.get(key, 0) + count
+        print(f"  seed {seed:2d}: lock-step {lock[-1]:8.2f}  free-running {free[-1]:8.2f}", flush=True)
+    difference = np.subtract(free, lock)
+    print(
+        f"final cumulative regret over seeds {seeds.start}..{seeds.stop - 1}, T = {horizon}: "
+        f"lock-step {statistics.mean(lock):.1f} "
+        f"± {statistics.pstdev(lock):.1f}, free-running {statistics.mean(free):.1f} ± {statistics.pstdev(free):.1f} "
+        f"(mean ± sd)\n  paired difference free − lock: {difference.mean():+.1f} ± {difference.std():.1f} "
+        f"({(difference > 0).sum()} of {len(seeds)} seeds higher)"
+    )
+    if len(seeds) >= 2:
+        u = stats.mannwhitneyu(free, lock, alternative="two-sided")
+        ks = stats.ks_2samp(free, lock)
+        print(f"  two-sample tests: Mann–Whitney U p = {u.pvalue:.3f}, Kolmogorov–Smirnov p = {ks.pvalue:.3f}")
+    print(f"  crossings summed over the free-running runs: {crossings}")
+
+
+def throughput(horizon: int, algorithm: str) -> None:
+    for schedule in ("free-running", "lock-step"):
+        got, reference = run_session(horizon, algorithm, schedule=schedule, references=REFERENCES)
+        networked = got["results"]["users"]["rounds_per_second"]
+        in_process = horizon / reference.seconds
+        ratio = networked / in_process
+        load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+        verdict = f" (target ≥ {TARGET}: {'met' if ratio >= TARGET else 'not met'})"
+        verdict = verdict if schedule == "free-running" else ""
+        print(
+            f"throughput, T = {horizon}, {schedule}: processes {networked:.0f} rounds/s, in one process "
+            f"{in_process:.0f} rounds/s (fastest of {REFERENCES} runs just after), ratio {ratio:.2f}{verdict}; "
+            f"load average {load} on {os.cpu_count()} CPUs",
+            flush=True,
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, default=10, help="seeds of the regret comparison")
+    parser.add_argument("--first-seed", type=int, default=0, help="the first seed (to run the seeds in parts)")
+    parser.add_argument("--rounds", type=int, default=4095, help="T of each session")
+    parser.add_argument("--algorithm", default=FAITHFUL, help="FCLUB preset")
+    parser.add_argument("--skip-regret", action="store_true", help="skip the comparison over seeds")
+    parser.add_argument("--skip-throughput", action="store_true", help="skip the rounds-per-second measurement")
+    args = parse_args(parser, seeds=1, rounds=62)
+    if not args.skip_regret:
+        regret_over_seeds(range(args.first_seed, args.first_seed + args.seeds), args.rounds, args.algorithm)
+    if not args.skip_throughput:
+        throughput(args.rounds, args.algorithm)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,218 @@
+"""A local server of a deployed FCLUB session (:mod:`privbandits.deploy.fclub`): serves a block of the users, detects
+its local clusters and sends phase uploads and uploads (privatized when the algorithm is private); in lock-step it
+waits for the global server after each upload or download check, free-running it does not (see the schedules and
+the rules for messages that cross a phase start in :mod:`privbandits.deploy.fclub`)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from privbandits.comm import Network, ProtocolError
+from privbandits.deploy import fclub_resume
+from privbandits.deploy.deployment import Deployment, FCLUBProtocol
+from privbandits.deploy.fclub import (
+    SCHEDULE,
+    SEQUENCE,
+    USERS,
+    Applied,
+    Arrival,
+    Checked,
+    Choice,
+    Feedback,
+    Finish,
+    PhaseStart,
+    Served,
+    UploadDone,
+    _calibration,
+    _check_sender,
+    _next,
+    _protocol,
+    _server_of_user,
+    config_of,
+    free_running,
+    local_rng,
+)
+from privbandits.protocols.fclub import ASYNC, CHECK, DETECT, GLOBAL, PHASE_END, Download, LocalServer, PhaseEnd
+
+
+class _LocalEvents:
+    """What a local server counts, with the round of each event it can date (for the communication series)."""
+
+    def __init__(self) -> None:
+        self.counts = dict.fromkeys(("phase_uploads", "renewals", "uploads", "downloads", "shared_updates",
+                                     "download_checks", "served"), 0)  # fmt: skip
+        self.phases: list[list[int]] = []  # [t, phase uploads, renewals]
+        self.upload_rounds: list[int] = []
+        self.crossings = dict.fromkeys(("stale_downloads", "crossed_downloads", "late_downloads"), 0)
+        """Free-running: downloads that crossed a phase start or the end (see :mod:`privbandits.deploy.fclub`)."""
+
+
+def run_local_server(deployment: Deployment, name: str, network: Network, resume: bool = False) -> dict:
+    protocol, config = _protocol(deployment), config_of(deployment)
+    servers = deployment.names("local_server")
+    ell = servers.index(name)
+    members = np.flatnonzero(_server_of_user(deployment) == ell)
+    server = LocalServer(name, network, members, protocol.dim, _calibration(deployment), local_rng(deployment, name))
+    users = deployment.names("users")[0]
+    index = {int(user): i for i, user in enumerate(members)}
+    events = _LocalEvents()
+    count_idle = config.rebuild_local_copies and not config.synchronous
+    free = free_running(deployment)
+    resumed = _resume(deployment, name, server, events, resume)
+    wanted = (Arrival.kind, PhaseStart.kind, Download.kind, Finish.kind)
+    while True:
+        sender, kind = _next(server, wanted, deployment)
+        _check_sender(name, sender, kind, FCLUBProtocol.GLOBAL if kind == Download.kind else users)
+        if kind == Download.kind:
+            _apply_download(server, events, network, acknowledge=not free)
+        elif kind == PhaseStart.kind:
+            t = _detect(server, events, network, free)
+            if fclub_resume.is_phase_start(t):
+                fclub_resume.save(deployment, name, t, _state(server, events), network)
+        elif kind == Arrival.kind:
+            _serve(server, users, index, events, network, protocol, count_idle, free)
+        else:
+            rounds = server.receive(Finish.kind, users).rounds
+            with network.phase(SCHEDULE):
+                server.send(FCLUBProtocol.GLOBAL, Finish(rounds))
+            if free:
+                _await_global_finish(server, events, network)
+            break
+    network.close()
+    privatizers, per_datum = server.privacy_accounts()
+    return {
+        "party": name,
+        "role": "local_server",
+        "outcome": f"served {events.counts['served']} rounds of {len(members)} users; "
+        f"{events.counts['uploads']} uploads, {events.counts['downloads']} downloads",
+        "users": members.tolist(),
+        "counts": events.counts,
+        "resumed_at": resumed,
+        **({"crossings": events.crossings} if free else {}),
+        "phases": events.phases,
+        "upload_rounds": events.upload_rounds,
+        "clusters": len(server.clusters),
+        "ledger": server.ledger.rows(),
+        "privatizers": {key: list(value) for key, value in privatizers.items()},
+        "max_nodes_per_datum": per_datum,
+        "repairs": vars(server.repairs),
+    }
+
+
+def _apply_download(server, events: _LocalEvents, network: Network, acknowledge: bool = True) -> None:
+    with network.phase(ASYNC):
+        shared = server.receive_download()
+    events.counts["downloads"] += 1
+    events.counts["shared_updates"] += bool(shared)
+    if acknowledge:
+        with network.phase(SEQUENCE):
+            server.send(FCLUBProtocol.GLOBAL, Applied())
+
+
+def _detect(server, events: _LocalEvents, network: Network, free: bool = False) -> int:
+    t = server.receive(PhaseStart.kind).t
+    network.round_label = f"round {t}"
+    with network.phase(DETECT):
+        sent = server.detect(t)
+    crossed = []  # free-running: downloads the global server sent before its PhaseEnd (the old phase's)
+    while free and server.peek((Download.kind, PhaseEnd.kind), GLOBAL)[1] == Download.kind:
+        with network.phase(ASYNC):
+            crossed.append(server.receive(Download.kind, GLOBAL))
+    with network.phase(PHASE_END):
+        renewals = server.end_phase()
+    _settle(server, events, crossed, replaced=renewals > 0 or server.config.rebuild_local_copies)
+    events.counts["phase_uploads"] += sent
+    events.counts["renewals"] += renewals
+    events.phases.append([t, sent, renewals])
+    return t
+
+
+SKIPPED = fclub_resume.NOT_SAVED | {"_rows"}
+"""A local server's attributes a checkpoint leaves out: those of every party, and its per-user views of its
+statistics (rebuilt from them)."""
+
+
+def _state(server: LocalServer, events: _LocalEvents) -> dict:
+    return {"server": fclub_resume.attributes(server, SKIPPED), "events": events}
+
+
+def _resume(deployment: Deployment, name: str, server: LocalServer, events: _LocalEvents, resume: bool) -> int:
+    """Resumed: the state of the agreed phase start put back into the fresh ``server`` and ``events``; else the
+    checkpoints of an earlier session cleared. Returns the round the server goes on from (0: a fresh session)."""
+    if not resume:
+        fclub_resume.start_afresh(deployment, name)
+        return 0
+    t = fclub_resume.agree(deployment, name, server)
+    state = fclub_resume.load(deployment, name, t, server.network)
+    for key, value in state["server"].items():
+        setattr(server, key, value)
+    server._rows = list(zip(server.V, server.b, strict=True))
+    vars(events).update(vars(state["events"]))
+    return t
+
+
+def _settle(server, events: _LocalEvents, crossed: list, replaced: bool) -> None:
+    """Old-phase downloads read after the detection: dropped when the cluster copies were replaced (renewal) or
+    rebuilt from the phase uploads, which hold what they carry; applied otherwise (the same clusters go on)."""
+    events.counts["downloads"] += len(crossed)
+    if replaced:
+        events.crossings["stale_downloads"] += len(crossed)
+        return
+    for msg in crossed:
+        events.counts["shared_updates"] += bool(server.absorb_download(msg))
+        events.crossings["crossed_downloads"] += 1
+
+
+def _await_global_finish(server, events: _LocalEvents, network: Network) -> None:
+    """Free-running, after this server's Finish: the downloads still on their way, then the global server's Finish."""
+    while server.peek((Download.kind, Finish.kind), GLOBAL)[1] == Download.kind:
+        _apply_download(server, events, network, acknowledge=False)
+        events.crossings["late_downloads"] += 1
+    with network.phase(SCHEDULE):
+        server.receive(Finish.kind, GLOBAL)
+
+
+def _serve(server, users: str, index: dict[int, int], events: _LocalEvents, network: Network, protocol,
+           count_idle: bool, free: bool = False) -> None:  # fmt: skip
+    """One round: recommend, learn the reward, upload if Eq. 5 fires (or ask for the download check), say so
+    (lock-step: once the global server has answered; free-running: at once, and to no one)."""
+    arrival = server.receive(Arrival.kind, users)
+    t, i, contexts = arrival.t, index.get(arrival.user), arrival.contexts
+    network.round_label = f"round {t}"
+    if i is None:
+        raise ProtocolError(f"{users!r} sent user {arrival.user} in round {t}, whom {server.name!r} does not serve")
+    shape = (protocol.n_arms, protocol.dim)
+    if contexts.shape != shape or contexts.dtype != np.float64 or not np.isfinite(contexts).all():
+        raise ProtocolError(
+            f"{users!r} sent contexts of shape {contexts.shape} ({contexts.dtype}) in round {t}; "
+            f"expected finite float64 of shape {shape}"
+        )
+    with network.phase(USERS):
+        arm = server.recommend(i, contexts)
+        server.send(users, Choice(arm))
+        reward = server.receive(Feedback.kind, users).reward
+    if not (isinstance(reward, float) and math.isfinite(reward)):
+        raise ProtocolError(f"{users!r} sent reward {reward!r} in round {t}; expected a finite float")
+    cluster = server.observe(i, contexts[arm], reward)
+    if cluster is not None:
+        with network.phase(ASYNC):
+            server.upload(cluster)
+        events.counts["uploads"] += 1
+        events.upload_rounds.append(t)
+        while not free and server.peek((Download.kind, UploadDone.kind), FCLUBProtocol.GLOBAL)[1] == Download.kind:
+            _apply_download(server, events, network)
+        if not free:
+            server.receive(UploadDone.kind, FCLUBProtocol.GLOBAL)
+    elif count_idle:
+        with network.phase(CHECK):
+            server.check_download(i)
+        events.counts["download_checks"] += 1
+        if not free:
+            server.receive(Checked.kind, FCLUBProtocol.GLOBAL)
+    events.counts["served"] += 1
+    if free:
+        return
+    with network.phase(USERS):
+        server.send(users, Served(t))

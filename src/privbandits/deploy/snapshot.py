@@ -1,0 +1,130 @@
+"""A party's whole state as named arrays and a JSON tree, without pickle, for the checkpoints of
+:mod:`privbandits.deploy.checkpoint` (FCLUB's parties: nested clusters, privatizer trees, ledgers).
+
+:func:`encode` walks an object graph of numpy arrays, random generators, numbers, strings, lists,
+tuples, sets, dicts, enums and privbandits objects (their attributes, or their dataclass fields when
+slotted), and keeps identity: an array, generator or object reached twice (a global cluster shared
+by its members, a tree drawing from its server's generator) is written once and referred to after.
+:func:`decode` rebuilds the graph. Only classes of the ``privbandits`` package are rebuilt, and only
+by setting their attributes (``__new__``, no constructor and no code from the file runs), so a
+checkpoint can name no other code. Array views are not kept as views: a class that holds views of
+its own arrays rebuilds them after :func:`decode` (``LocalServer``'s per-user rows).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import importlib
+
+import numpy as np
+
+_PLAIN = (bool, int, float, str, type(None))
+
+
+class _Encoder:
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray] = {}
+        self.seen: dict[int, int] = {}  # id(value) -> its reference number
+        self.alive: list[object] = []  # what ``seen`` names stays alive while encoding
+
+    def __call__(self, value: object) -> object:
+        if type(value) in _PLAIN:
+            return value
+        if isinstance(value, np.generic):
+            return {"scalar": value.dtype.str, "value": value.item()}
+        if isinstance(value, enum.Enum):
+            return {"enum": _name(type(value)), "member": value.name}
+        number = self.seen.get(id(value))
+        if number is not None:
+            return {"ref": number}
+        number = self.seen[id(value)] = len(self.seen)
+        self.alive.append(value)
+        return {"id": number, **self._new(value)}
+
+    def _new(self, value: object) -> dict:
+        if isinstance(value, np.ndarray):
+            key = f"s{len(self.arrays)}"
+            self.arrays[key] = value
+            return {"array": key}
+        if isinstance(value, np.random.Generator):
+            return {"generator": value.bit_generator.state}
+        for kind in (list, tuple, set, frozenset):
+            if type(value) is kind:
+                return {kind.__name__: [self(item) for item in value]}
+        if type(value) is dict:
+            return {"dict": [[self(key), self(item)] for key, item in value.items()]}
+        if type(value).__module__.startswith("privbandits."):
+            return {"object": _name(type(value)), "state": {key: self(item) for key, item in _attributes(value)}}
+        raise TypeError(f"cannot checkpoint a {type(value).__name__}")
+
+
+def _attributes(value: object):
+    if hasattr(value, "__dict__"):
+        return vars(value).items()
+    return ((field.name, getattr(value, field.name)) for field in dataclasses.fields(value))
+
+
+def _name(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _class(name: str) -> type:
+    module, _, qualname = name.partition(":")
+    if not module.startswith("privbandits."):
+        raise ValueError(f"a checkpoint may only name privbandits classes, not {name!r}")
+    found = importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    return found
+
+
+class _Decoder:
+    def __init__(self, arrays: dict[str, np.ndarray]) -> None:
+        self.arrays, self.made = arrays, {}
+
+    def __call__(self, node: object) -> object:
+        if not isinstance(node, dict):
+            return node
+        if "scalar" in node:
+            return np.dtype(node["scalar"]).type(node["value"])
+        if "enum" in node:
+            return _class(node["enum"])[node["member"]]
+        if "ref" in node:
+            return self.made[node["ref"]]
+        if "object" in node:  # made before its attributes: they may refer back to it
+            cls = _class(node["object"])
+            made = self.made[node["id"]] = cls.__new__(cls)
+            for key, item in node["state"].items():
+                object.__setattr__(made, key, self(item))
+            return made
+        made = self.made[node["id"]] = self._container(node)
+        return made
+
+    def _container(self, node: dict) -> object:
+        if "array" in node:
+            return np.array(self.arrays[node["array"]])
+        if "generator" in node:
+            state = node["generator"]
+            generator = np.random.Generator(getattr(np.random, state["bit_generator"])())
+            generator.bit_generator.state = state
+            return generator
+        if "dict" in node:
+            return {self(key): self(item) for key, item in node["dict"]}
+        for kind in (list, tuple, set, frozenset):
+            if kind.__name__ in node:
+                return kind(self(item) for item in node[kind.__name__])
+        raise ValueError(f"unknown checkpoint node {sorted(node)}")
+
+
+def encode(state: dict[str, object]) -> tuple[dict[str, np.ndarray], dict]:
+    """``(arrays, tree)`` of ``state`` (a mapping of names to values), identity kept across all of it."""
+    encoder = _Encoder()
+    tree = {key: encoder(value) for key, value in state.items()}
+    return encoder.arrays, tree
+
+
+def decode(arrays: dict[str, np.ndarray], tree: dict) -> dict[str, object]:
+    """The state :func:`encode` wrote."""
+    decoder = _Decoder(arrays)
+    return {key: decoder(node) for key, node in tree.items()}

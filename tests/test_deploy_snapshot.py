@@ -1,0 +1,79 @@
+"""deploy/snapshot.py: a party's state as arrays and JSON, without pickle. A local server checkpointed mid-run
+and put back into a fresh one goes on exactly as the original (the same arms, triggers, noise and uploads);
+identity survives (clusters shared by index and map, privatizer trees drawing from their server's generator);
+a checkpoint naming a class outside privbandits, or a state holding something else, is refused."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from privbandits.comm import InMemoryNetwork, Party
+from privbandits.deploy import snapshot
+from privbandits.deploy.fclub_resume import NOT_SAVED, attributes
+from privbandits.envs.clustered import ClusteredLinearBandit
+from privbandits.protocols.fclub import FederatedClusteredBandit, LocalServer, Upload, play
+from privbandits.protocols.fclub_config import Calibration, FCLUBConfig
+
+
+def _bandit(horizon: int) -> tuple[FederatedClusteredBandit, ClusteredLinearBandit]:
+    env = ClusteredLinearBandit(n_users=12, n_clusters=2, dim=5, n_arms=6)
+    env.reset(np.random.default_rng(3))
+    config = FCLUBConfig(horizon=horizon, private=True, epsilon=1.0)
+    servers = np.repeat([0, 1], 6)
+    bandit = FederatedClusteredBandit(config, servers, 5, 6, rng=np.random.default_rng(4))
+    play(bandit, env, horizon)
+    return bandit, env
+
+
+def _copy(server: LocalServer, network) -> LocalServer:
+    arrays, tree = snapshot.encode({"server": attributes(server, NOT_SAVED | {"_rows"})})
+    tree = json.loads(json.dumps(tree))  # as a checkpoint stores it
+    state = snapshot.decode({k: v.copy() for k, v in arrays.items()}, tree)["server"]
+    fresh = LocalServer(server.name, network, server.users, server.dim, Calibration(server.config, 5, 12, 2),
+                        np.random.default_rng(0))  # fmt: skip
+    for key, value in state.items():
+        setattr(fresh, key, value)
+    fresh._rows = list(zip(fresh.V, fresh.b, strict=True))
+    return fresh
+
+
+def test_a_local_server_restored_mid_run_goes_on_as_the_original():
+    bandit, env = _bandit(300)
+    original = bandit.servers[0]
+    network = InMemoryNetwork()
+    glob = Party("global", network)
+    copy = _copy(original, network)
+    assert all(tree.rng is copy.rng for c in copy.clusters.values() for tree in (c.async_tree, c.phase_tree) if tree)
+    assert all(copy.cluster_of[i] is copy.clusters[copy.cluster_of[i].uid] for i in range(len(copy.users)))
+    rng = np.random.default_rng(5)
+    uploads = 0
+    for _ in range(200):
+        i, contexts = int(rng.integers(6)), rng.normal(size=(6, 5)) / 3
+        arms = [server.recommend(i, contexts) for server in (original, copy)]
+        assert arms[0] == arms[1]
+        y = float(rng.random())
+        fired = [server.observe(i, contexts[arms[0]], y) for server in (original, copy)]
+        assert (fired[0] is None) == (fired[1] is None)
+        if fired[1] is not None:
+            original.network, original._sender = network, copy._sender  # the original sends on the same network
+            with network.phase("async"):
+                original.upload(fired[0])
+                copy.upload(fired[1])
+            sent = [glob.receive(Upload.kind, copy.name) for _ in range(2)]
+            assert np.array_equal(sent[0].gram, sent[1].gram) and sent[0].count == sent[1].count
+            uploads += 1
+    assert uploads > 5
+    assert np.array_equal(original.V, copy.V) and original.counts == copy.counts
+    assert original.ledger.rows() == copy.ledger.rows()
+
+
+def test_a_checkpoint_naming_another_module_or_holding_another_type_is_refused():
+    arrays, tree = snapshot.encode({"ledger": FCLUBConfig(horizon=3).ridge, "repairs": _bandit(3)[0].repairs})
+    tree["repairs"]["object"] = "os:system"
+    with pytest.raises(ValueError, match="a checkpoint may only name privbandits classes, not 'os:system'"):
+        snapshot.decode(arrays, tree)
+    with pytest.raises(TypeError, match="cannot checkpoint a function"):
+        snapshot.encode({"hook": lambda: None})
