@@ -350,6 +350,10 @@ class P2BProtocol(_Strict):
     batch_window_s: float | None = Field(
         None, gt=0, description="the shuffler closes a batch this many seconds after it opened; later reports refused"
     )
+    rejoin_s: float = Field(30.0, ge=0, le=3600, description="seconds a party waits for a lost peer (restarted with "
+                            "--resume) to link again before it exits naming it; 0: a lost peer ends the session")
+    rejoin_backoff_s: float = Field(1.0, ge=0.05, le=60, description="the longest pause between two tries to dial a "
+                                    "lost peer again (the pause doubles from 0.05 s)")
 
     ROLES: ClassVar[tuple[str, ...]] = ("shuffler", "server", "device_host")
     REPORTER: ClassVar[str] = "server"
