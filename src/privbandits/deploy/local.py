@@ -152,23 +152,32 @@ def start_parties(
     started = []
     try:
         for name in resolved.parties:
-            fd = listeners[name].fileno()
-            process = subprocess.Popen(
-                party_command(path, name, fd, progress_lines=name in active, resume=resume),
-                stdout=subprocess.PIPE if name in active else subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                text=True,
-                pass_fds=(fd,),
-                env=child_environment(),
-            )
-            started.append(PartyProcess(name, process))
-            _place(process.pid, cores.get(name), BACKGROUND_NICE if name in lower else 0)
+            party = start_party(path, name, listeners[name].fileno(), progress_lines=name in active, resume=resume)
+            started.append(party)
+            _place(party.process.pid, cores.get(name), BACKGROUND_NICE if name in lower else 0)
     finally:
         for listener in listeners.values():
             listener.close()  # the children hold their own copies
-    for party in started:
-        threading.Thread(target=_collect, args=(party.process.stderr, party.stderr), daemon=True).start()
     return started
+
+
+def start_party(
+    path: Path, name: str, fd: int | None = None, *, progress_lines: bool = False, resume: bool = False
+) -> PartyProcess:
+    """Start party ``name`` of the (resolved) deployment file at ``path`` in its own process, on the listening
+    socket ``fd`` (None: it binds its own address), its stderr collected. Also how one lost party is restarted
+    alone (``resume``) while the others run on."""
+    process = subprocess.Popen(
+        party_command(path, name, fd, progress_lines=progress_lines, resume=resume),
+        stdout=subprocess.PIPE if progress_lines else subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        pass_fds=() if fd is None else (fd,),
+        env=child_environment(),
+    )
+    party = PartyProcess(name, process)
+    threading.Thread(target=_collect, args=(process.stderr, party.stderr), daemon=True).start()
+    return party
 
 
 def _collect(stream, lines: list[str]) -> None:

@@ -80,7 +80,8 @@ class ReplayLink(Link):
         received are skipped (checked), read-ahead messages stay queued."""
         old = self.sock
         self._take_socket(link)
-        self.held, self.held_bytes, self.eof, self.early = None, 0, False, None
+        self.held = [] if self.held is not None else None  # inside a batch still (what it held is journaled)
+        self.held_bytes, self.eof, self.early = 0, False, None
         self.skip, self.replayed = len(self.journal.received), 0
         try:
             old.close()
@@ -165,7 +166,7 @@ class ReplayLink(Link):
 
     def _recv(self, view: memoryview, deadline: float | None) -> int:
         if self.sock.pending() == 0:
-            self.network.await_readable(self, deadline)
+            deadline = self.network.await_readable(self, deadline)
         return super()._recv(view, deadline)
 
     def read(self, deadline: float | None) -> Frame:
@@ -234,6 +235,7 @@ class RejoinNetwork(TlsNetwork):
         """Each peer that came back, and when (its round)."""
         self.on_stray: Callable[[Arrival], bool] | None = None
         self.kept: deque[Arrival] = deque()
+        self.waited_until: float | None = None
 
     def connect(self) -> RejoinNetwork:
         super().connect()
@@ -321,8 +323,13 @@ class RejoinNetwork(TlsNetwork):
 
     def wait_any(self, watch: list[Link], expect: Collection[str], until: float | None) -> Arrival | None:
         """Until a link in ``watch`` has data (None) or a device of one of ``expect`` has sent its message (the
-        arrival); meanwhile peers that come back are linked again and links that end are rejoined."""
+        arrival); meanwhile peers that come back are linked again and links that end are rejoined (then ``until``
+        is at least the deadline from then: the time spent waiting for a peer is no one else's delay)."""
+        rejoins = len(self.rejoins)
         while True:
+            if len(self.rejoins) != rejoins and until is not None:
+                rejoins, until = len(self.rejoins), max(until, time.monotonic() + self.deadline)
+            self.waited_until = until
             for index, kept in enumerate(self.kept):
                 if kept.link.peer in expect:
                     del self.kept[index]
@@ -342,17 +349,22 @@ class RejoinNetwork(TlsNetwork):
             elif got is not None:
                 return got
 
-    def await_readable(self, link: ReplayLink, deadline: float | None) -> None:
+    def await_readable(self, link: ReplayLink, deadline: float | None) -> float | None:
         """Before ``link`` blocks on its socket: wait until it has data, looking after the rest meanwhile
-        (TimeoutError at ``deadline``)."""
+        (TimeoutError at ``deadline``); the deadline for the read, later if a peer came back meanwhile."""
         link.in_recv = True
+        rejoins = len(self.rejoins)
         try:
             if self.gate is None:
                 self._look_after_until(link, deadline)
             else:
                 self.wait_any([link], (), deadline)  # with no device expected, it returns only for the link
+                deadline = self.waited_until
         finally:
             link.in_recv = False
+        if len(self.rejoins) != rejoins and deadline is not None:
+            deadline = max(deadline, time.monotonic() + self.deadline)
+        return deadline
 
     def _look_after_until(self, link: ReplayLink, deadline: float | None) -> None:
         """A party with no listener: wait for ``link``'s data, rejoining any other link that ends."""
@@ -424,4 +436,3 @@ class RejoinNetwork(TlsNetwork):
                 raise ProtocolError(
                     f"{link.peer!r} sent a {envelope.message.kind!r} message after {self.local!r} closed the session"
                 )
-
