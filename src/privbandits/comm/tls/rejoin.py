@@ -32,6 +32,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
 
+from privbandits.comm.codec import MessageDecodeError, decode
 from privbandits.comm.frames import Frame, FrameError, FrameType
 from privbandits.comm.tls.context import HandshakeError, PeerLost, transient
 from privbandits.comm.tls.gate import Arrival, Gate
@@ -97,18 +98,27 @@ class ReplayLink(Link):
         try:
             return super().send_parts(frame_type, depth, (payload,), length)
         except OSError as exc:
+            if self.network.aborting:
+                raise
             self.network.rejoin(self, f"sending failed: {exc}")
             return length
 
     def resend(self) -> None:
-        """Send the whole journal on a new connection (held frames of the old one are in it)."""
-        for depth, payload in self.journal.sent:
-            Link.send_parts(self, FrameType.DATA, depth, (payload,), len(payload))
+        """Send the whole journal on a new connection (held frames of the old one are in it), now: the peer may be
+        waiting for it while this party does something else."""
+        held, self.held = self.held, None
+        try:
+            for depth, payload in self.journal.sent:
+                Link.send_parts(self, FrameType.DATA, depth, (payload,), len(payload))
+        finally:
+            self.held = held
 
     def flush(self) -> None:
         try:
             super().flush()
         except OSError as exc:
+            if self.network.aborting:
+                raise
             self.held = [] if self.held is not None else None
             self.held_bytes = 0
             self.network.rejoin(self, f"sending held messages failed: {exc}")
@@ -207,11 +217,12 @@ class RejoinGate(Gate):
         network = self.network
         if network.linked:
             return network.wait_any(list(watch), expect, until)
-        while True:  # setting up: a device that connects already is kept for later, not refused as no hello
-            arrival = Gate.wait(self, expect, until, watch)
+        while True:  # setting up: a device that connects already (its host's link is not back yet) is dropped
+            arrival = Gate.wait(self, expect, until, watch)  # unanswered, so it sends again once its host is linked
             if arrival is None or arrival.failure is not None or arrival.frame.type is FrameType.HELLO:
                 return arrival
-            network.kept.append(arrival)
+            network.note_dropped(f"a device of {arrival.link.peer!r} connected before its host linked again")
+            arrival.link.shut()
 
 
 class RejoinNetwork(TlsNetwork):
@@ -230,7 +241,7 @@ class RejoinNetwork(TlsNetwork):
             self.gate.__class__ = RejoinGate
             self.gate.network = self
         self.journals = {peer: Journal() for peer in [*self._dial, *self._accept]}
-        self.linked = self.closing = False
+        self.linked = self.closing = self.aborting = False
         self.rejoins: list[str] = []
         """Each peer that came back, and when (its round)."""
         self.on_stray: Callable[[Arrival], bool] | None = None
@@ -246,6 +257,10 @@ class RejoinNetwork(TlsNetwork):
     def close(self, timeout: float | None = -1.0) -> None:
         self.closing = True
         super().close(timeout)
+
+    def abort(self, reason: str, *, lost: str | None = None, round: str | None = None) -> None:
+        self.aborting = True  # best effort: no peer is waited for
+        super().abort(reason, lost=lost, round=round)
 
     # ----------------------------------------------------------------- a peer comes back
 
@@ -308,7 +323,7 @@ class RejoinNetwork(TlsNetwork):
             admitted = self._admit(arrival, [link.peer])
             return None if admitted is None else (admitted.peer, admitted)
         if arrival.failure is None and arrival.frame.type is FrameType.DATA:
-            if link.peer in expect:
+            if link.peer in expect and self._phase_of(arrival) in (self.current_phase, None):
                 return arrival
             if self.on_stray is not None and self.on_stray(arrival):
                 return None
@@ -318,6 +333,15 @@ class RejoinNetwork(TlsNetwork):
             return arrival  # the caller says why it drops it
         self._admit(arrival, [])  # refused, noted
         return None
+
+    @staticmethod
+    def _phase_of(arrival: Arrival) -> str | None:
+        """The phase a device's message was sent in (None if it does not decode: the caller drops it, saying why);
+        one of another phase (sent again by a restarted host, or early) is not the current wait's."""
+        try:
+            return decode(arrival.frame.payload).phase
+        except MessageDecodeError:
+            return None
 
     # ----------------------------------------------------------------- waiting
 
@@ -331,7 +355,7 @@ class RejoinNetwork(TlsNetwork):
                 rejoins, until = len(self.rejoins), max(until, time.monotonic() + self.deadline)
             self.waited_until = until
             for index, kept in enumerate(self.kept):
-                if kept.link.peer in expect:
+                if kept.link.peer in expect and self._phase_of(kept) in (self.current_phase, None):
                     del self.kept[index]
                     return kept
             if any(link.has_data() for link in watch):
@@ -339,6 +363,10 @@ class RejoinNetwork(TlsNetwork):
             others = [link for link in self._links.values() if link not in watch and not link.ended]
             quiet = [link for link in others if not link.has_data()]
             arrival = Gate.wait(self.gate, {*self._accept, *expect}, until, [*watch, *quiet])
+            while self.gate.arrived:  # the others handed over in the same pass: sorted here too, kept in order
+                later = self._sort(self.gate.arrived.popleft(), ())
+                if isinstance(later, tuple):
+                    self._resume(self._links[later[0]], later[1])
             if arrival is None:
                 if self._look_after([*watch, *quiet], watch):
                     return None
