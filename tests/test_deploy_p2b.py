@@ -348,7 +348,11 @@ def test_a_party_killed_mid_run_and_restarted_alone_rejoins_and_the_session_equa
         assert results["shuffler"]["queue"]["duplicates"] + results["shuffler"]["replayed_reports"] >= 20
 
 
-@pytest.mark.parametrize(("victim", "seeded"), [("shuffler", True), ("server", True), ("shuffler", False)])
+@pytest.mark.parametrize(
+    ("victim", "seeded"),
+    [("shuffler", True), pytest.param("server", True, marks=pytest.mark.slow),
+     pytest.param("shuffler", False, marks=pytest.mark.slow)],
+)  # fmt: skip
 def test_a_party_away_past_the_rejoin_budget_ends_the_session_and_every_party_resumes(
     tmp_path, encoder_cache, victim, seeded
 ):

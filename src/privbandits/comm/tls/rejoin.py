@@ -98,7 +98,7 @@ class ReplayLink(Link):
         try:
             return super().send_parts(frame_type, depth, (payload,), length)
         except OSError as exc:
-            if self.network.aborting:
+            if self.network.aborting or isinstance(exc, TimeoutError):  # a peer that stopped reading: a stall
                 raise
             self.network.rejoin(self, f"sending failed: {exc}")
             return length
@@ -117,7 +117,7 @@ class ReplayLink(Link):
         try:
             super().flush()
         except OSError as exc:
-            if self.network.aborting:
+            if self.network.aborting or isinstance(exc, TimeoutError):
                 raise
             self.held = [] if self.held is not None else None
             self.held_bytes = 0
@@ -258,6 +258,11 @@ class RejoinNetwork(TlsNetwork):
         self.closing = True
         super().close(timeout)
 
+    def _close_sockets(self) -> None:
+        while self.kept:
+            self.kept.popleft().link.shut()
+        super()._close_sockets()
+
     def abort(self, reason: str, *, lost: str | None = None, round: str | None = None) -> None:
         self.aborting = True  # best effort: no peer is waited for
         super().abort(reason, lost=lost, round=round)
@@ -329,8 +334,8 @@ class RejoinNetwork(TlsNetwork):
                 return None
             self.kept.append(arrival)
             return None
-        if expect and link is not None and link.peer in expect:
-            return arrival  # the caller says why it drops it
+        if expect:
+            return arrival  # a failed device connection: the caller says why it drops it
         self._admit(arrival, [])  # refused, noted
         return None
 
