@@ -190,6 +190,12 @@ def survivable(deployment: Deployment) -> list[str]:
     return _holding(deployment, "SURVIVABLE")
 
 
+def patience(deployment: Deployment) -> float:
+    """Seconds the other parties may take to stop after one fails: the receive deadline (a stalled peer), or the
+    time they wait for a lost peer to come back (``protocol.rejoin_s``, where the protocol has it), the longer."""
+    return max(deployment.deadline_s, getattr(deployment.protocol, "rejoin_s", 0.0))
+
+
 def wait_parties(
     parties: list[PartyProcess],
     deadline_s: float,
@@ -255,7 +261,7 @@ def run_local(
     with tempfile.TemporaryDirectory(prefix="privbandits-local-") as workdir:
         parties = start_parties(deployment, Path(workdir), resume=resume, pin_cpus=pin_cpus)
         try:
-            codes = wait_parties(parties, deployment.deadline_s, on_progress, survivable(deployment))
+            codes = wait_parties(parties, patience(deployment), on_progress, survivable(deployment))
         except BaseException:
             for party in parties:
                 if party.process.poll() is None:
