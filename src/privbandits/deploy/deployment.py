@@ -355,6 +355,10 @@ class P2BProtocol(_Strict):
         description="the shuffler's report queue: unset, a SQLite file in OUTPUT/queues/; a postgresql://USER@HOST/DB "
         "URL without a password: schema SHUFFLER (its party name) of that database, which front ends may share",
     )
+    rejoin_s: float = Field(30.0, ge=0, le=3600, description="seconds a party waits for a lost peer (restarted with "
+                            "--resume) to link again before it exits naming it; 0: a lost peer ends the session")
+    rejoin_backoff_s: float = Field(1.0, ge=0.05, le=60, description="the longest pause between two tries to dial a "
+                                    "lost peer again (the pause doubles from 0.05 s)")
 
     ROLES: ClassVar[tuple[str, ...]] = ("shuffler", "server", "device_host")
     REPORTER: ClassVar[str] = "server"

@@ -82,14 +82,12 @@ def resolve_local(deployment: Deployment) -> tuple[Deployment, dict]:
     return deployment.model_copy(update={"parties": parties}), listeners
 
 
-def party_command(
-    path: Path, name: str, fd: int | None = None, *, progress_lines: bool = False, resume: bool = False
-) -> list[str]:
+def party_command(path: Path, name: str, *, progress_lines: bool = False, resume: bool = False) -> list[str]:
+    """``python -m privbandits.deploy.cli party run PATH --as NAME …`` (the listening socket's ``--listen-fd``
+    is added where one is handed over)."""
     command = [sys.executable, "-m", "privbandits.deploy.cli", "party", "run", str(path), "--as", name]
     if resume:
         command.append("--resume")
-    if fd is not None:
-        command += ["--listen-fd", str(fd)]
     if progress_lines:
         command.append("--progress-lines")
     return command
@@ -170,31 +168,46 @@ def start_parties(
     server = ForkServer(preload(resolved), child_environment()) if fork and zygote.available() else None
     try:
         for name in resolved.parties:
-            fd, command = (
-                listeners[name].fileno(),
-                party_command(path, name, progress_lines=name in active, resume=resume),
-            )
-            if server is not None:
-                process = server.start(command[3:], capture_stdout=name in active, listen_fd=fd)
-            else:
-                process = subprocess.Popen(
-                    [*command, "--listen-fd", str(fd)],
-                    stdout=subprocess.PIPE if name in active else subprocess.DEVNULL,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                    pass_fds=(fd,),
-                    env=child_environment(),
-                )
-            started.append(PartyProcess(name, process))
-            _place(process.pid, cores.get(name), BACKGROUND_NICE if name in lower else 0)
+            fd = listeners[name].fileno()
+            party = start_party(path, name, fd, progress_lines=name in active, resume=resume, server=server)
+            started.append(party)
+            _place(party.process.pid, cores.get(name), BACKGROUND_NICE if name in lower else 0)
     finally:
         if server is not None:
             server.done_starting()
         for listener in listeners.values():
             listener.close()  # the children hold their own copies
-    for party in started:
-        threading.Thread(target=_collect, args=(party.process.stderr, party.stderr), daemon=True).start()
     return started
+
+
+def start_party(
+    path: Path,
+    name: str,
+    fd: int | None = None,
+    *,
+    progress_lines: bool = False,
+    resume: bool = False,
+    server: ForkServer | None = None,
+) -> PartyProcess:
+    """Start party ``name`` of the (resolved) deployment file at ``path`` in its own process, on the listening
+    socket ``fd`` (None: it binds its own address), its stderr collected. Also how one lost party is restarted
+    alone (``resume``) while the others run on. ``server``: fork it from there (:mod:`~privbandits.deploy.zygote`),
+    else start ``python -m privbandits.deploy.cli``."""
+    command = party_command(path, name, progress_lines=progress_lines, resume=resume)
+    if server is not None:
+        process = server.start(command[3:], capture_stdout=progress_lines, listen_fd=fd)
+    else:
+        process = subprocess.Popen(
+            [*command, *([] if fd is None else ["--listen-fd", str(fd)])],
+            stdout=subprocess.PIPE if progress_lines else subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            pass_fds=() if fd is None else (fd,),
+            env=child_environment(),
+        )
+    party = PartyProcess(name, process)
+    threading.Thread(target=_collect, args=(process.stderr, party.stderr), daemon=True).start()
+    return party
 
 
 def _collect(stream, lines: list[str]) -> None:
@@ -205,6 +218,12 @@ def _collect(stream, lines: list[str]) -> None:
 def survivable(deployment: Deployment) -> list[str]:
     """The parties whose loss the others survive (FCLUB's local servers): their failure starts no countdown."""
     return _holding(deployment, "SURVIVABLE")
+
+
+def patience(deployment: Deployment) -> float:
+    """Seconds the other parties may take to stop after one fails: the receive deadline (a stalled peer), or the
+    time they wait for a lost peer to come back (``protocol.rejoin_s``, where the protocol has it), the longer."""
+    return max(deployment.deadline_s, getattr(deployment.protocol, "rejoin_s", 0.0))
 
 
 def wait_parties(
@@ -272,7 +291,7 @@ def run_local(
     with tempfile.TemporaryDirectory(prefix="privbandits-local-") as workdir:
         parties = start_parties(deployment, Path(workdir), resume=resume, pin_cpus=pin_cpus)
         try:
-            codes = wait_parties(parties, deployment.deadline_s, on_progress, survivable(deployment))
+            codes = wait_parties(parties, patience(deployment), on_progress, survivable(deployment))
         except BaseException:
             for party in parties:
                 if party.process.poll() is None:

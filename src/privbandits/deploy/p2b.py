@@ -56,26 +56,23 @@ the raw baseline is off); anyone holding the file can then recompute every coin
 ``shared_warm_agent`` (one agent carried across all late users) is sequential across hosts
 and is not offered here.
 
-Faults and ``--resume``: a party that dies makes the others stop naming it (exit 3), as in the
-other deployments. The server checkpoints each model it publishes (``OUTPUT/checkpoints``),
-which is its acknowledgement of the batch; the shuffler's checkpoint holds its private key for
-report ids and its session's batch id. Restarted with ``--resume``, the server tells everyone
-how many models it has published (a ``resume`` phase); every phase is then replayed: the hosts
-resend the same reports in the same order (their streams derive from the seed, or from the OS
-seed each host and the shuffler keep in their own entropy file,
-:mod:`privbandits.deploy.entropy`), the shuffler's queue keeps each encoded report once (its id
-is a keyed hash of host and index, so a report accepted before the stop is recognised and
-nothing accepted is lost), a batch formed before the stop is taken back unchanged, and a batch
-whose model is already published is not sent again: the server serves that model from its
-checkpoint instead. The session then ends as the uninterrupted one (``tests/test_deploy_p2b.py``
-kills the shuffler while it accepts the encoded batch). Every party restarts, since the
-transport has no reconnection: a shuffler restarting alone while devices stay connected is not
-offered.
+Faults and ``--resume``: a party that dies may be restarted alone with ``--resume`` while the others keep running
+(issue 34). Its peers' links wait up to ``protocol.rejoin_s`` for it (dialing it again, pausing up to
+``protocol.rejoin_backoff_s`` between tries, or waiting for its connection:
+:class:`~privbandits.comm.tls.rejoin.RejoinNetwork`); a party that stays away longer makes the others stop naming
+it (exit 3), as in the other deployments. The restarted party replays its part from the start with the same coins
+(from the seed, or from the OS seed the hosts and the shuffler keep in their own entropy files,
+:mod:`privbandits.deploy.entropy`); each link's messages are sent again and each side skips those it already has
+(checked), and :mod:`privbandits.deploy.p2b_rejoin` keeps the devices' reports and the batches once: the shuffler's
+queue keeps each encoded report once (its id is a keyed hash of its device), a report for a batch already closed
+is acknowledged and not taken again, and a released batch is sent again from the shuffler's checkpoint. The
+session then ends as the uninterrupted one (``tests/test_deploy_p2b.py`` kills each role). Restarting every party
+with ``--resume`` works the same way. Not covered: a shuffler killed while it collects the raw baseline's batch
+loses the raw reports it had acknowledged (they are not queued).
 """
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 import sys
 import time
@@ -85,29 +82,19 @@ from pathlib import Path
 import numpy as np
 
 from privbandits.comm import Message, Network, ProtocolError, message
-from privbandits.deploy import checkpoint, entropy
+from privbandits.deploy import entropy, p2b_rejoin
 from privbandits.deploy.deployment import Deployment, DeploymentError, P2BProtocol
 from privbandits.deploy.p2b_data import Block, HostData, load_host
 from privbandits.deploy.p2b_data import p2b_protocol as _protocol
 from privbandits.deploy.p2b_data import write_synthetic_data as write_synthetic_data  # `deploy data`
+from privbandits.deploy.p2b_rejoin import rejoin as rejoin  # the parties' networks: lost peers may come back
 
 SHARE_RAW, SHARE_ENCODED = "share_raw", "share_encoded"
 """Phases, as in :func:`~privbandits.protocols.p2b.simulate`."""
-RESUME = "resume"
-"""Phase of a resumed session in which the server says how many models it has published."""
 RAW_WARNING = (
     "WARNING: raw_baseline = true: every participating device sends a raw context, action and reward to the "
     "server (the non-private baseline, no privacy for them)"
 )
-
-
-@message("deploy.p2b.resume_at")
-class ResumeAt(Message):
-    """Server → shuffler and device hosts, only in a resumed session: how many of the session's models
-    (the raw baseline's if it runs, then the private one) it has published; the session replays those phases
-    without their batch to the server (the server serves each published model from its checkpoint instead)."""
-
-    published: int
 
 
 @message("deploy.p2b.fetch_model")
@@ -200,9 +187,8 @@ def _parties():
 
         def send_report(self, user: int, receiver: str, report: Message) -> None:
             if own_connections(self.network):
-                from privbandits.comm.oneshot import send_own
-
-                if not send_own(self.network, f"{self.prefix}{user}", receiver, report):
+                rejoin_s = getattr(self.network, "rejoin_s", 0.0)
+                if not p2b_rejoin.send_report(self, user, receiver, report, rejoin_s):
                     self.refused += 1  # its batch had closed: the device's report is lost, the device goes on
                     return
             else:
@@ -223,9 +209,10 @@ def _parties():
         taken host by host in deployment order (canonical), then shuffled with the shuffler's own stream."""
 
         def __init__(self, *args, hosts: list[str], queue=None, key: bytes = b"", batch_id: int = 0,
-                     batch_size: int | None = None, batch_window_s: float | None = None, **kwargs):  # fmt: skip
+                     batch_size: int | None = None, batch_window_s: float | None = None,
+                     order: dict[str, int] | None = None, **kwargs):  # fmt: skip
             super().__init__(*args, **kwargs)
-            self.hosts, self.queue, self.key, self.batch_id = hosts, queue, key, batch_id
+            self.hosts, self.queue, self.key, self.batch_id, self.order = hosts, queue, key, batch_id, order or {}
             self.batch_size, self.batch_window_s = batch_size, batch_window_s
             self.collected, self.opened_at = 0, 0.0  # the open batch's reports, and when it opened
             self.refused: list[int] = []
@@ -234,16 +221,10 @@ def _parties():
             self.batch_ids: list[int] = []
             self.first_report_at: float | None = None
             """When the open batch's first report arrived (``time.perf_counter``)."""
-            self.published = 0
-            """Batches the server has already turned into models (a resumed session replays those phases
-            without sending them again)."""
-            self.duplicates = 0
-
-        def report_id(self, host: str, index: int) -> str:
-            """The queue id of host ``host``'s ``index``-th encoded report of this session: the same when a
-            resumed host resends it (so the queue keeps it once), keyed with the shuffler's private key, so
-            the id in the queue file does not name the host."""
-            return hashlib.blake2b(f"{host}/{index}".encode(), key=self.key, digest_size=16).hexdigest()
+            self.closed: dict[str, set[str]] = {}
+            """Per host, the phases whose batch it has closed."""
+            self.duplicates = self.replayed = 0
+            """Reports received again: in the open batch (or its queue), and for a batch already closed."""
 
         def _collect(self, kind: str) -> list[Message]:
             from privbandits.protocols.p2b import EncodedReport
@@ -253,30 +234,38 @@ def _parties():
             self.first_report_at = None
             self.collected, self.opened_at = 0, time.monotonic()
             self.refused.append(0)
+            seen: set[str] = set()  # the devices heard in this batch (over TLS each sends one report)
             for host in self.hosts:
                 index = 0
                 for identity, received, delivery in self._reports(host, kind):
                     if self.first_report_at is None:  # the batch's throughput is timed from here
                         self.first_report_at = time.perf_counter()
-                    if durable:  # persisted with its sender's identity before anything else happens to it
-                        report_id = self.report_id(host, index)
+                    if delivery is not None and identity in seen:
+                        self.duplicates += 1  # sent again (its acknowledgement lost, or its host restarted)
+                    elif durable:  # persisted with its sender's identity before anything else happens to it
+                        device = identity if delivery is not None else f"{host}/{index}"  # in memory: by index
+                        report_id = p2b_rejoin.report_id(self.key, device)
                         report, ids[report_id] = (received.code, received.action, received.reward), len(ids)
                         if not self.queue.accept(report_id, identity, *report):
                             self.duplicates += 1  # accepted before a restart (or in the batch already formed)
                         index += 1
                     else:
                         held.append(received)
+                    seen.add(identity)
                     if delivery is not None:
                         delivery.ack()  # stored: the device may go
             if not durable:
                 return held
             # the batch is formed in the queue (identities and arrival order dropped there); put back in the
-            # canonical order (host by host) by the keyed ids only this shuffler computes. A restarted shuffler
-            # whose batch was formed before the stop gets that same batch back
+            # canonical order (host by host, users ascending) by the keyed ids only this shuffler computes, those
+            # a restarted shuffler's queue held from before too. One whose batch was formed before the stop gets
+            # that same batch back
             batch = self.queue.close_batch(self.batch_id)
             self.batch_ids.append(batch.batch_id)
             rows = zip(batch.report_ids, batch.codes, batch.actions, batch.rewards, strict=True)
-            return [EncodedReport(*row[1:]) for row in sorted(rows, key=lambda row: ids.get(row[0], len(ids)))]
+            last = len(self.order) + len(ids)
+            rank = {rid: self.order.get(rid, len(self.order) + ids.get(rid, last)) for rid in batch.report_ids}
+            return [EncodedReport(*row[1:]) for row in sorted(rows, key=lambda row: rank[row[0]])]
 
         def _reports(self, host: str, kind: str):
             """``(identity, report, delivery)`` of ``host``'s devices until it closes the batch: over TLS each from
@@ -294,11 +283,16 @@ def _parties():
             while True:
                 if not device_waiting(self.network, host, self.network.deadline):
                     self.receive(CloseBatch.kind, host)
+                    self.closed.setdefault(host, set()).add(self.network.current_phase)
                     return
                 delivery = accept_own(self.network, [host])
                 if delivery is None:
                     continue
                 got = delivery.envelope.message
+                if delivery.envelope.phase in self.closed.get(host, ()):  # a restarted host's devices replay
+                    self.replayed += 1
+                    delivery.ack()
+                    continue
                 if got.kind != kind:
                     delivery.ack()
                     raise ProtocolError(f"a device of {host!r} sent a {got.kind!r} message; expected {kind!r}")
@@ -319,13 +313,29 @@ def _parties():
             return None
 
         def send(self, receiver: str, message: Message) -> None:
-            batch = isinstance(message, EncodedBatch | RawBatch)
-            if batch:
+            if isinstance(message, EncodedBatch | RawBatch):
                 self.released.append(message)
-            if not batch or len(self.released) > self.published:  # a batch the server has a model of: not resent
-                super().send(receiver, message)
+            super().send(receiver, message)
             if self.queue is not None and isinstance(message, EncodedBatch):
-                self.queue.mark_released(self.batch_ids[-1])  # the server's checkpoint acknowledges it
+                self.queue.mark_released(self.batch_ids[-1])
+
+        def replay(self, kind: str, server: str, saved: tuple) -> None:
+            """A batch this shuffler released before it was restarted (``saved``: the batch, its release details,
+            ledger rows and refusals, from its checkpoint): each host opens and closes it again, its devices'
+            reports acknowledged and not taken, and the batch goes to the server again (skipped there if it has
+            it)."""
+            batch, details, rows, refused = saved
+            self.first_report_at = None
+            self.refused.append(refused)
+            for host in self.hosts:
+                for _, _, delivery in self._reports(host, kind):
+                    self.replayed += 1
+                    delivery.ack()
+            if isinstance(batch, EncodedBatch):
+                self.batch_ids.append(self.batch_id)
+            self.send(server, batch)
+            self.last_release = dict(details)
+            self.ledger.record_rows(rows)
 
     class PublishingServer(Server):
         """The server of a deployment: batches only from the shuffler; models, versioned 1, 2, ... in the order
@@ -344,7 +354,7 @@ def _parties():
             self.releases.append((first, second))
 
         def serve(self, version: int) -> None:
-            """Answer every host's fetch of model ``version`` (published, or restored from the checkpoint)."""
+            """Answer every host's fetch of model ``version`` (published)."""
             for host in self.hosts:
                 asked = super().receive(FetchModel.kind, host).version
                 if asked != version:
@@ -386,16 +396,14 @@ def run_party(
     return _run_host(deployment, name, network, resume)
 
 
-def _shuffler_state(deployment: Deployment, name: str, queue, resume: bool) -> tuple[bytes, int]:
-    """The shuffler's private report-id key and its session's batch id: made and saved (atomically) by a
-    fresh session, read back by a resumed one."""
+def _shuffler_state(deployment: Deployment, name: str, queue, resume: bool) -> tuple[bytes, int, dict]:
+    """The shuffler's private report-id key, its session's batch id and the batches it released: made and saved
+    (atomically) by a fresh session, read back by a resumed one (:mod:`~privbandits.deploy.p2b_rejoin`)."""
     if resume:
-        arrays, meta = checkpoint.resume(deployment, name)
-        return arrays["key"].tobytes(), int(meta["batch_id"])
+        return p2b_rejoin.restore_shuffler(deployment, name)
     key, batch_id = secrets.token_bytes(32), queue.next_batch_id()
-    meta = {"batch_id": batch_id, "digest": deployment.protocol_digest()}
-    checkpoint.save(deployment.checkpoint_path(name), {"key": np.frombuffer(key, dtype=np.uint8)}, meta)
-    return key, batch_id
+    p2b_rejoin.save_shuffler(deployment, name, key, batch_id, {})
+    return key, batch_id, {}
 
 
 KINDS = {SHARE_RAW: "raw", SHARE_ENCODED: "encoded"}
@@ -410,7 +418,7 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network, resume: b
     _, CanonicalShuffler, _ = _parties()
     streams, server = streams_of(deployment, name, resume=resume), deployment.names("server")[0]
     queue = open_queue(deployment, name, resume=resume)
-    key, batch_id = _shuffler_state(deployment, name, queue, resume)
+    key, batch_id, saved = _shuffler_state(deployment, name, queue, resume)
     shuffler = CanonicalShuffler(
         name,
         network,
@@ -425,23 +433,22 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network, resume: b
         n_codes=None,
         rng=streams[0],
         ledger=PrivacyLedger(),
+        order=p2b_rejoin.canonical_order(key, deployment),
     )
-    if resume:
-        with network.phase(RESUME):
-            shuffler.published = _published(shuffler.receive(ResumeAt.kind, server).published, protocol)
+    if hasattr(network, "on_stray"):
+        network.on_stray = p2b_rejoin.stray_handler(shuffler, network)
     seconds, releases = {}, {}  # per batch, from its first report's arrival to its release; its release
     try:
         for phase in phases(protocol):
             if phase == SHARE_ENCODED:  # the raw baseline is anonymised and shuffled, nothing dropped
                 shuffler.threshold, shuffler.n_codes, shuffler.rng = protocol.threshold, protocol.n_codes, streams[5]
                 shuffler.omega = protocol.omega
-            with network.phase(phase):
-                if phase == SHARE_ENCODED:
-                    shuffler.release_encoded(server)
-                else:
-                    shuffler.release_raw(server)
-                seconds[KINDS[phase]] = time.perf_counter() - (shuffler.first_report_at or time.perf_counter())
+            _release(shuffler, phase, server, saved.get(KINDS[phase]))
+            seconds[KINDS[phase]] = time.perf_counter() - (shuffler.first_report_at or time.perf_counter())
             releases[KINDS[phase]] = dict(shuffler.last_release)
+            rows = shuffler.ledger.rows()[-1:]
+            saved[KINDS[phase]] = (shuffler.released[-1], releases[KINDS[phase]], rows, shuffler.refused[-1])
+            p2b_rejoin.save_shuffler(deployment, name, key, batch_id, saved)  # a restart sends this batch again
     finally:
         queue.close()
     network.close(timeout=None)  # its part is over; stay linked so a failure reaches it too
@@ -457,16 +464,23 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network, resume: b
         "seconds": seconds,
         "queue": {"path": queue.location, "batches": shuffler.batch_ids, "duplicates": shuffler.duplicates},
         "refused": dict(zip(kinds, shuffler.refused, strict=True)),
-        "resumed_after": shuffler.published if resume else None,
+        "resumed": resume,
+        "replayed_reports": shuffler.replayed,
         "ledger": shuffler.ledger.rows(),
     }
 
 
-def _published(count: int, protocol: P2BProtocol) -> int:
-    models = len(phases(protocol))
-    if not 0 <= count <= models:
-        raise DeploymentError(f"the server resumes after {count} published models, outside 0..{models}")
-    return count
+def _release(shuffler, phase: str, server: str, saved: tuple | None) -> None:
+    """The shuffler's batch of ``phase``: collected and released, or, released before a restart, replayed."""
+    from privbandits.protocols.p2b import EncodedReport, RawReport
+
+    with shuffler.network.phase(phase):
+        if saved is not None:
+            shuffler.replay(EncodedReport.kind if phase == SHARE_ENCODED else RawReport.kind, server, saved)
+        elif phase == SHARE_ENCODED:
+            shuffler.release_encoded(server)
+        else:
+            shuffler.release_raw(server)
 
 
 def queue_path(deployment: Deployment, name: str) -> Path:
@@ -501,22 +515,6 @@ def open_queue(deployment: Deployment, name: str, *, resume: bool = False):
     return queue
 
 
-def _save_server(deployment: Deployment, name: str, server) -> None:
-    """The server's checkpoint: every model it published (its acknowledgement of each batch) and its ledger."""
-    arrays = {f"release{i}.{part}": value for i, pair in enumerate(server.releases) for part, value in
-              zip(("first", "second"), pair, strict=True)}  # fmt: skip
-    meta = {"published": len(server.releases), "ledger": server.ledger.rows()}
-    checkpoint.save(deployment.checkpoint_path(name), arrays, meta | {"digest": deployment.protocol_digest()})
-
-
-def _restore_server(deployment: Deployment, name: str, server) -> int:
-    arrays, meta = checkpoint.resume(deployment, name)
-    published = _published(int(meta["published"]), _protocol(deployment))
-    server.releases = [(arrays[f"release{i}.first"], arrays[f"release{i}.second"]) for i in range(published)]
-    server.ledger.record_rows(meta["ledger"])
-    return published
-
-
 def _run_server(deployment: Deployment, name: str, network: Network, on_round, resume: bool = False) -> dict:
 
     protocol = _protocol(deployment)
@@ -531,19 +529,10 @@ def _run_server(deployment: Deployment, name: str, network: Network, on_round, r
         shuffler=shuffler,
         hosts=hosts,
     )
-    published = _restore_server(deployment, name, server) if resume else 0
-    if resume:
-        with network.phase(RESUME):
-            for other in [shuffler, *hosts]:
-                server.send(other, ResumeAt(published))
-    else:
-        _save_server(deployment, name, server)  # nothing published yet (replaces an older session's)
     kinds = [KINDS[phase] for phase in phases(protocol)]
-    for version, phase in enumerate(phases(protocol), start=1):
+    for version, phase in enumerate(phases(protocol), start=1):  # resumed: replayed from the shuffler's batches
         with network.phase(phase):
-            if published < version:  # else the phase is replayed: its model is served again, from the checkpoint
-                _publish_model(server, phase, protocol)
-                _save_server(deployment, name, server)  # published: the batch is acknowledged
+            _publish_model(server, phase, protocol)
             server.serve(version)
         if on_round is not None:
             on_round(version, len(kinds))
@@ -557,7 +546,7 @@ def _run_server(deployment: Deployment, name: str, network: Network, on_round, r
             models[kind]: [first.tolist(), second.tolist()]
             for kind, (first, second) in zip(kinds, server.releases, strict=True)
         },  # fmt: skip
-        "resumed_after": published if resume else None,
+        "resumed": resume,
         "ledger": server.ledger.rows(),
     }
 
@@ -637,10 +626,7 @@ def _run_host(deployment: Deployment, name: str, network: Network, resume: bool 
     early, late, block = data.early, data.late, data.block
     n_arms, dim = protocol.n_actions, protocol.dim
     host = HostedDevices(name, network, prefix=f"{name}-device", mechanism=RAW_DEVICES)
-    resumed_after = None
-    if resume:  # every phase is replayed (the same reports, deduplicated by the shuffler's queue)
-        with network.phase(RESUME):
-            resumed_after = _published(host.receive(ResumeAt.kind, server).published, protocol)
+    # resumed: every phase is replayed (the same reports and fetches; the shuffler and the server skip them)
 
     raw_sent = warm_np = None
     if protocol.raw_baseline:
@@ -673,6 +659,6 @@ def _run_host(deployment: Deployment, name: str, network: Network, resume: bool 
         "encoded_reports_sent": encoded_sent,
         "reports_refused": host.refused,
         "late": late_results,
-        "resumed_after": resumed_after,
+        "resumed": resume,
         "ledger": host.ledger.rows(),
     }

@@ -83,19 +83,26 @@ def network_for(
     deadline: float | None = None,
     peers: list[str] | None = None,
     keep_listening: bool = False,
+    rejoin: tuple[float, float] | None = None,
 ) -> TlsNetwork:
     """The (unconnected) network of party ``name``, configured from the deployment.
 
     ``deadline`` overrides the deployment's receive deadline (a protocol may give a party that
     waits on a party that itself waits on others a longer one, so the stall is reported by the
-    party it stalls).
+    party it stalls). ``rejoin``: ``(rejoin_s, backoff_s)`` for a network whose lost peers may come
+    back (:class:`~privbandits.comm.tls.rejoin.RejoinNetwork`); None or ``rejoin_s = 0``: a lost peer is lost.
     """
     if name not in deployment.parties:
         raise DeploymentError(f"no party named {name!r} in the deployment (parties: {', '.join(deployment.parties)})")
     entry = deployment.parties[name]
     fingerprint = check_own_files(deployment, name)
+    kind, extra = TlsNetwork, {}
+    if rejoin is not None and rejoin[0] > 0:
+        from privbandits.comm.tls.rejoin import RejoinNetwork
+
+        kind, extra = RejoinNetwork, {"rejoin_s": rejoin[0], "backoff_s": rejoin[1]}
     try:
-        return TlsNetwork(
+        return kind(
             name,
             deployment.addresses(),
             TlsCredentials(entry.ca, entry.certificate, entry.key),
@@ -105,6 +112,7 @@ def network_for(
             listener=listener,
             peers=peers,
             keep_listening=keep_listening,
+            **extra,
         )
     except ssl.SSLError as exc:  # what check_own_files does not foresee (e.g. a curve this OpenSSL lacks)
         raise DeploymentError(f"parties.{name}: its certificate and key cannot be loaded ({exc.reason})") from None
@@ -167,8 +175,9 @@ def run_party(
         peers = getattr(protocol, "peers", lambda *_: None)(deployment, name)
         getattr(protocol, "prepare", lambda *_: None)(deployment, name)  # work a party does before it links up
         listening = getattr(protocol, "keeps_listening", lambda *_: False)(deployment, name)
+        rejoin = getattr(protocol, "rejoin", lambda *_: None)(deployment)
         network = network_for(deployment, name, listener, deadline=protocol.receive_deadline(deployment, name),
-                              peers=peers, keep_listening=listening)  # fmt: skip
+                              peers=peers, keep_listening=listening, rejoin=rejoin)  # fmt: skip
     except ListenFailed as exc:
         raise PartyFailed(str(exc), EXIT_HANDSHAKE) from None
     except DeploymentError as exc:
@@ -200,5 +209,7 @@ def run_party(
         refusals=network.refusals,
         dropped=network.dropped,
     )
+    if hasattr(network, "rejoins"):
+        result["rejoins"] = network.rejoins
     write_json_atomic(deployment.result_path(name), result)
     return result

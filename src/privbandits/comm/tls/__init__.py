@@ -31,9 +31,10 @@ parties before it and accepts the ones after it (no cycles, so no deadlock).
 
 Modules: :mod:`~privbandits.comm.tls.context` (errors, credentials, contexts, the listening
 socket), :mod:`~privbandits.comm.tls.link` (one link's framing), :mod:`~privbandits.comm.tls.gate`
-(the listener), :mod:`~privbandits.comm.tls.network` (:class:`TlsNetwork`). The transport's internal
-API, used by :mod:`privbandits.comm.oneshot`: ``Link``, ``TlsNetwork.gate``, ``open_link``, ``link``,
-``lost_peer``, ``count_wire``, ``note_dropped``, ``current_phase``.
+(the listener), :mod:`~privbandits.comm.tls.network` (:class:`TlsNetwork`), :mod:`~privbandits.comm.tls.rejoin`
+(:class:`~privbandits.comm.tls.rejoin.RejoinNetwork`: links that survive a peer's restart, its messages replayed).
+The transport's internal API, used by :mod:`privbandits.comm.oneshot`: ``Link``, ``TlsNetwork.gate``,
+``open_link``, ``link``, ``lost_peer``, ``count_wire``, ``note_dropped``, ``current_phase``.
 
 The ledger: :attr:`Network.traffic` counts, as in :class:`~privbandits.comm.InMemoryNetwork`,
 the payload bytes, messages and rounds of the messages *this* party sends (the union of
