@@ -309,18 +309,25 @@ def run_child(where: str, mode: str, batch_every: int, stop_after: int) -> tuple
         text=True,
     )
     acks, releases, stop = [], [], time.monotonic() + JOIN
+
+    def take(line: str) -> str:
+        word, value = (line.split() + [""])[:2]
+        if word == "ack":
+            acks.append(value)
+        elif word == "released":
+            releases.append(int(value))
+        return word
+
     try:
         for line in child.stdout:
-            word, value = (line.split() + [""])[:2]
-            if word == "ack":
-                acks.append(value)
-            elif word == "released":
-                releases.append(int(value))
-            if word == "waiting" or len(acks) >= stop_after or time.monotonic() > stop:
+            if take(line) == "waiting" or len(acks) >= stop_after or time.monotonic() > stop:
                 break
     finally:
         os.kill(child.pid, signal.SIGKILL)
         child.wait(JOIN)
+        for line in child.stdout.read().splitlines(keepends=True):  # what it said before it died, unread yet
+            if line.endswith("\n"):
+                take(line)
         child.stdout.close()
         child.stdin.close()
     assert child.returncode == -signal.SIGKILL
