@@ -475,11 +475,11 @@ def test_a_device_that_disconnects_mid_report_loses_only_its_own_report(tmp_path
     assert codes == dict.fromkeys(codes, 0), {p.name: p.stderr for p in parties}
     got, (reference, _) = outcome(spec), run_in_memory(spec)
     dropped, refusals = got["results"]["shuffler"]["dropped"], got["results"]["shuffler"]["refusals"]
-    assert all("'hosta'" in reason for reason in dropped), dropped  # why: test_transport_oneshot
-    assert any("truncated frame" in reason for reason in dropped), dropped
-    # the connection closed right after its handshake is dropped as a device's, or, where the shuffler reads its
-    # end before its handshake's last step, refused at the handshake: counted once either way
+    # each is dropped as a device's connection where the shuffler takes hosta's devices, or refused where it
+    # arrives while the shuffler waits on something else: counted once either way, the reason named
     assert len(dropped) + len(refusals) == 2, (dropped, refusals)
+    assert all("'hosta'" in reason for reason in dropped), dropped  # why: test_transport_oneshot
+    assert all("hosta" in reason for reason in dropped + refusals), (dropped, refusals)
     assert len(got["batches"]["encoded"]["codes"]) == reference.release["released"]
     for setting in SETTINGS:
         assert got["late"][setting]["mean"] == getattr(reference, setting).mean
