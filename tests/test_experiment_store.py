@@ -88,7 +88,7 @@ def test_a_dead_processes_claim_is_taken_over_and_a_live_one_is_respected(tmp_pa
 
 CONCURRENT = {
     "config": (["SWEEP"], 6, "store-test-summary.csv"),
-    "reproduction": (["mpc-fig6", "-o", "arm_counts=3", "-o", "runs=2"], 20, "mpc-fig6-paper.md"),
+    "reproduction": (["mpc-fig6", "-o", "arm_counts=3", "-o", "runs=1"], 10, "mpc-fig6-paper.md"),
 }
 
 
@@ -96,7 +96,7 @@ CONCURRENT = {
 def test_two_concurrent_runs_into_one_store_and_out_both_succeed_without_duplicates(tmp_path, source):
     what, units, report = CONCURRENT[source]
     if what == ["SWEEP"]:
-        (tmp_path / "sweep.toml").write_text(SWEEP)
+        (tmp_path / "sweep.toml").write_text(SWEEP.replace("horizon = 1500", "horizon = 400"))
         what = [str(tmp_path / "sweep.toml")]
     store, out = tmp_path / "r.sqlite", tmp_path / "out"
     command = _cli("run", *what, "--store", str(store), "--out", str(out), "--no-progress")

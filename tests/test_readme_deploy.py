@@ -39,6 +39,8 @@ def command(line: str) -> list[str]:
 
 def test_the_readme_deploy_block_works_as_written(tmp_path):
     shutil.copytree(ROOT / "configs" / "deploy", tmp_path / "configs" / "deploy")
+    for shipped in (tmp_path / "configs" / "deploy").glob("*.toml"):  # the commands as written, a shorter session
+        shipped.write_text(re.sub(r"(?m)^rounds = \d+", "rounds = 60", shipped.read_text()))
     env = {**os.environ, "COLUMNS": "200"}
     lines = deploy_block()
     assert [shlex.split(line)[1:3] for line in lines] == [
