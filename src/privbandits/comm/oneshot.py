@@ -141,28 +141,53 @@ def accept_own(network: TlsNetwork, parties: Collection[str]) -> Delivery | None
 
 
 def _take(network: TlsNetwork, arrival: Arrival, parties: Collection[str]) -> Delivery | None:
+    got = screen(arrival, parties, network.local, network.handshake_timeout)
+    if isinstance(got, str):
+        return _drop(network, arrival.link, got)
+    count_delivered(network, got, HEADER_BYTES + len(arrival.frame.payload))
+    return Delivery(got, arrival.link.peer, arrival.link, network)
+
+
+def screen(arrival: Arrival, parties: Collection[str], local: str, timeout: float) -> Envelope | str:
+    """The message of ``arrival`` if it is one message from a device of one of ``parties`` to ``local``, else why
+    the connection is dropped."""
+    problem = screen_connection(arrival, parties, timeout)
+    return problem if problem is not None else screen_message(arrival.frame, arrival.link.peer, local)
+
+
+def screen_connection(arrival: Arrival, parties: Collection[str], timeout: float) -> str | None:
+    """Why ``arrival`` is dropped before its message is read (its handshake, certificate or frame failed), or None
+    (it needs no protocol's messages: a device front end's worker process runs it)."""
     where, link = arrival.where, arrival.link
     if arrival.failure == "handshake":
-        return _drop(network, None, f"a device connection from {where} failed its handshake: {arrival.detail}")
+        return f"a device connection from {where} failed its handshake: {arrival.detail}"
     if arrival.failure == "certificate" or link.peer not in parties:
         names = list(arrival.names) if arrival.failure else [link.peer]
-        return _drop(network, link, f"a device connection from {where} presented {names}; expected one of "
-                                    f"{sorted(parties)}")  # fmt: skip
-    party = link.peer
+        return f"a device connection from {where} presented {names}; expected one of {sorted(parties)}"
     if arrival.failure is not None:
-        return _drop(network, link, _frame_failure(arrival, party, network.handshake_timeout))
+        return _frame_failure(arrival, link.peer, timeout)
+    return None
+
+
+def screen_message(frame: frames.Frame, party: str, local: str) -> Envelope | str:
+    """The message in a device's ``frame`` (its connection presented ``party``'s certificate), or why it is
+    dropped: not one message from a device of ``party`` (named ``PARTY-...``) to ``local``."""
     try:
-        envelope = decode(arrival.frame.payload) if arrival.frame.type is FrameType.DATA else None
+        envelope = decode(frame.payload) if frame.type is FrameType.DATA else None
     except MessageDecodeError as exc:
-        return _drop(network, link, f"a device of {party!r} disconnected or sent a bad frame: {exc}")
-    if envelope is None or not envelope.sender.startswith(f"{party}-") or envelope.receiver != network.local:
+        return f"a device of {party!r} disconnected or sent a bad frame: {exc}"
+    if envelope is None or not envelope.sender.startswith(f"{party}-") or envelope.receiver != local:
         what = "a control frame" if envelope is None else f"a message from {envelope.sender!r} to {envelope.receiver!r}"
-        return _drop(network, link, f"a device of {party!r} sent {what}")
+        return f"a device of {party!r} sent {what}"
+    return envelope
+
+
+def count_delivered(network: TlsNetwork, envelope: Envelope, frame_bytes: int) -> None:
+    """Count a device's message (its payload, and its frame of ``frame_bytes`` on the wire) as received."""
     counts = network.received.links[(envelope.phase, envelope.sender, network.local)]
     counts.messages += 1
     counts.bytes += envelope.message.payload_bytes()
-    network.count_wire(envelope.phase, envelope.sender, network.local, HEADER_BYTES + len(arrival.frame.payload))
-    return Delivery(envelope, party, link, network)
+    network.count_wire(envelope.phase, envelope.sender, network.local, frame_bytes)
 
 
 def _frame_failure(arrival: Arrival, party: str, timeout: float) -> str:

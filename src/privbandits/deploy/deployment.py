@@ -350,6 +350,9 @@ class P2BProtocol(_Strict):
     batch_window_s: float | None = Field(
         None, gt=0, description="the shuffler closes a batch this many seconds after it opened; later reports refused"
     )
+    workers: int | None = Field(None, ge=0, le=256, description="processes taking the devices' connections and TLS "
+                                "handshakes side by side (the shuffler stores their reports in groups); none: one per "
+                                "CPU the shuffler may use; 0: the shuffler takes one device at a time")  # fmt: skip
 
     ROLES: ClassVar[tuple[str, ...]] = ("shuffler", "server", "device_host")
     REPORTER: ClassVar[str] = "server"

@@ -75,7 +75,6 @@ offered.
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 import sys
 import time
@@ -223,9 +222,10 @@ def _parties():
         taken host by host in deployment order (canonical), then shuffled with the shuffler's own stream."""
 
         def __init__(self, *args, hosts: list[str], queue=None, key: bytes = b"", batch_id: int = 0,
-                     batch_size: int | None = None, batch_window_s: float | None = None, **kwargs):  # fmt: skip
+                     batch_size: int | None = None, batch_window_s: float | None = None, front=None,
+                     **kwargs):  # fmt: skip
             super().__init__(*args, **kwargs)
-            self.hosts, self.queue, self.key, self.batch_id = hosts, queue, key, batch_id
+            self.hosts, self.queue, self.key, self.batch_id, self.front = hosts, queue, key, batch_id, front
             self.batch_size, self.batch_window_s = batch_size, batch_window_s
             self.collected, self.opened_at = 0, 0.0  # the open batch's reports, and when it opened
             self.refused: list[int] = []
@@ -239,84 +239,59 @@ def _parties():
             without sending them again)."""
             self.duplicates = 0
 
-        def report_id(self, host: str, index: int) -> str:
-            """The queue id of host ``host``'s ``index``-th encoded report of this session: the same when a
-            resumed host resends it (so the queue keeps it once), keyed with the shuffler's private key, so
-            the id in the queue file does not name the host."""
-            return hashlib.blake2b(f"{host}/{index}".encode(), key=self.key, digest_size=16).hexdigest()
-
         def _collect(self, kind: str) -> list[Message]:
             from privbandits.protocols.p2b import EncodedReport
 
             durable = self.queue is not None and kind == EncodedReport.kind
-            held, ids = [], {}
             self.first_report_at = None
             self.collected, self.opened_at = 0, time.monotonic()
             self.refused.append(0)
-            for host in self.hosts:
-                index = 0
-                for identity, received, delivery in self._reports(host, kind):
-                    if self.first_report_at is None:  # the batch's throughput is timed from here
-                        self.first_report_at = time.perf_counter()
-                    if durable:  # persisted with its sender's identity before anything else happens to it
-                        report_id = self.report_id(host, index)
-                        report, ids[report_id] = (received.code, received.action, received.reward), len(ids)
-                        if not self.queue.accept(report_id, identity, *report):
-                            self.duplicates += 1  # accepted before a restart (or in the batch already formed)
-                        index += 1
-                    else:
-                        held.append(received)
-                    if delivery is not None:
-                        delivery.ack()  # stored: the device may go
+            if self.front is not None:  # every host's devices at once, stored in groups
+                batch = self.front.collect(self, kind, durable)
+                held, ids = batch.held, batch.ids
+            else:
+                held, ids = self._collect_serially(kind, durable)
             if not durable:
-                return held
+                return [report for _, report in sorted(held, key=lambda item: item[0])]
             # the batch is formed in the queue (identities and arrival order dropped there); put back in the
-            # canonical order (host by host) by the keyed ids only this shuffler computes. A restarted shuffler
+            # canonical order (host, then user) by the keyed ids only this shuffler computes. A restarted shuffler
             # whose batch was formed before the stop gets that same batch back
             batch = self.queue.close_batch(self.batch_id)
             self.batch_ids.append(batch.batch_id)
             rows = zip(batch.report_ids, batch.codes, batch.actions, batch.rewards, strict=True)
-            return [EncodedReport(*row[1:]) for row in sorted(rows, key=lambda row: ids.get(row[0], len(ids)))]
+            last = (len(self.hosts), 0, "")
+            return [EncodedReport(*row[1:]) for row in sorted(rows, key=lambda row: ids.get(row[0], last))]
 
-        def _reports(self, host: str, kind: str):
-            """``(identity, report, delivery)`` of ``host``'s devices until it closes the batch: over TLS each from
-            its device's own connection (the host is first told to open the batch), in memory from the host's
-            link. A device connection dropped half-way loses only its own report."""
+        def _collect_serially(self, kind: str, durable: bool) -> tuple[list, dict]:
+            """Over TLS each host's devices in turn, one connection at a time (``workers = 0``), each encoded report
+            persisted with its sender's identity before it is acknowledged; in memory from the hosts' links."""
+            from privbandits.deploy.p2b_front import canonical, report_id, serial_reports
             from privbandits.protocols.p2b import CloseBatch
 
-            if not own_connections(self.network):
-                while (got := self.receive_one_of((kind, CloseBatch.kind), host)).kind != CloseBatch.kind:
-                    yield host, got, None
-                return
-            from privbandits.comm.oneshot import accept_own, device_waiting
+            held, ids = [], {}
+            for host in self.hosts:
+                if own_connections(self.network):
+                    arrivals = serial_reports(self, host, kind)
+                else:
+                    arrivals = self._from_link(host, kind, CloseBatch.kind)
+                for index, (identity, received, delivery) in enumerate(arrivals):
+                    if self.first_report_at is None:  # the batch's throughput is timed from here
+                        self.first_report_at = time.perf_counter()
+                    place = canonical(self.hosts, host, identity) if delivery else (self.hosts.index(host), index, "")
+                    if durable:  # persisted with its sender's identity before anything else happens to it
+                        rid = report_id(self.key, self.batch_id, identity if delivery else f"{host}/{index}")
+                        if not self.queue.accept(rid, identity, received.code, received.action, received.reward):
+                            self.duplicates += 1  # accepted before a restart (or in the batch already formed)
+                        ids[rid] = place
+                    else:
+                        held.append((place, received))
+                    if delivery is not None:
+                        delivery.ack()  # stored: the device may go
+            return held, ids
 
-            self.send(host, BatchOpen())
-            while True:
-                if not device_waiting(self.network, host, self.network.deadline):
-                    self.receive(CloseBatch.kind, host)
-                    return
-                delivery = accept_own(self.network, [host])
-                if delivery is None:
-                    continue
-                got = delivery.envelope.message
-                if got.kind != kind:
-                    delivery.ack()
-                    raise ProtocolError(f"a device of {host!r} sent a {got.kind!r} message; expected {kind!r}")
-                closed = self._closed()
-                if closed is not None:
-                    delivery.refuse(closed)
-                    self.refused[-1] += 1
-                    continue
-                self.collected += 1
-                yield delivery.envelope.sender, got, delivery
-
-        def _closed(self) -> str | None:
-            """Why the open batch takes no more reports (its size or its window reached), or None."""
-            if self.batch_size is not None and self.collected >= self.batch_size:
-                return f"the batch is full ({self.batch_size} reports)"
-            if self.batch_window_s is not None and time.monotonic() - self.opened_at > self.batch_window_s:
-                return f"the batch closed {self.batch_window_s:g} s after it opened"
-            return None
+        def _from_link(self, host: str, kind: str, close: str):
+            while (got := self.receive_one_of((kind, close), host)).kind != close:
+                yield host, got, None
 
         def send(self, receiver: str, message: Message) -> None:
             batch = isinstance(message, EncodedBatch | RawBatch)
@@ -411,6 +386,7 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network, resume: b
     streams, server = streams_of(deployment, name, resume=resume), deployment.names("server")[0]
     queue = open_queue(deployment, name, resume=resume)
     key, batch_id = _shuffler_state(deployment, name, queue, resume)
+    front = _front(deployment, network, queue)
     shuffler = CanonicalShuffler(
         name,
         network,
@@ -420,6 +396,7 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network, resume: b
         batch_id=batch_id,
         batch_size=protocol.batch_size,
         batch_window_s=protocol.batch_window_s,
+        front=front,
         threshold=None,
         participation=protocol.participation,
         n_codes=None,
@@ -443,6 +420,8 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network, resume: b
                 seconds[KINDS[phase]] = time.perf_counter() - (shuffler.first_report_at or time.perf_counter())
             releases[KINDS[phase]] = dict(shuffler.last_release)
     finally:
+        if front is not None:
+            front.stop()
         queue.close()
     network.close(timeout=None)  # its part is over; stay linked so a failure reaches it too
     kinds = [KINDS[phase] for phase in phases(protocol)]
@@ -460,6 +439,17 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network, resume: b
         "resumed_after": shuffler.published if resume else None,
         "ledger": shuffler.ledger.rows(),
     }
+
+
+def _front(deployment: Deployment, network: Network, queue):
+    """The shuffler's concurrent device front end (:mod:`~privbandits.deploy.p2b_front`), started; None with
+    ``protocol.workers = 0`` (the serial one) or in memory."""
+    from privbandits.deploy.p2b_front import Front, worker_count
+
+    workers = worker_count(_protocol(deployment).workers)
+    if not own_connections(network) or workers == 0:
+        return None
+    return Front(network, deployment.names("device_host"), workers).start()
 
 
 def _published(count: int, protocol: P2BProtocol) -> int:

@@ -37,6 +37,7 @@ import re
 import sqlite3
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -209,27 +210,39 @@ class ReportQueue:
         after a lost acknowledgement: acknowledge again, count nothing). The same id with another
         report, or from another device while held, is refused and stores nothing.
         """
+        return self.accept_many([(report_id, sender_identity, code, action, reward)])[0]
+
+    def accept_many(self, reports: Sequence[tuple[str, str, int, int, int]]) -> list[bool]:
+        """Persist several reports ``(report_id, sender_identity, code, action, reward)`` in one transaction (a
+        group commit: one sync for all), each as :meth:`accept` does; True for each new one. If any is refused
+        (a bad field, or an id accepted with another report or sender), none is stored."""
         owner = "ReportQueue.accept"
+        rows = [self._checked(owner, *report) for report in reports]
+        with self._transaction():
+            return [self._accept_row(owner, row) for row in rows]
+
+    def _checked(self, owner: str, report_id: str, sender_identity: str, code: int, action: int, reward: int):
         check(report_id, "report_id", _ReportId(), owner)
         check(sender_identity, "sender_identity", _Identity(), owner)
         code = check(code, "code", self._code, owner)
         action = check(action, "action", self._action, owner)
-        reward = check(reward, "reward", self._reward, owner)
-        with self._transaction():
-            row = self._db.execute(
-                "SELECT sender, code, action, reward, batch_id FROM reports WHERE report_id = ?", (report_id,)
-            ).fetchone()
-            if row is None:
-                self._db.execute(
-                    "INSERT INTO reports (report_id, sender, code, action, reward) VALUES (?, ?, ?, ?, ?)",
-                    (report_id, sender_identity, code, action, reward),
-                )
-                return True
-        sender, *fields, batch_id = row
-        if tuple(fields) != (code, action, reward):
+        return report_id, sender_identity, code, action, check(reward, "reward", self._reward, owner)
+
+    def _accept_row(self, owner: str, row: tuple[str, str, int, int, int]) -> bool:
+        report_id, sender_identity, *report = row
+        found = self._db.execute(
+            "SELECT sender, code, action, reward, batch_id FROM reports WHERE report_id = ?", (report_id,)
+        ).fetchone()
+        if found is None:
+            self._db.execute(
+                "INSERT INTO reports (report_id, sender, code, action, reward) VALUES (?, ?, ?, ?, ?)", row
+            )
+            return True
+        sender, *fields, batch_id = found
+        if fields != report:
             raise InvalidInputError(
                 f"{owner}: report_id {report_id!r} was already accepted with another report "
-                f"(code, action, reward) = {tuple(fields)}, got {(code, action, reward)}; "
+                f"(code, action, reward) = {tuple(fields)}, got {tuple(report)}; "
                 "a retry resends the same report"
             )
         if batch_id is None and sender != sender_identity:
