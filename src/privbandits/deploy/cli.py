@@ -175,8 +175,6 @@ def load(
     percentiles, refusals and failures. Exit 2 for bad input (one line), 1 if a report failed or a party did."""
     import tempfile
 
-    from rich.console import Console
-
     from privbandits.deploy.deployment import DeploymentError
     from privbandits.deploy.p2b_load import LoadSettings, check_deployment
 
@@ -188,15 +186,14 @@ def load(
         _fail(str(exc))
     with tempfile.TemporaryDirectory() as workdir:
         result, codes = _run_load(spec, settings, local_service, progress, Path(workdir))
-    summary, console = result.summary(), Console()
+    summary = result.summary()
     latency = summary["latency_ms"]
-    console.print(
-        f"{summary['accepted']} of {devices} reports accepted in {summary['seconds']:.2f} s: "
-        f"{summary['accepted_per_s']:,.0f} accepted reports/s; latency p50 {latency['p50']:.1f} ms, "
-        f"p90 {latency['p90']:.1f} ms, p99 {latency['p99']:.1f} ms; {summary['refused']} refused, "
-        f"{summary['failed']} failed", highlight=False)  # fmt: skip
+    print(f"{summary['accepted']} of {devices} reports accepted in {summary['seconds']:.2f} s: "
+          f"{summary['accepted_per_s']:,.0f} accepted reports/s; latency p50 {latency['p50']:.1f} ms, "
+          f"p90 {latency['p90']:.1f} ms, p99 {latency['p99']:.1f} ms; {summary['refused']} refused, "
+          f"{summary['failed']} failed")  # fmt: skip
     for name, code in codes.items():
-        console.print(f"{name}: exit {code}", highlight=False)
+        print(f"{name}: exit {code}")
     if summary["failed"] or any(codes.values()):
         raise typer.Exit(code=1)
 

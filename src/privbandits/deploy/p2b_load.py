@@ -109,7 +109,9 @@ def _drive(pipe, tallies, slot: int, addresses, credentials, concurrency: int) -
     latencies (NaN: no answer) and outcome codes. Ends on None."""
     from privbandits.comm import TlsNetwork
     from privbandits.deploy.p2b import SHARE_ENCODED
+    from privbandits.protocols import p2b  # noqa: F401 - its messages, imported before the clock starts
 
+    pipe.send("ready")
     while (job := pipe.recv()) is not None:
         host, shuffler, users, rate, deadline, seed, n_codes, n_actions = job
         network = TlsNetwork(host, addresses, credentials[host], peers=[shuffler], deadline=deadline)
@@ -175,6 +177,9 @@ class Drivers:
             there.close()
             self.pipes.append(here)
             self.processes.append(process)
+        for pipe in self.pipes:
+            if pipe.recv() != "ready":
+                raise DeploymentError("a device-driver process of `deploy load` failed to start")
         self.lock = threading.Lock()
 
     def run(self, host: str, shuffler: str, users: range, deadline: float, protocol) -> tuple[np.ndarray, np.ndarray]:
