@@ -22,6 +22,7 @@ Part of the TLS transport: these functions use :class:`~privbandits.comm.TlsNetw
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Collection
 from dataclasses import dataclass
 
@@ -37,17 +38,22 @@ from privbandits.comm.tls.link import Link
 from privbandits.comm.tls.network import RETRY_S
 
 
-def send_own(network: TlsNetwork, sender: str, receiver: str, message: Message) -> bool:
+def send_own(network: TlsNetwork, sender: str, receiver: str, message: Message, *, resume: bool = True) -> bool:
     """Send ``message`` from ``sender``, a device of this party (named ``LOCAL-...``), to ``receiver`` on a new
     connection, and wait for the answer: True once stored, False if refused (:meth:`Delivery.refuse`);
-    :class:`~privbandits.comm.PeerLost` if no answer comes."""
+    :class:`~privbandits.comm.PeerLost` if no answer comes.
+
+    With ``resume`` the connection resumes the TLS 1.3 session of this party's previous device connection to
+    ``receiver`` (a ticket, no certificates sent or checked again: about half the handshake's work). The devices
+    of a party present its certificate anyway, so a resumed session tells the receiver nothing more."""
     phase = network.current_phase
     if phase is None:
         raise ProtocolError(f"{sender!r} sent a {message.kind!r} message outside any phase")
     if not sender.startswith(f"{network.local}-"):
         raise ProtocolError(f"{network.local!r} hosts devices named {network.local}-...; it cannot send as {sender!r}")
     stop = time.monotonic() + network.deadline
-    link = _connect(network, sender, receiver, stop)
+    sessions = _SESSIONS.setdefault(network, {}) if resume else {}
+    link = _connect(network, sender, receiver, stop, sessions.get(receiver))
     try:
         size = link.send(FrameType.DATA, 1, encode(Envelope(sender, receiver, phase, message)))
         reply = link.read(stop)
@@ -55,6 +61,8 @@ def send_own(network: TlsNetwork, sender: str, receiver: str, message: Message) 
         link.shut()
         what = f"{sender!r}'s {message.kind!r} message was not acknowledged: {exc or type(exc).__name__}"
         raise network.lost_peer(receiver, what) from None
+    if resume and not link.sock.session_reused:  # its ticket came before the answer
+        sessions[receiver] = link.sock.session
     link.shut()
     if reply.type not in (FrameType.CLOSE, FrameType.ABORT):
         raise FrameError(f"{receiver!r} answered {sender!r}'s message with a {reply.type.name} frame")
@@ -66,14 +74,18 @@ def send_own(network: TlsNetwork, sender: str, receiver: str, message: Message) 
     return reply.type is FrameType.CLOSE
 
 
-def _connect(network: TlsNetwork, sender: str, receiver: str, stop: float) -> Link:
+_SESSIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""Per network, the TLS session its devices resume, per receiver."""
+
+
+def _connect(network: TlsNetwork, sender: str, receiver: str, stop: float, session=None) -> Link:
     """A device's connection to ``receiver``, tried again after a transient failure until ``stop`` (before its
     message leaves: a message is sent at most once)."""
     pause = RETRY_S[0]
     while True:
         remaining = stop - time.monotonic()
         try:
-            return network.open_link(receiver, max(min(remaining, network.handshake_timeout), 0.001))
+            return network.open_link(receiver, max(min(remaining, network.handshake_timeout), 0.001), session)
         except (OSError, HandshakeError) as exc:
             if not transient(exc) or time.monotonic() + pause >= stop:
                 raise network.lost_peer(receiver, f"{sender!r} could not connect: {exc}") from None

@@ -166,6 +166,9 @@ def load(
     local_service: Annotated[
         bool, typer.Option("--local", help="Start the shuffler and the server on 127.0.0.1 first (else: running).")
     ] = False,
+    resumption: Annotated[
+        bool, typer.Option("--tls-resumption/--no-tls-resumption", help="Devices resume their host's TLS session.")
+    ] = True,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
 ) -> None:
     """Drive a running P2B shuffler with simulated devices over mutual TLS, one connection per report.
@@ -179,7 +182,7 @@ def load(
     from privbandits.deploy.p2b_load import LoadSettings, check_deployment
 
     spec = _load(deployment, fixed_ports=not local_service)
-    settings = LoadSettings(devices, rate, processes, concurrency, seed)
+    settings = LoadSettings(devices, rate, processes, concurrency, seed, resumption)
     try:
         check_deployment(spec, settings)
     except DeploymentError as exc:

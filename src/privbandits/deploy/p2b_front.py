@@ -142,12 +142,16 @@ class Front:
         """Start the workers on the network's listener (the shuffler process accepts no device itself)."""
         network = self.network
         gate, network.gate = network.gate, None
-        context = multiprocessing.get_context("spawn")
-        settings = (self.hosts, network.local, network.credentials, network.handshake_timeout, network.max_frame_bytes)
+        # forked: every worker shares the listener's TLS context, and so its session-ticket key (a ticket one
+        # worker issued resumes at any); each closes its copies of the party links and of the shuffler's pipes
+        context = multiprocessing.get_context("fork")
+        settings = (self.hosts, network.local, gate.context, network.handshake_timeout, network.max_frame_bytes)
+        links = [network.link(peer).sock for peer in network.parties if peer != network.local]
         try:
             for _ in range(self.workers):
                 here, there = context.Pipe()
-                process = context.Process(target=_serve, args=(gate.listener, there, *settings), daemon=True)
+                inherited = [*links, *self.pipes, here]
+                process = context.Process(target=_serve, args=(gate.listener, there, inherited, *settings), daemon=True)
                 process.start()
                 there.close()
                 self.processes.append(process)
@@ -340,15 +344,17 @@ class _Watch:
         return self.sock.poll()
 
 
-def _serve(listener, pipe, hosts: Collection[str], local: str, credentials, timeout: float, max_payload: int) -> None:
+def _serve(listener, pipe, inherited: list, hosts: Collection[str], local: str, context, timeout: float,
+           max_payload: int) -> None:  # fmt: skip
     """A worker: take device connections on ``listener``, screen each one's message, pass it to the shuffler and
-    answer the device as the shuffler says; end on :data:`STOP` or when the shuffler's end of ``pipe`` closes."""
+    answer the device as the shuffler says; end on :data:`STOP` or when the shuffler's end of ``pipe`` closes
+    (it first closes the ``inherited`` sockets and pipes of the shuffler: a shuffler that dies is seen at once)."""
     from privbandits.comm.oneshot import screen_connection
-    from privbandits.comm.tls import server_context
     from privbandits.comm.tls.gate import Gate
 
-    gate = Gate(listener, server_context(credentials), timeout=timeout, max_payload=max_payload,
-                max_pending=MAX_PENDING)  # fmt: skip
+    for thing in inherited:
+        thing.close()
+    gate = Gate(listener, context, timeout=timeout, max_payload=max_payload, max_pending=MAX_PENDING)
     watch, waiting, token = _Watch(pipe), {}, 0
     try:
         while True:

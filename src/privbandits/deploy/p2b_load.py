@@ -31,13 +31,16 @@ OUTCOMES = ("accepted", "refused", "failed")
 @dataclass(frozen=True)
 class LoadSettings:
     """What ``deploy load`` drives: ``devices`` reports at ``rate`` per second (0: unpaced), from ``processes``
-    processes with ``concurrency`` connections in flight each; reports drawn with ``seed``."""
+    processes with ``concurrency`` connections in flight each; reports drawn with ``seed``; ``resume``: TLS
+    session resumption."""
 
     devices: int
     rate: float = 0.0
     processes: int = 2
     concurrency: int = 16
     seed: int = 0
+    resume: bool = True
+    """Each host's devices resume its TLS session (:func:`~privbandits.comm.oneshot.send_own`)."""
 
     def check(self) -> None:
         """One line naming the first bad setting (DeploymentError)."""
@@ -103,7 +106,7 @@ def split(total: int, parts: int) -> list[range]:
 
 
 # -- the device drivers (processes) ------------------------------------------------------------------
-def _drive(pipe, tallies, slot: int, addresses, credentials, concurrency: int) -> None:
+def _drive(pipe, tallies, slot: int, addresses, credentials, concurrency: int, resume: bool) -> None:
     """A driver process: for each job ``(host, shuffler, users, rate, deadline, seed, n_codes, n_actions)`` from
     ``pipe``, the devices ``users`` of ``host`` send one report each, ``concurrency`` at once; answers the
     latencies (NaN: no answer) and outcome codes. Ends on None."""
@@ -120,16 +123,18 @@ def _drive(pipe, tallies, slot: int, addresses, credentials, concurrency: int) -
                                    rng.integers(0, 2, len(users))]).tolist()  # fmt: skip
         latencies, outcomes = np.full(len(users), np.nan), np.zeros(len(users), dtype=np.int8)
         with network.phase(SHARE_ENCODED):
-            _send_all(network, shuffler, users, reports, rate, concurrency, (latencies, outcomes, tallies, slot))
+            out = (latencies, outcomes, tallies, slot)
+            _send_all(network, shuffler, users, reports, (rate, concurrency, resume), out)
         pipe.send((latencies, outcomes))
 
 
-def _send_all(network, shuffler: str, users: range, reports: list, rate: float, concurrency: int, out) -> None:
+def _send_all(network, shuffler: str, users: range, reports: list, pace: tuple, out) -> None:
     from privbandits.comm import PeerLost
     from privbandits.comm.oneshot import send_own
     from privbandits.protocols.p2b import EncodedReport
 
     latencies, outcomes, tallies, slot = out
+    rate, concurrency, resume = pace
     counter, lock, start = itertools.count(), threading.Lock(), time.perf_counter()
 
     def device() -> None:
@@ -143,7 +148,7 @@ def _send_all(network, shuffler: str, users: range, reports: list, rate: float, 
             began = time.perf_counter()
             try:
                 outcome = 0 if send_own(network, f"{network.local}-device{users[index]}", shuffler,
-                                        EncodedReport(*reports[index])) else 1  # fmt: skip
+                                        EncodedReport(*reports[index]), resume=resume) else 1  # fmt: skip
                 latencies[index] = time.perf_counter() - began
             except (PeerLost, OSError):
                 outcome = 2
@@ -171,7 +176,8 @@ class Drivers:
         self.pipes, self.processes = [], []
         for slot in range(settings.processes):
             here, there = context.Pipe()
-            args = (there, self.tallies, slot, deployment.addresses(), credentials, settings.concurrency)
+            args = (there, self.tallies, slot, deployment.addresses(), credentials, settings.concurrency,
+                    settings.resume)
             process = context.Process(target=_drive, args=args, daemon=True)
             process.start()
             there.close()
