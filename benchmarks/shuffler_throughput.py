@@ -102,17 +102,22 @@ def main() -> None:
     parser.add_argument("--serial-devices", type=int, default=2000, help="reports through the serial front end")
     parser.add_argument("--processes", type=int, default=2, help="load-generator processes")
     parser.add_argument("--concurrency", type=int, default=16, help="connections in flight per process")
+    parser.add_argument("--workers", default="1,2,all", help="front-end worker counts to measure (all: every core)")
+    parser.add_argument(
+        "--no-baselines", action="store_true", help="skip the serial and the no-resumption runs (ratios then n/a)"
+    )
     args = parse_args(parser, devices=60, serial_devices=30, concurrency=4)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    counts = sorted({1, 2, cores})
+    counts = sorted({cores if count == "all" else int(count) for count in args.workers.split(",")})
     print(f"P2B shuffler over mutual TLS, one connection per report; {cores} cores here; load generator: "
           f"{args.processes} processes x {args.concurrency} connections, unpaced")  # fmt: skip
-    plan = [(0, False, args.serial_devices), (0, True, args.serial_devices)]
-    plan += [(workers, True, args.devices) for workers in counts] + [(cores, False, args.devices)]
+    plan = [] if args.no_baselines else [(0, False, args.serial_devices), (0, True, args.serial_devices)]
+    plan += [(workers, True, args.devices) for workers in counts]
+    plan += [] if args.no_baselines else [(cores, False, args.devices)]
     with tempfile.TemporaryDirectory() as folder:
         runs = [(workers, resume, measure(Path(folder), workers, devices, args.processes, args.concurrency, resume))
                 for workers, resume, devices in plan]  # fmt: skip
-    serial = runs[0][2]["accepted_per_s"]
+    serial = float("nan") if args.no_baselines else runs[0][2]["accepted_per_s"]
     print(f"{'front end':<21} {'resumed':>7} {'accepted/s':>10} {'x serial':>8} {'p50 ms':>7} {'p90 ms':>7} "
           f"{'p99 ms':>7} {'refused':>7} {'shuffler cpu/report':>19} {'=> /s on':>8} {'load':>5}")  # fmt: skip
     for workers, resume, run in runs:

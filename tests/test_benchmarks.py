@@ -14,9 +14,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted(path.name for path in (ROOT / "benchmarks").glob("*.py") if not path.name.startswith("_"))
-SLOW = {"network_latency.py": "starts about twenty processes over mutual TLS (about 40 s on 2 cores)"}
+SLOW = {
+    "network_latency.py": "starts about twenty processes over mutual TLS (about 40 s on 2 cores)",
+    "shuffler_throughput.py": "starts a shuffler, a server and two device drivers five times (about 45 s on 2 cores)",
+}
 """Scripts whose whole smoke run is marked slow, with the reason; the default suite runs a part of each (PARTS)."""
-PARTS = {"network_latency.py": ["--skip-p2b", "--skip-fclub", "--skip-mpc"]}
+PARTS = {
+    "network_latency.py": ["--skip-p2b", "--skip-fclub", "--skip-mpc"],
+    "shuffler_throughput.py": ["--workers", "2", "--no-baselines"],
+}
 
 
 def bench_extra() -> set[str]:

@@ -195,6 +195,8 @@ def load(
           f"{summary['accepted_per_s']:,.0f} accepted reports/s; latency p50 {latency['p50']:.1f} ms, "
           f"p90 {latency['p90']:.1f} ms, p99 {latency['p99']:.1f} ms; {summary['refused']} refused, "
           f"{summary['failed']} failed")  # fmt: skip
+    for error in result.errors:
+        print(f"a device failed: {error}")
     for name, code in codes.items():
         print(f"{name}: exit {code}")
     if summary["failed"] or any(codes.values()):
@@ -223,7 +225,8 @@ def _run_load(spec, settings, local_service: bool, progress: bool, workdir: Path
     except ListenFailed as exc:
         _fail(str(exc), 5)
     except (DeploymentError, OSError, TransportError, ProtocolError, FrameError) as exc:
-        _fail(f"deploy load: {exc}", 1)
+        why = "; ".join(f"{p.name}: {p.last_error}" for p in started if p.process.poll() not in (None, 0))
+        _fail(f"deploy load: {exc}" + (f" ({why})" if why else ""), 1)
     finally:
         for party in started:
             if party.process.poll() is None:

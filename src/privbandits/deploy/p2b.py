@@ -17,19 +17,21 @@ Each party runs the party classes of :mod:`privbandits.protocols.p2b` on its own
   ends half-way loses only its own report (the shuffler drops the connection, says why in
   its result's ``dropped``, and goes on).
 * ``shuffler``: holds nothing but what it receives; the only party that sees a device's
-  identity next to its report. It keeps its listener open for the devices' connections and
-  takes each batch host by host in deployment order (it opens a host's turn with
-  :class:`BatchOpen`; the host's :class:`~privbandits.protocols.p2b.CloseBatch`, on its party
-  link, ends it), each host's reports in the order sent: a canonical order, (device host,
-  report index), before its seeded shuffle, so the processes' interleaving cannot change a
-  batch. A batch closes when every host has closed it, or earlier once it holds
-  ``protocol.batch_size`` reports or ``protocol.batch_window_s`` seconds after it opened: later
-  devices are refused (:meth:`~privbandits.comm.oneshot.Delivery.refuse`; their reports are
-  lost, the session goes on, and the run then differs from the in-memory one, which has no such
-  limits). It then thresholds (crowd-blending) and sends the batch to the server, and to no one
+  identity next to its report. It keeps its listener open for the devices' connections, taken
+  by ``protocol.workers`` processes side by side (:mod:`~privbandits.deploy.p2b_front`; with
+  ``workers = 0`` by the shuffler itself, one at a time, host by host). It opens each batch with
+  :class:`BatchOpen` to every host; each host's :class:`~privbandits.protocols.p2b.CloseBatch`, on
+  its party link, sent once its devices' reports are acknowledged, ends its part. The batch is
+  put in a canonical order, (device host, user number of the device), before its seeded shuffle,
+  so the processes' interleaving cannot change a batch. A batch closes when every host has closed
+  it, or earlier once it holds ``protocol.batch_size`` reports or ``protocol.batch_window_s``
+  seconds after it opened: later devices are refused (their reports are lost, the session goes
+  on, and the run then differs from the in-memory one, which has no such limits). It then
+  thresholds (crowd-blending) and sends the batch to the server, and to no one
   else. Encoded reports pass through its durable :class:`~privbandits.protocols.p2b_queue.ReportQueue`
-  (``OUTPUT/queues/NAME.sqlite``): each is persisted with its device's identity as it arrives,
-  the batch is formed there (identities dropped) and marked released once sent. Raw baseline
+  (``OUTPUT/queues/NAME.sqlite``): each is persisted with its device's identity as it arrives (in
+  group commits) and acknowledged once durable; the batch is formed there (identities dropped) and
+  marked released once sent. Raw baseline
   reports (contexts) are not queued.
 * ``server``: holds nothing private; it accepts batches from the shuffler only, fits the
   central model and publishes it, versions numbered in the order published (the raw baseline's
@@ -64,7 +66,7 @@ how many models it has published (a ``resume`` phase); every phase is then repla
 resend the same reports in the same order (their streams derive from the seed, or from the OS
 seed each host and the shuffler keep in their own entropy file,
 :mod:`privbandits.deploy.entropy`), the shuffler's queue keeps each encoded report once (its id
-is a keyed hash of host and index, so a report accepted before the stop is recognised and
+is a keyed hash of the batch and the device's name, so a report accepted before the stop is recognised and
 nothing accepted is lost), a batch formed before the stop is taken back unchanged, and a batch
 whose model is already published is not sent again: the server serves that model from its
 checkpoint instead. The session then ends as the uninterrupted one (``tests/test_deploy_p2b.py``

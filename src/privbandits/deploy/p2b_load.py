@@ -60,6 +60,8 @@ class LoadResult:
     counts: dict[str, int]
     seconds: float
     latencies: np.ndarray = field(repr=False)
+    errors: list[str] = field(default_factory=list)
+    """Why devices failed (the first failure of each driver's job that had one)."""
 
     @property
     def rate(self) -> float:
@@ -123,17 +125,17 @@ def _drive(pipe, tallies, slot: int, addresses, credentials, concurrency: int, r
                                    rng.integers(0, 2, len(users))]).tolist()  # fmt: skip
         latencies, outcomes = np.full(len(users), np.nan), np.zeros(len(users), dtype=np.int8)
         with network.phase(SHARE_ENCODED):
-            out = (latencies, outcomes, tallies, slot)
+            errors: list[str] = []
+            out = (latencies, outcomes, tallies, slot, errors)
             _send_all(network, shuffler, users, reports, (rate, concurrency, resume), out)
-        pipe.send((latencies, outcomes))
+        pipe.send((latencies, outcomes, errors))
 
 
 def _send_all(network, shuffler: str, users: range, reports: list, pace: tuple, out) -> None:
-    from privbandits.comm import PeerLost
     from privbandits.comm.oneshot import send_own
     from privbandits.protocols.p2b import EncodedReport
 
-    latencies, outcomes, tallies, slot = out
+    latencies, outcomes, tallies, slot, errors = out
     rate, concurrency, resume = pace
     counter, lock, start = itertools.count(), threading.Lock(), time.perf_counter()
 
@@ -150,8 +152,10 @@ def _send_all(network, shuffler: str, users: range, reports: list, pace: tuple, 
                 outcome = 0 if send_own(network, f"{network.local}-device{users[index]}", shuffler,
                                         EncodedReport(*reports[index]), resume=resume) else 1  # fmt: skip
                 latencies[index] = time.perf_counter() - began
-            except (PeerLost, OSError):
+            except Exception as exc:  # noqa: BLE001 - no answer (PeerLost, or the connection failed): counted
                 outcome = 2
+                if not errors:
+                    errors.append(f"{type(exc).__name__}: {exc}")
             outcomes[index] = outcome
             tallies[3 * slot + outcome] += 1
 
@@ -187,6 +191,8 @@ class Drivers:
             if pipe.recv() != "ready":
                 raise DeploymentError("a device-driver process of `deploy load` failed to start")
         self.lock = threading.Lock()
+        self.errors: list[str] = []
+        """The first failure of each job that had one (why a device got no answer)."""
 
     def run(self, host: str, shuffler: str, users: range, deadline: float, protocol) -> tuple[np.ndarray, np.ndarray]:
         """Drive ``users`` of ``host`` over every process (the rate shared out); their latencies and outcomes."""
@@ -197,7 +203,12 @@ class Drivers:
                 job = (host, shuffler, users[block.start : block.stop], rate, deadline, self.settings.seed,
                        protocol.n_codes, protocol.n_actions)  # fmt: skip
                 pipe.send(job)
-        answers = [pipe.recv() for pipe in self.pipes]
+        try:
+            answers = [pipe.recv() for pipe in self.pipes]
+        except EOFError:
+            codes = [process.exitcode for process in self.processes]
+            raise DeploymentError(f"a device-driver process ended (exit codes {codes})") from None
+        self.errors += [error for answer in answers for error in answer[2]]
         return np.concatenate([a[0] for a in answers]), np.concatenate([a[1] for a in answers])
 
     def done(self) -> int:
@@ -266,7 +277,7 @@ def run_load(deployment: Deployment, settings: LoadSettings, *, listeners: dict 
     latencies = np.concatenate([out["latencies"] for out in outs])
     counts = {name: int((outcomes == code).sum()) for code, name in enumerate(OUTCOMES)}
     seconds = max(out["end"] for out in outs) - min(out["start"] for out in outs)
-    return LoadResult(settings.devices, counts, seconds, latencies[~np.isnan(latencies)])
+    return LoadResult(settings.devices, counts, seconds, latencies[~np.isnan(latencies)], drivers.errors)
 
 
 def _threads(targets, tick=None) -> None:
