@@ -102,6 +102,27 @@ def test_many_devices_at_once_every_acknowledged_report_in_the_batch_once_in_can
     assert [heard[(SHARE_ENCODED, device, "shuffler")].messages for device in devices[1]] == [1] * 28 + [2, 2]
 
 
+def test_the_serial_front_end_gives_the_same_batch(pki, tmp_path):
+    """``workers = 0``: the shuffler takes the devices itself, host by host, one connection at a time."""
+    nets = linked(pki, ["shuffler", *HOSTS], keep_listening=True, deadline=8.0)
+    queue = ReportQueue(tmp_path / "queue.sqlite", n_codes=8, n_arms=3)
+    try:
+        shuffler = shuffler_of(nets, None, queue)
+        devices = [reports_of(0, range(0, 10)), reports_of(1, range(10, 20))]
+        again = [list(devices[0])[:2], []]
+        jobs = [Background(lambda i=i: host_sends(nets[HOSTS[i]], devices[i], again[i], {})) for i in range(2)]
+        with nets["shuffler"].phase(SHARE_ENCODED):
+            batch = shuffler._collect(EncodedReport.kind)
+        assert all(all(job.result()["answers"].values()) for job in jobs)
+        expected = [*devices[0].values(), *devices[1].values()]
+        assert [(r.code, r.action, r.reward) for r in batch] == [(r.code, r.action, r.reward) for r in expected]
+        assert shuffler.duplicates == 2 and len(queue.batch(0)) == 20 and queue.held_senders() == []
+    finally:
+        queue.close()
+        for net in nets.values():
+            net.abort("test over")
+
+
 def test_a_full_batch_refuses_the_later_devices_and_counts_them(session):
     nets, front, queue = session
     shuffler = shuffler_of(nets, front, queue, batch_size=25)
@@ -137,7 +158,8 @@ def load_file(folder: Path, **replace: str) -> Path:
 
 
 def test_deploy_load_drives_devices_through_a_local_shuffler_and_reports_the_rate(tmp_path):
-    path = load_file(tmp_path)
+    bounded = {"deadline_s = 30 ": "deadline_s = 5 ", "connect_deadline_s = 60": "connect_deadline_s = 20"}
+    path = load_file(tmp_path, **bounded)  # a stall fails within about a minute
     command = ["deploy", "load", str(path), "--devices", "40", "--processes", "1", "--concurrency", "4", "--local",
                "--no-progress"]  # fmt: skip
     done = CliRunner().invoke(standalone, command, terminal_width=200)
