@@ -67,7 +67,9 @@ def host_sends(net, devices: dict[str, EncodedReport], again: list[str], forged:
     """Device host ``net``: once the batch opens, its devices send at once (8 connections in flight), then the
     devices in ``again`` send the same report once more and those in ``forged`` another report under their name;
     then it closes the batch. Each send's answer (True: stored, False: refused)."""
-    party = Party(net.local, net)
+    party = getattr(net, "test_party", None)
+    if party is None:  # a party registers once per network
+        party = net.test_party = Party(net.local, net)
     with net.phase(SHARE_ENCODED):
         party.receive(BatchOpen.kind, "shuffler")
         with ThreadPoolExecutor(8) as pool:
@@ -100,6 +102,29 @@ def test_many_devices_at_once_every_acknowledged_report_in_the_batch_once_in_can
     assert "device4" not in dropped[0]  # the reason names the host, not the device
     heard = nets["shuffler"].received.links
     assert [heard[(SHARE_ENCODED, device, "shuffler")].messages for device in devices[1]] == [1] * 28 + [2, 2]
+
+
+def test_once_released_the_key_is_forgotten_and_a_replay_is_taken_as_duplicates(session):
+    """After the batch is released the shuffler forgets its report-id key (saved empty: nothing is left that links a
+    batched report's id to its device); a replay of the session's reports is acknowledged, counted as duplicates and
+    changes nothing in the queue."""
+    from privbandits.protocols.p2b import EncodedBatch
+
+    nets, front, queue = session
+    forgotten = []
+    shuffler = shuffler_of(nets, front, queue)
+    shuffler.forget_key = lambda: forgotten.append(True) or b""
+    shuffler.published = 2  # the server has its model: the batch is marked released, not sent (nor resent)
+    devices = [reports_of(0, range(0, 8)), reports_of(1, range(8, 16))]
+    for attempt in range(2):
+        jobs = [Background(lambda i=i: host_sends(nets[HOSTS[i]], devices[i], [], {})) for i in range(2)]
+        with nets["shuffler"].phase(SHARE_ENCODED):
+            batch = shuffler._collect(EncodedReport.kind)
+            assert all(all(job.result()["answers"].values()) for job in jobs)
+            shuffler.send("server", EncodedBatch(*(np.array([getattr(r, f) for r in batch]) for f in
+                                                   ("code", "action", "reward"))))  # fmt: skip
+        assert (shuffler.key, len(forgotten), shuffler.duplicates) == (b"", attempt + 1, 16 * attempt)
+        assert queue.released(0) and len(queue.batch(0)) == 16 and queue.held() == 0 and queue.batches() == [0]
 
 
 def test_the_serial_front_end_gives_the_same_batch(pki, tmp_path):

@@ -225,10 +225,10 @@ def _parties():
 
         def __init__(self, *args, hosts: list[str], queue=None, key: bytes = b"", batch_id: int = 0,
                      batch_size: int | None = None, batch_window_s: float | None = None, front=None,
-                     **kwargs):  # fmt: skip
+                     forget_key=lambda: b"", **kwargs):  # fmt: skip
             super().__init__(*args, **kwargs)
             self.hosts, self.queue, self.key, self.batch_id, self.front = hosts, queue, key, batch_id, front
-            self.batch_size, self.batch_window_s = batch_size, batch_window_s
+            self.batch_size, self.batch_window_s, self.forget_key = batch_size, batch_window_s, forget_key
             self.collected, self.opened_at = 0, 0.0  # the open batch's reports, and when it opened
             self.refused: list[int] = []
             """Per batch, the reports refused after it closed (by size or time)."""
@@ -239,12 +239,14 @@ def _parties():
             self.published = 0
             """Batches the server has already turned into models (a resumed session replays those phases
             without sending them again)."""
-            self.duplicates = 0
+            self.duplicates, self.replaying = 0, False
 
         def _collect(self, kind: str) -> list[Message]:
             from privbandits.protocols.p2b import EncodedReport
 
             durable = self.queue is not None and kind == EncodedReport.kind
+            # released before a restart: its key is gone, so every report resent for it is taken as a duplicate
+            self.replaying = durable and self.queue.released(self.batch_id)
             self.first_report_at = None
             self.collected, self.opened_at = 0, time.monotonic()
             self.refused.append(0)
@@ -280,7 +282,9 @@ def _parties():
                     if self.first_report_at is None:  # the batch's throughput is timed from here
                         self.first_report_at = time.perf_counter()
                     place = canonical(self.hosts, host, identity) if delivery else (self.hosts.index(host), index, "")
-                    if durable:  # persisted with its sender's identity before anything else happens to it
+                    if self.replaying:
+                        self.duplicates += 1
+                    elif durable:  # persisted with its sender's identity before anything else happens to it
                         rid = report_id(self.key, self.batch_id, identity if delivery else f"{host}/{index}")
                         if not self.queue.accept(rid, identity, received.code, received.action, received.reward):
                             self.duplicates += 1  # accepted before a restart (or in the batch already formed)
@@ -303,6 +307,7 @@ def _parties():
                 super().send(receiver, message)
             if self.queue is not None and isinstance(message, EncodedBatch):
                 self.queue.mark_released(self.batch_ids[-1])  # the server's checkpoint acknowledges it
+                self.key = self.forget_key()  # no key left that could link a batched report's id to its device
 
     class PublishingServer(Server):
         """The server of a deployment: batches only from the shuffler; models, versioned 1, 2, ... in the order
@@ -370,9 +375,14 @@ def _shuffler_state(deployment: Deployment, name: str, queue, resume: bool) -> t
         arrays, meta = checkpoint.resume(deployment, name)
         return arrays["key"].tobytes(), int(meta["batch_id"])
     key, batch_id = secrets.token_bytes(32), queue.next_batch_id()
+    return _save_shuffler(deployment, name, key, batch_id), batch_id
+
+
+def _save_shuffler(deployment: Deployment, name: str, key: bytes, batch_id: int) -> bytes:
+    """Save the shuffler's checkpoint (an empty ``key`` once its batch is released: nothing left to link by)."""
     meta = {"batch_id": batch_id, "digest": deployment.protocol_digest()}
     checkpoint.save(deployment.checkpoint_path(name), {"key": np.frombuffer(key, dtype=np.uint8)}, meta)
-    return key, batch_id
+    return key
 
 
 KINDS = {SHARE_RAW: "raw", SHARE_ENCODED: "encoded"}
@@ -389,6 +399,7 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network, resume: b
     queue = open_queue(deployment, name, resume=resume)
     key, batch_id = _shuffler_state(deployment, name, queue, resume)
     front = _front(deployment, network, queue)
+    forget = lambda: _save_shuffler(deployment, name, b"", batch_id)  # noqa: E731
     shuffler = CanonicalShuffler(
         name,
         network,
@@ -399,6 +410,7 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network, resume: b
         batch_size=protocol.batch_size,
         batch_window_s=protocol.batch_window_s,
         front=front,
+        forget_key=forget,
         threshold=None,
         participation=protocol.participation,
         n_codes=None,

@@ -265,6 +265,9 @@ class Front:
         if shuffler.first_report_at is None:  # the batch's throughput is timed from here
             shuffler.first_report_at = time.perf_counter()
         shuffler.collected += 1
+        if batch.durable and shuffler.replaying:  # its batch was released before a restart
+            shuffler.duplicates += 1
+            return FrameType.CLOSE, "", sender
         if batch.durable:
             return "store"
         batch.held.append((canonical(self.hosts, party, sender), got))
