@@ -3,18 +3,22 @@
 Over TLS every device sends its one report on a connection of its own
 (:mod:`privbandits.comm.oneshot`); a connection costs a mutual-TLS handshake, most of the work
 of a report. With ``protocol.workers = W >= 1`` (default: one per CPU the shuffler may use) the
-shuffler hands its listener to W worker processes (:func:`_serve`), each running a
-:class:`~privbandits.comm.tls.gate.Gate` that takes connections and handshakes side by side; the
-kernel spreads the connections over the workers. A worker screens each connection as the serial
-front end does (:func:`~privbandits.comm.oneshot.screen_connection`) and passes its frame to the
-shuffler process, whose intake thread (:class:`Front`) decodes it (the workers import no protocol) and
-decides it: stored, refused (its batch closed
-by ``batch_size`` or ``batch_window_s``, or no batch open) or dropped (not a report of the open
-batch). Encoded reports are stored in the durable queue in groups: every report that arrived while
-the previous group was being committed goes into one transaction
+shuffler forks W worker processes once its party links are up (:func:`_serve`) and hands them its
+listener; each runs a :class:`~privbandits.comm.tls.gate.Gate` (a non-blocking event loop) that takes
+connections and handshakes side by side, and the kernel spreads the connections over the workers.
+Forked, they share the listener's TLS context and so its session-ticket key: a device that resumes
+its host's TLS 1.3 session (:func:`~privbandits.comm.oneshot.send_own`) resumes at any worker.
+A worker screens each connection as the serial front end does
+(:func:`~privbandits.comm.oneshot.screen_connection`) and passes its frame to the shuffler process,
+whose intake thread (:class:`Front`) decodes it (the workers import no protocol) and decides it:
+stored, refused (its batch closed by ``batch_size`` or ``batch_window_s``) or dropped (not a report
+of the open batch). Encoded reports are stored in the durable queue in groups: every report that
+arrived while the previous group was being committed goes into one transaction
 (:meth:`~privbandits.protocols.p2b_queue.ReportQueue.accept_many`, one sync), and each device is
 acknowledged only after its group is committed. A report's queue id is a keyed hash of the batch and
-the device's name, so a device that sends again after a lost acknowledgement is stored once.
+the device's name, so a device that sends again after a lost acknowledgement is stored once; once the
+batch is released the shuffler forgets that key (its checkpoint keeps an empty one), so no id left
+in the queue can be linked to a device.
 
 All device hosts' devices send at once (every host is told :class:`~privbandits.deploy.p2b.BatchOpen`
 together); the batch is put in the canonical order (device host in deployment order, then user
