@@ -21,6 +21,7 @@ Part of the TLS transport: these functions use :class:`~privbandits.comm.TlsNetw
 
 from __future__ import annotations
 
+import select
 import time
 import weakref
 from collections.abc import Collection
@@ -32,7 +33,7 @@ from privbandits.comm.frames import HEADER_BYTES, FrameError, FrameType
 from privbandits.comm.messages import Message
 from privbandits.comm.network import ProtocolError
 from privbandits.comm.tls import TlsNetwork
-from privbandits.comm.tls.context import HandshakeError, transient
+from privbandits.comm.tls.context import HandshakeError, TransportError, transient
 from privbandits.comm.tls.gate import Arrival
 from privbandits.comm.tls.link import Link
 from privbandits.comm.tls.network import RETRY_S
@@ -80,17 +81,27 @@ _SESSIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def _connect(network: TlsNetwork, sender: str, receiver: str, stop: float, session=None) -> Link:
     """A device's connection to ``receiver``, tried again after a transient failure until ``stop`` (before its
-    message leaves: a message is sent at most once)."""
+    message leaves: a message is sent at most once), unless ``receiver``'s party link has ended meanwhile."""
     pause = RETRY_S[0]
     while True:
         remaining = stop - time.monotonic()
         try:
             return network.open_link(receiver, max(min(remaining, network.handshake_timeout), 0.001), session)
         except (OSError, HandshakeError) as exc:
-            if not transient(exc) or time.monotonic() + pause >= stop:
+            if not transient(exc) or time.monotonic() + pause >= stop or _link_ended(network, receiver):
                 raise network.lost_peer(receiver, f"{sender!r} could not connect: {exc}") from None
         time.sleep(pause)
         pause = min(2 * pause, RETRY_S[1])
+
+
+def _link_ended(network: TlsNetwork, peer: str) -> bool:
+    """Whether this party's link to ``peer`` has something to read while ``peer`` refuses its devices: its end (a
+    dead party, whose device workers are gone too) or its abort. False without a party link (a devices' network)."""
+    try:
+        link = network.link(peer)
+    except (ProtocolError, TransportError):
+        return False
+    return link.has_data() or bool(select.select([link.sock], [], [], 0)[0])
 
 
 @dataclass
