@@ -127,6 +127,27 @@ def test_once_released_the_key_is_forgotten_and_a_replay_is_taken_as_duplicates(
         assert queue.released(0) and len(queue.batch(0)) == 16 and queue.held() == 0 and queue.batches() == [0]
 
 
+def test_a_restarted_shuffler_replays_a_released_batch_through_the_front_end_without_the_queue(session):
+    """``--resume`` after the encoded batch went out (its release in the checkpoint): every device's report sent
+    again is acknowledged through the workers and counted as replayed, nothing is stored, and the saved batch is
+    sent again as it was."""
+    from privbandits.protocols.p2b import EncodedBatch
+
+    nets, front, queue = session
+    shuffler, sent = shuffler_of(nets, front, queue), []
+    to_hosts = shuffler.send
+    shuffler.send = lambda to, message: sent.append((to, message)) if to == "server" else to_hosts(to, message)
+    saved = EncodedBatch(np.array([1, 2]), np.array([0, 1]), np.array([1, 0]))
+    devices = [reports_of(0, range(0, 6)), reports_of(1, range(6, 12))]
+    jobs = [Background(lambda i=i: host_sends(nets[HOSTS[i]], devices[i], [], {})) for i in range(2)]
+    with nets["shuffler"].phase(SHARE_ENCODED):
+        shuffler.replay(EncodedReport.kind, "server", (saved, {"released": 2}, [], 0))
+    assert all(all(job.result()["answers"].values()) for job in jobs)
+    assert (shuffler.replayed, shuffler.duplicates, shuffler.refused, shuffler.batch_ids) == (12, 0, [0], [0])
+    assert sent == [("server", saved)] and shuffler.last_release == {"released": 2}
+    assert queue.held() == 0 and queue.batches() == []
+
+
 def test_the_serial_front_end_gives_the_same_batch(pki, tmp_path):
     """``workers = 0``: the shuffler takes the devices itself, host by host, one connection at a time."""
     nets = linked(pki, ["shuffler", *HOSTS], keep_listening=True, deadline=8.0)
