@@ -190,7 +190,10 @@ class Drivers:
         for pipe in self.pipes:
             if pipe.recv() != "ready":
                 raise DeploymentError("a device-driver process of `deploy load` failed to start")
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()
+        self.turns: list[str] = []
+        """The hosts whose jobs went out, in order: each driver answers its jobs in that order, so each host's
+        thread reads the pipes only at its turn (two threads reading one pipe would mix their answers)."""
         self.errors: list[str] = []
         """The first failure of each job that had one (why a device got no answer)."""
 
@@ -203,11 +206,17 @@ class Drivers:
                 job = (host, shuffler, users[block.start : block.stop], rate, deadline, self.settings.seed,
                        protocol.n_codes, protocol.n_actions)  # fmt: skip
                 pipe.send(job)
-        try:
+            self.turns.append(host)
+            self.lock.wait_for(lambda: self.turns[0] == host)
+        try:  # only this thread reads the pipes now
             answers = [pipe.recv() for pipe in self.pipes]
         except EOFError:
             codes = [process.exitcode for process in self.processes]
             raise DeploymentError(f"a device-driver process ended (exit codes {codes})") from None
+        finally:
+            with self.lock:
+                self.turns.pop(0)
+                self.lock.notify_all()
         self.errors += [error for answer in answers for error in answer[2]]
         return np.concatenate([a[0] for a in answers]), np.concatenate([a[1] for a in answers])
 
