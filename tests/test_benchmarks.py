@@ -17,11 +17,13 @@ SCRIPTS = sorted(path.name for path in (ROOT / "benchmarks").glob("*.py") if not
 SLOW = {
     "network_latency.py": "starts about twenty processes over mutual TLS (about 40 s on 2 cores)",
     "fclub_free_running.py": "four FCLUB sessions of seven processes each (82 s at a load average of 18 on 2 cores)",
+    "shuffler_throughput.py": "starts a shuffler, a server and two device drivers five times (about 45 s on 2 cores)",
 }
 """Scripts whose whole smoke run is marked slow, with the reason; the default suite runs a part of each (PARTS)."""
 PARTS = {
     "network_latency.py": ["--skip-p2b", "--skip-fclub", "--skip-mpc"],
     "fclub_free_running.py": ["--skip-regret"],
+    "shuffler_throughput.py": ["--workers", "2", "--no-baselines"],
 }
 
 

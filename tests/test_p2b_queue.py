@@ -145,6 +145,22 @@ def test_accept_is_idempotent_on_report_id(queue):
     assert len(batch) == 3 and batch.codes.tolist() == [3, 2, 3]
     assert queue.accept(rid(1), "device-1", 3, 2, 1) is False  # a retry after the batch formed: still once
     assert queue.held() == 0 and len(queue.batch(0)) == 3
+def test_accept_many_is_one_group_each_as_accept_and_all_or_nothing(queue):
+    """A group commit (the concurrent front end's): each report as accept() takes it (new: True; the same id and
+    report again, in the group or from before: False); a group holding one refused report stores none of it."""
+    fill(queue, [1])
+    group = [(rid(n), f"device-{n}", n % 4, n % 3, n % 2) for n in (2, 1, 3, 2)]
+    assert queue.accept_many(group) == [True, False, True, False]
+    assert queue.held() == 3 and sorted(queue.held_senders()) == ["device-1", "device-2", "device-3"]
+    before = state(queue)
+    forged = [(rid(4), "device-4", 0, 1, 0), (rid(3), "device-9", 3, 0, 1)]  # the second: held for device-3
+    with pytest.raises(InvalidInputError, match="is held for another sender; got it from 'device-9'"):
+        queue.accept_many(forged)
+    with pytest.raises(InvalidInputError, match="reward"):
+        queue.accept_many([(rid(5), "device-5", 0, 0, 0), (rid(6), "device-6", 0, 0, 2)])  # refused before storing
+    assert state(queue) == before and queue.accept_many([]) == []
+
+
 def test_a_reused_report_id_with_another_report_or_sender_is_refused(queue):
     fill(queue, [1])
     before = state(queue)

@@ -21,7 +21,9 @@ Part of the TLS transport: these functions use :class:`~privbandits.comm.TlsNetw
 
 from __future__ import annotations
 
+import select
 import time
+import weakref
 from collections.abc import Collection
 from dataclasses import dataclass
 
@@ -31,23 +33,28 @@ from privbandits.comm.frames import HEADER_BYTES, FrameError, FrameType
 from privbandits.comm.messages import Message
 from privbandits.comm.network import ProtocolError
 from privbandits.comm.tls import TlsNetwork
-from privbandits.comm.tls.context import HandshakeError, transient
+from privbandits.comm.tls.context import HandshakeError, TransportError, transient
 from privbandits.comm.tls.gate import Arrival
 from privbandits.comm.tls.link import Link
 from privbandits.comm.tls.network import RETRY_S
 
 
-def send_own(network: TlsNetwork, sender: str, receiver: str, message: Message) -> bool:
+def send_own(network: TlsNetwork, sender: str, receiver: str, message: Message, *, resume: bool = True) -> bool:
     """Send ``message`` from ``sender``, a device of this party (named ``LOCAL-...``), to ``receiver`` on a new
     connection, and wait for the answer: True once stored, False if refused (:meth:`Delivery.refuse`);
-    :class:`~privbandits.comm.PeerLost` if no answer comes."""
+    :class:`~privbandits.comm.PeerLost` if no answer comes.
+
+    With ``resume`` the connection resumes the TLS 1.3 session of this party's previous device connection to
+    ``receiver`` (a ticket, no certificates sent or checked again: about half the handshake's work). The devices
+    of a party present its certificate anyway, so a resumed session tells the receiver nothing more."""
     phase = network.current_phase
     if phase is None:
         raise ProtocolError(f"{sender!r} sent a {message.kind!r} message outside any phase")
     if not sender.startswith(f"{network.local}-"):
         raise ProtocolError(f"{network.local!r} hosts devices named {network.local}-...; it cannot send as {sender!r}")
     stop = time.monotonic() + network.deadline
-    link = _connect(network, sender, receiver, stop)
+    sessions = _SESSIONS.setdefault(network, {}) if resume else {}
+    link = _connect(network, sender, receiver, stop, sessions.get(receiver))
     try:
         size = link.send(FrameType.DATA, 1, encode(Envelope(sender, receiver, phase, message)))
         reply = link.read(stop)
@@ -55,6 +62,8 @@ def send_own(network: TlsNetwork, sender: str, receiver: str, message: Message) 
         link.shut()
         what = f"{sender!r}'s {message.kind!r} message was not acknowledged: {exc or type(exc).__name__}"
         raise network.lost_peer(receiver, what) from None
+    if resume and not link.sock.session_reused:  # its ticket came before the answer
+        sessions[receiver] = link.sock.session
     link.shut()
     if reply.type not in (FrameType.CLOSE, FrameType.ABORT):
         raise FrameError(f"{receiver!r} answered {sender!r}'s message with a {reply.type.name} frame")
@@ -66,20 +75,34 @@ def send_own(network: TlsNetwork, sender: str, receiver: str, message: Message) 
     return reply.type is FrameType.CLOSE
 
 
-def _connect(network: TlsNetwork, sender: str, receiver: str, stop: float) -> Link:
+_SESSIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""Per network, the TLS session its devices resume, per receiver."""
+
+
+def _connect(network: TlsNetwork, sender: str, receiver: str, stop: float, session=None) -> Link:
     """A device's connection to ``receiver``, tried again after a transient failure until ``stop`` (before its
-    message leaves: a message is sent at most once)."""
+    message leaves: a message is sent at most once), unless ``receiver``'s party link has ended meanwhile."""
     pause = RETRY_S[0]
     while True:
         remaining = stop - time.monotonic()
         try:
-            return network.open_link(receiver, max(min(remaining, network.handshake_timeout), 0.001))
+            return network.open_link(receiver, max(min(remaining, network.handshake_timeout), 0.001), session)
         except (OSError, HandshakeError) as exc:
-            if not transient(exc) or time.monotonic() + pause >= stop:
+            if not transient(exc) or time.monotonic() + pause >= stop or _link_ended(network, receiver):
                 raise network.lost_peer(receiver, f"{sender!r} could not connect: {exc}") from None
         getattr(network, "check_links", lambda: None)()  # a receiver that died: its party link says so (rejoin)
         time.sleep(pause)
         pause = min(2 * pause, RETRY_S[1])
+
+
+def _link_ended(network: TlsNetwork, peer: str) -> bool:
+    """Whether this party's link to ``peer`` has something to read while ``peer`` refuses its devices: its end (a
+    dead party, whose device workers are gone too) or its abort. False without a party link (a devices' network)."""
+    try:
+        link = network.link(peer)
+    except (ProtocolError, TransportError):
+        return False
+    return link.has_data() or bool(select.select([link.sock], [], [], 0)[0])
 
 
 @dataclass
@@ -142,28 +165,53 @@ def accept_own(network: TlsNetwork, parties: Collection[str]) -> Delivery | None
 
 
 def _take(network: TlsNetwork, arrival: Arrival, parties: Collection[str]) -> Delivery | None:
+    got = screen(arrival, parties, network.local, network.handshake_timeout)
+    if isinstance(got, str):
+        return _drop(network, arrival.link, got)
+    count_delivered(network, got, HEADER_BYTES + len(arrival.frame.payload))
+    return Delivery(got, arrival.link.peer, arrival.link, network)
+
+
+def screen(arrival: Arrival, parties: Collection[str], local: str, timeout: float) -> Envelope | str:
+    """The message of ``arrival`` if it is one message from a device of one of ``parties`` to ``local``, else why
+    the connection is dropped."""
+    problem = screen_connection(arrival, parties, timeout)
+    return problem if problem is not None else screen_message(arrival.frame, arrival.link.peer, local)
+
+
+def screen_connection(arrival: Arrival, parties: Collection[str], timeout: float) -> str | None:
+    """Why ``arrival`` is dropped before its message is read (its handshake, certificate or frame failed), or None
+    (it needs no protocol's messages: a device front end's worker process runs it)."""
     where, link = arrival.where, arrival.link
     if arrival.failure == "handshake":
-        return _drop(network, None, f"a device connection from {where} failed its handshake: {arrival.detail}")
+        return f"a device connection from {where} failed its handshake: {arrival.detail}"
     if arrival.failure == "certificate" or link.peer not in parties:
         names = list(arrival.names) if arrival.failure else [link.peer]
-        return _drop(network, link, f"a device connection from {where} presented {names}; expected one of "
-                                    f"{sorted(parties)}")  # fmt: skip
-    party = link.peer
+        return f"a device connection from {where} presented {names}; expected one of {sorted(parties)}"
     if arrival.failure is not None:
-        return _drop(network, link, _frame_failure(arrival, party, network.handshake_timeout))
+        return _frame_failure(arrival, link.peer, timeout)
+    return None
+
+
+def screen_message(frame: frames.Frame, party: str, local: str) -> Envelope | str:
+    """The message in a device's ``frame`` (its connection presented ``party``'s certificate), or why it is
+    dropped: not one message from a device of ``party`` (named ``PARTY-...``) to ``local``."""
     try:
-        envelope = decode(arrival.frame.payload) if arrival.frame.type is FrameType.DATA else None
+        envelope = decode(frame.payload) if frame.type is FrameType.DATA else None
     except MessageDecodeError as exc:
-        return _drop(network, link, f"a device of {party!r} disconnected or sent a bad frame: {exc}")
-    if envelope is None or not envelope.sender.startswith(f"{party}-") or envelope.receiver != network.local:
+        return f"a device of {party!r} disconnected or sent a bad frame: {exc}"
+    if envelope is None or not envelope.sender.startswith(f"{party}-") or envelope.receiver != local:
         what = "a control frame" if envelope is None else f"a message from {envelope.sender!r} to {envelope.receiver!r}"
-        return _drop(network, link, f"a device of {party!r} sent {what}")
+        return f"a device of {party!r} sent {what}"
+    return envelope
+
+
+def count_delivered(network: TlsNetwork, envelope: Envelope, frame_bytes: int) -> None:
+    """Count a device's message (its payload, and its frame of ``frame_bytes`` on the wire) as received."""
     counts = network.received.links[(envelope.phase, envelope.sender, network.local)]
     counts.messages += 1
     counts.bytes += envelope.message.payload_bytes()
-    network.count_wire(envelope.phase, envelope.sender, network.local, HEADER_BYTES + len(arrival.frame.payload))
-    return Delivery(envelope, party, link, network)
+    network.count_wire(envelope.phase, envelope.sender, network.local, frame_bytes)
 
 
 def _frame_failure(arrival: Arrival, party: str, timeout: float) -> str:

@@ -155,6 +155,85 @@ def local(
         raise typer.Exit(code=1)
 
 
+@deploy_app.command("load")
+def load(
+    deployment: DeploymentArgument,
+    devices: Annotated[int, typer.Option("--devices", help="Simulated devices, one encoded report each.")] = 1000,
+    rate: Annotated[float, typer.Option("--rate", help="Reports per second in all (0: as fast as they go).")] = 0.0,
+    processes: Annotated[int, typer.Option("--processes", help="Processes driving the devices.")] = 2,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Connections in flight per process.")] = 16,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the devices' random reports.")] = 0,
+    local_service: Annotated[
+        bool, typer.Option("--local", help="Start the shuffler and the server on 127.0.0.1 first (else: running).")
+    ] = False,
+    resumption: Annotated[
+        bool, typer.Option("--tls-resumption/--no-tls-resumption", help="Devices resume their host's TLS session.")
+    ] = True,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+) -> None:
+    """Drive a running P2B shuffler with simulated devices over mutual TLS, one connection per report.
+
+    Plays every device host of the file (their certificates): waits for the shuffler to open the encoded batch,
+    sends the reports, closes the batch and fetches the model. Prints the accepted reports per second, latency
+    percentiles, refusals and failures. Exit 2 for bad input (one line), 1 if a report failed or a party did."""
+    import tempfile
+
+    from privbandits.deploy.deployment import DeploymentError
+    from privbandits.deploy.p2b_load import LoadSettings, check_deployment
+
+    spec = _load(deployment, fixed_ports=not local_service)
+    settings = LoadSettings(devices, rate, processes, concurrency, seed, resumption)
+    try:
+        check_deployment(spec, settings)
+    except DeploymentError as exc:
+        _fail(str(exc))
+    with tempfile.TemporaryDirectory() as workdir:
+        result, codes = _run_load(spec, settings, local_service, progress, Path(workdir))
+    summary = result.summary()
+    latency = summary["latency_ms"]
+    print(f"{summary['accepted']} of {devices} reports accepted in {summary['seconds']:.2f} s: "
+          f"{summary['accepted_per_s']:,.0f} accepted reports/s; latency p50 {latency['p50']:.1f} ms, "
+          f"p90 {latency['p90']:.1f} ms, p99 {latency['p99']:.1f} ms; {summary['refused']} refused, "
+          f"{summary['failed']} failed")  # fmt: skip
+    for error in result.errors:
+        print(f"a device failed: {error}")
+    for name, code in codes.items():
+        print(f"{name}: exit {code}")
+    if summary["failed"] or any(codes.values()):
+        raise typer.Exit(code=1)
+
+
+def _run_load(spec, settings, local_service: bool, progress: bool, workdir: Path):
+    from rich.progress import Progress
+
+    from privbandits.comm import ProtocolError, TransportError
+    from privbandits.comm.frames import FrameError
+    from privbandits.deploy.deployment import DeploymentError
+    from privbandits.deploy.local import wait_parties
+    from privbandits.deploy.p2b_load import run_load, start_service
+    from privbandits.deploy.party import ListenFailed
+
+    listeners, started = None, []
+    try:
+        if local_service:
+            spec, started, listeners = start_service(spec, workdir)
+        with Progress(disable=not progress, transient=True) as bar:
+            task = bar.add_task("devices", total=settings.devices)
+            result = run_load(spec, settings, listeners=listeners,
+                              on_progress=lambda done, _: bar.update(task, completed=done))  # fmt: skip
+        codes = wait_parties(started, spec.deadline_s) if started else {}
+    except ListenFailed as exc:
+        _fail(str(exc), 5)
+    except (DeploymentError, OSError, TransportError, ProtocolError, FrameError) as exc:
+        why = "; ".join(f"{p.name}: {p.last_error}" for p in started if p.process.poll() not in (None, 0))
+        _fail(f"deploy load: {exc}" + (f" ({why})" if why else ""), 1)
+    finally:
+        for party in started:
+            if party.process.poll() is None:
+                party.process.kill()
+    return result, codes
+
+
 @deploy_app.command("hosts")
 def hosts(
     deployment: DeploymentArgument,

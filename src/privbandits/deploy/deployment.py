@@ -43,78 +43,25 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import tomllib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
-PARTY_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
-
-
-class DeploymentError(ValueError):
-    """A deployment file that cannot be used; the message names the field."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def parse_address(text: str) -> tuple[str, int]:
-    """``"host:port"`` (IPv6 hosts in brackets) → ``(host, port)``; port 0 (any free port) only ``deploy local``
-    can resolve (:meth:`Deployment.check_ports`)."""
-    host, sep, port = text.rpartition(":")
-    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"address must be host:port with a port in 0..65535 (0: any free port), got {text!r}")
-    return host, int(port)
-
-
-BUNDLE_FILES = {"ca": "ca.pem", "certificate": "{name}.pem", "key": "{name}.key"}
-"""A party's bundle: the folder ``BUNDLES/NAME`` holding these files (``deploy certs`` writes them)."""
-
-
-def bundle_files(bundles: str | Path, name: str) -> dict[str, str]:
-    """Party ``name``'s CA certificate, certificate and key in the bundles folder ``bundles``."""
-    return {what: str(Path(bundles) / name / file.format(name=name)) for what, file in BUNDLE_FILES.items()}
-
-
-class PartyEntry(_Strict):
-    """One party: its role in the protocol, where it listens, its TLS files and its local data.
-
-    ``ca``, ``certificate`` and ``key`` default to the party's bundle (``bundles/NAME/...``) and ``ca`` to the
-    file's top-level ``ca``; only the party itself ever reads them."""
-
-    role: str
-    address: str
-    ca: Path
-    certificate: Path
-    key: Path
-    data: Path | None = None
-
-    @field_validator("address")
-    @classmethod
-    def _address(cls, value: str) -> str:
-        parse_address(value)
-        return value
-
-    @property
-    def host_port(self) -> tuple[str, int]:
-        return parse_address(self.address)
-
-
-def _roles(parties: dict[str, PartyEntry], allowed: tuple[str, ...], single: tuple[str, ...]) -> dict[str, str]:
-    """Each party's role, checked: every role one of ``allowed``, exactly one party of each role in ``single``."""
-    roles = {name: entry.role for name, entry in parties.items()}
-    for name, role in roles.items():
-        if role not in allowed:
-            raise ValueError(f"parties.{name}.role: must be one of {', '.join(allowed)}, got {role!r}")
-    for role in single:
-        holders = [name for name, have in roles.items() if have == role]
-        if len(holders) != 1:
-            raise ValueError(f"parties: exactly one party must have role {role!r}, found {len(holders)}")
-    return roles
+from privbandits.deploy.deployment_p2b import P2BProtocol
+from privbandits.deploy.deployment_parts import (  # what every protocol section builds on
+    BUNDLE_FILES,
+    PARTY_NAME,
+    DeploymentError,
+    PartyEntry,
+    _roles,
+    _Strict,
+    bundle_files,
+)
+from privbandits.deploy.deployment_parts import (
+    parse_address as parse_address,  # re-exported
+)
 
 
 class VerticalProtocol(_Strict):
@@ -301,101 +248,6 @@ class MPCProtocol(_Strict):
             if entry.data is None:
                 what = "its private seed" if entry.role == "dealer" else "its local data and private seed"
                 raise ValueError(f"parties.{name}.data: the {entry.role} party needs its file ({what})")
-
-
-class P2BProtocol(_Strict):
-    """P2B (spec ``p2b.md``): device hosts, the trusted shuffler and the server (:mod:`privbandits.deploy.p2b`).
-
-    Roles: one ``shuffler`` and one ``server`` (neither holds private data) and one or more
-    ``device_host`` parties, each simulating the devices of its own users (its data file).
-    The population is the synthetic benchmark (spec §5.1) of ``n_users`` users with
-    ``interactions`` rounds each; the first ``early_fraction`` share, the rest are measured.
-    ``seed`` is :func:`~privbandits.protocols.p2b.simulate`'s: with the deployment's
-    ``reproducible = true`` every party derives its streams from it as the in-memory run does, so
-    the processes reproduce that run; by default each party draws from OS entropy
-    (:mod:`privbandits.deploy.entropy`). ``raw_baseline`` (off by default) also runs the
-    non-private baseline: every participating device then sends a raw context to the server.
-    """
-
-    name: Literal["p2b"]
-    n_users: int = Field(ge=2, description="U, early and late users of all device hosts together")
-    interactions: int = Field(ge=1, description="t, rounds per user")
-    dim: int = Field(ge=2, description="d, the context dimension")
-    n_actions: int = Field(ge=1, description="|A|")
-    n_codes: int = Field(ge=1, description="k, the encoder's codes")
-    precision: int = Field(1, ge=1, le=3, description="q, decimal digits of the encoder's grid")
-    encoder_seed: int = Field(0, ge=0)
-    mapping: Literal["softmax", "linear"] = "linear"
-    data_seed: int = Field(0, ge=0, description="the synthetic users of `deploy data`")
-    seed: int = Field(
-        0, ge=0, description="the protocol's randomness, as simulate(seed=...), used only with reproducible = true"
-    )
-    raw_baseline: bool = Field(
-        False,
-        description="also run the non-private baseline: each participating device sends one raw context, action and "
-        "reward to the server (through the shuffler, no thresholding) and late users play warm from that model; "
-        "off, devices never send raw contexts and the server publishes only the private model",
-    )
-    participation: float = Field(0.5, ge=0, le=1)
-    negative_rate: float = Field(0.05, ge=0, le=1)
-    threshold: int = Field(10, ge=1)
-    alpha: float = Field(1.0, ge=0)
-    early_fraction: float = Field(0.7, gt=0, lt=1)
-    representation: Literal["one_hot", "scalar_code"] = "one_hot"
-    tie_break: Literal["random", "lowest"] = "random"
-    omega: float | None = Field(None, gt=0)
-    batch_size: int | None = Field(
-        None, ge=1, description="the shuffler closes a batch once it holds this many reports; later ones are refused"
-    )
-    batch_window_s: float | None = Field(
-        None, gt=0, description="the shuffler closes a batch this many seconds after it opened; later reports refused"
-    )
-    queue_url: str | None = Field(
-        None,
-        description="the shuffler's report queue: unset, a SQLite file in OUTPUT/queues/; a postgresql://USER@HOST/DB "
-        "URL without a password: schema SHUFFLER (its party name) of that database, which front ends may share",
-    )
-    rejoin_s: float = Field(30.0, ge=0, le=3600, description="seconds a party waits for a lost peer (restarted with "
-                            "--resume) to link again before it exits naming it; 0: a lost peer ends the session")
-    rejoin_backoff_s: float = Field(1.0, ge=0.05, le=60, description="the longest pause between two tries to dial a "
-                                    "lost peer again (the pause doubles from 0.05 s)")
-
-    ROLES: ClassVar[tuple[str, ...]] = ("shuffler", "server", "device_host")
-    REPORTER: ClassVar[str] = "server"
-
-    @field_validator("queue_url")
-    @classmethod
-    def _queue_url(cls, value: str | None) -> str | None:
-        from privbandits.protocols.p2b_queue.postgres import check_queue_url  # needs no psycopg
-
-        return None if value is None else check_queue_url(value)
-
-    @model_validator(mode="after")
-    def _split(self) -> P2BProtocol:
-        n_early = int(self.early_fraction * self.n_users)
-        if not 0 < n_early < self.n_users:
-            raise ValueError(
-                f"early_fraction = {self.early_fraction} of n_users = {self.n_users} gives {n_early} early users; "
-                "both the early and the late users must be non-empty"
-            )
-        return self
-
-    def check_parties(self, parties: dict[str, PartyEntry]) -> None:
-        roles = _roles(parties, self.ROLES, ("shuffler", "server"))
-        hosts = [name for name, role in roles.items() if role == "device_host"]
-        if not hosts:
-            raise ValueError("parties: at least one party must have role 'device_host'")
-        n_early = int(self.early_fraction * self.n_users)
-        if len(hosts) > min(n_early, self.n_users - n_early):
-            raise ValueError(
-                f"parties: {len(hosts)} device hosts, but every host needs at least one early and one late user "
-                f"({n_early} early, {self.n_users - n_early} late)"
-            )
-        for name, entry in parties.items():
-            if entry.role == "device_host" and entry.data is None:
-                raise ValueError(f"parties.{name}.data: the device_host party needs its users' data file")
-            if entry.role != "device_host" and entry.data is not None:
-                raise ValueError(f"parties.{name}.data: the {entry.role} holds no private data; remove the field")
 
 
 class FCLUBProtocol(_Strict):

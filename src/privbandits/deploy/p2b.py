@@ -17,20 +17,23 @@ Each party runs the party classes of :mod:`privbandits.protocols.p2b` on its own
   ends half-way loses only its own report (the shuffler drops the connection, says why in
   its result's ``dropped``, and goes on).
 * ``shuffler``: holds nothing but what it receives; the only party that sees a device's
-  identity next to its report. It keeps its listener open for the devices' connections and
-  takes each batch host by host in deployment order (it opens a host's turn with
-  :class:`BatchOpen`; the host's :class:`~privbandits.protocols.p2b.CloseBatch`, on its party
-  link, ends it), each host's reports in the order sent: a canonical order, (device host,
-  report index), before its seeded shuffle, so the processes' interleaving cannot change a
-  batch. A batch closes when every host has closed it, or earlier once it holds
-  ``protocol.batch_size`` reports or ``protocol.batch_window_s`` seconds after it opened: later
-  devices are refused (:meth:`~privbandits.comm.oneshot.Delivery.refuse`; their reports are
-  lost, the session goes on, and the run then differs from the in-memory one, which has no such
-  limits). It then thresholds (crowd-blending) and sends the batch to the server, and to no one
+  identity next to its report. It keeps its listener open for the devices' connections, taken
+  by ``protocol.workers`` processes side by side (:mod:`~privbandits.deploy.p2b_front`), which opens
+  each batch with :class:`BatchOpen` to every host at once; with ``workers = 0`` (the default where
+  parties may rejoin, ``rejoin_s > 0``) by the shuffler itself, one at a time, host by host, each
+  told :class:`BatchOpen` in turn. Each host's :class:`~privbandits.protocols.p2b.CloseBatch`, on
+  its party link, sent once its devices' reports are acknowledged, ends its part. The batch is
+  put in a canonical order, (device host, user number of the device), before its seeded shuffle,
+  so the processes' interleaving cannot change a batch. A batch closes when every host has closed
+  it, or earlier once it holds ``protocol.batch_size`` reports or ``protocol.batch_window_s``
+  seconds after it opened: later devices are refused (their reports are lost, the session goes
+  on, and the run then differs from the in-memory one, which has no such limits). It then
+  thresholds (crowd-blending) and sends the batch to the server, and to no one
   else. Encoded reports pass through its durable :class:`~privbandits.protocols.p2b_queue.ReportQueue`
   (``OUTPUT/queues/NAME.sqlite``; PostgreSQL with ``protocol.queue_url``): each is persisted with
-  its device's identity as it arrives, the batch is formed there (identities dropped) and marked
-  released once sent. Raw baseline reports (contexts) are not queued.
+  its device's identity as it arrives (in group commits) and acknowledged once durable; the batch is
+  formed there (identities dropped) and marked released once sent. Raw baseline reports (contexts)
+  are not queued.
 * ``server``: holds nothing private; it accepts batches from the shuffler only, fits the
   central model and publishes it, versions numbered in the order published (the raw baseline's
   first, if it runs, then the private one); each device host fetches each version
@@ -65,10 +68,15 @@ it (exit 3), as in the other deployments. The restarted party replays its part f
 :mod:`privbandits.deploy.entropy`); each link's messages are sent again and each side skips those it already has
 (checked), and :mod:`privbandits.deploy.p2b_rejoin` keeps the devices' reports and the batches once: the shuffler's
 queue keeps each encoded report once (its id is a keyed hash of its device), a report for a batch already closed
-is acknowledged and not taken again, and a released batch is sent again from the shuffler's checkpoint. The
-session then ends as the uninterrupted one (``tests/test_deploy_p2b.py`` kills each role). Restarting every party
-with ``--resume`` works the same way. Not covered: a shuffler killed while it collects the raw baseline's batch
-loses the raw reports it had acknowledged (they are not queued).
+is acknowledged and not taken again, and a released batch is sent again from the shuffler's checkpoint. Once the
+encoded batch is released the shuffler forgets its report-id key (its checkpoint keeps an empty one), so nothing
+left can link an id in the queue to its device; it needs the key no more (a replay after the release is
+acknowledged without the queue). The session then ends as the uninterrupted one (``tests/test_deploy_p2b.py``
+kills each role). Restarting every party with ``--resume`` works the same way. Rejoining needs the serial device
+front end: the concurrent one (``workers >= 1``) takes devices outside the rejoin gate, so a deployment with both
+``workers >= 1`` and ``rejoin_s > 0`` is refused when loaded (``workers`` unset: the concurrent front end only
+with ``rejoin_s = 0``). Not covered: a shuffler killed while it collects the raw baseline's batch loses the raw
+reports it had acknowledged (they are not queued).
 """
 
 from __future__ import annotations
@@ -209,11 +217,12 @@ def _parties():
         taken host by host in deployment order (canonical), then shuffled with the shuffler's own stream."""
 
         def __init__(self, *args, hosts: list[str], queue=None, key: bytes = b"", batch_id: int = 0,
-                     batch_size: int | None = None, batch_window_s: float | None = None,
-                     order: dict[str, int] | None = None, **kwargs):  # fmt: skip
+                     batch_size: int | None = None, batch_window_s: float | None = None, front=None,
+                     order: dict[str, int] | None = None, forget_key=lambda: b"", **kwargs):  # fmt: skip
             super().__init__(*args, **kwargs)
             self.hosts, self.queue, self.key, self.batch_id, self.order = hosts, queue, key, batch_id, order or {}
-            self.batch_size, self.batch_window_s = batch_size, batch_window_s
+            self.batch_size, self.batch_window_s, self.front = batch_size, batch_window_s, front
+            self.forget_key = forget_key
             self.collected, self.opened_at = 0, 0.0  # the open batch's reports, and when it opened
             self.refused: list[int] = []
             """Per batch, the reports refused after it closed (by size or time)."""
@@ -225,35 +234,25 @@ def _parties():
             """Per host, the phases whose batch it has closed."""
             self.duplicates = self.replayed = 0
             """Reports received again: in the open batch (or its queue), and for a batch already closed."""
+            self.replaying = False
+            """Whether the open batch was released before a restart (every report of it is then a duplicate)."""
 
         def _collect(self, kind: str) -> list[Message]:
             from privbandits.protocols.p2b import EncodedReport
 
             durable = self.queue is not None and kind == EncodedReport.kind
-            held, ids = [], {}
             self.first_report_at = None
             self.collected, self.opened_at = 0, time.monotonic()
             self.refused.append(0)
-            seen: set[str] = set()  # the devices heard in this batch (over TLS each sends one report)
-            for host in self.hosts:
-                index = 0
-                for identity, received, delivery in self._reports(host, kind):
-                    if self.first_report_at is None:  # the batch's throughput is timed from here
-                        self.first_report_at = time.perf_counter()
-                    if delivery is not None and identity in seen:
-                        self.duplicates += 1  # sent again (its acknowledgement lost, or its host restarted)
-                    elif durable:  # persisted with its sender's identity before anything else happens to it
-                        device = identity if delivery is not None else f"{host}/{index}"  # in memory: by index
-                        report_id = p2b_rejoin.report_id(self.key, device)
-                        report, ids[report_id] = (received.code, received.action, received.reward), len(ids)
-                        if not self.queue.accept(report_id, identity, *report):
-                            self.duplicates += 1  # accepted before a restart (or in the batch already formed)
-                        index += 1
-                    else:
-                        held.append(received)
-                    seen.add(identity)
-                    if delivery is not None:
-                        delivery.ack()  # stored: the device may go
+            # released before a restart: its key may be gone, so every report resent for it is taken as a duplicate
+            self.replaying = durable and self.queue.released(self.batch_id)
+            if self.front is not None:  # every host's devices at once, stored in groups
+                batch = self.front.collect(self, kind, durable)
+                held = [report for _, report in sorted(batch.held, key=lambda item: item[0])]
+                places = batch.ids
+            else:
+                held, places = self._collect_serially(kind, durable)
+            ids = {rid: rank for rank, rid in enumerate(sorted(places, key=places.get))}  # canonical ranks
             if not durable:
                 return held
             # the batch is formed in the queue (identities and arrival order dropped there); put back in the
@@ -267,57 +266,61 @@ def _parties():
             rank = {rid: self.order.get(rid, len(self.order) + ids.get(rid, last)) for rid in batch.report_ids}
             return [EncodedReport(*row[1:]) for row in sorted(rows, key=lambda row: rank[row[0]])]
 
+        def _collect_serially(self, kind: str, durable: bool) -> tuple[list, dict]:
+            """Each host's devices in turn (over TLS one connection at a time, ``workers = 0``), each encoded report
+            persisted with its sender's identity before it is acknowledged; in memory from the hosts' links. The
+            reports not queued, and each queued one's canonical place (host, user) by its id."""
+            from privbandits.deploy.p2b_front import canonical
+
+            held, places = [], {}
+            seen: set[str] = set()  # the devices heard in this batch (over TLS each sends one report)
+            for host in self.hosts:
+                index = 0
+                for identity, received, delivery in self._reports(host, kind):
+                    if self.first_report_at is None:  # the batch's throughput is timed from here
+                        self.first_report_at = time.perf_counter()
+                    if (delivery is not None and identity in seen) or self.replaying:
+                        self.duplicates += 1  # sent again (its acknowledgement lost, or its host restarted)
+                    elif durable:  # persisted with its sender's identity before anything else happens to it
+                        device = identity if delivery is not None else f"{host}/{index}"  # in memory: by index
+                        report_id = p2b_rejoin.report_id(self.key, device)
+                        places[report_id] = canonical(self.hosts, host, device) if delivery else (0, len(places), "")
+                        report = (received.code, received.action, received.reward)
+                        if not self.queue.accept(report_id, identity, *report):
+                            self.duplicates += 1  # accepted before a restart (or in the batch already formed)
+                        index += 1
+                    else:
+                        held.append(received)
+                    seen.add(identity)
+                    if delivery is not None:
+                        delivery.ack()  # stored: the device may go
+            return held, places
+
         def _reports(self, host: str, kind: str):
             """``(identity, report, delivery)`` of ``host``'s devices until it closes the batch: over TLS each from
-            its device's own connection (the host is first told to open the batch), in memory from the host's
-            link. A device connection dropped half-way loses only its own report."""
+            its device's own connection (:func:`~privbandits.deploy.p2b_front.serial_reports`), in memory from the
+            host's link."""
+            from privbandits.deploy.p2b_front import serial_reports
             from privbandits.protocols.p2b import CloseBatch
 
-            if not own_connections(self.network):
-                while (got := self.receive_one_of((kind, CloseBatch.kind), host)).kind != CloseBatch.kind:
-                    yield host, got, None
+            if own_connections(self.network):
+                yield from serial_reports(self, host, kind)
                 return
-            from privbandits.comm.oneshot import accept_own, device_waiting
-
-            self.send(host, BatchOpen())
-            while True:
-                if not device_waiting(self.network, host, self.network.deadline):
-                    self.receive(CloseBatch.kind, host)
-                    self.closed.setdefault(host, set()).add(self.network.current_phase)
-                    return
-                delivery = accept_own(self.network, [host])
-                if delivery is None:
-                    continue
-                got = delivery.envelope.message
-                if delivery.envelope.phase in self.closed.get(host, ()):  # a restarted host's devices replay
-                    self.replayed += 1
-                    delivery.ack()
-                    continue
-                if got.kind != kind:
-                    delivery.ack()
-                    raise ProtocolError(f"a device of {host!r} sent a {got.kind!r} message; expected {kind!r}")
-                closed = self._closed()
-                if closed is not None:
-                    delivery.refuse(closed)
-                    self.refused[-1] += 1
-                    continue
-                self.collected += 1
-                yield delivery.envelope.sender, got, delivery
-
-        def _closed(self) -> str | None:
-            """Why the open batch takes no more reports (its size or its window reached), or None."""
-            if self.batch_size is not None and self.collected >= self.batch_size:
-                return f"the batch is full ({self.batch_size} reports)"
-            if self.batch_window_s is not None and time.monotonic() - self.opened_at > self.batch_window_s:
-                return f"the batch closed {self.batch_window_s:g} s after it opened"
-            return None
+            while (got := self.receive_one_of((kind, CloseBatch.kind), host)).kind != CloseBatch.kind:
+                yield host, got, None
 
         def send(self, receiver: str, message: Message) -> None:
             if isinstance(message, EncodedBatch | RawBatch):
                 self.released.append(message)
             super().send(receiver, message)
             if self.queue is not None and isinstance(message, EncodedBatch):
-                self.queue.mark_released(self.batch_ids[-1])
+                self._mark_released()
+
+        def _mark_released(self) -> None:
+            """The encoded batch went out: marked released in the queue, and the report-id key forgotten (nothing
+            left that could link a batched report's id to its device; a replay needs it no more)."""
+            self.queue.mark_released(self.batch_ids[-1])
+            self.key, self.order = self.forget_key(), {}
 
         def replay(self, kind: str, server: str, saved: tuple) -> None:
             """A batch this shuffler released before it was restarted (``saved``: the batch, its release details,
@@ -327,10 +330,13 @@ def _parties():
             batch, details, rows, refused = saved
             self.first_report_at = None
             self.refused.append(refused)
-            for host in self.hosts:
-                for _, _, delivery in self._reports(host, kind):
-                    self.replayed += 1
-                    delivery.ack()
+            if self.front is not None:  # the front end acknowledges them
+                self.replayed += len(self.front.collect(self, kind, False).held)
+            else:
+                for host in self.hosts:
+                    for _, _, delivery in self._reports(host, kind):
+                        self.replayed += 1
+                        delivery.ack()
             if isinstance(batch, EncodedBatch):
                 self.batch_ids.append(self.batch_id)
             self.send(server, batch)
@@ -419,6 +425,7 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network, resume: b
     streams, server = streams_of(deployment, name, resume=resume), deployment.names("server")[0]
     queue = open_queue(deployment, name, resume=resume)
     key, batch_id, saved = _shuffler_state(deployment, name, queue, resume)
+    front = _front(deployment, network)
     shuffler = CanonicalShuffler(
         name,
         network,
@@ -428,6 +435,7 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network, resume: b
         batch_id=batch_id,
         batch_size=protocol.batch_size,
         batch_window_s=protocol.batch_window_s,
+        front=front,
         threshold=None,
         participation=protocol.participation,
         n_codes=None,
@@ -448,8 +456,11 @@ def _run_shuffler(deployment: Deployment, name: str, network: Network, resume: b
             releases[KINDS[phase]] = dict(shuffler.last_release)
             rows = shuffler.ledger.rows()[-1:]
             saved[KINDS[phase]] = (shuffler.released[-1], releases[KINDS[phase]], rows, shuffler.refused[-1])
-            p2b_rejoin.save_shuffler(deployment, name, key, batch_id, saved)  # a restart sends this batch again
+            # a restart sends this batch again; once the encoded batch is out, its key is saved forgotten (empty)
+            p2b_rejoin.save_shuffler(deployment, name, shuffler.key, batch_id, saved)
     finally:
+        if front is not None:
+            front.stop()
         queue.close()
     network.close(timeout=None)  # its part is over; stay linked so a failure reaches it too
     kinds = [KINDS[phase] for phase in phases(protocol)]
@@ -481,6 +492,17 @@ def _release(shuffler, phase: str, server: str, saved: tuple | None) -> None:
             shuffler.release_encoded(server)
         else:
             shuffler.release_raw(server)
+
+
+def _front(deployment: Deployment, network: Network):
+    """The shuffler's concurrent device front end (:mod:`~privbandits.deploy.p2b_front`), started; None with
+    ``protocol.workers = 0`` (the serial one), with ``rejoin_s > 0`` and ``workers`` unset, or in memory."""
+    from privbandits.deploy.p2b_front import Front, worker_count
+
+    workers = worker_count(_protocol(deployment))
+    if not own_connections(network) or workers == 0:
+        return None
+    return Front(network, deployment.names("device_host"), workers).start()
 
 
 def queue_path(deployment: Deployment, name: str) -> Path:

@@ -194,14 +194,14 @@ class TlsNetwork(Network):
             return "the two parties run different deployments (their session digests differ)"
         return None
 
-    def open_link(self, peer: str, timeout: float) -> Link:
-        """A TCP connection to ``peer``'s address, its TLS handshake and its certificate's name checked, within
-        ``timeout`` (the socket's error, or HandshakeError for a certificate of another name)."""
+    def open_link(self, peer: str, timeout: float, session: ssl.SSLSession | None = None) -> Link:
+        """A TCP connection to ``peer``'s address, its TLS handshake (resuming ``session`` if given and still good)
+        and its certificate's name checked, within ``timeout`` (the socket's error, or HandshakeError)."""
         host, port = self.addresses[peer]
         raw = socket.create_connection((host, port), timeout=timeout)
         raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
-            sock = self.client_context.wrap_socket(raw, do_handshake_on_connect=False)
+            sock = self.client_context.wrap_socket(raw, do_handshake_on_connect=False, session=session)
             sock.do_handshake()
         except BaseException:
             raw.close()

@@ -368,10 +368,14 @@ class RejoinNetwork(TlsNetwork):
             others = [link for link in self._links.values() if link not in watch and not link.ended]
             quiet = [link for link in others if not link.has_data()]
             arrival = Gate.wait(self.gate, {*self._accept, *expect}, until, [*watch, *quiet])
-            while self.gate.arrived:  # the others handed over in the same pass: sorted here too, kept in order
-                later = self._sort(self.gate.arrived.popleft(), ())
+            handed = []  # the others handed over in the same pass: sorted here too, kept in order; a device's
+            while self.gate.arrived:  # for this wait (or a failed one, dropped by the taker) is the next taken
+                later = self._sort(self.gate.arrived.popleft(), expect)
                 if isinstance(later, tuple):
                     self._resume(self._links[later[0]], later[1])
+                elif later is not None:
+                    handed.append(later)
+            self.gate.arrived.extend(handed)
             if arrival is None:
                 if self._look_after([*watch, *quiet], watch):
                     return None

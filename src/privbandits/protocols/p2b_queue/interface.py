@@ -221,28 +221,41 @@ class ReportQueue(ABC):
         after a lost acknowledgement: acknowledge again, count nothing). The same id with another
         report, or from another device while held, is refused and stores nothing.
         """
+        return self.accept_many([(report_id, sender_identity, code, action, reward)])[0]
+
+    def accept_many(self, reports: Sequence[tuple[str, str, int, int, int]]) -> list[bool]:
+        """Persist several reports ``(report_id, sender_identity, code, action, reward)`` in one transaction (a
+        group commit: one sync for all), each as :meth:`accept` does; True for each new one. If any is refused
+        (a bad field, or an id accepted with another report or sender), none is stored."""
         owner = f"{self.OWNER}.accept"
+        rows = [self._checked(owner, *report) for report in reports]
+        with self._transaction():
+            return [self._accept_row(owner, row) for row in rows]
+
+    def _checked(self, owner: str, report_id: str, sender_identity: str, code: int, action: int, reward: int):
         check(report_id, "report_id", _ReportId(), owner)
         check(sender_identity, "sender_identity", _Identity(), owner)
         code = check(code, "code", self._code, owner)
         action = check(action, "action", self._action, owner)
-        reward = check(reward, "reward", self._reward, owner)
-        with self._transaction():
-            # concurrent front ends: an insert of an id another transaction holds waits for it, then does nothing
-            inserted = self._execute(
-                "INSERT INTO reports (report_id, sender, code, action, reward) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT (report_id) DO NOTHING",
-                (report_id, sender_identity, code, action, reward),
-            ).rowcount
-            if inserted == 1:
-                return True
-            sender, *fields, batch_id = self._execute(
-                "SELECT sender, code, action, reward, batch_id FROM reports WHERE report_id = ?", (report_id,)
-            ).fetchone()
-        if tuple(fields) != (code, action, reward):
+        return report_id, sender_identity, code, action, check(reward, "reward", self._reward, owner)
+
+    def _accept_row(self, owner: str, row: tuple[str, str, int, int, int]) -> bool:
+        report_id, sender_identity, *report = row
+        # concurrent front ends: an insert of an id another transaction holds waits for it, then does nothing
+        inserted = self._execute(
+            "INSERT INTO reports (report_id, sender, code, action, reward) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (report_id) DO NOTHING",
+            row,
+        ).rowcount
+        if inserted == 1:
+            return True
+        sender, *fields, batch_id = self._execute(
+            "SELECT sender, code, action, reward, batch_id FROM reports WHERE report_id = ?", (report_id,)
+        ).fetchone()
+        if list(fields) != report:
             raise InvalidInputError(
                 f"{owner}: report_id {report_id!r} was already accepted with another report "
-                f"(code, action, reward) = {tuple(fields)}, got {(code, action, reward)}; "
+                f"(code, action, reward) = {tuple(fields)}, got {tuple(report)}; "
                 "a retry resends the same report"
             )
         if batch_id is None and sender != sender_identity:

@@ -1,0 +1,121 @@
+"""The P2B section of a deployment file (:class:`P2BProtocol`), re-exported by :mod:`privbandits.deploy.deployment`."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from privbandits.deploy.deployment_parts import PartyEntry, _roles, _Strict
+
+
+class P2BProtocol(_Strict):
+    """P2B (spec ``p2b.md``): device hosts, the trusted shuffler and the server (:mod:`privbandits.deploy.p2b`).
+
+    Roles: one ``shuffler`` and one ``server`` (neither holds private data) and one or more
+    ``device_host`` parties, each simulating the devices of its own users (its data file).
+    The population is the synthetic benchmark (spec §5.1) of ``n_users`` users with
+    ``interactions`` rounds each; the first ``early_fraction`` share, the rest are measured.
+    ``seed`` is :func:`~privbandits.protocols.p2b.simulate`'s: with the deployment's
+    ``reproducible = true`` every party derives its streams from it as the in-memory run does, so
+    the processes reproduce that run; by default each party draws from OS entropy
+    (:mod:`privbandits.deploy.entropy`). ``raw_baseline`` (off by default) also runs the
+    non-private baseline: every participating device then sends a raw context to the server.
+    """
+
+    name: Literal["p2b"]
+    n_users: int = Field(ge=2, description="U, early and late users of all device hosts together")
+    interactions: int = Field(ge=1, description="t, rounds per user")
+    dim: int = Field(ge=2, description="d, the context dimension")
+    n_actions: int = Field(ge=1, description="|A|")
+    n_codes: int = Field(ge=1, description="k, the encoder's codes")
+    precision: int = Field(1, ge=1, le=3, description="q, decimal digits of the encoder's grid")
+    encoder_seed: int = Field(0, ge=0)
+    mapping: Literal["softmax", "linear"] = "linear"
+    data_seed: int = Field(0, ge=0, description="the synthetic users of `deploy data`")
+    seed: int = Field(
+        0, ge=0, description="the protocol's randomness, as simulate(seed=...), used only with reproducible = true"
+    )
+    raw_baseline: bool = Field(
+        False,
+        description="also run the non-private baseline: each participating device sends one raw context, action and "
+        "reward to the server (through the shuffler, no thresholding) and late users play warm from that model; "
+        "off, devices never send raw contexts and the server publishes only the private model",
+    )
+    participation: float = Field(0.5, ge=0, le=1)
+    negative_rate: float = Field(0.05, ge=0, le=1)
+    threshold: int = Field(10, ge=1)
+    alpha: float = Field(1.0, ge=0)
+    early_fraction: float = Field(0.7, gt=0, lt=1)
+    representation: Literal["one_hot", "scalar_code"] = "one_hot"
+    tie_break: Literal["random", "lowest"] = "random"
+    omega: float | None = Field(None, gt=0)
+    batch_size: int | None = Field(
+        None, ge=1, description="the shuffler closes a batch once it holds this many reports; later ones are refused"
+    )
+    batch_window_s: float | None = Field(
+        None, gt=0, description="the shuffler closes a batch this many seconds after it opened; later reports refused"
+    )
+    queue_url: str | None = Field(
+        None,
+        description="the shuffler's report queue: unset, a SQLite file in OUTPUT/queues/; a postgresql://USER@HOST/DB "
+        "URL without a password: schema SHUFFLER (its party name) of that database, which front ends may share",
+    )
+    rejoin_s: float = Field(30.0, ge=0, le=3600, description="seconds a party waits for a lost peer (restarted with "
+                            "--resume) to link again before it exits naming it; 0: a lost peer ends the session")
+    rejoin_backoff_s: float = Field(1.0, ge=0.05, le=60, description="the longest pause between two tries to dial a "
+                                    "lost peer again (the pause doubles from 0.05 s)")
+    workers: int | None = Field(None, ge=0, le=256, description="processes taking the devices' connections and TLS "
+                                "handshakes side by side (the shuffler stores their reports in groups); >= 1 needs "
+                                "rejoin_s = 0; none: one per CPU the shuffler may use with rejoin_s = 0, else 0; 0: "
+                                "the shuffler takes one device at a time")  # fmt: skip
+
+    ROLES: ClassVar[tuple[str, ...]] = ("shuffler", "server", "device_host")
+    REPORTER: ClassVar[str] = "server"
+
+    @field_validator("queue_url")
+    @classmethod
+    def _queue_url(cls, value: str | None) -> str | None:
+        from privbandits.protocols.p2b_queue.postgres import check_queue_url  # needs no psycopg
+
+        return None if value is None else check_queue_url(value)
+
+    @model_validator(mode="after")
+    def _split(self) -> P2BProtocol:
+        n_early = int(self.early_fraction * self.n_users)
+        if not 0 < n_early < self.n_users:
+            raise ValueError(
+                f"early_fraction = {self.early_fraction} of n_users = {self.n_users} gives {n_early} early users; "
+                "both the early and the late users must be non-empty"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _front_and_rejoin(self) -> P2BProtocol:
+        if self.workers and self.rejoin_s > 0:
+            raise ValueError(
+                f"workers = {self.workers} and rejoin_s = {self.rejoin_s:g}: the concurrent device "
+                "front end cannot take back a restarted party; set workers = 0 (or leave it unset) to let parties "
+                "rejoin, or rejoin_s = 0"
+            )
+        return self
+
+    def check_parties(self, parties: dict[str, PartyEntry]) -> None:
+        roles = _roles(parties, self.ROLES, ("shuffler", "server"))
+        hosts = [name for name, role in roles.items() if role == "device_host"]
+        if not hosts:
+            raise ValueError("parties: at least one party must have role 'device_host'")
+        n_early = int(self.early_fraction * self.n_users)
+        if len(hosts) > min(n_early, self.n_users - n_early):
+            raise ValueError(
+                f"parties: {len(hosts)} device hosts, but every host needs at least one early and one late user "
+                f"({n_early} early, {self.n_users - n_early} late)"
+            )
+        for name, entry in parties.items():
+            if entry.role == "device_host" and entry.data is None:
+                raise ValueError(f"parties.{name}.data: the device_host party needs its users' data file")
+            if entry.role != "device_host" and entry.data is not None:
+                raise ValueError(f"parties.{name}.data: the {entry.role} holds no private data; remove the field")
+
+
+__all__ = ["P2BProtocol"]

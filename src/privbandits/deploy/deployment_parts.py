@@ -1,0 +1,78 @@
+"""What every protocol section of a deployment file builds on: parties, addresses, bundles, the strict base model.
+
+Re-exported by :mod:`privbandits.deploy.deployment`; a protocol section in a module of its own
+(:mod:`privbandits.deploy.deployment_p2b`) imports it from here.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+PARTY_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+
+
+class DeploymentError(ValueError):
+    """A deployment file that cannot be used; the message names the field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``"host:port"`` (IPv6 hosts in brackets) → ``(host, port)``; port 0 (any free port) only ``deploy local``
+    can resolve (:meth:`Deployment.check_ports`)."""
+    host, sep, port = text.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"address must be host:port with a port in 0..65535 (0: any free port), got {text!r}")
+    return host, int(port)
+
+
+BUNDLE_FILES = {"ca": "ca.pem", "certificate": "{name}.pem", "key": "{name}.key"}
+"""A party's bundle: the folder ``BUNDLES/NAME`` holding these files (``deploy certs`` writes them)."""
+
+
+def bundle_files(bundles: str | Path, name: str) -> dict[str, str]:
+    """Party ``name``'s CA certificate, certificate and key in the bundles folder ``bundles``."""
+    return {what: str(Path(bundles) / name / file.format(name=name)) for what, file in BUNDLE_FILES.items()}
+
+
+class PartyEntry(_Strict):
+    """One party: its role in the protocol, where it listens, its TLS files and its local data.
+
+    ``ca``, ``certificate`` and ``key`` default to the party's bundle (``bundles/NAME/...``) and ``ca`` to the
+    file's top-level ``ca``; only the party itself ever reads them."""
+
+    role: str
+    address: str
+    ca: Path
+    certificate: Path
+    key: Path
+    data: Path | None = None
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, value: str) -> str:
+        parse_address(value)
+        return value
+
+    @property
+    def host_port(self) -> tuple[str, int]:
+        return parse_address(self.address)
+
+
+def _roles(parties: dict[str, PartyEntry], allowed: tuple[str, ...], single: tuple[str, ...]) -> dict[str, str]:
+    """Each party's role, checked: every role one of ``allowed``, exactly one party of each role in ``single``."""
+    roles = {name: entry.role for name, entry in parties.items()}
+    for name, role in roles.items():
+        if role not in allowed:
+            raise ValueError(f"parties.{name}.role: must be one of {', '.join(allowed)}, got {role!r}")
+    for role in single:
+        holders = [name for name, have in roles.items() if have == role]
+        if len(holders) != 1:
+            raise ValueError(f"parties: exactly one party must have role {role!r}, found {len(holders)}")
+    return roles

@@ -1,0 +1,410 @@
+"""The P2B shuffler's device front end: many device connections at once, each report acknowledged once durable.
+
+Over TLS every device sends its one report on a connection of its own
+(:mod:`privbandits.comm.oneshot`); a connection costs a mutual-TLS handshake, most of the work
+of a report. With ``protocol.workers = W >= 1`` (default: one per CPU the shuffler may use, where
+``protocol.rejoin_s = 0``; the two are exclusive, see :mod:`privbandits.deploy.p2b`) the
+shuffler forks W worker processes once its party links are up (:func:`_serve`) and hands them its
+listener; each runs a :class:`~privbandits.comm.tls.gate.Gate` (a non-blocking event loop) that takes
+connections and handshakes side by side, and the kernel spreads the connections over the workers.
+Forked, they share the listener's TLS context and so its session-ticket key: a device that resumes
+its host's TLS 1.3 session (:func:`~privbandits.comm.oneshot.send_own`) resumes at any worker.
+A worker screens each connection as the serial front end does
+(:func:`~privbandits.comm.oneshot.screen_connection`) and passes its frame to the shuffler process,
+whose intake thread (:class:`Front`) decodes it (the workers import no protocol) and decides it:
+stored, refused (its batch closed by ``batch_size`` or ``batch_window_s``) or dropped (not a report
+of the open batch). Encoded reports are stored in the durable queue in groups: every report that
+arrived while the previous group was being committed goes into one transaction
+(:meth:`~privbandits.protocols.p2b_queue.ReportQueue.accept_many`, one sync), and each device is
+acknowledged only after its group is committed. A report's queue id is a keyed hash of the device's
+name (:func:`~privbandits.deploy.p2b_rejoin.report_id`, the serial front end's too), so a device that
+sends again after a lost acknowledgement is stored once; once the batch is released the shuffler
+forgets that key (its checkpoint keeps an empty one), so no id left in the queue can be linked to a
+device.
+
+All device hosts' devices send at once (every host is told :class:`~privbandits.deploy.p2b.BatchOpen`
+together); the batch is put in the canonical order (device host in deployment order, then user
+number, which the device's name ``HOST-deviceUSER`` carries) by the keyed ids only the shuffler holds,
+in memory: the queue drops every identity when the batch forms, as before. With ``workers = 0`` the
+shuffler process takes the devices itself, host by host, one connection at a time (the serial front
+end of issue 17, kept for comparison).
+
+Failures: a worker that dies ends the session (the shuffler names it); a shuffler killed takes its
+workers with it (each ends when its pipe to the shuffler closes), so the devices' connections are
+refused at once and the other parties see the loss.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+import select
+import threading
+import time
+from collections.abc import Collection
+
+from privbandits.comm import Network, ProtocolError, frames
+from privbandits.comm.frames import HEADER_BYTES, FrameType
+from privbandits.deploy.p2b_rejoin import report_id
+
+STOP = "stop"
+"""The message that ends a worker."""
+MAX_PENDING = 256
+"""Connections each worker authenticates at once (a flood past that drops the oldest pending one)."""
+POLL_S = 0.2
+"""How often the shuffler, waiting for a host to close the batch, checks its front end."""
+_NUMBER = re.compile(r"(\d+)$")
+
+
+def worker_count(protocol) -> int:
+    """The front end's worker processes: ``protocol.workers``; unset, none where lost parties may rejoin
+    (``rejoin_s > 0``: the serial front end), else one per CPU this process may use."""
+    if protocol.workers is not None:
+        return protocol.workers
+    if protocol.rejoin_s > 0:
+        return 0
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def canonical(hosts: list[str], party: str, sender: str) -> tuple[int, int, str]:
+    """Where ``sender``'s report goes in the canonical batch: its host's place in the deployment, its user number."""
+    number = _NUMBER.search(sender)
+    return hosts.index(party), int(number.group(1)) if number else -1, sender
+
+
+def closed_reason(shuffler) -> str | None:
+    """Why the open batch takes no more reports (its size or its window reached), or None."""
+    if shuffler.batch_size is not None and shuffler.collected >= shuffler.batch_size:
+        return f"the batch is full ({shuffler.batch_size} reports)"
+    window = shuffler.batch_window_s
+    if window is not None and time.monotonic() - shuffler.opened_at > window:
+        return f"the batch closed {window:g} s after it opened"
+    return None
+
+
+# -- the serial front end (workers = 0) ---------------------------------------------------------------
+def serial_reports(shuffler, host: str, kind: str):
+    """``(identity, report, delivery)`` of ``host``'s devices until it closes the batch, taken one connection at a
+    time in the shuffler's process (the host is first told to open the batch). A device connection dropped
+    half-way loses only its own report; a report for a batch its host has already closed (a restarted host's
+    devices replay) is acknowledged and counted in ``shuffler.replayed``, not taken."""
+    from privbandits.comm.oneshot import accept_own, device_waiting
+    from privbandits.deploy.p2b import BatchOpen
+    from privbandits.protocols.p2b import CloseBatch
+
+    network = shuffler.network
+    shuffler.send(host, BatchOpen())
+    while True:
+        if not device_waiting(network, host, network.deadline):
+            shuffler.receive(CloseBatch.kind, host)
+            shuffler.closed.setdefault(host, set()).add(network.current_phase)
+            return
+        delivery = accept_own(network, [host])
+        if delivery is None:
+            continue
+        got = delivery.envelope.message
+        if delivery.envelope.phase in shuffler.closed.get(host, ()):
+            shuffler.replayed += 1
+            delivery.ack()
+            continue
+        if got.kind != kind:
+            delivery.ack()
+            raise ProtocolError(f"a device of {host!r} sent a {got.kind!r} message; expected {kind!r}")
+        closed = closed_reason(shuffler)
+        if closed is not None:
+            delivery.refuse(closed)
+            shuffler.refused[-1] += 1
+            continue
+        shuffler.collected += 1
+        yield delivery.envelope.sender, got, delivery
+
+
+# -- the concurrent front end -------------------------------------------------------------------------
+class _Open:
+    """The batch the front end takes reports for."""
+
+    def __init__(self, shuffler, phase: str, kind: str, durable: bool) -> None:
+        self.shuffler, self.phase, self.kind, self.durable = shuffler, phase, kind, durable
+        self.held: list[tuple[tuple, object]] = []
+        """Reports not stored in the queue (the raw baseline's), with their canonical place."""
+        self.ids: dict[str, tuple] = {}
+        """The queue id of every stored report, with its canonical place (in memory only)."""
+        self.seen: dict[str, float] = {}
+        """Per host, when one of its devices last sent."""
+
+
+class Front:
+    """Worker processes taking device connections on the shuffler's listener, and the intake thread that stores
+    their reports in groups (see the module doc). Start with :meth:`start` after the network is linked."""
+
+    def __init__(self, network: Network, hosts: list[str], workers: int) -> None:
+        self.network, self.hosts, self.workers = network, hosts, workers
+        self.processes: list = []
+        self.pipes: list = []
+        self.open: _Open | None = None
+        self.lock = threading.Lock()
+        self.failure: BaseException | None = None
+        self.running = False
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> Front:
+        """Start the workers on the network's listener (the shuffler process accepts no device itself)."""
+        network = self.network
+        gate, network.gate = network.gate, None
+        # forked: every worker shares the listener's TLS context, and so its session-ticket key (a ticket one
+        # worker issued resumes at any); each closes its copies of the party links and of the shuffler's pipes
+        context = multiprocessing.get_context("fork")
+        settings = (self.hosts, network.local, gate.context, network.handshake_timeout, network.max_frame_bytes)
+        links = [network.link(peer).sock for peer in network.parties if peer != network.local]
+        try:
+            for _ in range(self.workers):
+                here, there = context.Pipe()
+                inherited = [*links, *self.pipes, here]
+                process = context.Process(target=_serve, args=(gate.listener, there, inherited, *settings), daemon=True)
+                process.start()
+                there.close()
+                self.processes.append(process)
+                self.pipes.append(here)
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            gate.close()  # the workers hold their own copies of the listener
+        self.running = True
+        self.thread = threading.Thread(target=self._intake, name="p2b-front-intake", daemon=True)
+        self.thread.start()
+        return self
+
+    # -- one batch (the shuffler's thread) -------------------------------------------------------------
+    def collect(self, shuffler, kind: str, durable: bool) -> _Open:
+        """Open a batch of ``kind`` for every host's devices at once, and take reports until every host has closed
+        it (a host is lost when neither it nor any of its devices sends within the deadline)."""
+        from privbandits.deploy.p2b import BatchOpen
+        from privbandits.protocols.p2b import CloseBatch
+
+        batch = _Open(shuffler, self.network.current_phase, kind, durable)
+        with self.lock:
+            self.open = batch
+        try:
+            for host in self.hosts:
+                shuffler.send(host, BatchOpen())
+            for host in self.hosts:
+                self._await_close(batch, host)
+                shuffler.receive(CloseBatch.kind, host)
+                shuffler.closed.setdefault(host, set()).add(batch.phase)
+        finally:
+            with self.lock:
+                self.open = None
+        return batch
+
+    def _await_close(self, batch: _Open, host: str) -> None:
+        link, since = self.network.link(host), time.monotonic()
+        while not (link.queue or link.has_data()):
+            if self.failure is not None:
+                raise self.failure
+            if select.select([link.sock], [], [], POLL_S)[0]:
+                return  # bytes on the wire: the close (or the host's failure), read by the caller
+            last = max(since, batch.seen.get(host, since))
+            if time.monotonic() - last > self.network.deadline and not link.has_data():
+                raise self.network.lost_peer(
+                    host, f"neither its close of the batch nor a device's report within the "
+                    f"{self.network.deadline:g} s deadline")  # fmt: skip
+
+    # -- the intake thread ----------------------------------------------------------------------------
+    def _intake(self) -> None:
+        from multiprocessing.connection import wait
+
+        try:
+            while self.running:
+                ready = wait(self.pipes, POLL_S)
+                arrived = [(pipe, item) for pipe in ready for item in _drain(pipe)]
+                if arrived:
+                    self._decide(arrived)
+        except BaseException as exc:  # the shuffler's thread raises it
+            self.failure = exc if isinstance(exc, Exception) else RuntimeError(str(exc))
+
+    def _decide(self, arrived: list) -> None:
+        """Decide every report that arrived, store the accepted encoded ones in one transaction, then answer."""
+        from privbandits.comm.oneshot import screen_message
+
+        answers: dict = {}
+        storing = []
+        with self.lock:
+            batch = self.open
+            for pipe, item in arrived:
+                if item[0] == "dropped":
+                    self.network.note_dropped(item[1])
+                    continue
+                _, token, party, frame = item
+                envelope = screen_message(frame, party, self.network.local)  # decoded here: workers import no protocol
+                if isinstance(envelope, str):
+                    self.network.note_dropped(envelope)
+                    answers.setdefault(pipe, []).append((token, FrameType.ABORT, envelope, party))
+                    continue
+                verdict = self._verdict(batch, party, HEADER_BYTES + len(frame.payload), envelope)
+                if verdict == "store":
+                    storing.append((pipe, token, party, envelope))
+                else:
+                    answers.setdefault(pipe, []).append((token, *verdict))
+            if storing:
+                for pipe, token, verdict in self._store(batch, storing):
+                    answers.setdefault(pipe, []).append((token, *verdict))
+        for pipe, verdicts in answers.items():
+            for _, frame_type, reason, sender in verdicts:
+                payload = b"" if frame_type is FrameType.CLOSE else frames.json_payload(reason=reason)
+                self.network.count_wire("control", self.network.local, sender, HEADER_BYTES + len(payload))
+            pipe.send([(token, frame_type, reason) for token, frame_type, reason, _ in verdicts])
+
+    def _verdict(self, batch: _Open | None, party: str, size: int, envelope):
+        """"store", or ``(frame type, reason, sender)``: acknowledged (raw report, held), refused or dropped."""
+        from privbandits.comm.oneshot import count_delivered
+
+        sender, got = envelope.sender, envelope.message
+        count_delivered(self.network, envelope, size)
+        if batch is None or envelope.phase != batch.phase or got.kind != batch.kind:
+            open_now = "no batch is" if batch is None else f"a batch of {batch.kind!r} in phase {batch.phase!r} is"
+            reason = f"a device of {party!r} sent a {got.kind!r} message in phase {envelope.phase!r}; {open_now} open"
+            self.network.note_dropped(reason)
+            return FrameType.ABORT, reason, sender
+        batch.seen[party] = time.monotonic()
+        shuffler = batch.shuffler
+        closed = closed_reason(shuffler)
+        if closed is not None:
+            shuffler.refused[-1] += 1
+            return FrameType.ABORT, closed, sender
+        if shuffler.first_report_at is None:  # the batch's throughput is timed from here
+            shuffler.first_report_at = time.perf_counter()
+        shuffler.collected += 1
+        if batch.durable and shuffler.replaying:  # its batch was released before a restart
+            shuffler.duplicates += 1
+            return FrameType.CLOSE, "", sender
+        if batch.durable:
+            return "store"
+        batch.held.append((canonical(self.hosts, party, sender), got))
+        return FrameType.CLOSE, "", sender
+
+    def _store(self, batch: _Open, storing: list) -> list:
+        """Store ``storing``'s encoded reports in one transaction (one at a time if the group is refused, so a
+        forged report is refused alone); each one's answer."""
+        from privbandits.validation import InvalidInputError
+
+        shuffler = batch.shuffler
+        rows = []
+        for *_, envelope in storing:
+            rid = report_id(shuffler.key, envelope.sender)
+            report = envelope.message
+            rows.append((rid, envelope.sender, report.code, report.action, report.reward))
+        try:
+            new = shuffler.queue.accept_many(rows)
+        except InvalidInputError:
+            new = []
+            for row in rows:
+                try:
+                    new.append(shuffler.queue.accept(*row))
+                except InvalidInputError as exc:
+                    new.append(str(exc))
+        answers = []
+        for (pipe, token, party, envelope), row, stored in zip(storing, rows, new, strict=True):
+            if isinstance(stored, str):  # refused by the queue: not stored, not counted
+                shuffler.collected -= 1
+                self.network.note_dropped(f"a device of {party!r}: {stored}")
+                answers.append((pipe, token, (FrameType.ABORT, stored, envelope.sender)))
+                continue
+            shuffler.duplicates += not stored  # accepted before (a lost acknowledgement, or a restart)
+            batch.ids[row[0]] = canonical(self.hosts, party, envelope.sender)
+            answers.append((pipe, token, (FrameType.CLOSE, "", envelope.sender)))
+        return answers
+
+    # -- the end --------------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Stop the intake thread and the workers (each answers the connections it holds first)."""
+        self.running = False
+        if self.thread is not None:
+            self.thread.join()
+        for pipe in self.pipes:
+            try:
+                pipe.send(STOP)
+            except OSError:
+                pass
+        for process in self.processes:
+            process.join(5)
+            if process.is_alive():
+                process.kill()
+                process.join()
+        for pipe in self.pipes:
+            pipe.close()
+        self.pipes, self.processes = [], []
+
+
+def _drain(pipe) -> list:
+    items = []
+    try:
+        while pipe.poll():
+            items.append(pipe.recv())
+    except EOFError:
+        raise ProtocolError("a worker of the shuffler's device front end ended") from None
+    return items
+
+
+# -- a worker process ---------------------------------------------------------------------------------
+class _Watch:
+    """The worker's pipe to the shuffler, watched by its gate beside the connections."""
+
+    def __init__(self, pipe) -> None:
+        self.sock = pipe
+
+    def has_data(self) -> bool:
+        return self.sock.poll()
+
+
+def _serve(listener, pipe, inherited: list, hosts: Collection[str], local: str, context, timeout: float,
+           max_payload: int) -> None:  # fmt: skip
+    """A worker: take device connections on ``listener``, screen each one's message, pass it to the shuffler and
+    answer the device as the shuffler says; end on :data:`STOP` or when the shuffler's end of ``pipe`` closes
+    (it first closes the ``inherited`` sockets and pipes of the shuffler: a shuffler that dies is seen at once)."""
+    from privbandits.comm.oneshot import screen_connection
+    from privbandits.comm.tls.gate import Gate
+
+    for thing in inherited:
+        thing.close()
+    gate = Gate(listener, context, timeout=timeout, max_payload=max_payload, max_pending=MAX_PENDING)
+    watch, waiting, token = _Watch(pipe), {}, 0
+    try:
+        while True:
+            arrival = gate.wait(hosts, None, [watch])
+            if arrival is None:
+                try:
+                    answers = pipe.recv()
+                except EOFError:
+                    return
+                if answers == STOP:
+                    return
+                for number, frame_type, reason in answers:
+                    _answer(waiting.pop(number), frame_type, reason, timeout)
+                continue
+            problem = screen_connection(arrival, hosts, timeout)
+            if problem is not None:
+                if arrival.link is not None:
+                    arrival.link.shut()
+                pipe.send(("dropped", problem))
+                continue
+            token += 1
+            waiting[token] = arrival.link
+            pipe.send(("report", token, arrival.link.peer, arrival.frame))
+    except (BrokenPipeError, ConnectionResetError):
+        return
+    finally:
+        for link in waiting.values():
+            link.shut()
+        gate.close()
+
+
+def _answer(link, frame_type: FrameType, reason: str, timeout: float) -> None:
+    """Acknowledge (CLOSE) or refuse (ABORT, with ``reason``) a device's message, and end its connection."""
+    try:
+        link.set_timeout(timeout)
+        link.send(frame_type, 0, b"" if frame_type is FrameType.CLOSE else frames.json_payload(reason=reason))
+    except OSError:
+        pass  # it went away after sending: a stored message stays stored
+    link.shut()
