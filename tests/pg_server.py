@@ -79,7 +79,10 @@ class PostgresServer:
         it did not start."""
         initdb, pg_ctl = binaries()  # type: ignore[misc]
         user = server_user()
+        for orphan in Path(tempfile.gettempdir()).glob("privbandits-pg-*"):
+            cls._stop_orphan(orphan, pg_ctl, user)
         folder = Path(tempfile.mkdtemp(prefix="privbandits-pg-"))
+        (folder / "owner").write_text(str(os.getpid()))
         os.chown(folder, user.pw_uid, user.pw_gid)
         server = cls(folder, pg_ctl, user)
         options = f"-k {folder} -c listen_addresses='' -c fsync=off -c shared_buffers=16MB -c max_connections=60"
@@ -92,6 +95,18 @@ class PostgresServer:
             server.stop()
             raise RuntimeError(f"the throw-away PostgreSQL server did not start: {exc}") from None
         return server
+
+    @classmethod
+    def _stop_orphan(cls, folder: Path, pg_ctl: str, user: pwd.struct_passwd) -> None:
+        """Stop and remove the server of a test run that was killed before it could (its owner process is gone)."""
+        try:
+            os.kill(int((folder / "owner").read_text()), 0)
+            return  # its run is still going
+        except ProcessLookupError:
+            pass
+        except (OSError, ValueError):
+            return  # not ours to judge: no readable owner
+        cls(folder, pg_ctl, user).stop()
 
     def _run(self, argv: list[str]) -> None:
         as_user = {} if os.geteuid() != 0 else {"user": self.user.pw_uid, "group": self.user.pw_gid, "extra_groups": []}
