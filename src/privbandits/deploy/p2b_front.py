@@ -322,19 +322,25 @@ class Front:
         self.running = False
         if self.thread is not None:
             self.thread.join()
-        for pipe in self.pipes:
-            try:
-                pipe.send(STOP)
-            except OSError:
-                pass
-        for process in self.processes:
-            process.join(5)
-            if process.is_alive():
-                process.kill()
-                process.join()
+        stop_processes(self.pipes, self.processes, STOP, 5)
         for pipe in self.pipes:
             pipe.close()
         self.pipes, self.processes = [], []
+
+
+def stop_processes(pipes, processes, message, wait_s: float) -> None:
+    """Send ``message`` down each pipe (one already closed is skipped), give each process ``wait_s`` seconds to
+    end, then kill and reap those still running."""
+    for pipe in pipes:
+        try:
+            pipe.send(message)
+        except OSError:
+            pass
+    for process in processes:
+        process.join(wait_s)
+        if process.is_alive():
+            process.kill()
+            process.join()
 
 
 def _drain(pipe) -> list:

@@ -225,15 +225,9 @@ class Drivers:
         return int(sum(self.tallies))
 
     def close(self) -> None:
-        for pipe in self.pipes:
-            try:
-                pipe.send(None)
-            except OSError:
-                pass
-        for process in self.processes:
-            process.join(10)
-            if process.is_alive():
-                process.kill()
+        from privbandits.deploy.p2b_front import stop_processes
+
+        stop_processes(self.pipes, self.processes, None, 10)
 
 
 # -- the hosts (threads of this process) -------------------------------------------------------------
