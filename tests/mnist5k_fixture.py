@@ -40,11 +40,12 @@ def repin(monkeypatch, folder: Path) -> None:
     monkeypatch.setitem(cache.SOURCES, "mnist5k", replace(spec, members=members))
 
 
-def install(root: Path, monkeypatch, seed: int = 0) -> Path:
-    """A data cache at ``root`` (``$PRIVBANDITS_DATA``) holding a tiny MNIST-5k; its file's path."""
+def install(root: Path, monkeypatch, seed: int = 0, per_class: int = 8) -> Path:
+    """A data cache at ``root`` (``$PRIVBANDITS_DATA``) holding a tiny MNIST-5k (``per_class`` images per digit);
+    its file's path."""
     monkeypatch.setenv(cache.CACHE_ENV, str(root))
     folder = root / "mnist5k"
     folder.mkdir(parents=True, exist_ok=True)
-    write_mnist5k(folder / "mnist_5k.csv.gz", seed)
+    write_mnist5k(folder / "mnist_5k.csv.gz", seed, per_class)
     repin(monkeypatch, folder)
     return folder / "mnist_5k.csv.gz"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mnist5k_fixture import install as install_mnist5k
 from typer.testing import CliRunner
 
 from privbandits.cli import app
@@ -58,6 +59,12 @@ TINY: dict[str, dict[str, str]] = {
 }
 
 
+ON_TINY_MNIST5K = {name for name in TINY if name.startswith("mpc-fig") and name not in ("mpc-fig4", "mpc-fig5")}
+ON_TINY_MNIST5K.add("privacy-map")
+"""Reproductions whose data option (auto) then sweeps a 200-image MNIST-5k in a temporary cache instead of the
+1,797 digits: their paths past loading are the same (``test_mpc_bandit_paper`` runs the digits stand-in)."""
+
+
 def test_every_listed_name_has_tiny_options_here():
     assert set(TINY) == set(REPRODUCTIONS) | set(shipped_configs())
 
@@ -69,9 +76,11 @@ NEEDS_OBD_SAMPLE = {"vertical-obd", "example-vfucb-obd-replay"}
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("name", sorted(TINY))
-def test_runs_through_its_spec_and_report_rebuilds_from_the_store(tmp_path, name):
+def test_runs_through_its_spec_and_report_rebuilds_from_the_store(tmp_path, monkeypatch, name):
     if name in NEEDS_OBD_SAMPLE and not OBD_SAMPLE.is_dir():
         pytest.skip("the OBD sample is not in ../shared/data")
+    if name in ON_TINY_MNIST5K:
+        install_mnist5k(tmp_path / "cache", monkeypatch, per_class=20)
     store, first, second = tmp_path / "r.sqlite", tmp_path / "run", tmp_path / "report"
     options = [part for key, value in TINY[name].items() for part in ("-o", f"{key}={value}")]
     ran = runner.invoke(app, ["run", name, *options, "--store", str(store), "--out", str(first), "--no-progress"])

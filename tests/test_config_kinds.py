@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from mnist_idx_fixture import write_mnist_folder
 
 from privbandits.experiments.config import (
     ENVIRONMENT_CONFIGS,
@@ -46,21 +47,9 @@ def _error(data: dict) -> str:
     return "\n".join(line.strip() for line in lines[1:])
 
 
-def write_idx(path: Path, array: np.ndarray) -> None:
-    """An IDX file of unsigned bytes (MNIST's format)."""
-    header = bytes([0, 0, 0x08, array.ndim]) + b"".join(int(n).to_bytes(4, "big") for n in array.shape)
-    path.write_bytes(header + array.astype(np.uint8).tobytes())
-
-
 @pytest.fixture
 def mnist_folder(tmp_path) -> Path:
-    rng = np.random.default_rng(0)
-    folder = tmp_path / "mnist"
-    folder.mkdir()
-    for stem, n in (("train", 40), ("t10k", 10)):
-        write_idx(folder / f"{stem}-images-idx3-ubyte", rng.integers(0, 256, (n, 6, 6)))
-        write_idx(folder / f"{stem}-labels-idx1-ubyte", np.arange(n) % 10)
-    return folder
+    return write_mnist_folder(tmp_path / "mnist", train=40, test=10, side=6, seed=0)
 
 
 # -- every kind validates and runs -------------------------------------------------------------

@@ -12,7 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
+from mnist_idx_fixture import write_mnist_folder
+from typer.testing import CliRunner
 
+from privbandits.cli import app
 from privbandits.experiments.executors import run_tasks
 from privbandits.experiments.store import ResultsStore, StoreError
 from privbandits.experiments.tasks import Task, file_identity
@@ -88,8 +91,10 @@ def test_a_dead_processes_claim_is_taken_over_and_a_live_one_is_respected(tmp_pa
 
 CONCURRENT = {
     "config": (["SWEEP"], 6, "store-test-summary.csv"),
-    "reproduction": (["mpc-fig6", "-o", "arm_counts=3", "-o", "runs=1"], 10, "mpc-fig6-paper.md"),
+    "reproduction": (["mpc-fig6", "-o", "arm_counts=3", "-o", "runs=1", "-o", "mnist=MNIST"], 10, "mpc-fig6-paper.md"),
 }
+"""What each concurrent test runs: the sweep file's units, or Fig. 6's on a 120-image MNIST folder (the digits
+stand-in has 1,797), and the report both processes write."""
 
 
 @pytest.mark.parametrize("source", sorted(CONCURRENT))
@@ -98,6 +103,8 @@ def test_two_concurrent_runs_into_one_store_and_out_both_succeed_without_duplica
     if what == ["SWEEP"]:
         (tmp_path / "sweep.toml").write_text(SWEEP.replace("horizon = 1500", "horizon = 400"))
         what = [str(tmp_path / "sweep.toml")]
+    else:
+        what = [part.replace("MNIST", str(write_mnist_folder(tmp_path / "mnist", train=120, test=30))) for part in what]
     store, out = tmp_path / "r.sqlite", tmp_path / "out"
     command = _cli("run", *what, "--store", str(store), "--out", str(out), "--no-progress")
     first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -109,7 +116,8 @@ def test_two_concurrent_runs_into_one_store_and_out_both_succeed_without_duplica
     computed = [int(out.split("computed ")[1].split(" ")[0]) for out, _ in outputs]
     assert sum(computed) == units, outputs  # no unit was computed twice
     clean = tmp_path / "clean.sqlite"
-    subprocess.run(_cli("run", *what, "--store", str(clean), "--no-report", "--no-progress"), check=True)
+    clean_run = CliRunner().invoke(app, ["run", *what, "--store", str(clean), "--no-report", "--no-progress"])
+    assert clean_run.exit_code == 0, clean_run.output
     assert _rows(clean) == rows
     assert (out / report).is_file() and not list(out.glob(".*"))
 
@@ -131,9 +139,10 @@ def test_kill_minus_nine_then_rerun_gives_bit_identical_rows(tmp_path):
     process.kill()
     process.wait()
     assert 1 <= len(_rows(store)) < 6, "the sweep should be killed part-way"
-    subprocess.run(command, check=True, capture_output=True)
     clean = tmp_path / "clean.sqlite"
-    subprocess.run(_cli("run", str(config), "--store", str(clean), "--no-report", "--no-progress"), check=True)
+    for into in (store, clean):  # the killed run's store completed, and a clean run (in this process)
+        rerun = CliRunner().invoke(app, ["run", str(config), "--store", str(into), "--no-report", "--no-progress"])
+        assert rerun.exit_code == 0, rerun.output
     assert _rows(store) == _rows(clean) and len(_rows(clean)) == 6
 
 

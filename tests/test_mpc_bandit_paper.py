@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from mnist_idx_fixture import write_mnist_folder
 
 from privbandits.datasets.mnist import MNIST_FILES
 from privbandits.experiments.catalog import REPRODUCTIONS
@@ -23,21 +24,10 @@ from privbandits.protocols import mpc_bandit
 NAMES = tuple(f"mpc-{key}" for key in ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9", "table1"))
 
 
-def _write_idx(path, array: np.ndarray) -> None:
-    header = bytes([0, 0, 0x08, array.ndim]) + np.array(array.shape, dtype=">u4").tobytes()
-    path.write_bytes(header + array.astype(np.uint8).tobytes())
-
-
 @pytest.fixture
 def mnist(tmp_path):
     """A tiny MNIST folder: 40 training and 20 held-out random 28 × 28 images of 10 classes."""
-    folder = tmp_path / "mnist"
-    folder.mkdir()
-    rng = np.random.default_rng(5)
-    for part, n in (("train", 40), ("test", 20)):
-        _write_idx(folder / MNIST_FILES[f"{part}_images"], rng.integers(0, 256, size=(n, 28, 28)))
-        _write_idx(folder / MNIST_FILES[f"{part}_labels"], np.arange(n) % 10)
-    return folder
+    return write_mnist_folder(tmp_path / "mnist", train=40, test=20, seed=5)
 
 
 def _run(name: str, raw: dict[str, str], store: ResultsStore, out):
