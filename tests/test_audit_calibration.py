@@ -72,7 +72,7 @@ def test_analytic_tree_is_tight_on_the_audit_pair(name):
     assert audit.weakened == Weakening(scale=0.5)
 
 
-@pytest.mark.parametrize(("name", "samples"), [("dp_linucb.joint@analytic", 20_000), ("fclub.pvt@analytic", 8_000)])
+@pytest.mark.parametrize(("name", "samples"), [("dp_linucb.joint@analytic", 100_000), ("fclub.pvt@analytic", 20_000)])
 def test_analytic_tree_audits_pass_and_catch_half_the_noise(name, samples):
     """As calibrated the bound stays within the claim; with half the noise it exceeds it."""
     real = audit_unit(name, {}, samples, 21, {"scale": 1.0, "drop": False})

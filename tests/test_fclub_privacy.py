@@ -15,6 +15,7 @@ from privbandits.privacy.tree_mechanism import (
     dyadic_cover,
     node_variance,
     symmetric_gaussian,
+    symmetric_gaussians,
 )
 
 
@@ -40,6 +41,21 @@ def test_each_release_is_the_sum_of_its_cached_cover_nodes():
         np.testing.assert_array_equal(release, expected)
         assert tree.levels_used == k.bit_length()
     assert len(tree.nodes) <= (40).bit_length()  # one live node per level
+
+
+def test_trees_side_by_side_are_independent_trees_with_the_same_cover():
+    """``runs=n``: every release is n trees' sums of their own cached cover nodes, each run's nodes drawn as one
+    tree's (the first node of run r is symmetric_gaussians' r-th matrix)."""
+    tree = TreeMechanism(3, 1.0, np.random.default_rng(4), runs=5)
+    first = tree.release()
+    assert first.shape == (5, 3, 3)
+    np.testing.assert_array_equal(first, symmetric_gaussians(np.random.default_rng(4), 5, 3, 1.0))
+    for k in range(2, 12):
+        release = tree.release()
+        np.testing.assert_array_equal(release, sum(tree.nodes[key] for key in dyadic_cover(k)))
+    assert not any(np.array_equal(release[0], release[run]) for run in range(1, 5))  # the runs differ
+    with pytest.raises(ValueError, match="runs >= 1"):
+        TreeMechanism(3, 1.0, np.random.default_rng(4), runs=0)
 
 
 def test_consecutive_releases_share_the_higher_nodes():

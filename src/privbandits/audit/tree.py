@@ -41,15 +41,12 @@ def _released(prefixes: np.ndarray, dim: int) -> np.ndarray:
 
 
 def _tree_noise(n: int, releases: int, dim: int, std: float, rng: np.random.Generator) -> np.ndarray:
-    """``n`` runs of the project's TreeMechanism: (n, releases, d+1, d+1) noise of the successive prefixes."""
+    """``n`` runs of the project's TreeMechanism (side by side, ``runs=n``): (n, releases, d+1, d+1) noise of the
+    successive prefixes."""
     from privbandits.privacy.tree_mechanism import TreeMechanism
 
-    noise = np.empty((n, releases, dim + 1, dim + 1))
-    for run in range(n):
-        tree = TreeMechanism(dim + 1, std, rng)
-        for k in range(releases):
-            noise[run, k] = tree.release()
-    return noise
+    tree = TreeMechanism(dim + 1, std, rng, runs=n)
+    return np.stack([tree.release() for _ in range(releases)], axis=1)
 
 
 def _tree_audit(name: str, notion: str, std: float, releases: int, dim: int, epsilon: float, delta: float,

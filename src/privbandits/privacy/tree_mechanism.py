@@ -107,6 +107,9 @@ class TreeMechanism:
         Per-entry standard deviation σ of ``N̄``.
     rng : numpy.random.Generator
         Source of the node noise (each node drawn once, at first use, then cached).
+    runs : int, optional
+        Independent trees side by side (an audit's many runs in one): every node, and every
+        release, gets a leading axis of this length. None (the learners' use): one tree.
 
     Attributes
     ----------
@@ -117,28 +120,34 @@ class TreeMechanism:
         since a node is never needed again once k has moved past its interval.
     """
 
-    def __init__(self, size: int, std: float, rng: np.random.Generator) -> None:
-        if size < 1 or not std >= 0:
-            raise ValueError(f"need size >= 1 and std >= 0, got size={size}, std={std}")
-        self.size, self.std, self.rng = size, float(std), rng
+    def __init__(self, size: int, std: float, rng: np.random.Generator, runs: int | None = None) -> None:
+        if size < 1 or not std >= 0 or (runs is not None and runs < 1):
+            raise ValueError(f"need size >= 1, std >= 0 and runs >= 1, got size={size}, std={std}, runs={runs}")
+        self.size, self.std, self.rng, self.runs = size, float(std), rng, runs
         self.releases = 0
         self.nodes: dict[tuple[int, int], np.ndarray] = {}
         self._live: dict[int, tuple[int, int]] = {}  # level -> its live (level, block) key
 
     def release(self) -> np.ndarray:
-        """Noise of the next prefix ``[1..k]``: the sum of its dyadic cover's node noises (a new array)."""
+        """Noise of the next prefix ``[1..k]``: the sum of its dyadic cover's node noises (a new array;
+        ``(runs, size, size)`` with ``runs``)."""
         self.releases += 1
-        total = np.zeros((self.size, self.size))
+        total = np.zeros((self.size, self.size) if self.runs is None else (self.runs, self.size, self.size))
         for key in dyadic_cover(self.releases):
             node = self.nodes.get(key)
             if node is None:
                 stale = self._live.get(key[0])
                 if stale is not None:
                     del self.nodes[stale]
-                node = self.nodes[key] = symmetric_gaussian(self.rng, self.size, self.std)
+                node = self.nodes[key] = self._draw()
                 self._live[key[0]] = key
             total += node
         return total
+
+    def _draw(self) -> np.ndarray:
+        if self.runs is None:
+            return symmetric_gaussian(self.rng, self.size, self.std)
+        return symmetric_gaussians(self.rng, self.runs, self.size, self.std)
 
     @property
     def levels_used(self) -> int:
