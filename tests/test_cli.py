@@ -263,8 +263,9 @@ def test_sweep_killed_with_sigkill_resumes_and_matches_a_clean_run(tmp_path):
     at_kill = _stored(store)
     assert 2 <= at_kill < 8, "the sweep should be killed part-way"
 
-    resumed = subprocess.run(command, capture_output=True, text=True, check=True)
-    assert f"computed {8 - at_kill} unit(s); {at_kill} already in" in resumed.stdout
+    resumed = runner.invoke(app, command[3:])  # the same command, resumed in this process
+    assert resumed.exit_code == 0, resumed.output
+    assert f"computed {8 - at_kill} unit(s); {at_kill} already in" in resumed.output
 
     config = load_config(config_path)
     with ResultsStore(store) as results:
