@@ -294,6 +294,31 @@ def test_each_kind_runs_from_a_config_through_the_runner(kind):
     assert run_single(huge, 0, 0).metrics["noise_std"] < 0.1
 
 
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_config_names_the_calibration_and_the_paper_default_keeps_the_stored_spec(kind):
+    """``calibration = "analytic"`` reaches the learner (its σ is the analytic one, much below the paper's); the
+    default ("paper") is left out of the run spec, so runs stored before the option existed keep their keys."""
+    from privbandits.protocols.dp.joint import joint_noise_std
+    from privbandits.protocols.dp.local import local_noise_std
+
+    env = {"kind": "linear_gaussian", "dim": 5, "n_arms": 4}
+    policy = {"kind": kind, "epsilon": 2.0, **KINDS[kind]}
+    paper, analytic = (parse_config(_experiment(env, policy | extra)) for extra in ({}, {"calibration": "analytic"}))
+    assert "calibration" not in paper.policies[0].model_dump()
+    assert paper.policies[0].model_dump() == parse_config(_experiment(env, policy | {"calibration": "paper"}))\
+        .policies[0].model_dump()  # fmt: skip
+    assert analytic.policies[0].model_dump()["calibration"] == "analytic"
+    stds = [run_single(config, 0, 0).metrics["noise_std"] for config in (paper, analytic)]
+    if kind == "joint_dp_linucb":
+        assert stds == [pytest.approx(joint_noise_std(2.0, 1e-5, 30, c)) for c in ("paper", "analytic")]
+    elif kind == "local_dp_linucb":
+        assert stds == [pytest.approx(local_noise_std(2.0, 1e-5, c)) for c in ("paper", "analytic")]
+    assert 0 < stds[1] < stds[0]
+    with pytest.raises(ConfigError, match=r"policies\[0\]\.calibration: must be one of 'paper' or 'analytic' "
+                       r"\(got 'tight'\)"):  # fmt: skip
+        parse_config(_experiment(env, policy | {"calibration": "tight"}))
+
+
 def test_kinds_are_refused_where_they_cannot_run_and_name_bad_fields():
     with pytest.raises(ConfigError, match="keeps one θ over one context per arm; environment 'digits'"):
         parse_config(_experiment({"kind": "digits"}, {"kind": "local_dp_linucb"}))

@@ -260,6 +260,25 @@ def test_shuffle_points_whose_batch_does_not_amplify_are_local_dp_and_say_so():
     assert big[0].label == "Shuffle-DP LinUCB ε=1"
 
 
+def test_the_dp_points_are_calibrated_analytically_and_calibration_paper_gives_the_stored_units():
+    """Issue 31: the map's DP baselines and CDP-FCLUB-DC run at the analytic Gaussian's σ; ``calibration=paper``
+    gives back the units stored before (their specs hold no calibration), and the other points are the same."""
+    env = {env.key: env for env in environments(_options())[0]}["linear_gaussian"]
+    analytic, paper = (placed(env, _options(**changes))[0] for changes in ({}, {"calibration": "paper"}))
+    dp = {p.label: p.policy for p in analytic if p.policy["kind"].endswith("_dp_linucb")}
+    assert dp and all(policy["calibration"] == "analytic" for policy in dp.values())
+    assert all("calibration" not in p.policy for p in paper if p.policy["kind"].endswith("_dp_linucb"))
+    keys = {changes: {t.label: t.key for t in MAP.tasks(_options(environments="clustered_users", **dict(changes)))}
+            for changes in ((), (("calibration", "paper"),))}  # fmt: skip
+    analytic_keys, paper_keys = keys[()], keys[(("calibration", "paper"),)]
+    private = {label for label in analytic_keys if "DP" in label and "non-private" not in label}
+    assert private and all(analytic_keys[label] != paper_keys[label] for label in private)
+    assert all(analytic_keys[label] == paper_keys[label] for label in set(analytic_keys) - private)
+    clustered = {e.key: e for e in environments(_options())[0]}["clustered_users"]
+    fclub = [p.policy for p in placed(clustered, _options())[0] if p.policy.get("variant") == "cdp-fclub-dc"]
+    assert fclub and all(policy["noise_variance"] == "analytic" for policy in fclub)
+
+
 def _panel(env, points_and_means):
     from privbandits.experiments.papers.privacy_map.report import Panel
     from privbandits.experiments.papers.privacy_map.summary import PointSummary

@@ -566,6 +566,17 @@ class _Labelled(_Strict):
     label: str | None = Field(None, min_length=1, max_length=80)
     needs: ClassVar[str] = "stream"
     """What the policy plays on: 'stream' (contexts), 'users' (user + items) or 'population'."""
+    LATER: ClassVar[dict[str, object]] = {}
+    """Fields added after runs were stored, with their defaults: a run spec holds each only when it differs, so
+    the runs stored before keep their keys; at its default each computes what it computed then."""
+
+    @model_serializer(mode="wrap")
+    def _without_later_defaults(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        for name, default in self.LATER.items():
+            if data.get(name) == default:
+                del data[name]
+        return data
 
     @property
     def display_label(self) -> str:
@@ -681,7 +692,7 @@ class FCLUBPolicyConfig(_Labelled):
     sigma0: float | None = Field(None, ge=0)
     m_bound: int | None = Field(None, ge=1, description="m in the logs (None: the number of users)")
     lambda_x: float | None = Field(None, gt=0, le=1)
-    noise_variance: Literal["squared_log", "algorithm5", "reference_std"] | None = None
+    noise_variance: Literal["squared_log", "algorithm5", "reference_std", "analytic"] | None = None
     rho_formula: Literal["eq7", "appendix_b1", "consistent"] | None = None
     rho_constant: float | None = Field(None, gt=0)
     tree_depth: Literal["horizon", "theory", "reference"] | None = None
@@ -813,20 +824,11 @@ class MPCEpsilonGreedyConfig(PlaintextMPCEpsilonGreedyConfig):
         **dict.fromkeys(("overlap_reciprocal", "mask_factors", "allmax_lookup", "lookup_comparison", "goldschmidt",
                          "dealt_exploration", "fused_input"), False),
     }  # fmt: skip
-    """Fields added after runs were stored, with their defaults: a run spec holds each only when it differs (the
-    protocol's options, :data:`~privbandits.protocols.mpc_bandit.LATER_OPTIONS`, and the reciprocal's start), so
-    the runs stored before keep their keys; at its default each computes what it computed then."""
+    """The protocol's options added after runs were stored
+    (:data:`~privbandits.protocols.mpc_bandit.LATER_OPTIONS`) and the reciprocal's start."""
 
     def parties(self, dim: int) -> tuple[int, ...]:
         return tuple(self.partition) if self.partition is not None else ((dim + 1) // 2, dim // 2)
-
-    @model_serializer(mode="wrap")
-    def _without_later_defaults(self, handler: Any) -> dict[str, Any]:
-        data = handler(self)
-        for name, default in self.LATER.items():
-            if data.get(name) == default:
-                del data[name]
-        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> MPCEpsilonGreedyConfig:
@@ -910,6 +912,10 @@ class _DPLinUCBBase(_Labelled):
     shift_regularizer: bool = Field(True, description="add the paper's 2Υ to the regulariser")
     tie_break: Literal["lowest", "random"] = "lowest"
     tie_tolerance: float = Field(DEFAULT_TIE_TOLERANCE, ge=0, le=1)
+    calibration: Literal["paper", "analytic"] = Field(
+        "paper", description="noise σ from the paper's formula, or the analytic Gaussian (tight, Balle & Wang 2018)"
+    )
+    LATER: ClassVar[dict[str, object]] = {"calibration": "paper"}
     per_arm_only: ClassVar[bool] = True
     """One shared θ over one context per arm: refused on environments with one context per round."""
 

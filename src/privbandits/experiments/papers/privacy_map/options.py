@@ -64,6 +64,12 @@ class MapOptions(Options):
         (0.1, 0.5, 1.0, 2.0, 5.0, 10.0), description="ε of the three DP baselines and of FCLUB's privatizers"
     )
     delta: Annotated[float, Field(gt=0, lt=1)] = Field(1e-5, description="δ of the DP baselines and FCLUB")
+    calibration: Literal["analytic", "paper"] = Field(
+        "analytic",
+        description="noise of the DP baselines (their calibration) and CDP-FCLUB-DC (its noise_variance): analytic: "
+        "the analytic Gaussian, the smallest σ that meets (ε, δ); paper: each paper's formula (several times the "
+        "noise the guarantee needs; the map before issue 31)",
+    )
     shuffle_batch: Annotated[int, Field(ge=2)] | None = Field(
         None,
         description="users per shuffled batch of Shuffle-DP LinUCB (none: its default 100); a point whose batch "

@@ -78,9 +78,11 @@ def _fclub(options: MapOptions) -> list[Point]:
             options.seeds,
         )
     ]
+    tight = {"noise_variance": "analytic"} if options.calibration == "analytic" else {}
     for eps in options.epsilons:
         label = f"CDP-FCLUB-DC ε={_fmt(eps)}"
         policy = {"kind": "fclub", "variant": "cdp-fclub-dc", "epsilon": eps, "delta": options.delta, "label": label}
+        policy |= tight
         points.append(Point(label, "CDP-FCLUB-DC", "fclub_cdp", eps, policy, options.seeds))
     return points
 
@@ -157,11 +159,11 @@ SHUFFLE_DEFAULT_BATCH = 100
 """Shuffle-DP LinUCB's batch when the map's ``shuffle_batch`` is not given."""
 
 
-def _shuffle_amplifies(epsilon: float, delta: float, batch: int) -> bool:
+def _shuffle_amplifies(epsilon: float, delta: float, batch: int, calibration: str) -> bool:
     """Whether a shuffled batch of ``batch`` reports amplifies at (ε, δ) (else it is only local DP)."""
     from privbandits.protocols.dp.shuffle import shuffle_calibration
 
-    return shuffle_calibration(epsilon, delta, batch).amplified
+    return shuffle_calibration(epsilon, delta, batch, calibration).amplified
 
 
 def _dp(options: MapOptions) -> list[Point]:
@@ -171,10 +173,11 @@ def _dp(options: MapOptions) -> list[Point]:
         for eps in options.epsilons:
             label = f"{system} ε={_fmt(eps)}"
             policy = {"kind": kind, "epsilon": eps, "delta": options.delta, "alpha": options.alpha}
+            policy |= {"calibration": "analytic"} if options.calibration == "analytic" else {}
             where = (system, model)
             if kind == "shuffle_dp_linucb":
                 policy |= {} if options.shuffle_batch is None else {"batch_size": batch}
-                if not _shuffle_amplifies(eps, options.delta, batch):
+                if not _shuffle_amplifies(eps, options.delta, batch, options.calibration):
                     label = f"{label} (batch {batch}: not amplified, local DP)"
                     where = (f"{system}, not amplified (local DP)", "local_dp")
             points.append(Point(label, *where, eps, policy | {"label": label}, options.seeds))
