@@ -267,10 +267,22 @@ def _run_cli(argv: list[str]) -> int:
     return code
 
 
+def _warm_numba() -> None:
+    """Load numba's typing and target registries here once, if the parties' code imported numba: each forked
+    party would otherwise load them at its first kernel call (0.2–0.5 s CPU a party; the refresh is 0.23 s)."""
+    if "numba" not in sys.modules:
+        return
+    from numba.core.registry import cpu_target
+
+    cpu_target.typing_context.refresh()
+    cpu_target.target_context.refresh()
+
+
 def main(args: Sequence[str]) -> None:
     channel = socket.socket(fileno=int(args[0]))
     for module in args[1:]:
         importlib.import_module(module)
+    _warm_numba()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is for the parties; their ends end us
     channel.send(json.dumps({"ready": True}).encode())
     _serve(channel)
