@@ -219,7 +219,7 @@ def test_a_bad_fclub_deployment_file_names_the_field(tmp_path, edit, error):
 
 def test_resume_without_checkpoints_says_to_start_afresh(tmp_path):
     """--resume where no party holds a checkpoint: the users name the problem, every party ends, none starts afresh."""
-    path = local_copy(tmp_path, **{"horizon = 4095": "horizon = 63"})
+    path = local_copy(tmp_path, servers=2, **{"horizon = 4095": "horizon = 63"})
     certs(path)
     result = CliRunner().invoke(standalone, ["deploy", "local", str(path), "--no-progress", "--resume"])
     assert result.exit_code != 0
