@@ -24,8 +24,7 @@ KILL_AFTER = 300
 
 
 def small(folder, **more: str):
-    path = local_copy(folder, **SMALL, **more)
-    path.write_text(path.read_text().split("[parties.local2]")[0])  # local0 and local1 only
+    path = local_copy(folder, servers=2, **SMALL, **more)  # local0 and local1 only
     certs(path)
     return load_deployment(path)
 
