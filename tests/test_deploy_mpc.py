@@ -210,7 +210,7 @@ def kill_and_resume(tmp_path: Path, *, rounds: int, kill_after: int, checkpoint_
 
 
 def test_a_killed_computing_party_stops_everyone_naming_it_and_resume_gives_the_uninterrupted_decisions(tmp_path):
-    kill_and_resume(tmp_path, rounds=200, kill_after=60, checkpoint_every=20)
+    kill_and_resume(tmp_path, rounds=120, kill_after=40, checkpoint_every=20)
 
 
 @pytest.mark.slow

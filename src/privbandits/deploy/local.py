@@ -94,9 +94,12 @@ def party_command(path: Path, name: str, *, progress_lines: bool = False, resume
 
 
 def preload(deployment: Deployment) -> list[str]:
-    """The modules every party of ``deployment`` imports: its protocol's party code and the party runner."""
+    """The modules every party of ``deployment`` imports: its protocol's party code (with the modules it imports
+    only when a party runs, its ``PARTY_IMPORTS``: the fork server imports them once, not each party) and the party
+    runner."""
+    module = protocol_module(deployment)
     return ["privbandits.deploy.cli", "privbandits.deploy.party", "privbandits.deploy.console",
-            protocol_module(deployment).__name__]  # fmt: skip
+            module.__name__, *getattr(module, "PARTY_IMPORTS", ())]  # fmt: skip
 
 
 def child_environment() -> dict[str, str]:
