@@ -20,14 +20,15 @@ import numpy as np
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
+from forked_parties import fork_server, start, stderr_of
 from typer.testing import CliRunner
 
-from privbandits.deploy import checkpoint, zygote
+from privbandits.deploy import checkpoint
 from privbandits.deploy.certs import write_bundles
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.console import link_summary
 from privbandits.deploy.deployment import DeploymentError, load_deployment
-from privbandits.deploy.local import GRACE_S, PartyProcess, child_environment, preload, wait_parties
+from privbandits.deploy.local import GRACE_S, PartyProcess, wait_parties
 from privbandits.deploy.party import check_own_files
 
 NAMES = ("mask_generator", "active", "passive2")
@@ -182,34 +183,11 @@ def _write(folder: Path, text: str) -> Path:
     return folder / "deploy.toml"
 
 
-@pytest.fixture
-def forks(deployment):
-    """A fork server (deploy/zygote.py) that imported the parties' code once: each party it starts is still a
-    process of its own running the ``party run`` line; None where the platform cannot fork parties."""
-    if not zygote.available():
-        yield None
-        return
-    server = zygote.ForkServer(preload(load_deployment(deployment)), child_environment())
-    yield server
-    server.close()
-
-
 def _party(forks, path: Path, name: str, *more: str):
-    """``python -m privbandits.deploy.cli party run PATH --as NAME *more``, its stdout discarded, stderr a pipe."""
-    arguments = ["party", "run", str(path), "--as", name, *more]
-    if forks is not None:
-        return forks.start(arguments, capture_stdout=False, listen_fd=None)
-    command = [sys.executable, "-m", "privbandits.deploy.cli", *arguments]
-    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return start(forks, ["party", "run", str(path), "--as", name, *more])
 
 
-def _stderr(process, timeout: float) -> str:
-    """What ``process`` wrote to stderr (a few lines: the pipe never fills) once it has ended."""
-    process.wait(timeout=timeout)
-    return process.stderr.read()
-
-
-def test_parties_in_other_layouts_link_and_each_prints_its_lines(deployment, forks, tmp_path):
+def test_parties_in_other_layouts_link_and_each_prints_its_lines(deployment, tmp_path):
     """passive2 runs from a byte-identical copy of the file in another folder, holding only its own bundle and
     data; it links with the others. Each party prints a linked line, the active party progress (--progress),
     and each an outcome line naming its result file."""
@@ -218,12 +196,13 @@ def test_parties_in_other_layouts_link_and_each_prints_its_lines(deployment, for
     shutil.copy(deployment, host / "deploy.toml")
     shutil.copytree(deployment.parent / "certs" / "passive2", host / "certs" / "passive2")
     shutil.copytree(deployment.parent / "data", host / "data", ignore=lambda *_: ["active.npz", "mask_generator.npz"])
-    processes = {
-        "mask_generator": _party(forks, deployment, "mask_generator"),
-        "active": _party(forks, deployment, "active", "--progress"),
-        "passive2": _party(forks, host / "deploy.toml", "passive2"),
-    }
-    errors = {name: _stderr(process, timeout=120) for name, process in processes.items()}
+    with fork_server(load_deployment(deployment)) as forks:
+        processes = {
+            "mask_generator": _party(forks, deployment, "mask_generator"),
+            "active": _party(forks, deployment, "active", "--progress"),
+            "passive2": _party(forks, host / "deploy.toml", "passive2"),
+        }
+        errors = {name: stderr_of(process, timeout=120) for name, process in processes.items()}
     assert {name: p.returncode for name, p in processes.items()} == dict.fromkeys(NAMES, 0), errors
     spec = load_deployment(deployment)
     address = {name: entry.address for name, entry in spec.parties.items()}

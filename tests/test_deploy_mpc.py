@@ -100,7 +100,7 @@ def run_local(path: Path, *options: str) -> None:
 
 @pytest.mark.parametrize("computing", [2, 3])
 def test_short_session_as_processes_decides_as_in_memory(tmp_path, computing):
-    path = make_deployment(tmp_path, computing=computing, rounds=40)
+    path = make_deployment(tmp_path, computing=computing, rounds=20)
     run_local(path)
     assert_same_as_in_memory(load_deployment(path))
 
@@ -134,7 +134,7 @@ def test_the_linear_reciprocal_start_as_processes_decides_as_in_memory(tmp_path,
     splits its own share into the comparison's digits and masks its own block of the context with the part of
     B the dealer told it; the dealer's process replays 1 − y_t of each round into its one-hot; the overlap runs
     pin every party to a core."""
-    path = make_deployment(tmp_path, rounds=40, reciprocal_start="linear", nr_iterations=3, **options)
+    path = make_deployment(tmp_path, rounds=20, reciprocal_start="linear", nr_iterations=3, **options)
     overlap = options.get("overlap_reciprocal", False)
     run_local(path, *(["--pin-cpus"] if overlap and hasattr(os, "sched_setaffinity") else []))
     spec = load_deployment(path)
@@ -150,7 +150,7 @@ def test_three_computing_parties_with_every_option_they_allow_decide_as_in_memor
     """The options that need no local truncation, with 3 computing parties (Alg. 3's truncation rounds): each
     party masks its own block of the context (fused_input), and the dealer's 1 − y_t rides on the count lookup."""
     options = {"allmax_lookup": True, "goldschmidt": True, "dealt_exploration": True, "fused_input": True}
-    path = make_deployment(tmp_path, computing=3, rounds=40, reciprocal_start="linear", nr_iterations=3, **options)
+    path = make_deployment(tmp_path, computing=3, rounds=20, reciprocal_start="linear", nr_iterations=3, **options)
     run_local(path)
     assert_same_as_in_memory(load_deployment(path))
 

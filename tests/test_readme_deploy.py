@@ -3,8 +3,9 @@
 The block is read from README.md and run in a temporary copy of the repository's
 ``configs/deploy`` (the folder layout the README's paths assume); ``privbandits`` is this
 interpreter's ``python -m privbandits.cli`` (the set-up lines and ``deploy local`` run its app in this
-process, cheaper than a process each). The ``party run`` line runs one party: the other parties are
-started with the same line for their names, each its own process, so the session can finish.
+process, cheaper than a process each). The ``party run`` line runs one party as written: the other parties
+run the same line for their names, each a process forked from one that imported the party code once, so the
+session can finish.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from forked_parties import fork_server, start, stderr_of
 from typer.testing import CliRunner
 
 from privbandits.cli import app
@@ -69,13 +71,11 @@ def test_the_readme_deploy_block_works_as_written(tmp_path, monkeypatch):
     local = json.loads(spec.result_path(spec.names(spec.protocol.REPORTER)[0]).read_text())
     as_written = shlex.split(lines[-1])[-1]
     others = [lines[-1].replace(f"--as {as_written}", f"--as {name}") for name in spec.parties if name != as_written]
-    parties = [
-        subprocess.Popen(
-            command(line), cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-        )
-        for line in [lines[-1], *others]
-    ]
-    errors = [party.communicate(timeout=300)[1] for party in parties]
+    with fork_server(spec) as forks:  # the others run the same line's `party run` forked, each its own process
+        parties = [subprocess.Popen(command(lines[-1]), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    text=True)]  # fmt: skip
+        parties += [start(forks, arguments(line)) for line in others]
+        errors = [stderr_of(party, timeout=300) for party in parties]
     assert [party.returncode for party in parties] == [0] * len(parties), errors
     assert errors[0].splitlines()[0].startswith(f"{as_written}: linked to ")
     assert errors[0].splitlines()[-1].endswith(f"; result {spec.result_path(as_written)}")
