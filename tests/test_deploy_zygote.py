@@ -39,7 +39,7 @@ def test_a_forked_command_writes_to_its_own_pipes_and_reports_its_exit_code(serv
 
 
 def test_a_killed_party_reports_the_signal_as_popen_does(tmp_path):
-    spec = load_deployment(make_deployment(tmp_path, rounds=3000))
+    spec = load_deployment(make_deployment(tmp_path, rounds=300))
     parties = start_parties(spec, tmp_path)
     by_name = {party.name: party for party in parties}
     for line in by_name["env"].process.stdout:
