@@ -10,23 +10,38 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from privbandits.deploy import zygote
+import pytest
+
+from privbandits.deploy import mpc, vertical, zygote
 from privbandits.deploy.deployment import Deployment
 from privbandits.deploy.local import child_environment, preload
 
+VERTICAL_AND_MPC = ["privbandits.deploy.cli", "privbandits.deploy.party", "privbandits.deploy.console",
+                    vertical.__name__, *vertical.PARTY_IMPORTS, mpc.__name__, *mpc.PARTY_IMPORTS]  # fmt: skip
+"""What the parties of a vertical or an MPC deployment import (:func:`privbandits.deploy.local.preload`)."""
+
 
 @contextmanager
-def fork_server(spec: Deployment) -> Iterator[zygote.ForkServer | None]:
-    """A fork server preloaded with ``spec``'s party code, stopped on exit; None where forking is unavailable.
-    Its children run in the current directory and environment (with one BLAS thread each, as ``deploy local``'s)."""
+def fork_server(spec: Deployment | None = None) -> Iterator[zygote.ForkServer | None]:
+    """A fork server preloaded with ``spec``'s party code (None: the vertical and MPC parties'), stopped on exit;
+    None where forking is unavailable. Its children run in the current directory and environment (with one BLAS
+    thread each, as ``deploy local``'s)."""
     if not zygote.available():
         yield None
         return
-    server = zygote.ForkServer(preload(spec), child_environment())
+    server = zygote.ForkServer(preload(spec) if spec is not None else VERTICAL_AND_MPC, child_environment())
     try:
         yield server
     finally:
         server.close()
+
+
+@pytest.fixture(scope="module")
+def party_server():
+    """One fork server for a module's ``start_parties(..., server=party_server)`` calls: the party code is imported
+    once a module, not once a session (None where forking is unavailable: each call then starts its parties)."""
+    with fork_server() as server:
+        yield server
 
 
 def start(forks: zygote.ForkServer | None, arguments: list[str]):

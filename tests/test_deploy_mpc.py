@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from forked_parties import party_server  # noqa: F401 (a fixture)
 from typer.testing import CliRunner
 
 from privbandits.deploy.certs import write_development_pki
@@ -163,11 +164,14 @@ def test_200_rounds_as_processes_decide_as_in_memory_with_the_same_bytes_per_lin
     assert_same_as_in_memory(load_deployment(path))
 
 
-def kill_and_resume(tmp_path: Path, *, rounds: int, kill_after: int, checkpoint_every: int, **options) -> None:
+def kill_and_resume(
+    tmp_path: Path, *, rounds: int, kill_after: int, checkpoint_every: int, server=None, **options
+) -> None:
+    """``server``: fork the parties from this running fork server (None: each start its own)."""
     deadline = 4.0
     path = make_deployment(tmp_path, deadline_s=deadline, rounds=rounds, checkpoint_every=checkpoint_every, **options)
     spec = load_deployment(path)
-    parties = start_parties(spec, tmp_path)
+    parties = start_parties(spec, tmp_path, server=server)
     try:
         by_name = {party.name: party for party in parties}
         start = time.monotonic()
@@ -196,7 +200,7 @@ def kill_and_resume(tmp_path: Path, *, rounds: int, kill_after: int, checkpoint_
 
     # every party restarted with --resume: the session ends as if it had never stopped
     with tempfile.TemporaryDirectory() as workdir:
-        parties = start_parties(spec, Path(workdir), resume=True)
+        parties = start_parties(spec, Path(workdir), resume=True, server=server)
         codes = wait_parties(parties, deadline)
     assert all(code == 0 for code in codes.values()), {p.name: p.stderr for p in parties}
     got = results(spec)
@@ -209,8 +213,11 @@ def kill_and_resume(tmp_path: Path, *, rounds: int, kill_after: int, checkpoint_
     assert got["env"]["arms"] == reference.arms.tolist()
 
 
-def test_a_killed_computing_party_stops_everyone_naming_it_and_resume_gives_the_uninterrupted_decisions(tmp_path):
-    kill_and_resume(tmp_path, rounds=120, kill_after=40, checkpoint_every=20)
+def test_a_killed_computing_party_stops_everyone_naming_it_and_resume_gives_the_uninterrupted_decisions(
+    tmp_path,
+    party_server,  # noqa: F811
+):
+    kill_and_resume(tmp_path, rounds=120, kill_after=40, checkpoint_every=20, server=party_server)
 
 
 @pytest.mark.slow
