@@ -59,7 +59,13 @@ def _parent(pid: int) -> int:
         return int(stat.read().rsplit(")", 1)[1].split()[1])
 
 
-@pytest.mark.parametrize("fork", [True, False])
+FORKED_ALSO_IN_TEST_DEPLOY_MPC = pytest.param(True, marks=pytest.mark.slow)
+"""Forked, this session is test_deploy_mpc's ``test_short_session_as_processes_decides_as_in_memory[2]`` (the same
+file: 2 computing parties, 20 rounds, seed 3; ``deploy local`` forks its parties), which asserts the same: every
+party exits 0 and the run equals its in-memory twin. The default suite runs the started one here."""
+
+
+@pytest.mark.parametrize("fork", [FORKED_ALSO_IN_TEST_DEPLOY_MPC, False])
 def test_forked_and_started_parties_play_the_same_session(tmp_path, fork):
     spec = load_deployment(make_deployment(tmp_path, rounds=20))
     start = time.monotonic()
