@@ -172,6 +172,8 @@ def main() -> None:
     parser.add_argument("--peak-memory", choices=("dense", "codes"), help=argparse.SUPPRESS)
     args = parse_args(parser, memory_users=2_000, repeat=1)
     N_CODES = 64 if args.smoke else N_CODES
+    if args.smoke:  # the same kernels on one thread: idle worker threads of a loaded machine only burn CPU
+        numba.set_num_threads(1)
     if args.peak_memory:
         peak_memory(args.peak_memory, args.memory_users)
         return

@@ -48,7 +48,7 @@ def main() -> int:
     parser.add_argument("--name", default="vertical-fig4")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("-o", "--option", action="append", default=None)
-    args = parse_args(parser, option=["horizon=30", "seeds=0"], jobs=1)
+    args = parse_args(parser, name="vertical-synthetic-demo", option=["horizon=30", "seeds=0"], jobs=1)
     options = args.option if args.option is not None else ["horizon=1500", "seeds=0,1,2"]
     if importlib.util.find_spec("ray") is None:
         if args.smoke:  # the local half still checks the sweep's command line

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
+from forked_parties import fork_server, start, stderr_of
 from typer.testing import CliRunner
 
 from privbandits.deploy import checkpoint
@@ -182,9 +183,8 @@ def _write(folder: Path, text: str) -> Path:
     return folder / "deploy.toml"
 
 
-def _party(path: Path, name: str, *more: str) -> subprocess.Popen:
-    command = [sys.executable, "-m", "privbandits.deploy.cli", "party", "run", str(path), "--as", name, *more]
-    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+def _party(forks, path: Path, name: str, *more: str):
+    return start(forks, ["party", "run", str(path), "--as", name, *more])
 
 
 def test_parties_in_other_layouts_link_and_each_prints_its_lines(deployment, tmp_path):
@@ -196,12 +196,13 @@ def test_parties_in_other_layouts_link_and_each_prints_its_lines(deployment, tmp
     shutil.copy(deployment, host / "deploy.toml")
     shutil.copytree(deployment.parent / "certs" / "passive2", host / "certs" / "passive2")
     shutil.copytree(deployment.parent / "data", host / "data", ignore=lambda *_: ["active.npz", "mask_generator.npz"])
-    processes = {
-        "mask_generator": _party(deployment, "mask_generator"),
-        "active": _party(deployment, "active", "--progress"),
-        "passive2": _party(host / "deploy.toml", "passive2"),
-    }
-    errors = {name: process.communicate(timeout=120)[1] for name, process in processes.items()}
+    with fork_server(load_deployment(deployment)) as forks:
+        processes = {
+            "mask_generator": _party(forks, deployment, "mask_generator"),
+            "active": _party(forks, deployment, "active", "--progress"),
+            "passive2": _party(forks, host / "deploy.toml", "passive2"),
+        }
+        errors = {name: stderr_of(process, timeout=120) for name, process in processes.items()}
     assert {name: p.returncode for name, p in processes.items()} == dict.fromkeys(NAMES, 0), errors
     spec = load_deployment(deployment)
     address = {name: entry.address for name, entry in spec.parties.items()}

@@ -19,9 +19,13 @@ from privbandits.deploy.local import start_parties, survivable, wait_parties
 __all__ = ["encoder_cache"]  # the module's fixture
 
 
+SHORTER = {"mpc": {"mpc_rounds": 50}}
+"""The MPC session runs 40 rounds on after the mid-run flood starts (round 10): enough to be flooded mid-run."""
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_idle_and_garbage_connections_during_setup_and_mid_run_change_nothing(tmp_path, encoder_cache, kind):
-    spec = load_deployment(deployment(kind, tmp_path))
+    spec = load_deployment(deployment(kind, tmp_path, **SHORTER.get(kind, {})))
     parties = start_parties(spec, tmp_path)
     addresses = list(load_deployment(tmp_path / "deployment.resolved.toml").addresses().values())
     floods = [Flood(addresses).start()]  # the listeners are bound; the parties are still starting

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from forked_parties import party_server  # noqa: F401 (a fixture)
 from typer.testing import CliRunner
 
 from privbandits.deploy.certs import write_development_pki
@@ -100,7 +101,7 @@ def run_local(path: Path, *options: str) -> None:
 
 @pytest.mark.parametrize("computing", [2, 3])
 def test_short_session_as_processes_decides_as_in_memory(tmp_path, computing):
-    path = make_deployment(tmp_path, computing=computing, rounds=40)
+    path = make_deployment(tmp_path, computing=computing, rounds=20)
     run_local(path)
     assert_same_as_in_memory(load_deployment(path))
 
@@ -134,7 +135,7 @@ def test_the_linear_reciprocal_start_as_processes_decides_as_in_memory(tmp_path,
     splits its own share into the comparison's digits and masks its own block of the context with the part of
     B the dealer told it; the dealer's process replays 1 − y_t of each round into its one-hot; the overlap runs
     pin every party to a core."""
-    path = make_deployment(tmp_path, rounds=40, reciprocal_start="linear", nr_iterations=3, **options)
+    path = make_deployment(tmp_path, rounds=20, reciprocal_start="linear", nr_iterations=3, **options)
     overlap = options.get("overlap_reciprocal", False)
     run_local(path, *(["--pin-cpus"] if overlap and hasattr(os, "sched_setaffinity") else []))
     spec = load_deployment(path)
@@ -150,7 +151,7 @@ def test_three_computing_parties_with_every_option_they_allow_decide_as_in_memor
     """The options that need no local truncation, with 3 computing parties (Alg. 3's truncation rounds): each
     party masks its own block of the context (fused_input), and the dealer's 1 − y_t rides on the count lookup."""
     options = {"allmax_lookup": True, "goldschmidt": True, "dealt_exploration": True, "fused_input": True}
-    path = make_deployment(tmp_path, computing=3, rounds=40, reciprocal_start="linear", nr_iterations=3, **options)
+    path = make_deployment(tmp_path, computing=3, rounds=20, reciprocal_start="linear", nr_iterations=3, **options)
     run_local(path)
     assert_same_as_in_memory(load_deployment(path))
 
@@ -163,11 +164,14 @@ def test_200_rounds_as_processes_decide_as_in_memory_with_the_same_bytes_per_lin
     assert_same_as_in_memory(load_deployment(path))
 
 
-def kill_and_resume(tmp_path: Path, *, rounds: int, kill_after: int, checkpoint_every: int, **options) -> None:
+def kill_and_resume(
+    tmp_path: Path, *, rounds: int, kill_after: int, checkpoint_every: int, server=None, **options
+) -> None:
+    """``server``: fork the parties from this running fork server (None: each start its own)."""
     deadline = 4.0
     path = make_deployment(tmp_path, deadline_s=deadline, rounds=rounds, checkpoint_every=checkpoint_every, **options)
     spec = load_deployment(path)
-    parties = start_parties(spec, tmp_path)
+    parties = start_parties(spec, tmp_path, server=server)
     try:
         by_name = {party.name: party for party in parties}
         start = time.monotonic()
@@ -196,7 +200,7 @@ def kill_and_resume(tmp_path: Path, *, rounds: int, kill_after: int, checkpoint_
 
     # every party restarted with --resume: the session ends as if it had never stopped
     with tempfile.TemporaryDirectory() as workdir:
-        parties = start_parties(spec, Path(workdir), resume=True)
+        parties = start_parties(spec, Path(workdir), resume=True, server=server)
         codes = wait_parties(parties, deadline)
     assert all(code == 0 for code in codes.values()), {p.name: p.stderr for p in parties}
     got = results(spec)
@@ -209,8 +213,11 @@ def kill_and_resume(tmp_path: Path, *, rounds: int, kill_after: int, checkpoint_
     assert got["env"]["arms"] == reference.arms.tolist()
 
 
-def test_a_killed_computing_party_stops_everyone_naming_it_and_resume_gives_the_uninterrupted_decisions(tmp_path):
-    kill_and_resume(tmp_path, rounds=200, kill_after=60, checkpoint_every=20)
+def test_a_killed_computing_party_stops_everyone_naming_it_and_resume_gives_the_uninterrupted_decisions(
+    tmp_path,
+    party_server,  # noqa: F811
+):
+    kill_and_resume(tmp_path, rounds=120, kill_after=40, checkpoint_every=20, server=party_server)
 
 
 @pytest.mark.slow

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from deploy_files import reproducible
+from forked_parties import party_server  # noqa: F401 (a fixture)
 from typer.testing import CliRunner
 
 from privbandits.deploy import checkpoint
@@ -135,14 +136,17 @@ def test_vfts_with_secure_aggregation_as_processes_decides_as_in_memory(tmp_path
 
 @pytest.mark.parametrize("chunked", [False, True])
 def test_a_killed_passive_party_stops_everyone_naming_it_and_resume_gives_the_uninterrupted_decisions(
-    tmp_path, chunked
+    tmp_path,
+    chunked,
+    party_server,  # noqa: F811
 ):
     deadline = 4.0
     path = make_deployment(
         tmp_path, deadline_s=deadline, partition=[2, 2, 2], n_arms=3, rounds=3000, prefetch=16, chunk_requests=chunked
     )
     spec = load_deployment(path)
-    parties = start_parties(spec, tmp_path)  # with requests in flight and held (batch) when passive2 dies
+    # with requests in flight and held (batch) when passive2 dies
+    parties = start_parties(spec, tmp_path, server=party_server)
     try:
         by_name = {party.name: party for party in parties}
         start = time.monotonic()
@@ -171,7 +175,7 @@ def test_a_killed_passive_party_stops_everyone_naming_it_and_resume_gives_the_un
 
     # every party restarted with --resume: the session ends as if it had never stopped
     with tempfile.TemporaryDirectory() as workdir:
-        parties = start_parties(spec, Path(workdir), resume=True)
+        parties = start_parties(spec, Path(workdir), resume=True, server=party_server)
         codes = wait_parties(parties, deadline)
     assert all(code == 0 for code in codes.values()), {p.name: p.stderr for p in parties}
     got = results(spec)
@@ -181,11 +185,11 @@ def test_a_killed_passive_party_stops_everyone_naming_it_and_resume_gives_the_un
     assert got["active"]["arms"] == reference.arms.tolist()
 
 
-def test_a_stalled_passive_party_is_reported_by_the_active_party_and_everyone_stops(tmp_path):
+def test_a_stalled_passive_party_is_reported_by_the_active_party_and_everyone_stops(tmp_path, party_server):  # noqa: F811
     deadline = 2.0
     path = make_deployment(tmp_path, deadline_s=deadline, partition=[2, 2, 2], n_arms=3, rounds=3000)
     spec = load_deployment(path)
-    parties = start_parties(spec, tmp_path)
+    parties = start_parties(spec, tmp_path, server=party_server)
     by_name = {party.name: party for party in parties}
     try:
         start = time.monotonic()

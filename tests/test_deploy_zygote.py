@@ -39,7 +39,7 @@ def test_a_forked_command_writes_to_its_own_pipes_and_reports_its_exit_code(serv
 
 
 def test_a_killed_party_reports_the_signal_as_popen_does(tmp_path):
-    spec = load_deployment(make_deployment(tmp_path, rounds=3000))
+    spec = load_deployment(make_deployment(tmp_path, rounds=300))
     parties = start_parties(spec, tmp_path)
     by_name = {party.name: party for party in parties}
     for line in by_name["env"].process.stdout:
@@ -59,7 +59,13 @@ def _parent(pid: int) -> int:
         return int(stat.read().rsplit(")", 1)[1].split()[1])
 
 
-@pytest.mark.parametrize("fork", [True, False])
+FORKED_ALSO_IN_TEST_DEPLOY_MPC = pytest.param(True, marks=pytest.mark.slow)
+"""Forked, this session is test_deploy_mpc's ``test_short_session_as_processes_decides_as_in_memory[2]`` (the same
+file: 2 computing parties, 20 rounds, seed 3; ``deploy local`` forks its parties), which asserts the same: every
+party exits 0 and the run equals its in-memory twin. The default suite runs the started one here."""
+
+
+@pytest.mark.parametrize("fork", [FORKED_ALSO_IN_TEST_DEPLOY_MPC, False])
 def test_forked_and_started_parties_play_the_same_session(tmp_path, fork):
     spec = load_deployment(make_deployment(tmp_path, rounds=20))
     start = time.monotonic()

@@ -2,8 +2,10 @@
 
 The block is read from README.md and run in a temporary copy of the repository's
 ``configs/deploy`` (the folder layout the README's paths assume); ``privbandits`` is this
-interpreter's ``python -m privbandits.cli``. The ``party run`` line runs one party: the other
-parties are started with the same line for their names, so the session can finish.
+interpreter's ``python -m privbandits.cli`` (the set-up lines and ``deploy local`` run its app in this
+process, cheaper than a process each). The ``party run`` line runs one party as written: the other parties
+run the same line for their names, each a process forked from one that imported the party code once, so the
+session can finish.
 """
 
 from __future__ import annotations
@@ -17,6 +19,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from forked_parties import fork_server, start, stderr_of
+from typer.testing import CliRunner
+
+from privbandits.cli import app
 from privbandits.deploy.deployment import load_deployment
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,37 +37,45 @@ def deploy_block() -> list[str]:
     return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
 
 
-def command(line: str) -> list[str]:
+def arguments(line: str) -> list[str]:
     words = shlex.split(line)
     assert words[0] == "privbandits", line
-    return [sys.executable, "-m", "privbandits.cli", *words[1:]]
+    return words[1:]
 
 
-def test_the_readme_deploy_block_works_as_written(tmp_path):
+def command(line: str) -> list[str]:
+    return [sys.executable, "-m", "privbandits.cli", *arguments(line)]
+
+
+def invoke(line: str):
+    """``line`` run in this process by the app that ``python -m privbandits.cli`` runs (stdout and stderr apart)."""
+    return CliRunner().invoke(app, arguments(line), env={"COLUMNS": "200"})
+
+
+def test_the_readme_deploy_block_works_as_written(tmp_path, monkeypatch):
     shutil.copytree(ROOT / "configs" / "deploy", tmp_path / "configs" / "deploy")
     for shipped in (tmp_path / "configs" / "deploy").glob("*.toml"):  # the commands as written, a shorter session
-        shipped.write_text(re.sub(r"(?m)^rounds = \d+", "rounds = 60", shipped.read_text()))
+        shipped.write_text(re.sub(r"(?m)^rounds = \d+", "rounds = 20", shipped.read_text()))
     env = {**os.environ, "COLUMNS": "200"}
     lines = deploy_block()
     assert [shlex.split(line)[1:3] for line in lines] == [
         ["deploy", "certs"], ["deploy", "data"], ["deploy", "local"], ["party", "run"]
     ]  # fmt: skip
-    for line in lines[:3]:
-        done = subprocess.run(command(line), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, (line, done.stdout, done.stderr)
+    monkeypatch.chdir(tmp_path)  # from where the README says to run them
+    for line in lines[:3]:  # in this process: the party processes `deploy local` starts are what costs
+        done = invoke(line)
+        assert done.exit_code == 0, (line, done.stdout, done.stderr)
         assert "no:" not in done.stdout and "mismatch" not in done.stdout
     path = tmp_path / shlex.split(lines[-1])[3]
     spec = load_deployment(path)
     local = json.loads(spec.result_path(spec.names(spec.protocol.REPORTER)[0]).read_text())
     as_written = shlex.split(lines[-1])[-1]
     others = [lines[-1].replace(f"--as {as_written}", f"--as {name}") for name in spec.parties if name != as_written]
-    parties = [
-        subprocess.Popen(
-            command(line), cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-        )
-        for line in [lines[-1], *others]
-    ]
-    errors = [party.communicate(timeout=300)[1] for party in parties]
+    with fork_server(spec) as forks:  # the others run the same line's `party run` forked, each its own process
+        parties = [subprocess.Popen(command(lines[-1]), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    text=True)]  # fmt: skip
+        parties += [start(forks, arguments(line)) for line in others]
+        errors = [stderr_of(party, timeout=300) for party in parties]
     assert [party.returncode for party in parties] == [0] * len(parties), errors
     assert errors[0].splitlines()[0].startswith(f"{as_written}: linked to ")
     assert errors[0].splitlines()[-1].endswith(f"; result {spec.result_path(as_written)}")

@@ -94,9 +94,12 @@ def party_command(path: Path, name: str, *, progress_lines: bool = False, resume
 
 
 def preload(deployment: Deployment) -> list[str]:
-    """The modules every party of ``deployment`` imports: its protocol's party code and the party runner."""
+    """The modules every party of ``deployment`` imports: its protocol's party code (with the modules it imports
+    only when a party runs, its ``PARTY_IMPORTS``: the fork server imports them once, not each party) and the party
+    runner."""
+    module = protocol_module(deployment)
     return ["privbandits.deploy.cli", "privbandits.deploy.party", "privbandits.deploy.console",
-            protocol_module(deployment).__name__]  # fmt: skip
+            module.__name__, *getattr(module, "PARTY_IMPORTS", ())]  # fmt: skip
 
 
 def child_environment() -> dict[str, str]:
@@ -146,14 +149,21 @@ def available_cpus() -> list[int]:
 
 
 def start_parties(
-    deployment: Deployment, workdir: Path, *, resume: bool = False, pin_cpus: bool = False, fork: bool = True
+    deployment: Deployment,
+    workdir: Path,
+    *,
+    resume: bool = False,
+    pin_cpus: bool = False,
+    fork: bool = True,
+    server: ForkServer | None = None,
 ) -> list[PartyProcess]:
     """Start one process per party on 127.0.0.1; the party that learns the decisions (the vertical
     protocol's active party, the MPC protocol's environment) reports progress on stdout.
 
     Background roles start at lower priority; ``pin_cpus`` pins each party to one core (:func:`placement`).
     ``fork``: fork the parties from one process that imported their code once (:mod:`~privbandits.deploy.zygote`,
-    where the platform allows), else start each with ``python -m privbandits.deploy.cli``."""
+    where the platform allows), else start each with ``python -m privbandits.deploy.cli``. ``server``: fork them from
+    this running server instead (it must have imported their code), which stays up for more parties."""
     if pin_cpus and not available_cpus():
         raise DeploymentError("pinning parties to cores needs os.sched_setaffinity (Linux); run without pin_cpus")
     for name in deployment.parties:  # every party's files, before any starts (one line naming the field)
@@ -165,7 +175,9 @@ def start_parties(
     path.write_text(resolved.to_toml())
     active = set(resolved.names(resolved.protocol.REPORTER))
     started = []
-    server = ForkServer(preload(resolved), child_environment()) if fork and zygote.available() else None
+    own = server is None
+    if own and fork and zygote.available():
+        server = ForkServer(preload(resolved), child_environment())
     try:
         for name in resolved.parties:
             fd = listeners[name].fileno()
@@ -173,7 +185,7 @@ def start_parties(
             started.append(party)
             _place(party.process.pid, cores.get(name), BACKGROUND_NICE if name in lower else 0)
     finally:
-        if server is not None:
+        if server is not None and own:
             server.done_starting()
         for listener in listeners.values():
             listener.close()  # the children hold their own copies

@@ -46,6 +46,9 @@ from privbandits.deploy import checkpoint, entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError, MPCProtocol
 from privbandits.deploy.files import read_arrays, write_private_npz
 
+PARTY_IMPORTS = ("privbandits.protocols.mpc_bandit",)
+"""Modules the parties import when they run (not when the CLI loads this one): a fork server preloads them."""
+
 RESUME = "resume"
 """Phase of a resumed session in which the parties agree on the round to continue from."""
 

@@ -62,6 +62,9 @@ from privbandits.deploy import checkpoint, entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError, VerticalProtocol
 from privbandits.deploy.files import read_arrays, write_private_npz
 
+PARTY_IMPORTS = ("privbandits.protocols.vertical",)
+"""Modules the parties import when they run (not when the CLI loads this one): a fork server preloads them."""
+
 DATA_STREAM, LEARNER_STREAM = 0, 2
 RESUME = "resume"
 """Phase of a resumed session in which the active party says where the rounds continue."""

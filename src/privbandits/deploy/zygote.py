@@ -148,7 +148,8 @@ class ForkServer:
                     break
 
                 reply = json.loads(message)
-                if "pid" in reply:
+                if "pid" in reply:  # before that child's exit: forget a code a reused pid had (a server kept up)
+                    self._codes.pop(int(reply["pid"]), None)
                     self._replies.append(int(reply["pid"]))
                 else:
                     self._codes[int(reply["exited"])] = int(reply["code"])
