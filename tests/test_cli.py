@@ -60,8 +60,11 @@ def test_run_then_report_writes_table_csv_and_plots(tmp_path, tiny_config):
     }
     assert (out / "tiny-cli-regret.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
-    again = runner.invoke(app, ["run", str(tiny_config), "--store", str(store), "--no-report", "--no-progress"])
+    untouched = tmp_path / "untouched"
+    again = runner.invoke(app, ["run", str(tiny_config), "--store", str(store), "--out", str(untouched),
+                                "--no-report", "--no-progress"])  # fmt: skip
     assert "computed 0 unit(s); 4 already in" in again.output
+    assert not untouched.exists()  # --no-report draws and writes nothing (it once wrote the figures and CSV)
 
     (out / "tiny-cli-summary.csv").unlink()
     report = runner.invoke(app, ["report", "tiny-cli", "--store", str(store), "--out", str(out)])

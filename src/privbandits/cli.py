@@ -168,6 +168,7 @@ def run(
                         ray_address=ray_address,
                         force=force,
                         progress=progress,
+                        build=report,
                     )
                 except KeyboardInterrupt:
                     err_console.print(
@@ -180,7 +181,7 @@ def run(
                     f"computed {len(summary.computed)} unit(s); {summary.stored} already in {store}"
                     + (f"; {summary.waited} finished by another process" if summary.waited else "")
                 )
-                if report:
+                if paper is not None:
                     _write_report(paper, out)
     except _user_errors() as exc:
         _fail(str(exc))

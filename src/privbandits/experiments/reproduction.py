@@ -210,8 +210,10 @@ def run(
     ray_address: str | None = None,
     force: bool = False,
     progress: bool = True,
+    build: bool = True,
 ):
-    """Compute what the store lacks for ``options``, remember them, and return the report."""
+    """Compute what the store lacks for ``options``, remember them, and return the report (``build=False``: None,
+    and nothing is drawn or written in ``out``)."""
     from privbandits.experiments.executors import run_tasks
     from privbandits.experiments.runner import task_progress
 
@@ -222,7 +224,7 @@ def run(
             tasks, store, jobs=jobs, executor=executor, ray_address=ray_address, force=force, on_done=advance
         )
     store.remember(reproduction.name, options.model_dump(mode="json"))
-    return summary, report(reproduction, options, store, out)
+    return summary, report(reproduction, options, store, out) if build else None
 
 
 def report(reproduction: Reproduction | ConfigReproduction, options: BaseModel, store, out: Path):
