@@ -118,7 +118,7 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=10, help="context dimension d (default 10)")
     parser.add_argument("--codes", type=int, default=1024, help="encoder codes k (default 1024)")
     parser.add_argument("--encode-users", type=int, default=100_000, help="users of the encoding-alone measurement")
-    args = parse_args(parser, max_early=1_000, loop_users=300, dim=4, codes=16, encode_users=1_000)
+    args = parse_args(parser, max_early=1_000, loop_users=70, dim=4, codes=16, encode_users=1_000)
     contexts = "unrounded contexts" if args.decimals is None else f"contexts rounded to q = {args.decimals}"
     print(
         f"P2B scale, |A| = {N_ACTIONS}, d = {args.dim}, t = {ROUNDS}, k = {args.codes}, {contexts}; "

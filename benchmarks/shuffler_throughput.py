@@ -106,7 +106,7 @@ def main() -> None:
     parser.add_argument(
         "--no-baselines", action="store_true", help="skip the serial and the no-resumption runs (ratios then n/a)"
     )
-    args = parse_args(parser, devices=60, serial_devices=30, processes=1, concurrency=4)
+    args = parse_args(parser, devices=12, serial_devices=6, processes=1, concurrency=4)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     counts = sorted({cores if count == "all" else int(count) for count in args.workers.split(",")})
     print(f"P2B shuffler over mutual TLS, one connection per report; {cores} cores here; load generator: "

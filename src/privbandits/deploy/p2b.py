@@ -96,6 +96,7 @@ from privbandits.deploy.p2b_data import Block, HostData, load_host
 from privbandits.deploy.p2b_data import p2b_protocol as _protocol
 from privbandits.deploy.p2b_data import write_synthetic_data as write_synthetic_data  # `deploy data`
 from privbandits.deploy.p2b_rejoin import rejoin as rejoin  # the parties' networks: lost peers may come back
+from privbandits.protocols.p2b import P2BConfig  # at import (1.5 CPU-s): the zygote loads it once for every party
 
 SHARE_RAW, SHARE_ENCODED = "share_raw", "share_encoded"
 """Phases, as in :func:`~privbandits.protocols.p2b.simulate`."""
@@ -126,8 +127,6 @@ N_STREAMS = 9
 # -- shared settings --------------------------------------------------------------------------------
 def config_of(protocol: P2BProtocol):
     """The :class:`~privbandits.protocols.p2b.P2BConfig` the deployment runs (no shared warm agent)."""
-    from privbandits.protocols.p2b import P2BConfig
-
     return P2BConfig(
         participation=protocol.participation,
         negative_rate=protocol.negative_rate,
@@ -182,7 +181,7 @@ def receive_deadline(deployment: Deployment, name: str) -> float:
 
 # -- the parties in a process -----------------------------------------------------------------------
 def _parties():
-    """The deployment subclasses of the protocol's parties (imported lazily, like the protocol)."""
+    """The deployment subclasses of the protocol's parties (defined on first use)."""
     from privbandits.protocols.p2b import DeviceHost, EncodedBatch, ModelRelease, RawBatch, Server, Shuffler
 
     class HostedDevices(DeviceHost):

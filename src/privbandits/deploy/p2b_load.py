@@ -308,23 +308,29 @@ def _threads(targets, tick=None) -> None:
 
 # -- a local shuffler and server ---------------------------------------------------------------------
 def start_service(deployment: Deployment, workdir: Path):
-    """Start the shuffler and the server on 127.0.0.1 (ephemeral ports where the file says 0) as party processes;
-    the resolved deployment, the processes, and the hosts' listening sockets (for :func:`run_load`)."""
-    from privbandits.deploy.local import resolve_local, start_party
+    """Start the shuffler and the server on 127.0.0.1 (ephemeral ports where the file says 0) as party processes,
+    forked from one process that imported their code once where the platform allows (as ``deploy local``); the
+    resolved deployment, the processes, and the hosts' listening sockets (for :func:`run_load`)."""
+    from privbandits.deploy import zygote
+    from privbandits.deploy.local import child_environment, preload, resolve_local, start_party
 
     resolved, listeners = resolve_local(deployment)
     path = workdir / "deployment.resolved.toml"
     path.write_text(resolved.to_toml())
     started = []
+    server = zygote.ForkServer(preload(resolved), child_environment()) if zygote.available() else None
     try:
         for name in (*resolved.names("shuffler"), *resolved.names("server")):
             listener = listeners.pop(name)
             with listener:  # the child holds its own copy
-                started.append(start_party(path, name, listener.fileno()))  # its stderr collected
+                started.append(start_party(path, name, listener.fileno(), server=server))  # its stderr collected
     except BaseException:
         for party in started:
             party.process.kill()
         for listener in listeners.values():
             listener.close()
         raise
+    finally:
+        if server is not None:
+            server.done_starting()
     return resolved, started, listeners
