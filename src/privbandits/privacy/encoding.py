@@ -27,7 +27,6 @@ from pathlib import Path
 
 import numba
 import numpy as np
-from sklearn.cluster import KMeans, MiniBatchKMeans
 from threadpoolctl import threadpool_limits
 
 MAX_PRECISION = 9
@@ -489,6 +488,8 @@ def fit_encoder(
     settings depart from the reference's where noted (:data:`KMEANS_N_INIT`,
     :data:`MINIBATCH_SIZE`).
     """
+    from sklearn.cluster import KMeans, MiniBatchKMeans  # here: 1.5 s CPU to import, and only fitting needs it
+
     n = grid_size(dim, precision)
     _check_codes(n_codes, n)
     _check_seed(seed)
