@@ -30,6 +30,8 @@ import numpy as np
 from sklearn.cluster import KMeans, MiniBatchKMeans
 from threadpoolctl import threadpool_limits
 
+from privbandits._kernel_args import read_only
+
 MAX_PRECISION = 9
 """Largest q: 10^q grid units must stay exact in float64 and in int64 sums."""
 
@@ -356,7 +358,8 @@ def _nearest_centroid(points: np.ndarray, centroids: np.ndarray) -> np.ndarray:
     points = np.ascontiguousarray(points, dtype=np.float64)
     centroids = np.asarray(centroids, dtype=np.float64)
     centroid_sq = np.einsum("ij,ij->i", centroids, centroids)
-    return _nearest_kernel(points, np.ascontiguousarray(centroids.T), centroid_sq, TIE_TOLERANCE)
+    centroids_t = read_only(np.ascontiguousarray(centroids.T))
+    return _nearest_kernel(read_only(points), centroids_t, centroid_sq, TIE_TOLERANCE)
 
 
 @dataclass(frozen=True, eq=False)
@@ -445,7 +448,7 @@ class ContextEncoder:
             )
         if not np.all(np.isfinite(values)):
             raise ValueError("contexts must be finite (no NaN or infinity)")
-        rows = np.ascontiguousarray(np.atleast_2d(values))
+        rows = read_only(np.ascontiguousarray(np.atleast_2d(values)))
         lookup = self._grid_codes
         if lookup is None:
             return self._finish(values, _nearest_centroid(rows, self.centroids))
