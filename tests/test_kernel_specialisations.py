@@ -28,7 +28,7 @@ from privbandits.linear.population import (
     DisjointModel,
     run_population,
 )
-from privbandits.privacy.encoding import ContextEncoder, grid_size
+from privbandits.privacy.encoding import ContextEncoder, grid_size, round_to_grid
 from privbandits.protocols.fclub import Repairs, _logdet, _spd_inverse
 from privbandits.protocols.fclub_config import PDRepair
 
@@ -43,7 +43,7 @@ KERNEL_MODULES = (
 EXERCISED = {  # kernels the workload calls from Python, so that their check is not vacuous
     "sherman_morrison_step", "cholesky_inverse", "cholesky_logdet", "_dense_scores_all", "_dense_update_all",
     "_dense_run", "_dense_population", "_code_scores_all", "_code_update_all", "_code_run", "_code_population",
-    "_lookup_codes", "_nearest_kernel",
+    "_lookup_codes", "_nearest_kernel", "_round_rows",
 }  # fmt: skip
 """Kernels called only from compiled code (``inverse_step``, ``_dense_play``, ``_find_slot``, ...) get their
 signatures when their callers compile, not when the callers load from numba's on-disk cache: with a cold
@@ -103,6 +103,7 @@ def run_workload(rng: np.random.Generator) -> None:
         on_grid.encode(make(np.full((2, dim), 1 / dim)))
         off_table = ContextEncoder(np.eye(6), 2, [grid_size(6, 2) - 5, 1, 1, 1, 1, 1], True)
         off_table.encode(make(rng.random((5, 6))))
+        round_to_grid(make(rng.random((4, dim))), 1)
 
 
 def test_kernels_compile_once_per_genuine_input_type() -> None:

@@ -304,7 +304,7 @@ def round_to_grid(contexts: np.ndarray, precision: int) -> np.ndarray:
         raise ValueError("contexts must be finite (no NaN or infinity)")
     if np.any(values < 0):
         raise ValueError("contexts must be non-negative to be normalised into a histogram; found a negative entry")
-    return _round_rows(np.ascontiguousarray(np.atleast_2d(values)), 10**precision).reshape(values.shape)
+    return _round_rows(read_only(np.ascontiguousarray(np.atleast_2d(values))), 10**precision).reshape(values.shape)
 
 
 def reindex_by_centroid_sum(centroids: np.ndarray) -> np.ndarray:
