@@ -41,9 +41,9 @@ KERNEL_MODULES = (
     privbandits.protocols.fclub,
 )
 EXERCISED = {  # kernels the workload calls from Python, so that their check is not vacuous
-    "sherman_morrison_step", "cholesky_inverse", "cholesky_logdet", "_dense_scores_all", "_dense_update_all",
-    "_dense_run", "_dense_population", "_code_scores_all", "_code_update_all", "_code_run", "_code_population",
-    "_lookup_codes", "_nearest_kernel", "_round_rows",
+    "sherman_morrison_step", "shared_ucb_scores", "cholesky_inverse", "cholesky_logdet", "_dense_scores_all",
+    "_dense_update_all", "_dense_run", "_dense_population", "_code_scores_all", "_code_update_all", "_code_run",
+    "_code_population", "_lookup_codes", "_nearest_kernel", "_round_rows",
 }  # fmt: skip
 """Kernels called only from compiled code (``inverse_step``, ``_dense_play``, ``_find_slot``, ...) get their
 signatures when their callers compile, not when the callers load from numba's on-disk cache: with a cold
@@ -95,6 +95,8 @@ def run_workload(rng: np.random.Generator) -> None:
         code_agents.update(codes[:, 0], code_agents.select(codes[:, 0]), table[:, 0, 0])
         policy = LinUCB(n_arms, dim, layout="disjoint")
         policy.update(contexts[0, 0], policy.select(contexts[0, 0]), 1.0)
+        shared = LinUCB(n_arms, dim, layout="shared")
+        shared.update(contexts[0, :n_arms], shared.select(contexts[0, :n_arms]), 1.0)
         gram = 4 * np.eye(dim)  # fclub passes its own (writable) sums
         _spd_inverse(gram, PDRepair.CLIP, 1.0, Repairs())
         _logdet(gram)
