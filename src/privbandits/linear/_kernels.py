@@ -132,15 +132,9 @@ def lowest_tied_index(scores: np.ndarray, tolerance: float) -> int:
 
 
 @numba.njit(cache=True)
-def cholesky_inverse(A: np.ndarray, out: np.ndarray, invert: bool = True) -> float:
-    """``log det A`` and, if ``invert``, ``out = A⁻¹`` by Cholesky; NaN (``out`` untouched) if A is not PD.
-
-    ``A = L Lᵀ``, ``W = L⁻¹`` column by column, ``A⁻¹ = Wᵀ W``, written
-    symmetric by construction. Hand-written loops: at the papers' small d a
-    compiled O(d³) loop costs less than the Python overhead of LAPACK calls.
-    """
+def _cholesky(A: np.ndarray, L: np.ndarray) -> float:
+    """``log det A`` and ``L`` (zeros on entry) the Cholesky factor ``A = L Lᵀ``; NaN if A is not PD."""
     d = A.shape[0]
-    L = np.zeros((d, d))
     logdet = 0.0
     for j in range(d):
         s = A[j, j]
@@ -155,7 +149,29 @@ def cholesky_inverse(A: np.ndarray, out: np.ndarray, invert: bool = True) -> flo
             for k in range(j):
                 s -= L[i, k] * L[j, k]
             L[i, j] = s / L[j, j]
-    if not invert:
+    return logdet
+
+
+@numba.njit(cache=True)
+def cholesky_logdet(A: np.ndarray) -> float:
+    """``log det A`` by Cholesky; NaN if A is not positive definite."""
+    return _cholesky(A, np.zeros(A.shape))
+
+
+@numba.njit(cache=True)
+def cholesky_inverse(A: np.ndarray, out: np.ndarray) -> float:
+    """``log det A`` and ``out = A⁻¹`` by Cholesky; NaN (``out`` untouched) if A is not PD.
+
+    ``A = L Lᵀ``, ``W = L⁻¹`` column by column, ``A⁻¹ = Wᵀ W``, written
+    symmetric by construction. Hand-written loops: at the papers' small d a
+    compiled O(d³) loop costs less than the Python overhead of LAPACK calls.
+    No ``invert`` flag (see :func:`cholesky_logdet`): a flag passed from compiled
+    code and from Python would give the kernel two numba types, so two compilations.
+    """
+    d = A.shape[0]
+    L = np.zeros((d, d))
+    logdet = _cholesky(A, L)
+    if logdet != logdet:
         return logdet
     W = np.zeros((d, d))
     for j in range(d):

@@ -25,6 +25,7 @@ from typing import Protocol
 
 import numpy as np
 
+from privbandits._kernel_args import writable
 from privbandits.linear._kernels import shared_ucb_scores
 from privbandits.linear.ridge import DEFAULT_REFRESH_EVERY, RidgeStatistics
 from privbandits.linear.tiebreak import DEFAULT_TIE_TOLERANCE, TieBreak, break_ties
@@ -221,7 +222,7 @@ class LinearBandit(ABC):
         if shape == per_arm or (self.layout is Layout.DISJOINT and shape == (self.dim,)):
             if contexts.dtype.kind not in "fiub":
                 check_finite_array(contexts, "contexts")  # raises: complex, object or text is not a context
-            return np.ascontiguousarray(contexts, dtype=np.float64)
+            return writable(np.ascontiguousarray(contexts, dtype=np.float64))
         allowed = f"{per_arm}" if self.layout is Layout.SHARED else f"{per_arm} or ({self.dim},)"
         raise InvalidInputError(f"contexts have shape {shape}; a {self.layout} layout needs {allowed}")
 

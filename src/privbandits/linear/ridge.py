@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
+from privbandits._kernel_args import writable
 from privbandits.linear._kernels import fold_pending, sherman_morrison_step
 from privbandits.linear.defaults import DEFAULT_REFRESH_EVERY
 from privbandits.validation import (
@@ -105,7 +106,7 @@ class RidgeStatistics:
     def _absorb(self, model: int, x: np.ndarray, reward: float, name: str) -> None:
         """:meth:`update` once ``model`` and ``reward`` are checked: ``x`` is refused (as ``name``),
         before any state changes, if it is not finite."""
-        x = np.ascontiguousarray(x, dtype=np.float64)
+        x = writable(np.ascontiguousarray(x, dtype=np.float64))
         count = sherman_morrison_step(
             self._gram,
             self._pending,

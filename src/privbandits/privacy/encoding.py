@@ -29,6 +29,8 @@ import numba
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from privbandits._kernel_args import read_only
+
 MAX_PRECISION = 9
 """Largest q: 10^q grid units must stay exact in float64 and in int64 sums."""
 
@@ -301,7 +303,7 @@ def round_to_grid(contexts: np.ndarray, precision: int) -> np.ndarray:
         raise ValueError("contexts must be finite (no NaN or infinity)")
     if np.any(values < 0):
         raise ValueError("contexts must be non-negative to be normalised into a histogram; found a negative entry")
-    return _round_rows(np.ascontiguousarray(np.atleast_2d(values)), 10**precision).reshape(values.shape)
+    return _round_rows(read_only(np.ascontiguousarray(np.atleast_2d(values))), 10**precision).reshape(values.shape)
 
 
 def reindex_by_centroid_sum(centroids: np.ndarray) -> np.ndarray:
@@ -355,7 +357,8 @@ def _nearest_centroid(points: np.ndarray, centroids: np.ndarray) -> np.ndarray:
     points = np.ascontiguousarray(points, dtype=np.float64)
     centroids = np.asarray(centroids, dtype=np.float64)
     centroid_sq = np.einsum("ij,ij->i", centroids, centroids)
-    return _nearest_kernel(points, np.ascontiguousarray(centroids.T), centroid_sq, TIE_TOLERANCE)
+    centroids_t = read_only(np.ascontiguousarray(centroids.T))
+    return _nearest_kernel(read_only(points), centroids_t, centroid_sq, TIE_TOLERANCE)
 
 
 @dataclass(frozen=True, eq=False)
@@ -444,7 +447,7 @@ class ContextEncoder:
             )
         if not np.all(np.isfinite(values)):
             raise ValueError("contexts must be finite (no NaN or infinity)")
-        rows = np.ascontiguousarray(np.atleast_2d(values))
+        rows = read_only(np.ascontiguousarray(np.atleast_2d(values)))
         lookup = self._grid_codes
         if lookup is None:
             return self._finish(values, _nearest_centroid(rows, self.centroids))

@@ -69,7 +69,13 @@ from scipy.sparse.csgraph import connected_components
 
 from privbandits.comm import InMemoryNetwork, Network, Party, Traffic
 from privbandits.envs.clustered import ClusteredLinearBandit, assign_groups
-from privbandits.linear._kernels import cholesky_inverse, finite_row_norms, inverse_step, shared_ucb_scores
+from privbandits.linear._kernels import (
+    cholesky_inverse,
+    cholesky_logdet,
+    finite_row_norms,
+    inverse_step,
+    shared_ucb_scores,
+)
 from privbandits.linear.tiebreak import break_ties
 from privbandits.privacy.bounds import DataBounds
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
@@ -181,7 +187,7 @@ def _spd_inverse(matrix: np.ndarray, repair: PDRepair, floor: float, repairs: Re
 
 def _logdet(matrix: np.ndarray) -> float:
     """``log |det|`` of a symmetric matrix (Cholesky when positive definite, LU otherwise)."""
-    logdet = cholesky_inverse(matrix, matrix, False)  # ``out`` is not written without ``invert``
+    logdet = cholesky_logdet(matrix)
     return logdet if logdet == logdet else float(np.linalg.slogdet(matrix)[1])
 
 

@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
+from privbandits._kernel_args import read_only
 from privbandits.linear.policies import as_generator, named_choice
 from privbandits.linear.population.code_kernels import _code_run, _code_scores_all, _code_update_all
 from privbandits.linear.population.dense_kernels import _dense_run, _dense_scores_all, _dense_update_all
@@ -90,7 +91,7 @@ class BatchedAgents(ABC):
         """
         n_rounds = self._check_run(contexts)
         _check_reward_table(reward_table, (self.n_users, n_rounds, self.n_arms))
-        rewards = np.ascontiguousarray(reward_table, dtype=np.float64)
+        rewards = read_only(np.ascontiguousarray(reward_table, dtype=np.float64))
         return _checked_arms(self._run(contexts, rewards, self._draws((self.n_users, n_rounds))))
 
     @abstractmethod
@@ -179,7 +180,7 @@ class BatchedLinUCB(BatchedAgents):
             raise ValueError(f"x has shape {x.shape}; expected (n_users, dim) = ({self.n_users}, {self.dim})")
         x = np.ascontiguousarray(x, dtype=np.float64)
         check_finite_array(x, "x")
-        return x
+        return read_only(x)
 
     def scores(self, x: np.ndarray) -> np.ndarray:
         return _dense_scores_all(self.A_inv, self.theta, self._check_x(x), self.alpha)
@@ -199,7 +200,7 @@ class BatchedLinUCB(BatchedAgents):
         return n_rounds
 
     def _run(self, contexts: np.ndarray, rewards: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
-        X = np.ascontiguousarray(contexts, dtype=np.float64)
+        X = read_only(np.ascontiguousarray(contexts, dtype=np.float64))
         return _dense_run(
             self.A, self.A_inv, self.b, self.theta, self.n_updates, X, rewards,
             self.alpha, self.tie_tolerance, self._random, uniforms, self.refresh_every,
@@ -278,7 +279,7 @@ class BatchedCodeLinUCB(BatchedAgents):
         return _check_codes(contexts, self.n_codes, self.n_users)
 
     def _run(self, contexts: np.ndarray, rewards: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
-        Y = np.ascontiguousarray(contexts, dtype=np.int64)
+        Y = read_only(np.ascontiguousarray(contexts, dtype=np.int64))
         self._reserve(Y.shape[1])
         return _code_run(
             self._base_counts, self._base_sums, self.slot_codes, self.n_slots, self.local_counts,

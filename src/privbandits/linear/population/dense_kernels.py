@@ -47,9 +47,9 @@ def _dense_update(
     x: np.ndarray,
     reward: float,
     refresh_every: int,
-    v: np.ndarray,
+    scratch: np.ndarray,
 ) -> None:
-    """One user's update of ``arm``, the arithmetic of ``ridge.sherman_morrison_step`` (``v`` is scratch).
+    """One user's update of ``arm``, the arithmetic of ``ridge.sherman_morrison_step`` (``scratch`` is 2×d).
 
     ``A_inv -= w wᵀ`` with ``w = A⁻¹x / sqrt(c)``, ``c = 1 + xᵀA⁻¹x`` (a
     symmetric inverse stays exactly symmetric); ``θ += (A⁻¹x / c)(r − xᵀθ)``;
@@ -60,12 +60,14 @@ def _dense_update(
     Ai = A_inv[arm]
     th = theta[arm]
     d = x.shape[0]
+    v, row = scratch[0], scratch[1]  # row: x copied, writable like the rows ridge and fclub pass inverse_step
     for i in range(d):  # v = A⁻¹x by loops: at P2B's small d a BLAS call costs more than it saves
         s = 0.0
         for j in range(d):
             s += Ai[i, j] * x[j]
         v[i] = s
-    inverse_step(Ai, th, x, reward, v)
+        row[i] = x[i]
+    inverse_step(Ai, th, row, reward, v)
     n_updates[arm] += 1
     for i in range(d):
         b[arm, i] += reward * x[i]
@@ -101,7 +103,7 @@ def _dense_play(
     Stops at a NaN score.
     """
     n_arms, d = theta.shape
-    scores, v, outer = np.empty(n_arms), np.empty(d), np.empty(d * d)
+    scores, scratch, outer = np.empty(n_arms), np.empty((2, d)), np.empty(d * d)
     for t in range(X.shape[0]):
         x = X[t]
         _dense_scores(A_inv, theta, x, alpha, scores, outer)
@@ -110,7 +112,7 @@ def _dense_play(
         if arm < 0:
             return
         if R[t, arm] == R[t, arm]:
-            _dense_update(A, A_inv, b, theta, n_updates, arm, x, R[t, arm], refresh_every, v)
+            _dense_update(A, A_inv, b, theta, n_updates, arm, x, R[t, arm], refresh_every, scratch)
 
 
 @numba.njit(cache=True)
@@ -133,9 +135,9 @@ def _dense_update_all(
     rewards: np.ndarray,
     refresh_every: int,
 ) -> None:
-    v = np.empty(X.shape[1])
+    scratch = np.empty((2, X.shape[1]))
     for u in range(X.shape[0]):
-        _dense_update(A[u], A_inv[u], b[u], theta[u], n_updates[u], arms[u], X[u], rewards[u], refresh_every, v)
+        _dense_update(A[u], A_inv[u], b[u], theta[u], n_updates[u], arms[u], X[u], rewards[u], refresh_every, scratch)
 
 
 @numba.njit(cache=True)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from privbandits._kernel_args import read_only
 from privbandits.linear.policies import as_generator
 from privbandits.linear.population.agents import (
     BatchedLinUCB,
@@ -178,7 +179,7 @@ def _population_player(model: DisjointModel | CodeModel, n_rounds: int, options:
 
         def play(chunk: np.ndarray, table: np.ndarray) -> np.ndarray:
             uniforms = rng.random(chunk.shape) if random else NO_DRAWS
-            Y = np.ascontiguousarray(chunk, dtype=np.int64)
+            Y = read_only(np.ascontiguousarray(chunk, dtype=np.int64))
             return _checked_arms(
                 _code_population(base_counts, base_sums, Y, table, alpha, tolerance, random, uniforms, block)
             )
@@ -192,7 +193,7 @@ def _population_player(model: DisjointModel | CodeModel, n_rounds: int, options:
 
     def play(chunk: np.ndarray, table: np.ndarray) -> np.ndarray:
         uniforms = rng.random(chunk.shape[:2]) if random else NO_DRAWS
-        X = np.ascontiguousarray(chunk, dtype=np.float64)
+        X = read_only(np.ascontiguousarray(chunk, dtype=np.float64))
         arms = _dense_population(by_cell, by_row, by_dim, X, table, alpha, tolerance, random, uniforms, block, identity)
         return _checked_arms(arms)
 
@@ -207,7 +208,7 @@ def _play_chunks(play: Player, contexts: np.ndarray, reward_table: np.ndarray, c
     with threadpool_limits(limits=1, user_api="blas"):  # BLAS runs inside the parallel kernels' threads
         for start in range(0, n_users, chunk_size):
             users = slice(start, min(start + chunk_size, n_users))
-            table = np.ascontiguousarray(reward_table[users], dtype=np.float64)
+            table = read_only(np.ascontiguousarray(reward_table[users], dtype=np.float64))
             arms[users] = chosen = play(contexts[users], table)
             rewards[users] = np.take_along_axis(table, chosen[:, :, None], axis=2)[:, :, 0]
     return PopulationLog(arms, rewards)
