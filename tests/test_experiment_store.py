@@ -78,6 +78,23 @@ def test_results_do_not_depend_on_the_number_of_workers(tmp_path):
         assert again.computed == [] and again.stored == 5 and one.count() == 5
 
 
+def test_a_unit_stored_by_another_process_between_the_look_and_the_claim_is_not_computed_again(tmp_path):
+    """The race the concurrent-runs test hit under load (11 computations of 10 units): another process stores a
+    unit and releases its claim after this one looked at the store but before it claims; the claim is dropped."""
+    task = Task("builtins:dict", {"x": 1}, "t")
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        run_tasks([task], store, jobs=1)  # "the other process" stored it
+        real, looks = store.stored_keys, []
+
+        def stale_first_look(keys):  # this process's first look predates it
+            looks.append(keys)
+            return set() if len(looks) == 1 else real(keys)
+
+        store.stored_keys = stale_first_look
+        summary = run_tasks([task], store, jobs=1)
+        assert summary.computed == [] and summary.waited == 1 and store.count() == 1
+
+
 def test_a_dead_processes_claim_is_taken_over_and_a_live_one_is_respected(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     dead_owner = f"{os.uname().nodename}:{dead.stdout.strip()}"

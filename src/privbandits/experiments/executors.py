@@ -88,15 +88,31 @@ def run_tasks(
         todo = [task for task in todo if task.key not in present]
     owner = owner_id()
     while todo:
-        mine = [task for task in todo if store.claim(task.key, owner)]
-        claimed = {task.key for task in mine}
-        others = [task for task in todo if task.key not in claimed]
+        claimed = [task for task in todo if store.claim(task.key, owner)]
+        # stored by another process between our look and our claim: counted, not computed twice
+        mine = claimed if force else _drop_finished(claimed, store, owner, summary, on_done)
+        taken = {task.key for task in claimed}
+        others = [task for task in todo if task.key not in taken]
         try:
             _compute(mine, store, jobs, executor, ray_address, force, summary, on_done)
         finally:
             store.release([task.key for task in mine], owner)
         todo = _wait_for_others(others, store, owner, summary, on_done)
     return summary
+
+
+def _drop_finished(
+    mine: list[Task], store: ResultsStore, owner: str, summary: TaskSummary, on_done: Progress | None
+) -> list[Task]:
+    """The claimed ``mine`` still to compute: those another process stored meanwhile are released and counted."""
+    done = store.stored_keys(task.key for task in mine)
+    store.release(done, owner)
+    for task in mine:
+        if task.key in done:
+            summary.waited += 1
+            if on_done:
+                on_done(task)
+    return [task for task in mine if task.key not in done]
 
 
 def _wait_for_others(
