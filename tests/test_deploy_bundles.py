@@ -28,7 +28,7 @@ from privbandits.deploy.certs import write_bundles
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.console import link_summary
 from privbandits.deploy.deployment import DeploymentError, load_deployment
-from privbandits.deploy.local import GRACE_S, PartyProcess, wait_parties
+from privbandits.deploy.local import PartyProcess, wait_parties
 from privbandits.deploy.party import check_own_files
 
 NAMES = ("mask_generator", "active", "passive2")
@@ -342,7 +342,10 @@ def test_port_0_is_for_deploy_local_only(tmp_path):
     )
 
 
-def test_the_launcher_stops_the_rest_soon_after_a_party_could_not_set_up():
+def test_the_launcher_stops_the_rest_soon_after_a_party_could_not_set_up(monkeypatch):
+    monkeypatch.setattr("privbandits.deploy.local.GRACE_S", 1.0)  # the grace is a constant; 5 s would idle a worker
+    grace = 1.0
+
     def start(code: str) -> PartyProcess:
         command = [sys.executable, "-c", code]
         return PartyProcess(code, subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
@@ -350,9 +353,9 @@ def test_the_launcher_stops_the_rest_soon_after_a_party_could_not_set_up():
     parties = [start("import sys; sys.exit(2)"), start("import time; time.sleep(60)")]
     begun = time.monotonic()
     codes = wait_parties(parties, deadline_s=30.0)
-    assert time.monotonic() - begun < GRACE_S + 3  # not the deadline's 35 s
+    assert time.monotonic() - begun < grace + 3  # not the deadline's 31 s
     assert list(codes.values())[0] == 2 and list(codes.values())[1] != 0
-    assert parties[1].stderr == [f"stopped by the launcher {GRACE_S:g} s after 'import sys; sys.exit(2)' exited 2"]
+    assert parties[1].stderr == [f"stopped by the launcher {grace:g} s after 'import sys; sys.exit(2)' exited 2"]
 
 
 # ---------------------------------------------------------------- deploy local's summary
