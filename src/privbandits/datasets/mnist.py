@@ -104,7 +104,8 @@ def load_mnist(folder: Path | str, components: int = PCA_COMPONENTS) -> BanditDa
     train_x, train_y = _labelled(read_idx(paths["train_images"]), read_idx(paths["train_labels"]), "train")
     test_x, test_y = _labelled(read_idx(paths["test_images"]), read_idx(paths["test_labels"]), "test")
     train_f, test_f = paper_preprocess(train_x, test_x, components)
-    return BanditDataset(LabelledData(train_f, train_y), LabelledData(test_f, test_y), f"MNIST ({folder})", False)
+    source = f"MNIST at {folder}, {len(train_y)} train / {len(test_y)} held out"
+    return BanditDataset(LabelledData(train_f, train_y), LabelledData(test_f, test_y), source, False)
 
 
 def digits_stand_in(components: int = PCA_COMPONENTS, test_fraction: float = 0.2, seed: int = 0) -> BanditDataset:

@@ -146,8 +146,8 @@ def _scalar(text: str, annotation: Any) -> Any:
 
 def describe_error(error: dict[str, Any], prefix: str = "") -> str:
     """One pydantic error as ``key: what is allowed (got value)``."""
-    where = prefix + ".".join(str(part) for part in error["loc"] if not str(part).startswith("function-"))
-    where = where or "(top level)"
+    path = ".".join(str(part) for part in error["loc"] if not str(part).startswith("function-"))
+    where = prefix + path if path else prefix.strip() or "(top level)"  # a model-level check has no location
     kind, ctx, given = error["type"], error.get("ctx", {}), error.get("input")
     bounds = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
     if kind in bounds:

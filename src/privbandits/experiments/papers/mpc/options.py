@@ -6,8 +6,9 @@ import math
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, DirectoryPath, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, DirectoryPath, Field, ValidationInfo, field_validator, model_validator
 
+from privbandits.experiments.papers.data_choice import cached_mnist
 from privbandits.experiments.reproduction import Options
 
 MAX_PRECISION = 26
@@ -49,7 +50,8 @@ DataSet = Annotated[
     Literal["auto", "mnist5k", "fashion", "mnist", "digits"],
     Field(
         description="mnist5k: real MNIST, 5,000 images (`privbandits data fetch mnist5k`); fashion: Fashion-MNIST, "
-        "60,000 rounds (`privbandits data fetch fashion-mnist`); mnist: the IDX folder given as mnist=; digits: "
+        "60,000 rounds (`privbandits data fetch fashion-mnist`); mnist: the IDX folder given as mnist=, else the "
+        "full MNIST, 60,000 rounds (`privbandits data fetch mnist`); digits: "
         "scikit-learn's 8x8 digits, the stand-in; auto: mnist= if given, else mnist5k if cached, else digits",
         validate_default=True,
     ),
@@ -62,6 +64,8 @@ class DataOptions(Options):
 
     mnist: Mnist = None
     data: DataSet = "auto"
+
+    _cached_mnist = model_validator(mode="before")(cached_mnist)
 
     @field_validator("data")
     @classmethod

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, DirectoryPath, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, DirectoryPath, Field, ValidationInfo, field_validator, model_validator
 
+from privbandits.experiments.papers.data_choice import cached_mnist
 from privbandits.experiments.reproduction import Options
 
 Environment = Literal["linear_gaussian", "clustered_users", "classification", "obd", "p2b_population"]
@@ -105,13 +106,16 @@ class MapOptions(Options):
         "auto",
         validate_default=True,
         description="data of the classification panel: mnist5k: real MNIST, 5,000 images, its 4,000-image train "
-        "split (`privbandits data fetch mnist5k`); mnist: the IDX folder given as mnist=; digits: scikit-learn's "
+        "split (`privbandits data fetch mnist5k`); mnist: the IDX folder given as mnist=, else the data cache's "
+        "full MNIST (`privbandits data fetch mnist`); digits: scikit-learn's "
         "8x8 digits, the offline stand-in; auto: mnist= if given, else mnist5k if cached, else digits (resolved "
         "when the options are parsed, so the stored options name the data that ran)",
     )
     obd_folder: DirectoryPath | None = Field(
         None, description="OBD campaign folder (none: ../shared/data/obd/random/all; skipped if absent)"
     )
+
+    _cached_mnist = model_validator(mode="before")(cached_mnist)
 
     @field_validator("mnist")
     @classmethod
