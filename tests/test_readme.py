@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+import re
 from pathlib import Path
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -42,7 +43,7 @@ def test_the_book_rebuilds_from_the_store_with_the_rerun_command(tmp_path):
     from typer.testing import CliRunner
 
     from privbandits.cli import app
-    from privbandits.experiments.book import book_sections
+    from privbandits.experiments.book import book_sections, unbacked_numbers
 
     store, out, book = tmp_path / "r.sqlite", tmp_path / "out", tmp_path / "results.md"
     options = [
@@ -59,13 +60,25 @@ def test_the_book_rebuilds_from_the_store_with_the_rerun_command(tmp_path):
     ]
     ran = CliRunner().invoke(app, ["run", "vertical-fig5", *options, "--store", str(store), "--out", str(out)])
     assert ran.exit_code == 0, ran.output
-    made = CliRunner().invoke(app, ["report", "--store", str(store), "--out", str(out), "--book", str(book)])
+    earlier = " ".join(["vertical-fig5", *options])
+    options[options.index("n_parties=2")] = "n_parties=3"  # run again: the store remembers these as the last
+    ran = CliRunner().invoke(app, ["run", "vertical-fig5", *options, "--store", str(store), "--out", str(out)])
+    assert ran.exit_code == 0, ran.output
+    command = ["report", "--store", str(store), "--out", str(out), "--book", str(book), "--also", earlier]
+    made = CliRunner().invoke(app, command)
     assert made.exit_code == 0, made.output
     sections = book_sections(book.read_text())
-    assert list(sections) == ["vertical-fig5"]
-    heading = sections["vertical-fig5"].splitlines()[0]
+    assert len(sections) == 2 and list(sections)[1] == earlier  # the last run's options first, then --also's
+    heading = next(iter(sections.values())).splitlines()[0]
     assert heading.startswith("## `privbandits run vertical-fig5 -o ") and heading.endswith("`")
     assert sorted(heading.strip("`").split(" -o ")[1:]) == sorted(part for part in options if part != "-o")
+    assert f'--also "{earlier}"' in book.read_text().split("\n## ")[0]  # the preamble's command rebuilds it
     report = (out / "vertical-fig5-paper.md").read_text()
     claims = report[report.index("| where |") : report.index("\n\n", report.index("| where |"))]
-    assert claims in sections["vertical-fig5"] and "![" not in book.read_text()
+    assert claims in sections[list(sections)[0]] and "![" not in book.read_text()
+    block = "<!-- results {} -->\n{}\n<!-- /results -->"
+    bytes_row = next(line for line in sections[earlier].splitlines() if line.startswith("|") and "." in line)
+    number = re.findall(r"(?<![\w.])\d[\d,]*\.\d+", bytes_row)[0]
+    assert unbacked_numbers(block.format(earlier, number), book.read_text()) == []
+    bad = CliRunner().invoke(app, [*command[:-1], "vertical-fig5 -o"])
+    assert bad.exit_code == 2 and "--also: expected 'NAME -o KEY=VALUE [-o KEY=VALUE ...]'" in bad.output

@@ -202,6 +202,14 @@ def report_command(
         Path | None,
         typer.Option("--book", help="Also write every report into this one Markdown file, e.g. docs/results.md."),
     ] = None,
+    also: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--also",
+            help="With --book: one more section, for other stored options of a reproduction: "
+            '"NAME -o KEY=VALUE ..." (repeatable).',
+        ),
+    ] = None,
 ) -> None:
     """Rebuild reports (figures, tables, paper-vs-ours claims) from the store alone.
 
@@ -237,12 +245,30 @@ def report_command(
                     from privbandits.experiments.book import section
 
                     sections.append(section(reproduction, options, paper))
+            sections += _also_sections(also or [], results)
         if book:
             from privbandits.experiments.book import write_book
 
-            console.print(f"wrote {write_book(sections, book)}")
+            console.print(f"wrote {write_book(sections, book, also or [])}")
     except _user_errors() as exc:
         _fail(str(exc))
+
+
+def _also_sections(also: list[str], results) -> list[str]:
+    """The book's sections for ``--also`` options (reports drawn in a scratch folder: the book has no figures)."""
+    import tempfile
+
+    from privbandits.experiments import reproduction as repro
+    from privbandits.experiments.book import parse_also, section
+
+    sections = []
+    for text in also:
+        name, assignments = parse_also(text)
+        reproduction = repro.find(name, results)
+        options = repro.resolve_options(reproduction, split_assignments(assignments), None)
+        with tempfile.TemporaryDirectory() as scratch:
+            sections.append(section(reproduction, options, repro.report(reproduction, options, results, Path(scratch))))
+    return sections
 
 
 @app.command("site")
