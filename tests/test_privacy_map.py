@@ -189,7 +189,7 @@ def test_data_is_resolved_when_the_options_are_parsed(tmp_path):
     with pytest.raises(OptionError, match=r"option data: mnist5k is not in the data cache; run `privbandits data "
                        r"fetch mnist5k` first"):  # fmt: skip
         _options(data="mnist5k")
-    with pytest.raises(OptionError, match="needs the IDX folder as mnist=<folder>"):
+    with pytest.raises(OptionError, match="reads the IDX folder given as mnist=<folder>, or the data cache's MNIST"):
         _options(data="mnist")
     folder = tmp_path / "mnist"
     folder.mkdir()
