@@ -20,6 +20,7 @@ import pytest
 
 from privbandits.comm import InMemoryNetwork, Network
 from privbandits.envs.clustered import ClusteredLinearBandit, assign_groups
+from privbandits.privacy.noise import grid_step
 from privbandits.protocols.fclub import (
     ASYNC,
     CHECK,
@@ -212,12 +213,24 @@ class SnoopingNetwork(InMemoryNetwork):
         super().__init__(serialize=True)
         self.bandit: FederatedClusteredBandit | None = None
         self.uploads: list[tuple[str, list[str]]] = []
+        self.off_grid: list[str] = []
+        """Privatized uploads with an entry off the grid of their cluster's noise (its sub-grid bits are data's)."""
 
     def _deliver(self, envelope, depth):
         message = envelope.message
         if message.kind in (PhaseUpload.kind, Upload.kind):
             self.uploads.append((message.kind, self._raw_matches(envelope.sender, message)))
+            self._check_grid(envelope.sender, message)
         super()._deliver(envelope, depth)
+
+    def _check_grid(self, sender: str, message) -> None:
+        server = next(s for s in self.bandit.servers if s.name == sender)
+        tree = server.clusters[message.cluster].async_tree
+        if tree is not None:
+            step, off = grid_step(tree.std), ~np.eye(len(message.moment), dtype=bool)  # the diagonal: + public shift
+            units = np.concatenate([message.gram[off], message.moment]) / step
+            if not np.array_equal(units, np.round(units)):
+                self.off_grid.append(f"{message.kind} of cluster {message.cluster} from {sender}")
 
     def _raw_matches(self, sender: str, message) -> list[str]:
         server = next(s for s in self.bandit.servers if s.name == sender)
@@ -258,6 +271,26 @@ def test_uploads_with_the_privatizer_on_carry_no_raw_statistics(options, seed):
     uploads = snoop(FCLUBConfig.for_variant("cdp-fclub-dc", horizon=510, **options), seed)
     assert {kind for kind, _ in uploads} == {PhaseUpload.kind, Upload.kind}
     assert [(kind, matches) for kind, matches in uploads if matches] == []
+
+
+@pytest.mark.parametrize("options", [{}, {"rebuild_local_copies": True}])
+def test_privatized_uploads_lie_on_their_noise_grid_so_no_bit_below_it_is_the_datas(options):
+    """The noise is a multiple of its grid step g (privacy/noise.py); an upload adds it to the statistics, so the
+    statistics are snapped to g first: otherwise ``upload mod g`` is ``data mod g``, the data's low bits in clear.
+    Checked off the diagonal and in the moment (the diagonal also carries the public shift)."""
+    network = snooped_run(FCLUBConfig.for_variant("cdp-fclub-dc", horizon=510, **options), 0, small_env(), N_SERVERS)
+    assert len(network.uploads) > 10 and network.off_grid == []
+
+
+def test_the_grid_check_finds_uploads_off_the_grid():
+    """Not vacuous: a grid 2^20 times finer than the noise's is not the grid the data was snapped to."""
+    network = SnoopingNetwork()
+    network.bandit = types.SimpleNamespace(servers=[types.SimpleNamespace(
+        name="s", clusters={0: types.SimpleNamespace(async_tree=types.SimpleNamespace(std=1.0))})])  # fmt: skip
+    step = grid_step(1.0)
+    network._check_grid("s", Upload(0, np.array([[0.1, 3 * step], [3 * step, 0.2]]), np.array([5 * step, -step]), 1))
+    network._check_grid("s", Upload(0, np.full((2, 2), 3 * step), np.array([5 * step, step / 2**20]), 1))
+    assert network.off_grid == ["fclub.upload of cluster 0 from s"]
 
 
 @pytest.mark.parametrize(

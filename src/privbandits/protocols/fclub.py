@@ -79,6 +79,7 @@ from privbandits.linear._kernels import (
 from privbandits.linear.tiebreak import break_ties
 from privbandits.privacy.bounds import DataBounds
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
+from privbandits.privacy.noise import snap
 from privbandits.privacy.tree_mechanism import (
     REPLACE_SENSITIVITY,
     TreeMechanism,
@@ -327,7 +328,8 @@ class LocalServer(Party):
 
     def upload(self, cluster: _LocalCluster) -> None:
         """Send the upload buffer, absorb it, and start the next one (Alg. 3 lines 4–10)."""
-        sent = Upload(cluster.uid, cluster.raw_S + cluster.P, cluster.raw_u + cluster.p, cluster.raw_T)
+        gram, moment = self._snapped(cluster, cluster.raw_S, cluster.raw_u)
+        sent = Upload(cluster.uid, gram + cluster.P, moment + cluster.p, cluster.raw_T)
         self.send(GLOBAL, sent)
         if self.config.noise_in_trigger_only:
             self._record_raw(cluster)
@@ -436,6 +438,7 @@ class LocalServer(Party):
             kind, tree = ("async", cluster.async_tree) if cluster.phase_tree is None else ("phase", cluster.phase_tree)
             cluster.H_tilde, cluster.h_tilde = self._draw(cluster, tree, kind)  # the reference's phase-start release
         if self._noisy and not trigger_only:
+            gram, moment = self._snapped(cluster, gram, moment)
             gram += cluster.H_tilde
             moment += cluster.h_tilde
             self._record(cluster, kind)
@@ -490,6 +493,14 @@ class LocalServer(Party):
                 self.release_counts[tree_id] = (0, std)
                 for i in cluster.users:
                     self.lineage[i].add(tree_id)
+
+    def _snapped(self, cluster: _LocalCluster, gram: np.ndarray, moment: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Statistics about to carry privatized noise, rounded to that noise's grid (``privacy.noise.snap``): the
+        noise is a multiple of the grid step, so an unsnapped sum would show the data's bits below it in clear."""
+        if not self._noisy or self.config.noise_in_trigger_only:
+            return gram, moment
+        std = cluster.async_tree.std
+        return snap(gram, std), snap(moment, std)
 
     def _draw(self, cluster: _LocalCluster, tree: TreeMechanism, kind: str) -> tuple[np.ndarray, np.ndarray]:
         """The next release of ``tree``, split into (H, h) (§4.2); counts ‖H‖_op > ρ events."""
