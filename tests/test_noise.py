@@ -123,3 +123,7 @@ def test_only_runs_that_draw_dp_noise_name_the_sampler_in_their_store_key():
     clustered = {"kind": "clustered_users", "n_users": 4, "n_clusters": 2, "n_servers": 2, "dim": 3, "n_arms": 3}
     assert _spec({"kind": "fclub"}, clustered)["noise_sampler"] == NOISE_SAMPLER  # cdp-fclub-dc by default
     assert "noise_sampler" not in _spec({"kind": "fclub", "variant": "fclub-dc"}, clustered)
+    # private FCLUB's uploads are snapped to the noise grid since issue 31: their runs moved, so their keys did
+    assert _spec({"kind": "fclub"}, clustered)["fclub_uploads"] == "snapped"
+    assert "fclub_uploads" not in _spec({"kind": "joint_dp_linucb", "epsilon": 1.0})
+    assert "fclub_uploads" not in _spec({"kind": "fclub", "variant": "fclub-dc"}, clustered)

@@ -12,6 +12,10 @@ from typing import Any
 
 _DP_LINUCB_KINDS = frozenset({"joint_dp_linucb", "local_dp_linucb", "shuffle_dp_linucb"})
 
+FCLUB_UPLOADS = {"fclub_uploads": "snapped"}
+"""In the key of a private FCLUB run: its uploads are snapped to the noise grid (since issue 31; the numbers
+moved slightly at the same seeds, so runs stored before are not reused)."""
+
 
 def adds_dp_noise(policy: Any) -> bool:
     """Whether a policy config's runs draw DP noise (a DP LinUCB at finite ε, a private FCLUB variant)."""
@@ -29,4 +33,4 @@ def noise_key(policy: Any) -> dict[str, str]:
         return {}
     from privbandits.privacy.noise import NOISE_SAMPLER  # numpy: not on the command line's import path
 
-    return {"noise_sampler": NOISE_SAMPLER}
+    return {"noise_sampler": NOISE_SAMPLER, **(FCLUB_UPLOADS if policy.kind == "fclub" else {})}

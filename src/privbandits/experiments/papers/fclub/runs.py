@@ -27,6 +27,7 @@ from privbandits.datasets.movielens import (
 )
 from privbandits.datasets.movielens100k import read_ratings
 from privbandits.envs.clustered import ClusteredLinearBandit, PooledUsersBandit, assign_groups
+from privbandits.experiments.noise_key import FCLUB_UPLOADS
 from privbandits.experiments.papers.fclub.options import ALGORITHMS, FAITHFUL
 from privbandits.experiments.tasks import Task, canonical_json, file_identity, identity_path
 from privbandits.privacy.noise import NOISE_SAMPLER
@@ -201,15 +202,19 @@ def summarise(outcome: FCLUBOutcome, env: ClusteredLinearBandit, n_servers: int,
     rounds = kept_rounds(horizon) - 1
     counts = outcome.bandit.communication
     extra = {"communication_kinds": {k: v for k, v in asdict(counts).items() if k != "synchronous"}} if kinds else {}
-    return extra | {
-        "regret": outcome.regret[rounds].round(3).tolist(),
-        "communication": outcome.communication[rounds].tolist(),
-        "reference_communication": counts.reference,
-        "bytes": getattr(outcome.bandit, "traffic", None) and outcome.bandit.traffic.total().bytes,
-        "ms_per_round": outcome.ms_per_round,
-        "clusters_found": clusters_found(outcome, env, n_servers),
-        "rho_exceeded": getattr(getattr(outcome.bandit, "repairs", None), "rho_exceeded", 0),
-    } | privacy_of(outcome.bandit)
+    return (
+        extra
+        | {
+            "regret": outcome.regret[rounds].round(3).tolist(),
+            "communication": outcome.communication[rounds].tolist(),
+            "reference_communication": counts.reference,
+            "bytes": getattr(outcome.bandit, "traffic", None) and outcome.bandit.traffic.total().bytes,
+            "ms_per_round": outcome.ms_per_round,
+            "clusters_found": clusters_found(outcome, env, n_servers),
+            "rho_exceeded": getattr(getattr(outcome.bandit, "repairs", None), "rho_exceeded", 0),
+        }
+        | privacy_of(outcome.bandit)
+    )
 
 
 def privacy_of(bandit: Any) -> dict[str, float]:
@@ -227,11 +232,12 @@ def setting_of(sizes: dict[str, Any], data: dict[str, str] | None) -> Setting:
 
 def simulate(algorithm: str, setting: dict[str, Any], horizon: int, seed: int, data: dict[str, str] | None,
              config: str | None = None, overrides: dict[str, Any] | None = None,
-             noise_sampler: str | None = None) -> dict:  # fmt: skip
+             noise_sampler: str | None = None, fclub_uploads: str | None = None) -> dict:  # fmt: skip
     """Task: one run, summarised at :func:`kept_rounds` (BLAS limited to one thread).
 
-    ``config`` is the digest of the reference preset's options (:func:`config_digest`) and ``noise_sampler`` the
-    DP noise sampler of a private run: only in the key, so that a changed preset or sampler is a different task;
+    ``config`` is the digest of the reference preset's options (:func:`config_digest`), ``noise_sampler`` the
+    DP noise sampler of a private run and ``fclub_uploads`` how its uploads meet the noise grid
+    (``noise_key.FCLUB_UPLOADS``): only in the key, so that a changed preset or release is a different task;
     ``overrides`` change the preset (the issue-15 ablation).
     """
     where = setting_of(setting, data)
@@ -273,7 +279,7 @@ def run_task(name: str, setting: Setting, horizon: int, seed: int, prefix: str =
     if digest is not None:
         params["config"] = digest
     if (name == FAITHFUL or name in _VARIANTS) and fclub_config(name, setting, horizon, overrides).private:
-        params["noise_sampler"] = NOISE_SAMPLER  # its draws come from privacy/noise.py (noise_key.py)
+        params |= {"noise_sampler": NOISE_SAMPLER, **FCLUB_UPLOADS}  # its draws come from privacy/noise.py
     if overrides:
         params["overrides"] = dict(overrides)
     return Task(SIMULATE, params, prefix + run_label(name, setting, horizon, seed))
