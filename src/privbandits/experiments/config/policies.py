@@ -116,9 +116,6 @@ class RandomPolicyConfig(_PolicyBase):
     kind: Literal["random"]
 
 
-_FCLUB_OPTION = "None = the preset's value"
-
-
 class FCLUBPolicyConfig(_Labelled):
     """FCLUB (Liu et al. 2022): CDP-FCLUB-DC and variants on local servers + a global server; every FCLUBConfig option.
 
