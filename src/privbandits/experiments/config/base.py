@@ -1,0 +1,52 @@
+"""Shared pieces of the experiment-config schema: the error type, strict models, data-file paths, kinds.
+
+Every config model is frozen and strict (:class:`_Strict`); list fields also take tuples
+(:data:`Listed`); a data-file field is checked with :func:`existing_path`, and the offline data's
+default files are found with :func:`_shared`; :func:`by_kind` maps ``kind`` tags to their classes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict
+
+
+class ConfigError(ValueError):
+    """A config file that cannot be used; the message lists every problem."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+def _listed(value: Any) -> Any:
+    """A tuple as a list: strict list fields still take Python tuples (``seeds=(0, 1)``)."""
+    return list(value) if isinstance(value, tuple) else value
+
+
+Listed = BeforeValidator(_listed)
+
+
+# -- data files -----------------------------------------------------------------
+def _shared(*parts: str) -> Path:
+    """``parts`` in the offline data (:func:`~privbandits.datasets.cache.shared_data_dir`), named even if absent."""
+    from privbandits.datasets.cache import SHARED_ENV, shared_data_dir  # not at import: the command line stays light
+
+    return (shared_data_dir() or Path(f"${SHARED_ENV}")).joinpath(*parts)
+
+
+def existing_path(value: str, what: str = "file or folder") -> str:
+    """``value`` as an absolute path; ValueError naming it when nothing is there."""
+    if not value:
+        raise ValueError(f"must name a {what} (got '')")
+    path = Path(value).expanduser()
+    if what == "folder" and not path.is_dir() or what == "file" and not path.is_file() or not path.exists():
+        raise ValueError(f"no such {what}: {value!r}")
+    return str(path.resolve())
+
+
+def by_kind(models: tuple[type[BaseModel], ...]) -> dict[str, type[BaseModel]]:
+    """Config classes keyed by their ``kind`` tag, in declaration order."""
+    return {model.model_fields["kind"].annotation.__args__[0]: model for model in models}
