@@ -8,7 +8,6 @@ from privbandits.experiments.adapters import PolicyLearner, StepLearner, UserLea
 from privbandits.experiments.config import (
     ENVIRONMENT_CONFIGS,
     POLICY_CONFIGS,
-    EnvConfig,
     FCLUBPolicyConfig,
     LinTSConfig,
     LinUCBConfig,
@@ -22,7 +21,7 @@ from privbandits.experiments.config import (
     _LocalBaselineBase,
     by_kind,
 )
-from privbandits.experiments.sources import EnvironmentSource, ReplaySource, build_source
+from privbandits.experiments.sources import EnvironmentSource, ReplaySource
 
 
 def _catalogue(models) -> dict[str, tuple[type, str]]:
@@ -32,12 +31,6 @@ def _catalogue(models) -> dict[str, tuple[type, str]]:
 
 ENVIRONMENTS = _catalogue(ENVIRONMENT_CONFIGS)
 POLICIES = _catalogue(POLICY_CONFIGS)
-
-
-def build_environment(config: EnvConfig):
-    """A fresh environment (stream environments) for one run (call ``reset`` before use)."""
-    source = build_source(config)
-    return source.env if isinstance(source, EnvironmentSource) else source
 
 
 def build_policy(config: PolicyConfig, n_arms: int, dim: int, rng: np.random.Generator):
