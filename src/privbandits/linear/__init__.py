@@ -1,4 +1,20 @@
-"""Plaintext linear contextual bandits: the non-private references of every protocol."""
+"""Plaintext linear contextual bandits: the non-private references of every protocol.
+
+ridge
+    Ridge-regression sufficient statistics with Sherman–Morrison inverse updates.
+policies
+    LinUCB, LinTS and ε-greedy in the two layouts the papers use (per-round kernels: ``_kernels``, numba).
+tiebreak
+    Explicit, named tie-breaking for argmax over arm scores.
+defaults
+    Default numerical settings (light: configs import it).
+population
+    Disjoint LinUCB for a population of independent users, vectorised across users (P2B);
+    ``batched`` is its former name, kept so that old imports go on working.
+
+The exports load lazily (PEP 562), so importing a light submodule such as ``defaults`` imports
+neither the learners nor numba.
+"""
 
 from __future__ import annotations
 
