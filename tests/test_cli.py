@@ -278,19 +278,6 @@ def test_sweep_killed_with_sigkill_resumes_and_matches_a_clean_run(tmp_path):
         assert record.actions_digest == run_single(config, record.policy_index, record.seed).actions_digest
 
 
-@pytest.mark.parametrize("package", ["privbandits.envs", "privbandits.linear", "privbandits.experiments"])
-def test_lazy_exports_are_the_named_objects_whatever_was_imported_first(package):
-    """An export named like one of its package's modules would turn into that module once imported."""
-    import importlib
-    import pkgutil
-
-    module = importlib.import_module(package)
-    for info in pkgutil.iter_modules(module.__path__):
-        importlib.import_module(f"{package}.{info.name}")
-    for name in module.__all__:
-        assert not isinstance(getattr(module, name), type(module)), f"{package}.{name} is a module"
-
-
 def test_the_main_command_carries_the_deployment_commands():
     for command in (["deploy", "--help"], ["party", "run", "--help"]):
         result = CliRunner().invoke(app, command)

@@ -3,18 +3,27 @@
 Subpackages
 -----------
 linear
-    Plaintext learners: ridge statistics, LinUCB, LinTS, ε-greedy.
+    Plaintext learners: ridge statistics, LinUCB, LinTS, ε-greedy; P2B's batched population.
 envs
-    Bandit problems: the papers' synthetic generators and classification→bandit.
+    Bandit problems: the papers' synthetic generators, classification→bandit, logged-data replay.
 datasets
-    Loaders for real and bundled data sets.
+    Loaders for real and bundled data sets, and the local data cache.
 privacy, mpc, comm, protocols
-    Mechanisms and audits, the secret-sharing engine, the message layer, the four systems.
+    Mechanisms and attacks, the secret-sharing engine, the message layer, the four systems.
+audit
+    Empirical privacy audits: measured lower bounds on ε beside each mechanism's claim.
 experiments
     Specs, tasks, the results store, executors, reproductions and reports.
+deploy
+    Deployments: each party of a protocol in its own process over mutually authenticated TCP.
+
+Modules: :mod:`~privbandits.validation` (the declarative checks at every public boundary),
+:mod:`~privbandits.api` and :mod:`~privbandits.cli` (the Python entry point and the ``privbandits``
+command; ``data_cli`` its ``data`` group).
 
 ``privbandits.run(name_or_spec, **overrides)`` runs a reproduction or a config and returns
-its stored results as a table (:mod:`privbandits.api`).
+its stored results as a table, ``privbandits.report`` rebuilds a stored reproduction's report
+(:mod:`privbandits.api`).
 """
 
 from __future__ import annotations

@@ -24,6 +24,9 @@ crowd
     P2B's participation and threshold (crowd-blending, not DP) and the attack that applies.
 run
     The registry of mechanisms, the audit unit (a task function), the table and the report.
+calibrations
+    The report's calibration tables: each Gaussian mechanism's σ under the paper's formula and the
+    analytic Gaussian, and the ε that PLD and RDP accounting give the paper's σ.
 cli
     ``privbandits audit``.
 """

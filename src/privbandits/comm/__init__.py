@@ -12,6 +12,8 @@ frames
     The transport's frames: header, sequence number, bounded length, codec bytes.
 tls
     :class:`TlsNetwork`: one party per OS process, mutual TLS 1.3 links to its peers.
+oneshot
+    One message on a connection of its own: the devices a party hosts, each with its own transport identity.
 """
 
 from privbandits.comm.codec import Envelope, MessageDecodeError, decode, encode

@@ -7,38 +7,25 @@ option models) does not import numpy, scikit-learn or the other loaders.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from privbandits._lazy import lazy_exports
 
-_EXPORTS = {
-    "CriteoLog": "criteo",
-    "criteo_contexts": "criteo",
-    "load_criteo": "criteo",
-    "LabelledData": "digits",
-    "load_digits_data": "digits",
-    "unit_normalise": "digits",
-    "EventContexts": "logged",
-    "LoggedBanditData": "logged",
-    "default_obd_path": "obd",
-    "load_obd": "obd",
-    "vertical_obd_contexts": "obd",
-    "RatingLog": "movielens100k",
-    "load_movielens_100k": "movielens100k",
-    "fashion_mnist_bandit": "mnist5k",
-    "mnist5k_bandit": "mnist5k",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__all__, __getattr__, __dir__ = lazy_exports(
+    globals(),
+    {
+        "CriteoLog": ".criteo",
+        "criteo_contexts": ".criteo",
+        "load_criteo": ".criteo",
+        "LabelledData": ".digits",
+        "load_digits_data": ".digits",
+        "unit_normalise": ".digits",
+        "EventContexts": ".logged",
+        "LoggedBanditData": ".logged",
+        "default_obd_path": ".obd",
+        "load_obd": ".obd",
+        "vertical_obd_contexts": ".obd",
+        "RatingLog": ".movielens100k",
+        "load_movielens_100k": ".movielens100k",
+        "fashion_mnist_bandit": ".mnist5k",
+        "mnist5k_bandit": ".mnist5k",
+    },
+)

@@ -1,4 +1,4 @@
-"""Build round sources and learners from validated configs; list what is available."""
+"""Build each run's learner from its validated policy config (plaintext, vertical, FCLUB, MPC, DP baselines)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,6 @@ import numpy as np
 
 from privbandits.experiments.adapters import PolicyLearner, StepLearner, UserLearner
 from privbandits.experiments.config import (
-    ENVIRONMENT_CONFIGS,
-    POLICY_CONFIGS,
-    EnvConfig,
     FCLUBPolicyConfig,
     LinTSConfig,
     LinUCBConfig,
@@ -20,24 +17,8 @@ from privbandits.experiments.config import (
     VerticalLinUCBConfig,
     _DPLinUCBBase,
     _LocalBaselineBase,
-    by_kind,
 )
-from privbandits.experiments.sources import EnvironmentSource, ReplaySource, build_source
-
-
-def _catalogue(models) -> dict[str, tuple[type, str]]:
-    """``kind -> (config class, first line of its docstring)``."""
-    return {kind: (model, model.__doc__.strip().splitlines()[0]) for kind, model in by_kind(models).items()}
-
-
-ENVIRONMENTS = _catalogue(ENVIRONMENT_CONFIGS)
-POLICIES = _catalogue(POLICY_CONFIGS)
-
-
-def build_environment(config: EnvConfig):
-    """A fresh environment (stream environments) for one run (call ``reset`` before use)."""
-    source = build_source(config)
-    return source.env if isinstance(source, EnvironmentSource) else source
+from privbandits.experiments.sources import EnvironmentSource, ReplaySource
 
 
 def build_policy(config: PolicyConfig, n_arms: int, dim: int, rng: np.random.Generator):

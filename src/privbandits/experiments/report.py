@@ -1,4 +1,4 @@
-"""Summaries over seeds, rich tables and PNG plots of stored runs."""
+"""Summaries over seeds (mean and t-interval), metric tables, CSV files and PNG plots of stored runs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from rich.table import Table  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from privbandits.experiments.paper import atomic_path  # noqa: E402
@@ -54,22 +53,6 @@ class PolicySummary:
     reward_mean: float
     reward_half_width: float
     wall_time_s: float
-
-
-def latest_runs(records: list[RunRecord]) -> tuple[list[RunRecord], list[str]]:
-    """Keep, per policy label, only the runs of its most recent config.
-
-    A config edited after some runs leaves the older runs in the store under a
-    different hash; mixing them would blend two different experiments. Returns
-    the kept runs and the labels whose older runs were set aside.
-    """
-    newest: dict[str, tuple[str, str]] = {}
-    for r in records:
-        if r.label not in newest or r.finished_at > newest[r.label][0]:
-            newest[r.label] = (r.finished_at, r.config_hash)
-    kept = [r for r in records if r.config_hash == newest[r.label][1]]
-    stale = sorted({r.label for r in records if r.config_hash != newest[r.label][1]})
-    return kept, stale
 
 
 def group_by_policy(records: list[RunRecord]) -> dict[str, list[RunRecord]]:
@@ -166,24 +149,6 @@ def write_metrics_csv(records: list[RunRecord], path: Path) -> Path:
             for r in runs:
                 writer.writerow([label, r.seed, *[(r.metrics or {}).get(name, "") for name in names]])
     return path
-
-
-def summary_table(experiment: str, summaries: list[PolicySummary]) -> Table:
-    """A rich table of final cumulative regret and reward per policy."""
-    table = Table(title=f"{experiment}: final values, mean ± 95% CI over seeds")
-    table.add_column("policy", style="bold", ratio=1, overflow="fold")
-    for name in ("seeds", "rounds", "cum. regret", "cum. reward", "s / run"):
-        table.add_column(name, justify="right", no_wrap=True)
-    for s in summaries:
-        table.add_row(
-            s.label,
-            str(s.n_seeds),
-            str(s.horizon),
-            interval_text(s.regret_mean, s.regret_half_width),
-            interval_text(s.reward_mean, s.reward_half_width),
-            f"{s.wall_time_s:.2f}",
-        )
-    return table
 
 
 def write_summary_csv(summaries: list[PolicySummary], path: Path) -> Path:

@@ -22,6 +22,10 @@ epsilon_greedy
     η = log(|A|/ε) of an opened ε-greedy action (MPC paper Theorem 1).
 membership
     Membership inference against a bandit checkpoint (MPC paper §6.5, two metrics).
+amplification
+    Privacy amplification by shuffling: n local reports, shuffled, are centrally (ε, δ)-DP.
+bounds
+    The data bounds a DP guarantee assumes (‖x‖ ≤ 1, |y| ≤ 1), enforced, with a count of what was clipped.
 
 The empirical audits of these mechanisms live in :mod:`privbandits.audit` (above the protocols
 they run).

@@ -1,7 +1,41 @@
-"""The private protocols, each as parties exchanging messages plus a driver.
+"""The private protocols, each as parties exchanging messages plus an in-memory driver.
 
 vertical
-    Vertical federated LinUCB / LinTS with orthogonal masks (VFUCB, VFTS).
+    Vertical federated LinUCB / LinTS with orthogonal masks (VFUCB, VFTS): :class:`VerticalFederatedBandit`.
+p2b, p2b_queue
+    P2B, on-device bandits through encode–shuffle–analyze: :class:`P2BConfig` and
+    :func:`~privbandits.protocols.p2b.simulate` (giving a :class:`P2BOutcome`); the shuffler's durable
+    report queue (SQLite, PostgreSQL).
+fclub, fclub_config, fclub_messages, fclub_baselines, fclub_reference
+    FCLUB, federated online clustering of bandits with cluster DP: :class:`FCLUBConfig`,
+    :class:`FederatedClusteredBandit` and :func:`run_fclub` (giving an :class:`FCLUBOutcome`); its messages,
+    the baselines that never leave a local server (CLUB, SCLUB, per-user LinUCB) and the reference code's
+    behaviours outside the paper's algorithm.
 mpc_bandit
-    The secure multi-party ε-greedy bandit (MPC paper Alg. 1) and its plaintext twin.
+    The secure multi-party ε-greedy bandit (MPC paper Alg. 1): :class:`MPCBanditConfig`,
+    :class:`PrivateEpsilonGreedy` and its float64 twin :class:`PlaintextEpsilonGreedy`.
+dp
+    The standard DP linear bandits (joint, local and shuffle DP LinUCB), as baselines.
+
+The names above load lazily, so ``import privbandits.protocols`` imports none of the protocols.
 """
+
+from __future__ import annotations
+
+from privbandits._lazy import lazy_exports
+
+__all__, __getattr__, __dir__ = lazy_exports(
+    globals(),
+    {
+        "VerticalFederatedBandit": "privbandits.protocols.vertical",
+        "P2BConfig": "privbandits.protocols.p2b",
+        "P2BOutcome": "privbandits.protocols.p2b",
+        "FCLUBConfig": "privbandits.protocols.fclub_config",
+        "FCLUBOutcome": "privbandits.protocols.fclub",
+        "FederatedClusteredBandit": "privbandits.protocols.fclub",
+        "run_fclub": "privbandits.protocols.fclub",
+        "MPCBanditConfig": "privbandits.protocols.mpc_bandit",
+        "PlaintextEpsilonGreedy": "privbandits.protocols.mpc_bandit",
+        "PrivateEpsilonGreedy": "privbandits.protocols.mpc_bandit",
+    },
+)

@@ -2,5 +2,6 @@
 
 ``options`` holds the typed options (light: the catalogue imports it), ``reference``
 the paper's and the reference code's numbers, ``simulations`` the functions the tasks
-run, and ``fig3`` … ``fig7`` each figure's grid and report.
+run, ``common`` what several figures share (modes, verdicts, the three curves), and
+``fig3`` … ``fig7`` each figure's grid and report.
 """

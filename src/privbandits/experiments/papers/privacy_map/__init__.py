@@ -8,5 +8,6 @@ runs a TOML config of the same environment and policy would make. Modules: ``opt
 can change), ``environments`` (the shared problems and their natural metric), ``systems`` (every
 point a system offers, its ε and its privacy model), ``semantics`` (what each privacy model
 protects, from whom, and the trust it needs), ``grid`` (the units), ``measures`` (utility, ms and
-bytes per round of a stored run), ``plots`` and ``report``.
+bytes per round of a stored run), ``summary`` (each point's runs over seeds and the ranking
+within an ε), ``plots`` and ``report``.
 """

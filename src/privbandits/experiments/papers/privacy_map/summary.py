@@ -92,9 +92,3 @@ def ranked_within(
         at = next((i for i, other in enumerate(ranked) if better(env, row, other)), len(ranked))
         ranked.insert(at, row)
     return ranked
-
-
-def best_within(env: MapEnvironment, rows: list[PointSummary], epsilon: float) -> PointSummary | None:
-    """The best point whose stated ε is at most ``epsilon`` (None when no point is that private)."""
-    ranked = ranked_within(env, rows, epsilon)
-    return ranked[0] if ranked else None
