@@ -6,7 +6,10 @@ server once all have finished (see :mod:`privbandits.deploy.fclub`)."""
 
 from __future__ import annotations
 
+from typing import overload
+
 from privbandits.comm import Message, Network, PeerLost, ProtocolError
+from privbandits.comm.messages import M, kind_of
 from privbandits.deploy import fclub_resume
 from privbandits.deploy.deployment import Deployment
 from privbandits.deploy.fclub import (
@@ -47,9 +50,13 @@ class DeployedGlobal(GlobalServer):
         self.uploads_digest = ""
         """:func:`upload_digest` of every phase upload and upload received, with its sender."""
 
-    def receive(self, kind: str, sender: str | None = None) -> Message:
+    @overload
+    def receive(self, kind: type[M], sender: str | None = None) -> M: ...
+    @overload
+    def receive(self, kind: str, sender: str | None = None) -> Message: ...
+    def receive(self, kind: str | type[Message], sender: str | None = None) -> Message:
         msg = super().receive(kind, sender)
-        if kind in (PhaseUpload.kind, Upload.kind):
+        if kind_of(kind) in (PhaseUpload.kind, Upload.kind):
             self.uploads_digest = chain_upload(self.uploads_digest, sender, msg)
         return msg
 
@@ -140,7 +147,7 @@ class _GlobalRun:
 
     def phase_start(self) -> None:
         glob, network = self.glob, self.network
-        t = glob.receive(PhaseStart.kind, self.users).t
+        t = glob.receive(PhaseStart, self.users).t
         network.round_label = f"the phase from round {t}"  # the global server sees no other round
         if self.free:
             self._drain_old_phase()

@@ -74,7 +74,7 @@ def run_local_server(deployment: Deployment, name: str, network: Network, resume
         elif kind == Arrival.kind:
             _serve(server, users, index, events, network, protocol, count_idle, free)
         else:
-            rounds = server.receive(Finish.kind, users).rounds
+            rounds = server.receive(Finish, users).rounds
             with network.phase(SCHEDULE):
                 server.send(FCLUBProtocol.GLOBAL, Finish(rounds))
             if free:
@@ -112,14 +112,14 @@ def _apply_download(server, events: _LocalEvents, network: Network, acknowledge:
 
 
 def _detect(server, events: _LocalEvents, network: Network, free: bool = False) -> int:
-    t = server.receive(PhaseStart.kind).t
+    t = server.receive(PhaseStart).t
     network.round_label = f"round {t}"
     with network.phase(DETECT):
         sent = server.detect(t)
     crossed = []  # free-running: downloads the global server sent before its PhaseEnd (the old phase's)
     while free and server.peek((Download.kind, PhaseEnd.kind), GLOBAL)[1] == Download.kind:
         with network.phase(ASYNC):
-            crossed.append(server.receive(Download.kind, GLOBAL))
+            crossed.append(server.receive(Download, GLOBAL))
     with network.phase(PHASE_END):
         renewals = server.end_phase()
     _settle(server, events, crossed, replaced=renewals > 0 or server.config.rebuild_local_copies)
@@ -178,7 +178,7 @@ def _serve(server, users: str, index: dict[int, int], events: _LocalEvents, netw
            count_idle: bool, free: bool = False) -> None:  # fmt: skip
     """One round: recommend, learn the reward, upload if Eq. 5 fires (or ask for the download check), say so
     (lock-step: once the global server has answered; free-running: at once, and to no one)."""
-    arrival = server.receive(Arrival.kind, users)
+    arrival = server.receive(Arrival, users)
     t, i, contexts = arrival.t, index.get(arrival.user), arrival.contexts
     network.round_label = f"round {t}"
     if i is None:
@@ -192,7 +192,7 @@ def _serve(server, users: str, index: dict[int, int], events: _LocalEvents, netw
     with network.phase(USERS):
         arm = server.recommend(i, contexts)
         server.send(users, Choice(arm))
-        reward = server.receive(Feedback.kind, users).reward
+        reward = server.receive(Feedback, users).reward
     if not (isinstance(reward, float) and math.isfinite(reward)):
         raise ProtocolError(f"{users!r} sent reward {reward!r} in round {t}; expected a finite float")
     cluster = server.observe(i, contexts[arm], reward)

@@ -110,12 +110,12 @@ def agree(deployment: Deployment, name: str, party) -> int:
     with network.phase(RESUME):
         if name != users:
             party.send(users, Saved(np.array(saved_phases(deployment, name), dtype=np.int64)))
-            t = party.receive(ResumeAt.kind, users).t
+            t = party.receive(ResumeAt, users).t
         else:
             common = set(saved_phases(deployment, name))
             others = [other for other in deployment.parties if other != users]
             for other in others:
-                common &= set(party.receive(Saved.kind, other).phases.tolist())
+                common &= set(party.receive(Saved, other).phases.tolist())
             t = max(common, default=0)
             for other in others:
                 party.send(other, ResumeAt(t))

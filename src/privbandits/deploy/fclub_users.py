@@ -110,7 +110,7 @@ class _Pipeline:
             return
         try:
             with self.users.network.phase(USERS):
-                arm = self.users.receive(Choice.kind, server).arm
+                arm = self.users.receive(Choice, server).arm
                 _, expected, rewards = self.pending[server].popleft()
                 _check_arm(server, t, arm, self.n_arms)
                 self.users.send(server, Feedback(float(rewards[arm])))
@@ -229,11 +229,11 @@ def _round(users, server: str, t: int, env, contexts: np.ndarray, n_arms: int, n
     """One round at the user's local server: contexts out, the arm back, the reward out, then its end."""
     with network.phase(USERS):
         users.send(server, Arrival(t, env.user, contexts))
-        arm = users.receive(Choice.kind, server).arm
+        arm = users.receive(Choice, server).arm
         _check_arm(server, t, arm, n_arms)
         reward = env.reward(arm)
         users.send(server, Feedback(reward))
-        done = users.receive(Served.kind, server).t
+        done = users.receive(Served, server).t
     if done != t:
         raise ProtocolError(f"{server!r} said round {done} was served while round {t} ran")
     return arm, reward

@@ -302,7 +302,7 @@ def _offer_and_agree(deployment: Deployment, party: Party) -> tuple[int, tuple]:
         raise DeploymentError(f"no checkpoint at {_latest(deployment, name)} to resume from (start the session afresh)")
     with party.network.phase(RESUME):
         party.send(dealer, ResumeOffer(np.asarray(sorted(states), dtype=np.int64)))
-        agreed = party.receive(ResumeAt.kind, dealer).round
+        agreed = party.receive(ResumeAt, dealer).round
     if agreed not in states:
         raise DeploymentError(f"{dealer!r} resumes after round {agreed}, but {name!r} holds rounds {sorted(states)}")
     return agreed, states[agreed]
@@ -352,7 +352,7 @@ def _run_dealer(deployment: Deployment, name: str, network: Network, resume: boo
     if resume:
         stateful = [*computing, *deployment.names("environment")]
         with network.phase(RESUME):
-            offers = {party: set(dealer.receive(ResumeOffer.kind, party).rounds.tolist()) for party in stateful}
+            offers = {party: set(dealer.receive(ResumeOffer, party).rounds.tolist()) for party in stateful}
             common = set.intersection(*offers.values())
             if not common:
                 raise DeploymentError(f"the parties hold no checkpoint of a common round: {offers}")

@@ -86,6 +86,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -208,7 +209,7 @@ def _parties():
         def receive_model(self, model, server: str):
             self.fetched += 1
             self.send(server, FetchModel(self.fetched))
-            release = self.receive(ModelRelease.kind, server)
+            release = self.receive(ModelRelease, server)
             return model(release.first, release.second)
 
     class CanonicalShuffler(Shuffler):
@@ -351,7 +352,7 @@ def _parties():
             self.shuffler, self.hosts = shuffler, hosts
             self.releases: list[tuple[np.ndarray, np.ndarray]] = []
 
-        def receive(self, kind: str, sender: str | None = None) -> Message:
+        def receive(self, kind: str | type[Message], sender: str | None = None) -> Any:  # typed as Party.receive is
             return super().receive(kind, self.shuffler if sender is None else sender)
 
         def _publish(self, model, first: np.ndarray, second: np.ndarray, audience: str) -> None:
@@ -361,7 +362,7 @@ def _parties():
         def serve(self, version: int) -> None:
             """Answer every host's fetch of model ``version`` (published)."""
             for host in self.hosts:
-                asked = super().receive(FetchModel.kind, host).version
+                asked = super().receive(FetchModel, host).version
                 if asked != version:
                     raise ProtocolError(f"{host!r} fetched model version {asked}; version {version} is published")
                 self.send(host, ModelRelease(*self.releases[version - 1]))

@@ -373,7 +373,7 @@ def _run_passive(deployment: Deployment, name: str, network: Network, resume: bo
     done = 0
     if resume:
         with network.phase(RESUME):
-            done = party.receive(ResumeAt.kind, active).round
+            done = party.receive(ResumeAt, active).round
         if not 0 <= done <= protocol.rounds:
             raise DeploymentError(f"{active!r} resumes after round {done}, outside 0..{protocol.rounds}")
     with network.batch():  # answers to requests read together leave together (see protocol.prefetch)

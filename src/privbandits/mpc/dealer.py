@@ -478,7 +478,7 @@ class RemoteDealer:
         return words
 
     def _fetch(self) -> None:
-        material = self.network.receive(self.local, Material.kind, self.source)
+        material = self.network.receive(self.local, Material, self.source)
         if material.round != self.round + 1:
             raise ProtocolError(
                 f"{self.source!r} sent the material of round {material.round}, expected round {self.round + 1}"

@@ -322,21 +322,21 @@ class Server(Party):
 
     def publish_code_model(self, n_codes: int, audience: str) -> None:
         """Fit per-(arm, code) tables on the shuffled encoded batch and send them to ``audience``."""
-        batch = self.receive(EncodedBatch.kind)
+        batch = self.receive(EncodedBatch)
         model = CodeModel.fit(batch.codes, batch.actions, batch.rewards, self.n_arms, n_codes)
         self._record(SERVER_ENCODED, batch.codes, len(batch.codes))
         self._publish(model, model.counts, model.reward_sums, audience)
 
     def publish_scalar_code_model(self, audience: str) -> None:
         """Reference-compatible mode (§4.5): fit 1-D LinUCB on the code values of the encoded batch."""
-        batch = self.receive(EncodedBatch.kind)
+        batch = self.receive(EncodedBatch)
         model = DisjointModel.fit(batch.codes[:, None].astype(float), batch.actions, batch.rewards, self.n_arms)
         self._record(SERVER_ENCODED, batch.codes, len(batch.codes))
         self._publish(model, model.A, model.b, audience)
 
     def publish_linear_model(self, audience: str, dim: int) -> None:
         """Fit ``A_a = I + Σ x xᵀ``, ``b_a = Σ r x`` on a raw (or scalar-code) batch and send it to ``audience``."""
-        batch = self.receive(RawBatch.kind)
+        batch = self.receive(RawBatch)
         contexts = batch.contexts if len(batch.contexts) else np.empty((0, dim))
         model = DisjointModel.fit(contexts, batch.actions, batch.rewards, self.n_arms)
         self._record(SERVER_RAW, None, len(batch.actions))
@@ -354,7 +354,7 @@ class NewAgents(Party):
     def receive_model(self, model: type[CodeModel] | type[DisjointModel]) -> CodeModel | DisjointModel:
         """The next published model, as ``model`` (the agents know which model they run): a
         :class:`CodeModel` from counts and reward sums, a :class:`DisjointModel` from A and b."""
-        release = self.receive(ModelRelease.kind, self.server)
+        release = self.receive(ModelRelease, self.server)
         return model(release.first, release.second)
 
 

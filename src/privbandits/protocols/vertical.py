@@ -223,7 +223,7 @@ class PassiveParty(Party):
         self._pair_seeds: dict[str, tuple[int, np.ndarray]] = {}
 
     def receive_mask(self) -> None:
-        block = self.receive(MaskBlock.kind, self.generator).block
+        block = self.receive(MaskBlock, self.generator).block
         self._block_t = np.ascontiguousarray(block.T)
 
     @property
@@ -239,12 +239,12 @@ class PassiveParty(Party):
 
     def accept_pair_seeds(self, earlier_parties: Sequence[str]) -> None:
         for other in earlier_parties:
-            self._pair_seeds[other] = (-1, self.receive(PairSeed.kind, other).seed)
+            self._pair_seeds[other] = (-1, self.receive(PairSeed, other).seed)
 
     def serve_round(self) -> int:
         """Answer the AP's round request with this party's masked blocks (Alg. 1 line 5); returns 1, the rounds
         served (as :meth:`serve_chunk`)."""
-        answer = self._answer(self.receive(RoundRequest.kind, self.active))
+        answer = self._answer(self.receive(RoundRequest, self.active))
         self.send(self.active, AggregationShare(answer) if self._pair_seeds else MaskedContexts(answer))
         return 1
 
@@ -252,7 +252,7 @@ class PassiveParty(Party):
         """Answer a :class:`RoundRequests` with one message holding each round's answer (as :meth:`serve_round`
         would send it); returns the number of rounds served."""
         answers = np.stack(
-            [self._answer(request) for request in self.receive(RoundRequests.kind, self.active).requests()]
+            [self._answer(request) for request in self.receive(RoundRequests, self.active).requests()]
         )
         self.send(self.active, AggregationShareChunk(answers) if self._pair_seeds else MaskedContextsChunk(answers))
         return len(answers)
@@ -308,7 +308,7 @@ class ActiveParty(Party):
         """Per PP, the sizes of the chunks sent and not yet answered."""
 
     def receive_mask(self) -> None:
-        self._block_t = np.ascontiguousarray(self.receive(MaskBlock.kind, self.generator).block.T)
+        self._block_t = np.ascontiguousarray(self.receive(MaskBlock, self.generator).block.T)
 
     def request_round(self, round_index: int, user: int, items: np.ndarray) -> None:
         """Tell every PP which user and items to mask for this round, and mask the AP's own block."""
@@ -348,14 +348,14 @@ class ActiveParty(Party):
         """``party``'s answer for this round: its own message, or the next row of the chunk it answered."""
         if not self._chunked:
             if secure:
-                return self.receive(AggregationShare.kind, party).share
-            return self.receive(MaskedContexts.kind, party).blocks
+                return self.receive(AggregationShare, party).share
+            return self.receive(MaskedContexts, party).blocks
         held = self._held[party]
         if not held:
             if secure:
-                rows = self.receive(AggregationShareChunk.kind, party).share
+                rows = self.receive(AggregationShareChunk, party).share
             else:
-                rows = self.receive(MaskedContextsChunk.kind, party).blocks
+                rows = self.receive(MaskedContextsChunk, party).blocks
             asked = self._asked[party].popleft()
             if len(rows) != asked:
                 raise ProtocolError(f"{party!r} answered {len(rows)} rounds of a chunk of {asked} requests")
