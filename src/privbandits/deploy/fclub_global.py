@@ -11,7 +11,7 @@ from typing import overload
 from privbandits.comm import Message, Network, PeerLost, ProtocolError
 from privbandits.comm.messages import M, kind_of
 from privbandits.deploy import fclub_resume
-from privbandits.deploy.deployment import Deployment
+from privbandits.deploy.deployment import Deployment, FCLUBProtocol
 from privbandits.deploy.fclub import (
     SCHEDULE,
     SEQUENCE,
@@ -91,7 +91,7 @@ class DeployedGlobal(GlobalServer):
 class _GlobalRun:
     """The global server's session: the loop over what the users and the local servers send."""
 
-    def __init__(self, deployment: Deployment, name: str, network: Network) -> None:
+    def __init__(self, deployment: Deployment[FCLUBProtocol], name: str, network: Network) -> None:
         self.deployment, self.name, self.network, self.free = deployment, name, network, free_running(deployment)
         self.servers, self.users = deployment.names("local_server"), deployment.names("users")[0]
         self.glob = DeployedGlobal(network, list(self.servers), _protocol(deployment).dim, _calibration(deployment))
@@ -119,7 +119,7 @@ class _GlobalRun:
             setattr(self.glob, key, value)
         self.downloads, self.changed, self.crossed_uploads = state["downloads"], state["changed"], state["crossed"]
 
-    def loop(self, deployment: Deployment) -> None:
+    def loop(self, deployment: Deployment[FCLUBProtocol]) -> None:
         wanted = (PhaseStart.kind, Upload.kind, DownloadCheck.kind, Finish.kind)
         while not self._over():
             try:
@@ -252,7 +252,7 @@ class _GlobalRun:
         }
 
 
-def run_global(deployment: Deployment, name: str, network: Network, resume: bool = False) -> dict:
+def run_global(deployment: Deployment[FCLUBProtocol], name: str, network: Network, resume: bool = False) -> dict:
     session = _GlobalRun(deployment, name, network)
     session.resume(resume)
     session.loop(deployment)

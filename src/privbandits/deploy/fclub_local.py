@@ -49,7 +49,7 @@ class _LocalEvents:
         """Free-running: downloads that crossed a phase start or the end (see :mod:`privbandits.deploy.fclub`)."""
 
 
-def run_local_server(deployment: Deployment, name: str, network: Network, resume: bool = False) -> dict:
+def run_local_server(deployment: Deployment[FCLUBProtocol], name: str, network: Network, resume: bool = False) -> dict:
     protocol, config = _protocol(deployment), config_of(deployment)
     servers = deployment.names("local_server")
     ell = servers.index(name)
@@ -138,7 +138,9 @@ def _state(server: LocalServer, events: _LocalEvents) -> dict:
     return {"server": fclub_resume.attributes(server, SKIPPED), "events": events}
 
 
-def _resume(deployment: Deployment, name: str, server: LocalServer, events: _LocalEvents, resume: bool) -> int:
+def _resume(
+    deployment: Deployment[FCLUBProtocol], name: str, server: LocalServer, events: _LocalEvents, resume: bool
+) -> int:
     """Resumed: the state of the agreed phase start put back into the fresh ``server`` and ``events``; else the
     checkpoints of an earlier session cleared. Returns the round the server goes on from (0: a fresh session)."""
     if not resume:

@@ -24,7 +24,7 @@ import numpy as np
 
 from privbandits.comm import Message, Network, message
 from privbandits.deploy import checkpoint, snapshot
-from privbandits.deploy.deployment import Deployment, DeploymentError
+from privbandits.deploy.deployment import Deployment, DeploymentError, FCLUBProtocol
 
 RESUME = "resume"
 """Phase of the messages by which resumed parties agree on the phase to go on from."""
@@ -58,25 +58,25 @@ def is_phase_start(t: int) -> bool:
     return t >= 1 and (t + 1) & t == 0
 
 
-def _path(deployment: Deployment, name: str, t: int):
+def _path(deployment: Deployment[FCLUBProtocol], name: str, t: int):
     path = deployment.checkpoint_path(name)
     return path.with_name(f"{path.stem}.t{t}{path.suffix}")
 
 
-def saved_phases(deployment: Deployment, name: str) -> list[int]:
+def saved_phases(deployment: Deployment[FCLUBProtocol], name: str) -> list[int]:
     """The phase starts whose checkpoint party ``name`` holds, in order."""
     path = deployment.checkpoint_path(name)
     found = path.parent.glob(f"{path.stem}.t*{path.suffix}") if path.parent.is_dir() else ()
     return sorted(int(p.name[len(path.stem) + 2 : -len(path.suffix)]) for p in found)
 
 
-def start_afresh(deployment: Deployment, name: str) -> None:
+def start_afresh(deployment: Deployment[FCLUBProtocol], name: str) -> None:
     """A fresh session: party ``name``'s checkpoints of an earlier one go."""
     for t in saved_phases(deployment, name):
         _path(deployment, name, t).unlink(missing_ok=True)
 
 
-def save(deployment: Deployment, name: str, t: int, state: dict[str, object], network: Network) -> None:
+def save(deployment: Deployment[FCLUBProtocol], name: str, t: int, state: dict[str, object], network: Network) -> None:
     """Party ``name``'s ``state`` at the phase start ``t``, with its traffic counters, atomically."""
     arrays, tree = snapshot.encode(state)
     meta = {"digest": deployment.protocol_digest(), "t": t, "state": tree,
@@ -84,7 +84,7 @@ def save(deployment: Deployment, name: str, t: int, state: dict[str, object], ne
     checkpoint.save(_path(deployment, name, t), arrays, meta)
 
 
-def load(deployment: Deployment, name: str, t: int, network: Network) -> dict[str, object]:
+def load(deployment: Deployment[FCLUBProtocol], name: str, t: int, network: Network) -> dict[str, object]:
     """Party ``name``'s state at the phase start ``t``; its traffic counters are added to ``network``'s."""
     path = _path(deployment, name, t)
     saved = checkpoint.load(path)
@@ -102,7 +102,7 @@ def load(deployment: Deployment, name: str, t: int, network: Network) -> dict[st
     return snapshot.decode(arrays, meta["state"])
 
 
-def agree(deployment: Deployment, name: str, party) -> int:
+def agree(deployment: Deployment[FCLUBProtocol], name: str, party) -> int:
     """The phase start every party goes on from: each tells the users what it holds, the users choose the latest
     all hold and tell each; :class:`DeploymentError` if there is none (the session must start afresh)."""
     users = deployment.names("users")[0]

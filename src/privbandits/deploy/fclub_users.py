@@ -147,7 +147,9 @@ class _Clock:
         return True
 
 
-def run_users(deployment: Deployment, name: str, network: Network, on_round, resume: bool = False) -> dict:
+def run_users(
+    deployment: Deployment[FCLUBProtocol], name: str, network: Network, on_round, resume: bool = False
+) -> dict:
     protocol, config = _protocol(deployment), config_of(deployment)
     env = setting_of(deployment).environment()
     env.reset(_streams(deployment)[0])
@@ -209,7 +211,7 @@ def run_users(deployment: Deployment, name: str, network: Network, on_round, res
     }
 
 
-def _resume(deployment: Deployment, name: str, users: Party, env, state: dict, resume: bool) -> int:
+def _resume(deployment: Deployment[FCLUBProtocol], name: str, users: Party, env, state: dict, resume: bool) -> int:
     """Resumed: the record, clock and lost servers of the agreed phase start t put back into ``state``'s objects, the
     environment replayed to round t; else an earlier session's checkpoints cleared. Returns t (0: a fresh session)."""
     if not resume:

@@ -16,7 +16,7 @@ from privbandits.deploy.deployment import Deployment, DeploymentError, P2BProtoc
 from privbandits.deploy.files import read_arrays, write_private_npz
 
 
-def p2b_protocol(deployment: Deployment) -> P2BProtocol:
+def p2b_protocol(deployment: Deployment[P2BProtocol]) -> P2BProtocol:
     """The deployment's P2B protocol (refused, naming the protocol, for another one)."""
     if not isinstance(deployment.protocol, P2BProtocol):
         raise DeploymentError(f"not a P2B deployment: protocol {deployment.protocol.name!r}")
@@ -37,7 +37,7 @@ class Block:
     """Early users of all hosts together (the participation draws are over all of them)."""
 
 
-def layout(deployment: Deployment) -> dict[str, Block]:
+def layout(deployment: Deployment[P2BProtocol]) -> dict[str, Block]:
     """Each device host's contiguous block of early and of late users (``np.array_split`` sizes, file order)."""
     protocol = deployment.protocol
     n_early = int(protocol.early_fraction * protocol.n_users)
@@ -64,7 +64,7 @@ def synthetic_population(protocol: P2BProtocol):
     )
 
 
-def write_synthetic_data(deployment: Deployment) -> dict[str, Path]:
+def write_synthetic_data(deployment: Deployment[P2BProtocol]) -> dict[str, Path]:
     """Each device host's file: its users of the synthetic benchmark (spec §5.1), nothing of the others'."""
     protocol = p2b_protocol(deployment)
     early, late = synthetic_population(protocol).split(protocol.early_fraction)
@@ -90,7 +90,7 @@ class HostData:
     block: Block
 
 
-def load_host(deployment: Deployment, name: str) -> HostData:
+def load_host(deployment: Deployment[P2BProtocol], name: str) -> HostData:
     """Read and check device host ``name``'s file: shapes against the layout, 0/1 rewards, finite contexts."""
     from privbandits.datasets.interactions import UserInteractions
     from privbandits.validation import InvalidInputError
