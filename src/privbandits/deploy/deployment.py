@@ -461,6 +461,13 @@ class Deployment(_Strict, Generic[P]):
             return f"bundles ({name}/{path.name})"
         return f"parties.{name}.{what}"
 
+    def data_file(self, name: str) -> Path:
+        """Party ``name``'s data file, for a role whose protocol section requires one (checked when loaded)."""
+        path = self.parties[name].data
+        if path is None:
+            raise DeploymentError(f"{self.source or 'deployment'}: parties.{name}.data: this party needs its data file")
+        return path
+
     def result_path(self, party: str) -> Path:
         return self.output / f"{party}.result.json"
 

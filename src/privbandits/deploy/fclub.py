@@ -83,7 +83,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from privbandits.comm import Message, Network, PeerLost, ProtocolError, message
+from privbandits.comm import Message, Network, PeerLost, ProtocolError, TlsNetwork, message
 from privbandits.deploy import entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError, FCLUBProtocol
 from privbandits.protocols.fclub import Communication, play
@@ -280,7 +280,7 @@ def _next(party, wanted: tuple[str, ...], deployment: Deployment[FCLUBProtocol])
 def run_party(
     deployment: Deployment[FCLUBProtocol],
     name: str,
-    network: Network,
+    network: TlsNetwork,
     *,
     resume: bool = False,
     on_round: Callable[[int, int], None] | None = None,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import overload
 
-from privbandits.comm import Message, Network, PeerLost, ProtocolError
+from privbandits.comm import Message, PeerLost, ProtocolError, TlsNetwork
 from privbandits.comm.messages import M, kind_of
 from privbandits.deploy import fclub_resume
 from privbandits.deploy.deployment import Deployment, FCLUBProtocol
@@ -41,6 +41,8 @@ from privbandits.protocols.fclub import (
 
 class DeployedGlobal(GlobalServer):
     """The global server of a deployment: goes on without a lost local server."""
+
+    network: TlsNetwork  # deployed: a transport's, which can drop a lost peer
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -91,7 +93,7 @@ class DeployedGlobal(GlobalServer):
 class _GlobalRun:
     """The global server's session: the loop over what the users and the local servers send."""
 
-    def __init__(self, deployment: Deployment[FCLUBProtocol], name: str, network: Network) -> None:
+    def __init__(self, deployment: Deployment[FCLUBProtocol], name: str, network: TlsNetwork) -> None:
         self.deployment, self.name, self.network, self.free = deployment, name, network, free_running(deployment)
         self.servers, self.users = deployment.names("local_server"), deployment.names("users")[0]
         self.glob = DeployedGlobal(network, list(self.servers), _protocol(deployment).dim, _calibration(deployment))
@@ -252,7 +254,7 @@ class _GlobalRun:
         }
 
 
-def run_global(deployment: Deployment[FCLUBProtocol], name: str, network: Network, resume: bool = False) -> dict:
+def run_global(deployment: Deployment[FCLUBProtocol], name: str, network: TlsNetwork, resume: bool = False) -> dict:
     session = _GlobalRun(deployment, name, network)
     session.resume(resume)
     session.loop(deployment)
@@ -260,7 +262,7 @@ def run_global(deployment: Deployment[FCLUBProtocol], name: str, network: Networ
     return session.result()
 
 
-def _serve_upload(glob, sender: str, network: Network) -> int:
+def _serve_upload(glob, sender: str, network: TlsNetwork) -> int:
     """Lock-step, an upload: absorb it, send the downloads it makes due, wait until each is applied, confirm it.
     Returns how many downloads were delivered."""
     with network.phase(ASYNC):

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from privbandits.comm import Network, ProtocolError
+from privbandits.comm import ProtocolError, TlsNetwork
 from privbandits.deploy import fclub_resume
 from privbandits.deploy.deployment import Deployment, FCLUBProtocol
 from privbandits.deploy.fclub import (
@@ -49,7 +49,9 @@ class _LocalEvents:
         """Free-running: downloads that crossed a phase start or the end (see :mod:`privbandits.deploy.fclub`)."""
 
 
-def run_local_server(deployment: Deployment[FCLUBProtocol], name: str, network: Network, resume: bool = False) -> dict:
+def run_local_server(
+    deployment: Deployment[FCLUBProtocol], name: str, network: TlsNetwork, resume: bool = False
+) -> dict:
     protocol, config = _protocol(deployment), config_of(deployment)
     servers = deployment.names("local_server")
     ell = servers.index(name)
@@ -60,7 +62,7 @@ def run_local_server(deployment: Deployment[FCLUBProtocol], name: str, network: 
     events = _LocalEvents()
     count_idle = config.rebuild_local_copies and not config.synchronous
     free = free_running(deployment)
-    resumed = _resume(deployment, name, server, events, resume)
+    resumed = _resume(deployment, name, server, events, network, resume)
     wanted = (Arrival.kind, PhaseStart.kind, Download.kind, Finish.kind)
     while True:
         sender, kind = _next(server, wanted, deployment)
@@ -101,7 +103,7 @@ def run_local_server(deployment: Deployment[FCLUBProtocol], name: str, network: 
     }
 
 
-def _apply_download(server, events: _LocalEvents, network: Network, acknowledge: bool = True) -> None:
+def _apply_download(server, events: _LocalEvents, network: TlsNetwork, acknowledge: bool = True) -> None:
     with network.phase(ASYNC):
         shared = server.receive_download()
     events.counts["downloads"] += 1
@@ -111,7 +113,7 @@ def _apply_download(server, events: _LocalEvents, network: Network, acknowledge:
             server.send(FCLUBProtocol.GLOBAL, Applied())
 
 
-def _detect(server, events: _LocalEvents, network: Network, free: bool = False) -> int:
+def _detect(server, events: _LocalEvents, network: TlsNetwork, free: bool = False) -> int:
     t = server.receive(PhaseStart).t
     network.round_label = f"round {t}"
     with network.phase(DETECT):
@@ -139,7 +141,12 @@ def _state(server: LocalServer, events: _LocalEvents) -> dict:
 
 
 def _resume(
-    deployment: Deployment[FCLUBProtocol], name: str, server: LocalServer, events: _LocalEvents, resume: bool
+    deployment: Deployment[FCLUBProtocol],
+    name: str,
+    server: LocalServer,
+    events: _LocalEvents,
+    network: TlsNetwork,
+    resume: bool,
 ) -> int:
     """Resumed: the state of the agreed phase start put back into the fresh ``server`` and ``events``; else the
     checkpoints of an earlier session cleared. Returns the round the server goes on from (0: a fresh session)."""
@@ -147,7 +154,7 @@ def _resume(
         fclub_resume.start_afresh(deployment, name)
         return 0
     t = fclub_resume.agree(deployment, name, server)
-    state = fclub_resume.load(deployment, name, t, server.network)
+    state = fclub_resume.load(deployment, name, t, network)
     for key, value in state["server"].items():
         setattr(server, key, value)
     server._rows = list(zip(server.V, server.b, strict=True))
@@ -167,7 +174,7 @@ def _settle(server, events: _LocalEvents, crossed: list, replaced: bool) -> None
         events.crossings["crossed_downloads"] += 1
 
 
-def _await_global_finish(server, events: _LocalEvents, network: Network) -> None:
+def _await_global_finish(server, events: _LocalEvents, network: TlsNetwork) -> None:
     """Free-running, after this server's Finish: the downloads still on their way, then the global server's Finish."""
     while server.peek((Download.kind, Finish.kind), GLOBAL)[1] == Download.kind:
         _apply_download(server, events, network, acknowledge=False)
@@ -176,7 +183,7 @@ def _await_global_finish(server, events: _LocalEvents, network: Network) -> None
         server.receive(Finish.kind, GLOBAL)
 
 
-def _serve(server, users: str, index: dict[int, int], events: _LocalEvents, network: Network, protocol,
+def _serve(server, users: str, index: dict[int, int], events: _LocalEvents, network: TlsNetwork, protocol,
            count_idle: bool, free: bool = False) -> None:  # fmt: skip
     """One round: recommend, learn the reward, upload if Eq. 5 fires (or ask for the download check), say so
     (lock-step: once the global server has answered; free-running: at once, and to no one)."""

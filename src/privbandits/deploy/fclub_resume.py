@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from privbandits.comm import Message, Network, message
+from privbandits.comm import Message, TlsNetwork, message
 from privbandits.deploy import checkpoint, snapshot
 from privbandits.deploy.deployment import Deployment, DeploymentError, FCLUBProtocol
 
@@ -76,7 +76,9 @@ def start_afresh(deployment: Deployment[FCLUBProtocol], name: str) -> None:
         _path(deployment, name, t).unlink(missing_ok=True)
 
 
-def save(deployment: Deployment[FCLUBProtocol], name: str, t: int, state: dict[str, object], network: Network) -> None:
+def save(
+    deployment: Deployment[FCLUBProtocol], name: str, t: int, state: dict[str, object], network: TlsNetwork
+) -> None:
     """Party ``name``'s ``state`` at the phase start ``t``, with its traffic counters, atomically."""
     arrays, tree = snapshot.encode(state)
     meta = {"digest": deployment.protocol_digest(), "t": t, "state": tree,
@@ -84,7 +86,7 @@ def save(deployment: Deployment[FCLUBProtocol], name: str, t: int, state: dict[s
     checkpoint.save(_path(deployment, name, t), arrays, meta)
 
 
-def load(deployment: Deployment[FCLUBProtocol], name: str, t: int, network: Network) -> dict[str, object]:
+def load(deployment: Deployment[FCLUBProtocol], name: str, t: int, network: TlsNetwork) -> dict[str, object]:
     """Party ``name``'s state at the phase start ``t``; its traffic counters are added to ``network``'s."""
     path = _path(deployment, name, t)
     saved = checkpoint.load(path)

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privbandits.comm import Message, Network, Party, message
+from privbandits.comm import Message, Network, Party, TlsNetwork, message
 from privbandits.deploy import checkpoint, entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError, MPCProtocol
 from privbandits.deploy.files import read_arrays, write_private_npz
@@ -113,7 +113,7 @@ def blocks(deployment: Deployment[MPCProtocol]) -> dict[str, tuple[int, int]]:
 
 
 def load_computing(deployment: Deployment[MPCProtocol], name: str) -> ComputingData:
-    protocol, path = deployment.protocol, deployment.parties[name].data
+    protocol, path = deployment.protocol, deployment.data_file(name)
     arrays = _load(path, "computing", {"contexts": ("f", 2), "share_seed": ("u", 1)})
     start, stop = blocks(deployment)[name]
     contexts = arrays["contexts"]
@@ -132,7 +132,7 @@ def load_computing(deployment: Deployment[MPCProtocol], name: str) -> ComputingD
 
 
 def load_environment(deployment: Deployment[MPCProtocol], name: str) -> EnvironmentData:
-    protocol, path = deployment.protocol, deployment.parties[name].data
+    protocol, path = deployment.protocol, deployment.data_file(name)
     arrays = _load(path, "environment", {"rewards": ("fiub", 2), "share_seed": ("u", 1)})
     rewards = arrays["rewards"]
     if rewards.shape[1] != protocol.n_arms or len(rewards) < protocol.rounds:
@@ -145,7 +145,7 @@ def load_environment(deployment: Deployment[MPCProtocol], name: str) -> Environm
 
 
 def load_dealer_seed(deployment: Deployment[MPCProtocol], name: str) -> list[int]:
-    path = deployment.parties[name].data
+    path = deployment.data_file(name)
     return _seed_words(_load(path, "dealer", {"seed": ("u", 1)}), "seed", path)
 
 
@@ -176,7 +176,7 @@ def write_synthetic_data(deployment: Deployment[MPCProtocol]) -> dict[str, Path]
     files[deployment.names("dealer")[0]] = {"seed": _entropy()}
     written = {}
     for name, arrays in files.items():
-        written[name] = write_private_npz(deployment.parties[name].data, **arrays)
+        written[name] = write_private_npz(deployment.data_file(name), **arrays)
     return written
 
 
@@ -329,7 +329,7 @@ def receive_deadline(deployment: Deployment[MPCProtocol], name: str) -> float:
 def run_party(
     deployment: Deployment[MPCProtocol],
     name: str,
-    network: Network,
+    network: TlsNetwork,
     *,
     resume: bool = False,
     on_round: Callable[[int, int], None] | None = None,
@@ -343,7 +343,7 @@ def run_party(
     return _run_environment(deployment, name, network, resume, on_round)
 
 
-def _run_dealer(deployment: Deployment[MPCProtocol], name: str, network: Network, resume: bool) -> dict:
+def _run_dealer(deployment: Deployment[MPCProtocol], name: str, network: TlsNetwork, resume: bool) -> dict:
     from privbandits.protocols.mpc_bandit import DealerRole, PrivateSeeds
 
     protocol, computing = deployment.protocol, deployment.names("computing")
@@ -378,7 +378,7 @@ def _run_dealer(deployment: Deployment[MPCProtocol], name: str, network: Network
     }
 
 
-def _run_computing(deployment: Deployment[MPCProtocol], name: str, network: Network, resume: bool) -> dict:
+def _run_computing(deployment: Deployment[MPCProtocol], name: str, network: TlsNetwork, resume: bool) -> dict:
     from privbandits.mpc.sharing import ArithmeticShares
     from privbandits.protocols.mpc_bandit import PrivateEpsilonGreedy, PrivateSeeds
 

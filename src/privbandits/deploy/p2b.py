@@ -90,7 +90,7 @@ from typing import Any
 
 import numpy as np
 
-from privbandits.comm import Message, Network, ProtocolError, message
+from privbandits.comm import Message, Network, ProtocolError, TlsNetwork, message
 from privbandits.deploy import entropy, p2b_rejoin
 from privbandits.deploy.deployment import Deployment, DeploymentError, P2BProtocol
 from privbandits.deploy.p2b_data import Block, HostData, load_host
@@ -386,7 +386,7 @@ def keeps_listening(deployment: Deployment[P2BProtocol], name: str) -> bool:
 def run_party(
     deployment: Deployment[P2BProtocol],
     name: str,
-    network: Network,
+    network: TlsNetwork,
     *,
     resume: bool = False,
     on_round: Callable[[int, int], None] | None = None,
@@ -417,7 +417,7 @@ KINDS = {SHARE_RAW: "raw", SHARE_ENCODED: "encoded"}
 _FIELDS = {"raw": ("contexts", "actions", "rewards"), "encoded": ("codes", "actions", "rewards")}
 
 
-def _run_shuffler(deployment: Deployment[P2BProtocol], name: str, network: Network, resume: bool = False) -> dict:
+def _run_shuffler(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwork, resume: bool = False) -> dict:
     from privbandits.privacy.ledger import PrivacyLedger
 
     protocol = _protocol(deployment)
@@ -494,7 +494,7 @@ def _release(shuffler, phase: str, server: str, saved: tuple | None) -> None:
             shuffler.release_raw(server)
 
 
-def _front(deployment: Deployment[P2BProtocol], network: Network):
+def _front(deployment: Deployment[P2BProtocol], network: TlsNetwork):
     """The shuffler's concurrent device front end (:mod:`~privbandits.deploy.p2b_front`), started; None with
     ``protocol.workers = 0`` (the serial one), with ``rejoin_s > 0`` and ``workers`` unset, or in memory."""
     from privbandits.deploy.p2b_front import Front, worker_count
@@ -538,7 +538,7 @@ def open_queue(deployment: Deployment[P2BProtocol], name: str, *, resume: bool =
 
 
 def _run_server(
-    deployment: Deployment[P2BProtocol], name: str, network: Network, on_round, resume: bool = False
+    deployment: Deployment[P2BProtocol], name: str, network: TlsNetwork, on_round, resume: bool = False
 ) -> dict:
 
     protocol = _protocol(deployment)
@@ -637,7 +637,7 @@ def _raw_baseline(host, data: HostData, protocol: P2BProtocol, streams, shuffler
     return sent, _play(non_private, late.contexts, late.reward_table, streams[4], block.late.start, protocol)
 
 
-def _run_host(deployment: Deployment[P2BProtocol], name: str, network: Network, resume: bool = False) -> dict:
+def _run_host(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwork, resume: bool = False) -> dict:
     from privbandits.linear.population import CodeModel, DisjointModel
     from privbandits.protocols.p2b import DEVICES, RAW_DEVICES, private_inputs
 

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from privbandits.deploy.deployment import Deployment, DeploymentError, P2BProtocol
 from privbandits.deploy.files import read_arrays, write_private_npz
+
+if TYPE_CHECKING:  # imported where the data is read
+    from privbandits.datasets.interactions import UserInteractions
 
 
 def p2b_protocol(deployment: Deployment[P2BProtocol]) -> P2BProtocol:
@@ -72,7 +76,7 @@ def write_synthetic_data(deployment: Deployment[P2BProtocol]) -> dict[str, Path]
     for name, block in layout(deployment).items():
         e, lt = slice(block.early.start, block.early.stop), slice(block.late.start, block.late.stop)
         written[name] = write_private_npz(
-            deployment.parties[name].data,
+            deployment.data_file(name),
             early_contexts=early.contexts[e],
             early_rewards=np.asarray(early.rewards[e], dtype=np.int8),
             late_contexts=late.contexts[lt],
@@ -85,8 +89,8 @@ def write_synthetic_data(deployment: Deployment[P2BProtocol]) -> dict[str, Path]
 class HostData:
     """A device host's users (early and late), checked against the deployment's layout."""
 
-    early: object  # UserInteractions
-    late: object
+    early: UserInteractions
+    late: UserInteractions
     block: Block
 
 
@@ -96,7 +100,7 @@ def load_host(deployment: Deployment[P2BProtocol], name: str) -> HostData:
     from privbandits.validation import InvalidInputError
 
     protocol, block = p2b_protocol(deployment), layout(deployment)[name]
-    path = deployment.parties[name].data
+    path = deployment.data_file(name)
     arrays = read_arrays(path, "device host", _ARRAYS, " (write one with `deploy data`)")
     t, d, k = protocol.interactions, protocol.dim, protocol.n_actions
     parts = []

@@ -57,7 +57,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privbandits.comm import ROUND, SETUP, InMemoryNetwork, Message, Network, message
+from privbandits.comm import ROUND, SETUP, InMemoryNetwork, Message, Network, TlsNetwork, message
 from privbandits.deploy import checkpoint, entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError, VerticalProtocol
 from privbandits.deploy.files import read_arrays, write_private_npz
@@ -130,7 +130,7 @@ def load_all(deployment: Deployment[VerticalProtocol], names: Sequence[str] | No
     wanted = names if names is not None else list(sizes)
     return {
         name: load_party_data(
-            deployment.parties[name].data,
+            deployment.data_file(name),
             role=deployment.parties[name].role,
             n_arms=deployment.protocol.n_arms,
             block=sizes[name],
@@ -166,7 +166,7 @@ def write_synthetic_data(
             if not keep.all():
                 raise ValueError("the active party knows every user it serves")
             arrays.update(rewards=rewards, expected_rewards=expected)
-        written[name] = write_private_npz(deployment.parties[name].data, **arrays)
+        written[name] = write_private_npz(deployment.data_file(name), **arrays)
         start += size
     generator = deployment.names("mask_generator")[0]
     path = deployment.parties[generator].data
@@ -277,7 +277,7 @@ def run_in_memory(deployment: Deployment[VerticalProtocol], network: Network | N
     active = data[holders[0]]
     rows = {name: party.index() for name, party in data.items()}
     network = network if network is not None else InMemoryNetwork()
-    mask = mask_from_seed(protocol, load_mask_seed(deployment.parties[generator].data))
+    mask = mask_from_seed(protocol, load_mask_seed(deployment.data_file(generator)))
     bandit = VerticalFederatedBandit(
         protocol.partition,
         make_learner(protocol, learner_rng(deployment, None)),
@@ -320,7 +320,7 @@ def receive_deadline(deployment: Deployment[VerticalProtocol], name: str) -> flo
 def run_party(
     deployment: Deployment[VerticalProtocol],
     name: str,
-    network: Network,
+    network: TlsNetwork,
     *,
     resume: bool = False,
     on_round: Callable[[int, int], None] | None = None,
@@ -334,7 +334,7 @@ def run_party(
     return _run_active(deployment, name, network, resume, on_round)
 
 
-def _run_generator(deployment: Deployment[VerticalProtocol], name: str, network: Network, resume: bool) -> dict:
+def _run_generator(deployment: Deployment[VerticalProtocol], name: str, network: TlsNetwork, resume: bool) -> dict:
     from privbandits.protocols.vertical import MaskGenerator
 
     entry, path = deployment.parties[name], deployment.checkpoint_path(name)
@@ -355,7 +355,7 @@ def _run_generator(deployment: Deployment[VerticalProtocol], name: str, network:
     return {"party": name, "role": "mask_generator"}
 
 
-def _run_passive(deployment: Deployment[VerticalProtocol], name: str, network: Network, resume: bool) -> dict:
+def _run_passive(deployment: Deployment[VerticalProtocol], name: str, network: TlsNetwork, resume: bool) -> dict:
     from privbandits.protocols.vertical import PassiveParty
 
     protocol = deployment.protocol
