@@ -38,6 +38,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any, cast
 
 import numpy as np
 
@@ -236,7 +237,7 @@ class Shuffler(Party):
         The batch is every report received before the device host's :class:`CloseBatch`;
         a batch with a malformed report is refused whole (nothing released, nothing drawn).
         """
-        reports = self._collect(EncodedReport.kind)
+        reports = cast("list[EncodedReport]", self._collect(EncodedReport.kind))  # every one of that kind
         n_reports = len(reports)
         # checked before any draw: a malformed report is refused, not truncated to an integer
         codes = _batch_array([r.code for r in reports], "code", self.n_codes, f"in [0, n_codes) = [0, {self.n_codes})")
@@ -266,7 +267,7 @@ class Shuffler(Party):
 
     def release_raw(self, server: str) -> None:
         """Non-private baseline: forward one batch of raw tuples anonymised and shuffled, nothing dropped (§5.1)."""
-        reports = self._collect(RawReport.kind)
+        reports = cast("list[RawReport]", self._collect(RawReport.kind))  # every one of that kind
         n_reports = len(reports)
         actions = _batch_array([r.action for r in reports], "action", None, ">= 0")
         rewards = _batch_array([r.reward for r in reports], "reward", 2, "0 or 1")
@@ -446,7 +447,7 @@ class P2BConfig:
     threshold: int = 10
     alpha: float = 1.0
     early_fraction: float = 0.7
-    representation: Representation = Representation.ONE_HOT
+    representation: Representation | str = Representation.ONE_HOT
     shared_warm_agent: bool = False
     tie_break: str = "random"
     omega: float | None = None
@@ -617,7 +618,7 @@ def simulate(
     early, late = data.split(config.early_fraction)
     sequence = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     streams = [np.random.default_rng(child) for child in sequence.spawn(9)]
-    run = dict(alpha=config.alpha, tie_break=config.tie_break)
+    run: dict[str, Any] = dict(alpha=config.alpha, tie_break=config.tie_break)
     n_arms, dim = data.n_actions, data.dim
     network = InMemoryNetwork() if network is None else network
     server = Server("server", network, n_arms, participation=config.participation, omega=config.omega)
