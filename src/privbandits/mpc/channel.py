@@ -156,9 +156,9 @@ class Channel:
                 value += row
             else:
                 sender.send(receiver, Words(np.ascontiguousarray(row)))
-        for sender in self.names:
-            if sender != receiver:
-                value += self.network.receive(receiver, Words, sender).words.reshape(value.shape)
+        for name in self.names:
+            if name != receiver:
+                value += self.network.receive(receiver, Words, name).words.reshape(value.shape)
         return value
 
     def distribute(
@@ -285,7 +285,9 @@ class PartyChannel:
         """:meth:`Channel.distribute` from this party's side: it shares the inputs it owns (the words
         of the others' are placeholders, only their shape is read) and receives its share of the
         others'. Returns its share arrays (one row), or None for every input if it does not compute."""
-        n, held, owners = len(self.names), [], []
+        n = len(self.names)
+        held: list[np.ndarray | None] = []
+        owners: list[str] = []
         for words, who in secrets:
             owner = who.name if isinstance(who, Party) else who
             if owner not in self.network.parties:
