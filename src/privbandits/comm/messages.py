@@ -96,11 +96,6 @@ def message(kind: str) -> Callable[[type[M]], type[M]]:
     return register
 
 
-def kind_of(kind: str | type[Message]) -> str:
-    """The kind name a ``receive`` waits for: ``kind`` itself, or the kind a message class is registered under."""
-    return kind if isinstance(kind, str) else kind.kind
-
-
 def message_class(kind: str) -> type[Message]:
     """The class registered under ``kind``; KeyError with the known kinds otherwise."""
     try:
