@@ -88,6 +88,7 @@ from privbandits.deploy import entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError, FCLUBProtocol
 from privbandits.protocols.fclub import Communication, play
 from privbandits.protocols.fclub_config import Calibration
+from privbandits.protocols.fclub_messages import PhaseUpload, Upload
 
 USERS, SCHEDULE, SEQUENCE = "users", "schedule", "sequence"
 """Phases of the deployment's sequencing messages (the in-memory driver's call order), outside the protocol."""
@@ -385,7 +386,7 @@ def upload_digest(uploads) -> str:
     return digest
 
 
-def chain_upload(digest: str, sender: str, msg: Message) -> str:
+def chain_upload(digest: str, sender: str | None, msg: PhaseUpload | Upload) -> str:
     """The chain ``digest`` (hex) extended by one phase upload or upload."""
     step = hashlib.sha256(f"{digest}|{msg.kind}|{sender}|{msg.cluster}|{msg.count}|".encode())
     step.update(np.ascontiguousarray(msg.gram).tobytes())

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import overload
 
 from privbandits.comm import Message, PeerLost, ProtocolError, TlsNetwork
-from privbandits.comm.messages import M, kind_of
+from privbandits.comm.messages import M
 from privbandits.deploy import fclub_resume
 from privbandits.deploy.deployment import Deployment, FCLUBProtocol
 from privbandits.deploy.fclub import (
@@ -58,7 +58,7 @@ class DeployedGlobal(GlobalServer):
     def receive(self, kind: str, sender: str | None = None) -> Message: ...
     def receive(self, kind: str | type[Message], sender: str | None = None) -> Message:
         msg = super().receive(kind, sender)
-        if kind_of(kind) in (PhaseUpload.kind, Upload.kind):
+        if isinstance(msg, PhaseUpload | Upload):
             self.uploads_digest = chain_upload(self.uploads_digest, sender, msg)
         return msg
 

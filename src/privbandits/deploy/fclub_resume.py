@@ -20,6 +20,8 @@ lock-step the session ends as the uninterrupted one would (tests/test_deploy_fcl
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from privbandits.comm import Message, TlsNetwork, message
@@ -86,7 +88,7 @@ def save(
     checkpoint.save(_path(deployment, name, t), arrays, meta)
 
 
-def load(deployment: Deployment[FCLUBProtocol], name: str, t: int, network: TlsNetwork) -> dict[str, object]:
+def load(deployment: Deployment[FCLUBProtocol], name: str, t: int, network: TlsNetwork) -> dict[str, Any]:
     """Party ``name``'s state at the phase start ``t``; its traffic counters are added to ``network``'s."""
     path = _path(deployment, name, t)
     saved = checkpoint.load(path)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import importlib
+from typing import Any
 
 import numpy as np
 
@@ -124,7 +125,7 @@ def encode(state: dict[str, object]) -> tuple[dict[str, np.ndarray], dict]:
     return encoder.arrays, tree
 
 
-def decode(arrays: dict[str, np.ndarray], tree: dict) -> dict[str, object]:
+def decode(arrays: dict[str, np.ndarray], tree: dict) -> dict[str, Any]:
     """The state :func:`encode` wrote."""
     decoder = _Decoder(arrays)
     return {key: decoder(node) for key, node in tree.items()}
