@@ -215,7 +215,8 @@ def _ray_results(
     """``(task, outcome)`` as Ray workers finish them (at most ``jobs`` in flight)."""
     with ray_session(jobs, address) as ray:
         remote = ray.remote(num_cpus=1)(execute)
-        queue, running = list(tasks), {}
+        queue = list(tasks)
+        running: dict[Any, Task] = {}  # Ray's object reference -> its task
         while queue or running:
             while queue and len(running) < jobs:
                 task = queue.pop(0)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -31,6 +31,9 @@ from privbandits.experiments.overrides import (
 )
 from privbandits.experiments.tasks import Task, resolve
 from privbandits.experiments.tomlfile import read_toml
+
+if TYPE_CHECKING:  # imported where it runs
+    from privbandits.experiments.executors import ExecutorName
 
 
 class Options(BaseModel):
@@ -206,7 +209,7 @@ def run(
     out: Path,
     *,
     jobs: int = 1,
-    executor: str = "local",
+    executor: ExecutorName = "local",
     ray_address: str | None = None,
     force: bool = False,
     progress: bool = True,
