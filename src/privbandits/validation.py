@@ -97,17 +97,18 @@ def _is_real(value: object) -> TypeGuard[int | float | np.integer | np.floating]
 
 # -- declarative constraints -------------------------------------------------------------------
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 
-class Constraint(Generic[T]):
+class Constraint(Generic[T_co]):
     """One allowed kind of value; :meth:`accepts` says whether ``value`` is one, :meth:`normalise` converts it
-    (to a ``T``: what :func:`check` returns)."""
+    (to a ``T_co``: what :func:`check` returns)."""
 
     def accepts(self, value: object) -> bool:
         raise NotImplementedError
 
-    def normalise(self, value: object) -> T:
-        return cast(T, value)  # accepted: a T already
+    def normalise(self, value: object) -> T_co:
+        return cast(T_co, value)  # accepted: one already
 
     def expected(self, value: object) -> str:
         """What the value must be, phrased for ``value``: its range alone when only the range is wrong."""
@@ -197,15 +198,15 @@ class Real(Constraint[float]):
 
 
 @dataclass(frozen=True)
-class Choice(Constraint[T]):
+class Choice(Constraint[T_co]):
     """One of a fixed set of values, or a member (or value) of an Enum; normalised to the Enum member."""
 
-    options: type[T] | tuple[T, ...]
+    options: type[T_co] | tuple[T_co, ...]
 
     def _values(self) -> tuple:
         if isinstance(self.options, type) and issubclass(self.options, Enum):
             return tuple(member.value for member in self.options)
-        return tuple(cast("Iterable[T]", self.options))
+        return tuple(cast("Iterable[T_co]", self.options))
 
     def accepts(self, value: object) -> bool:
         if _is_bool(value) and not any(_is_bool(v) for v in self._values()):
@@ -217,10 +218,10 @@ class Choice(Constraint[T]):
         except TypeError:  # unhashable or incomparable
             return False
 
-    def normalise(self, value: object) -> T:
+    def normalise(self, value: object) -> T_co:
         if isinstance(self.options, type) and issubclass(self.options, Enum):
             return self.options(value)
-        return cast(T, value)  # one of the options
+        return cast(T_co, value)  # one of the options
 
     def __str__(self) -> str:
         return "one of " + ", ".join(repr(v) for v in self._values())
@@ -255,16 +256,16 @@ class Instance(Constraint[object]):
 
 
 @dataclass(frozen=True)
-class NoneOr(Constraint[T | None]):
+class NoneOr(Constraint[T_co | None]):
     """``None`` or a value ``inner`` accepts."""
 
-    inner: Constraint[T]
+    inner: Constraint[T_co]
     meaning: str = ""
 
     def accepts(self, value: object) -> bool:
         return value is None or self.inner.accepts(value)
 
-    def normalise(self, value: object) -> T | None:
+    def normalise(self, value: object) -> T_co | None:
         return None if value is None else self.inner.normalise(value)
 
     def expected(self, value: object) -> str:
