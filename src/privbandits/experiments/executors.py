@@ -65,7 +65,7 @@ def run_tasks(
     store: ResultsStore,
     *,
     jobs: int = 1,
-    executor: ExecutorName = "local",
+    executor: str = "local",  # one of EXECUTORS (checked: callers pass what users typed)
     ray_address: str | None = None,
     force: bool = False,
     on_done: Progress | None = None,
@@ -140,7 +140,7 @@ def _compute(
     tasks: list[Task],
     store: ResultsStore,
     jobs: int,
-    executor: ExecutorName,
+    executor: str,
     ray_address: str | None,
     force: bool,
     summary: TaskSummary,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -31,9 +31,6 @@ from privbandits.experiments.overrides import (
 )
 from privbandits.experiments.tasks import Task, resolve
 from privbandits.experiments.tomlfile import read_toml
-
-if TYPE_CHECKING:  # imported where it runs
-    from privbandits.experiments.executors import ExecutorName
 
 
 class Options(BaseModel):
@@ -209,7 +206,7 @@ def run(
     out: Path,
     *,
     jobs: int = 1,
-    executor: ExecutorName = "local",
+    executor: str = "local",
     ray_address: str | None = None,
     force: bool = False,
     progress: bool = True,
