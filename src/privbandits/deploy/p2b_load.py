@@ -269,7 +269,7 @@ def run_load(deployment: Deployment[P2BProtocol], settings: LoadSettings, *, lis
     try:
         networks = [network_for(deployment, h, (listeners or {}).get(h), deadline=deadline) for h in hosts]
         _threads([network.connect for network in networks])
-        outs = [{} for _ in hosts]
+        outs: list[dict] = [{} for _ in hosts]
         blocks = split(settings.devices, len(hosts))
         plays = [lambda n=n, b=b, o=o: _play_host(deployment, n, b, drivers, o)
                  for n, b, o in zip(networks, blocks, outs, strict=True)]  # fmt: skip

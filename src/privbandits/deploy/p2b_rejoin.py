@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from typing import Any
 
 import numpy as np
 
@@ -101,7 +102,7 @@ def save_shuffler(deployment: Deployment[P2BProtocol], name: str, key: bytes, ba
     """The shuffler's checkpoint: its report-id key, its session's batch id and each batch released so far
     (``releases``: kind -> (batch message, release details, ledger rows, reports refused)); written atomically."""
     arrays = {"key": np.frombuffer(key, dtype=np.uint8)}
-    meta = {"batch_id": batch_id, "digest": deployment.protocol_digest(), "releases": {}}
+    meta: dict[str, Any] = {"batch_id": batch_id, "digest": deployment.protocol_digest(), "releases": {}}
     for kind, (batch, details, rows, refused) in releases.items():
         arrays |= {f"{kind}.{field}": getattr(batch, field) for field in _FIELDS[kind]}
         meta["releases"][kind] = {"details": details, "ledger": rows, "refused": refused}
