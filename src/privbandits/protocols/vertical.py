@@ -219,7 +219,7 @@ class PassiveParty(Party):
     def __init__(self, name: str, network: Network, features: FeatureSource, *, active: str, generator: str) -> None:
         super().__init__(name, network)
         self.features, self.active, self.generator = features, active, generator
-        self._block_t: np.ndarray | None = None
+        self._block_t: np.ndarray  # Q^jᵀ, set by receive_mask()
         self._pair_seeds: dict[str, tuple[int, np.ndarray]] = {}
 
     def receive_mask(self) -> None:
@@ -297,9 +297,9 @@ class ActiveParty(Party):
         self.passive, self.generator = tuple(passive), generator
         self.secure_aggregation = secure_aggregation
         self.masked_contexts: np.ndarray | None = None
-        self._block_t: np.ndarray | None = None
+        self._block_t: np.ndarray  # set by receive_mask()
         self._request: RoundRequest | None = None
-        self._total: np.ndarray | None = None
+        self._total: np.ndarray  # set by begin_round()
         self._words: np.ndarray | None = None
         self._chunked = False
         self._held: dict[str, deque[np.ndarray]] = {party: deque() for party in self.passive}
@@ -333,8 +333,12 @@ class ActiveParty(Party):
 
     def begin_round(self, request: RoundRequest) -> None:
         """Start the round of ``request`` (already sent): mask the AP's own block."""
+        own = self.features(request)
+        if own is None:  # a passive party answers zeros for a user it lacks; the active party serves its own users
+            raise InvalidInputError(f"{self.name}: its feature source has no row for user {request.user} of round "
+                             f"{request.round}; the active party serves only users it holds")  # fmt: skip
         self._request = request
-        self._total = self.features(request).dot(self._block_t)
+        self._total = own.dot(self._block_t)
         self._words = np.zeros(self._total.shape, dtype=np.uint64) if self.secure_aggregation else None
 
     def absorb(self, party: str) -> None:
@@ -382,7 +386,7 @@ class _RoundFeed:
 
     def __init__(self, block: slice) -> None:
         self.block = block
-        self.contexts: np.ndarray | None = None
+        self.contexts: np.ndarray  # set by the simulation before each round
         self.present = True
 
     def __call__(self, request: RoundRequest) -> np.ndarray | None:
