@@ -10,7 +10,7 @@ JOBS   ?= 2
 export PYTHONDONTWRITEBYTECODE :=
 export PYTHONPYCACHEPREFIX ?= $(CURDIR)/.pycache
 
-.PHONY: demo test test-bounds test-slow test-browser ray bench clean
+.PHONY: demo test typecheck test-bounds test-slow test-browser ray bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ demo: $(VENV)/.installed-test
 test: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal
+
+## typecheck: mypy on src/ (settings in pyproject.toml's [tool.mypy]); ends with the count of errors
+typecheck: $(VENV)/.installed-test
+	$(BIN)/mypy
 
 ## test-bounds: the default suite with every dependency at its lowest declared version, at the newest
 ## the ranges allow, and the newest on Python 3.13/3.12 where installed (fresh environments in .bounds/)

@@ -262,3 +262,19 @@ def test_messages_wait_in_order_and_can_be_picked_by_kind_and_sender():
         assert c.receive("test.sample").label == "second"
     assert [e.message.kind for e in net.transcript] == ["test.sample", "test.flag", "test.sample"]
     assert net.traffic.rounds["setup"] == 1
+
+
+def test_receiving_by_message_class_is_receiving_by_its_kind():
+    """``receive(Sample)`` waits for kind ``Sample.kind`` (typed as ``Sample`` for a checker), by party or network."""
+    net = InMemoryNetwork(serialize=True)
+    a, c = Party("a", net), Party("c", net)
+    with net.phase("setup"):
+        a.send("c", Flag(True))
+        a.send("c", Sample(1, "first", np.zeros(1)))
+        a.send("c", Sample(2, "second", np.zeros(1)))
+        first = c.receive(Sample, "a")
+        assert isinstance(first, Sample) and first.label == "first"
+        assert net.receive("c", Sample).label == "second"
+        assert c.receive(Flag).on is True
+        with pytest.raises(ProtocolError, match=r"^'c' expected a 'test.flag' message, but none is waiting$"):
+            c.receive(Flag)

@@ -276,6 +276,18 @@ def _hand_wired(secure: bool, features: np.ndarray, partition: list[int]):
     return network, active, passive
 
 
+def test_an_active_party_without_the_users_features_says_so_and_starts_no_round():
+    """A feature source that lacks the user (None, as a passive party's may) is refused at begin_round, before any
+    state changes: not an AttributeError from deep inside."""
+    features = np.random.default_rng(0).normal(size=(2, 3, 5))
+    network, active, _ = _hand_wired(False, features, [2, 3])
+    active.features = lambda request: None
+    with pytest.raises(ValueError, match=r"^active: its feature source has no row for user 7 of round 1; the active "
+                       r"party serves only users it holds$"):  # fmt: skip
+        active.begin_round(RoundRequest(1, 7, np.arange(3)))
+    assert active._request is None
+
+
 @pytest.mark.parametrize("secure", [False, True])
 def test_chunked_requests_give_every_round_the_same_masked_contexts_and_bytes_per_link(secure):
     """A chunk of requests answered in one message per passive party: the active party sees, round by round,

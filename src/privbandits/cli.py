@@ -358,7 +358,7 @@ def list_command() -> None:
         table.add_column("options")
         for kind, schema in by_kind(models).items():
             options = ", ".join(name for name in schema.model_fields if name != "kind")
-            table.add_row(kind, schema.__doc__.strip().splitlines()[0], options)
+            table.add_row(kind, (schema.__doc__ or "").strip().partition("\n")[0], options)
         console.print(table)
     table = Table(title="reproductions (privbandits run NAME; privbandits show NAME)", title_justify="left")
     table.add_column("name", style="bold cyan")

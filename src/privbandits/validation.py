@@ -36,8 +36,10 @@ import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any, Generic, Literal, TypeGuard, TypeVar, cast
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 __all__ = [
     "Boolean",
@@ -79,7 +81,7 @@ def describe(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _is_integer(value: object) -> bool:
+def _is_integer(value: object) -> TypeGuard[int | np.integer]:
     return (type(value) is int) or (isinstance(value, numbers.Integral | np.integer) and not _is_bool(value))
 
 
@@ -87,21 +89,26 @@ def _is_bool(value: object) -> bool:
     return isinstance(value, bool | np.bool_)
 
 
-def _is_real(value: object) -> bool:
+def _is_real(value: object) -> TypeGuard[int | float | np.integer | np.floating]:
     if type(value) is float or type(value) is int:
         return True
     return isinstance(value, numbers.Real | np.integer | np.floating) and not _is_bool(value)
 
 
 # -- declarative constraints -------------------------------------------------------------------
-class Constraint:
-    """One allowed kind of value; :meth:`accepts` says whether ``value`` is one, :meth:`normalise` converts it."""
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Constraint(Generic[T_co]):
+    """One allowed kind of value; :meth:`accepts` says whether ``value`` is one, :meth:`normalise` converts it
+    (to a ``T_co``: what :func:`check` returns)."""
 
     def accepts(self, value: object) -> bool:
         raise NotImplementedError
 
-    def normalise(self, value: object) -> object:
-        return value
+    def normalise(self, value: object) -> T_co:
+        return cast(T_co, value)  # accepted: one already
 
     def expected(self, value: object) -> str:
         """What the value must be, phrased for ``value``: its range alone when only the range is wrong."""
@@ -132,7 +139,7 @@ def _with_note(text: str, note: str) -> str:
 
 
 @dataclass(frozen=True)
-class Integer(Constraint):
+class Integer(Constraint[int]):
     """An integer (not a bool, not a float) in ``[low, high]`` (either bound optional); ``note`` says what
     special values mean (``"0 = never"``)."""
 
@@ -143,10 +150,10 @@ class Integer(Constraint):
     def accepts(self, value: object) -> bool:
         if not _is_integer(value):
             return False
-        return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+        return bool((self.low is None or value >= self.low) and (self.high is None or value <= self.high))
 
     def normalise(self, value: object) -> int:
-        return int(value)
+        return int(cast("int | np.integer", value))  # accepted: an integer
 
     def expected(self, value: object) -> str:
         bounds = _bounds(self.low, self.high, False, False)
@@ -159,7 +166,7 @@ class Integer(Constraint):
 
 
 @dataclass(frozen=True)
-class Real(Constraint):
+class Real(Constraint[float]):
     """A real number (int, float or numpy number, not a bool) in a range; finite unless ``finite=False``."""
 
     low: float | None = None
@@ -191,15 +198,15 @@ class Real(Constraint):
 
 
 @dataclass(frozen=True)
-class Choice(Constraint):
+class Choice(Constraint[T_co]):
     """One of a fixed set of values, or a member (or value) of an Enum; normalised to the Enum member."""
 
-    options: type[Enum] | tuple
+    options: type[T_co] | tuple[T_co, ...]
 
     def _values(self) -> tuple:
         if isinstance(self.options, type) and issubclass(self.options, Enum):
             return tuple(member.value for member in self.options)
-        return tuple(self.options)
+        return tuple(cast("Iterable[T_co]", self.options))
 
     def accepts(self, value: object) -> bool:
         if _is_bool(value) and not any(_is_bool(v) for v in self._values()):
@@ -211,17 +218,17 @@ class Choice(Constraint):
         except TypeError:  # unhashable or incomparable
             return False
 
-    def normalise(self, value: object) -> object:
+    def normalise(self, value: object) -> T_co:
         if isinstance(self.options, type) and issubclass(self.options, Enum):
             return self.options(value)
-        return value
+        return cast(T_co, value)  # one of the options
 
     def __str__(self) -> str:
         return "one of " + ", ".join(repr(v) for v in self._values())
 
 
 @dataclass(frozen=True)
-class Boolean(Constraint):
+class Boolean(Constraint[bool]):
     """``True`` or ``False`` (a Python or numpy bool; not 0, 1 or a string)."""
 
     def accepts(self, value: object) -> bool:
@@ -235,7 +242,7 @@ class Boolean(Constraint):
 
 
 @dataclass(frozen=True)
-class Instance(Constraint):
+class Instance(Constraint[object]):
     """An instance of one of ``types``."""
 
     types: tuple[type, ...]
@@ -249,16 +256,16 @@ class Instance(Constraint):
 
 
 @dataclass(frozen=True)
-class NoneOr(Constraint):
+class NoneOr(Constraint[T_co | None]):
     """``None`` or a value ``inner`` accepts."""
 
-    inner: Constraint
+    inner: Constraint[T_co]
     meaning: str = ""
 
     def accepts(self, value: object) -> bool:
         return value is None or self.inner.accepts(value)
 
-    def normalise(self, value: object) -> object:
+    def normalise(self, value: object) -> T_co | None:
         return None if value is None else self.inner.normalise(value)
 
     def expected(self, value: object) -> str:
@@ -273,7 +280,7 @@ def _where(owner: str | None) -> str:
     return f"{owner}: " if owner else ""
 
 
-def check(value: object, name: str, constraint: Constraint, owner: str | None = None) -> object:
+def check(value: object, name: str, constraint: Constraint[T], owner: str | None = None) -> T:
     """``value`` normalised by ``constraint``; else :class:`InvalidInputError` naming ``name``, the allowed values
     and ``value``."""
     if not constraint.accepts(value):
@@ -281,7 +288,9 @@ def check(value: object, name: str, constraint: Constraint, owner: str | None = 
     return constraint.normalise(value)
 
 
-def validate(owner: str | None, constraints: Mapping[str, Constraint], values: Mapping[str, object]) -> dict:
+def validate(
+    owner: str | None, constraints: Mapping[str, Constraint[Any]], values: Mapping[str, object]
+) -> dict[str, Any]:
     """Check every ``values[name]`` against ``constraints[name]``; the normalised values, or the first error."""
     return {name: check(values[name], name, constraint, owner) for name, constraint in constraints.items()}
 
@@ -371,7 +380,9 @@ def check_context_row(x: np.ndarray, name: str) -> None:
 
 
 # -- arrays ------------------------------------------------------------------------------------
-def read_only(value: object, dtype: object = None, *, copy: bool = True, order: str = "K") -> np.ndarray:
+def read_only(
+    value: object, dtype: DTypeLike | None = None, *, copy: bool = True, order: Literal["K", "A", "C", "F"] = "K"
+) -> np.ndarray:
     """A read-only array of ``value``: a copy (``copy=True``, in ``dtype`` and ``order``) or a read-only view.
 
     Data classes that hand out arrays (loaded logs, server models shared by every

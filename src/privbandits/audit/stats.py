@@ -42,7 +42,7 @@ def clopper_pearson_upper(successes: np.ndarray | int, trials: int, confidence: 
     return np.where(k >= trials, 1.0, upper)
 
 
-def epsilon_lower_bound(alpha: np.ndarray, beta: np.ndarray, delta: float) -> np.ndarray:
+def epsilon_lower_bound(alpha: np.ndarray | float, beta: np.ndarray | float, delta: float) -> np.ndarray:
     """``max(ln((1 − δ − β)/α), 0)`` for rates (or their upper bounds) α, β; swap them for the mirror test."""
     alpha, beta = np.asarray(alpha, dtype=np.float64), np.asarray(beta, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):

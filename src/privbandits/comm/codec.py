@@ -59,7 +59,11 @@ def encode(envelope: Envelope) -> bytes:
 def encode_parts(envelope: Envelope) -> tuple[list, int]:
     """:func:`encode`'s bytes as buffers not yet joined (the length prefix and header, the words, then each array),
     and their total length: a transport joins them with its own frame header in one copy."""
-    numbers, values, scalars, arrays, buffers = [], [], {}, [], []
+    number_fields: list[tuple[str, str]] = []
+    array_fields: list[tuple[str, str, tuple[int, ...]]] = []
+    values: list[int | float] = []
+    scalars: dict[str, object] = {}
+    buffers: list[np.ndarray] = []
     message = envelope.message
     length = 0
     for name in message.field_names:
@@ -73,7 +77,7 @@ def encode_parts(envelope: Envelope) -> tuple[list, int]:
                 dtype = data.dtype.str
                 if dtype not in _ALLOWED_DTYPES:
                     raise TypeError(f"field {name!r} has unsupported dtype {value.dtype}")
-            arrays.append((name, dtype, data.shape))
+            array_fields.append((name, dtype, data.shape))
             buffers.append(data)
             length += data.nbytes
             continue
@@ -81,14 +85,14 @@ def encode_parts(envelope: Envelope) -> tuple[list, int]:
             value = value.item()
         kind = type(value)
         if kind is float or (kind is int and _INT64[0] <= value < _INT64[1]):
-            numbers.append((name, "<f8" if kind is float else "<i8"))
+            number_fields.append((name, "<f8" if kind is float else "<i8"))
             values.append(value)
         else:  # strings, booleans, None, ints beyond int64: JSON in the header
             scalars[name] = value
     route, numbers, arrays = (
         (envelope.sender, envelope.receiver, envelope.phase, message.kind),
-        tuple(numbers),
-        tuple(arrays),
+        tuple(number_fields),
+        tuple(array_fields),
     )
     if scalars:  # the scalars' JSON ends the header, after the cached rest
         head = _padded(_before_scalars(route, numbers, arrays) + _scalars_json(scalars).encode() + b"}")
@@ -220,7 +224,7 @@ def _layout(head: bytes, scalar_names: tuple[str, ...] = ()) -> _Layout:
 
 
 _SCALARS, _NO_SCALARS = b',"scalars":', b',"scalars":{}}'
-_SCAN = json.scanner.make_scanner(json.JSONDecoder())
+_SCAN = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]  # typeshed: a context, not a scanner
 """The JSON decoder's scanner: ``(value, end)`` of the JSON value at an index of a str (StopIteration if none)."""
 
 

@@ -77,7 +77,7 @@ def json_payload(**fields: object) -> bytes:
     return json.dumps(fields, separators=(",", ":"), sort_keys=True).encode()
 
 
-def read_json_payload(payload: bytes, what: str) -> dict:
+def read_json_payload(payload: bytes | bytearray, what: str) -> dict:
     try:
         value = json.loads(payload)
     except ValueError as exc:

@@ -12,7 +12,8 @@ arrays plus 8 bytes per number, the count every paper's cost model uses
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from collections.abc import Callable
+from typing import ClassVar, TypeVar, dataclass_transform
 
 import numpy as np
 
@@ -31,6 +32,10 @@ _SIZE_OF_TYPE = {
     np.float64: SCALAR_BYTES,
 }
 """Payload sizes of the commonest scalar types, looked up before :func:`field_bytes`'s general checks."""
+
+
+M = TypeVar("M", bound="Message")
+"""A message class, as :func:`message` and a typed ``receive`` pass it through."""
 
 
 class Message:
@@ -69,15 +74,19 @@ def field_bytes(value: object) -> int:
     raise TypeError(f"message fields must be numpy arrays, numbers, booleans or strings, got {type(value).__name__}")
 
 
-def message(kind: str):
-    """Class decorator: a slotted dataclass registered as message ``kind``."""
+@dataclass_transform(eq_default=False)
+def message(kind: str) -> Callable[[type[M]], type[M]]:
+    """Class decorator: a slotted dataclass registered as message ``kind``.
 
-    def register(cls: type) -> type[Message]:
+    Declared a dataclass transform (PEP 681), so a type checker sees each message's fields and constructor.
+    """
+
+    def register(cls: type[M]) -> type[M]:
         if kind in _REGISTRY:
             raise ValueError(f"message kind {kind!r} is already registered by {_REGISTRY[kind].__qualname__}")
         made = dataclasses.dataclass(slots=True, eq=False)(cls)
         made.kind = kind
-        fields = dataclasses.fields(made)
+        fields = dataclasses.fields(made)  # type: ignore[arg-type]  # a dataclass since the line above
         made.field_names = tuple(f.name for f in fields)
         made._array_fields = tuple(f.name for f in fields if "ndarray" in str(f.type))
         made._other_fields = tuple(f.name for f in fields if "ndarray" not in str(f.type))

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import defaultdict, deque
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
+from typing import overload
 
 from privbandits.comm.codec import Envelope, decode, encode
-from privbandits.comm.messages import Message
+from privbandits.comm.messages import M, Message
 
 SETUP = "setup"
 ROUND = "round"
@@ -52,6 +54,9 @@ class Endpoint:
     """
 
     __slots__ = ("name", "network", "send")
+    name: str
+    network: Network
+    send: Callable[[str, Message], None]
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         raise TypeError("endpoints are issued by Network.register(name), to the party that registers")
@@ -225,8 +230,14 @@ class Network(ABC):
             self._max_depth = depth
         self._deliver(Envelope(name, receiver, phase, message), depth)
 
-    def receive(self, receiver: str, kind: str, sender: str | None = None) -> Message:
-        envelope, depth = self._take(receiver, kind, sender)
+    @overload
+    def receive(self, receiver: str, kind: type[M], sender: str | None = None) -> M: ...
+    @overload
+    def receive(self, receiver: str, kind: str, sender: str | None = None) -> Message: ...
+    def receive(self, receiver: str, kind: str | type[Message], sender: str | None = None) -> Message:
+        """The oldest waiting message for ``receiver`` of ``kind`` (a kind name, or a message class: then typed as
+        that class), from ``sender`` if given."""
+        envelope, depth = self._take(receiver, kind if isinstance(kind, str) else kind.kind, sender)
         # only messages of the open phase advance the receiver's clock: material sent ahead in
         # another phase (e.g. a dealer's offline phase) costs this segment no round
         if depth > self._clock.get(receiver, 0) and envelope.phase == self._phase:
@@ -349,7 +360,13 @@ class Party:
     def send(self, receiver: str, message: Message) -> None:
         self.network._send(self._sender, receiver, message)  # its own endpoint's name: no per-message check
 
-    def receive(self, kind: str, sender: str | None = None) -> Message:
+    @overload
+    def receive(self, kind: type[M], sender: str | None = None) -> M: ...
+    @overload
+    def receive(self, kind: str, sender: str | None = None) -> Message: ...
+    def receive(self, kind: str | type[Message], sender: str | None = None) -> Message:
+        """The oldest waiting message of ``kind`` (a name, or a message class: typed as it), from ``sender`` if
+        given (see :meth:`Network.receive`)."""
         return self.network.receive(self.name, kind, sender)
 
     def receive_one_of(self, kinds: tuple[str, ...], sender: str | None = None) -> Message:

@@ -63,7 +63,10 @@ def read_ratings(path: Path | str) -> RatingLog:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"MovieLens ratings file {path} does not exist")
-    columns: tuple[list[int], list[int], list[float], list[int]] = ([], [], [], [])
+    users: list[int] = []
+    items: list[int] = []
+    ratings: list[float] = []
+    times: list[int] = []
     with path.open(encoding="utf-8", errors="replace") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip() or (number == 1 and line.startswith(HEADER_PREFIX)):
@@ -84,13 +87,14 @@ def read_ratings(path: Path | str) -> RatingLog:
                 ) from None
             if not 1.0 <= rating <= 5.0:
                 raise ValueError(f"{path}, line {number}: rating must be in [1, 5], got {fields[2]!r}")
-            for column, value in zip(columns, (user, item, rating, timestamp), strict=True):
-                column.append(value)  # type: ignore[arg-type]
-    if not columns[0]:
+            users.append(user)
+            items.append(item)
+            ratings.append(rating)
+            times.append(timestamp)
+    if not users:
         raise ValueError(f"{path} holds no ratings")
-    user, item, rating, timestamp = columns
-    return RatingLog(np.array(user, dtype=np.int64), np.array(item, dtype=np.int64), np.array(rating),
-                     np.array(timestamp, dtype=np.int64), str(path))  # fmt: skip
+    return RatingLog(np.array(users, dtype=np.int64), np.array(items, dtype=np.int64), np.array(ratings),
+                     np.array(times, dtype=np.int64), str(path))  # fmt: skip
 
 
 def load_movielens_100k(path: Path | str | None = None) -> RatingLog:

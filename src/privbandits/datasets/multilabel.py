@@ -161,9 +161,9 @@ def _read_arff(path: Path) -> tuple[list[str], np.ndarray]:
                 continue
             if not in_data:
                 keyword, *rest = line.split(maxsplit=1)
-                keyword, rest = keyword.lower(), rest[0] if rest else ""
+                keyword, argument = keyword.lower(), rest[0] if rest else ""
                 if keyword == "@attribute":
-                    name, kind = _split_name(path, line_number, rest)
+                    name, kind = _split_name(path, line_number, argument)
                     names.append(name)
                     decoders.append(_attribute_decoder(path, line_number, kind))
                 elif keyword == "@data":
@@ -241,16 +241,15 @@ def load_arff(
     except ValueError:
         allowed = ", ".join(repr(member.value) for member in LabelLocation)
         raise ValueError(f"label_location must be one of {allowed}, got {label_location!r}") from None
-    paths = [Path(paths)] if isinstance(paths, str | Path) else [Path(path) for path in paths]
-    if not paths:
+    files = [Path(paths)] if isinstance(paths, str | Path) else [Path(path) for path in paths]
+    if not files:
         raise ValueError("paths must name at least one ARFF file")
-    names, blocks = None, []
-    for path in paths:
+    names, first = _read_arff(files[0])
+    blocks = [first]
+    for path in files[1:]:
         file_names, data = _read_arff(path)
-        if names is None:
-            names = file_names
-        elif file_names != names:
-            raise ValueError(f"{path} declares other attributes than {paths[0]}")
+        if file_names != names:
+            raise ValueError(f"{path} declares other attributes than {files[0]}")
         blocks.append(data)
     if not 1 <= n_labels < len(names):
         raise ValueError(

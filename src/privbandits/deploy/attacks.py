@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from privbandits.deploy.deployment import Deployment
+from privbandits.deploy.deployment import Deployment, FCLUBProtocol, P2BProtocol
 from privbandits.privacy.tree_mechanism import dyadic_cover, symmetric_gaussians
 
 N_STREAMS = 9
@@ -48,7 +48,7 @@ def _seeded(seed: int, stream: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(seed).spawn(N_STREAMS)[stream])
 
 
-def p2b_server_attack(deployment: Deployment, codes: np.ndarray) -> P2BAttack:
+def p2b_server_attack(deployment: Deployment[P2BProtocol], codes: np.ndarray) -> P2BAttack:
     """The P2B server's attack from the deployment file and the encoded batch's ``codes`` (in the order received).
 
     Participation: the first draw of the devices' report stream is each early user's coin
@@ -67,7 +67,7 @@ def p2b_server_attack(deployment: Deployment, codes: np.ndarray) -> P2BAttack:
     participates = _seeded(protocol.seed, ENCODED_REPORTS).random(n_early) < protocol.participation
     network = InMemoryNetwork(record=True)  # the file's users (``data_seed``) and seed, replayed
     simulate(synthetic_population(protocol), encoder_of(protocol), config_of(protocol), protocol.seed, network=network)
-    reports = [(e.sender, e.message.code) for e in network.transcript if e.message.kind == EncodedReport.kind]
+    reports = [(e.sender, e.message.code) for e in network.transcript if isinstance(e.message, EncodedReport)]
     users = np.array([int(sender.removeprefix("device")) for sender, _ in reports], dtype=np.int64)
     replayed = np.array([code for _, code in reports], dtype=np.int64)
     order = _seeded(protocol.seed, ENCODED_SHUFFLER).permutation(len(reports))
@@ -92,7 +92,7 @@ class Recovered:
     """|trace(gram) − count|: 0 (to rounding) when the noise was found (contexts have unit norm)."""
 
 
-def fclub_noise_removal(deployment: Deployment, uploads: list, *, pool: int = 4096) -> list[Recovered]:
+def fclub_noise_removal(deployment: Deployment[FCLUBProtocol], uploads: list, *, pool: int = 4096) -> list[Recovered]:
     """The FCLUB global server's attack from the deployment file and the ``(sender, PhaseUpload)`` it received.
 
     It regenerates each local server's noise generator as reproducible mode derives it from the

@@ -32,7 +32,8 @@ def save(path: Path, arrays: dict[str, np.ndarray], meta: dict) -> None:
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(descriptor, "wb") as handle:
-            np.savez(handle, **arrays, **{_META: np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)})
+            words = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+            np.savez(handle, **arrays, **{_META: words})  # type: ignore[arg-type]  # numpy's stub: a key may be allow_pickle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, path)
@@ -119,7 +120,8 @@ def decision_log(deployment: Deployment, name: str) -> DecisionLog:
 
 def capture(obj: object, prefix: str = "") -> tuple[dict[str, np.ndarray], dict]:
     """Arrays, numbers and generator states of ``obj`` and of its privbandits sub-objects."""
-    arrays, meta = {}, {}
+    arrays: dict[str, np.ndarray] = {}
+    meta: dict[str, object] = {}
     for key, value in vars(obj).items():
         name = f"{prefix}{key}"
         if isinstance(value, np.ndarray):

@@ -45,9 +45,10 @@ import hashlib
 import json
 import tomllib
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self
 
 from pydantic import Field, ValidationError, field_validator, model_validator
+from typing_extensions import TypeIs, TypeVar
 
 from privbandits.deploy.deployment_p2b import P2BProtocol
 from privbandits.deploy.deployment_parts import (  # what every protocol section builds on
@@ -337,7 +338,13 @@ SESSION_FIELDS = {"name", "deadline_s", "connect_deadline_s", "checkpoint_every"
 """What the session digest covers besides the parties and the CA: never a path."""
 
 
-class Deployment(_Strict):
+AnyProtocol = VerticalProtocol | MPCProtocol | P2BProtocol | FCLUBProtocol
+P = TypeVar("P", bound=AnyProtocol, default=AnyProtocol, covariant=True)
+"""The protocol section's class, for a type checker: ``Deployment[P2BProtocol]`` where code knows which it runs."""
+Q = TypeVar("Q", VerticalProtocol, MPCProtocol, P2BProtocol, FCLUBProtocol)
+
+
+class Deployment(_Strict, Generic[P]):
     """A validated deployment file; paths are absolute (resolved against the file's folder).
 
     Each party's files are named either by ``bundles`` (a folder holding one folder per party,
@@ -359,7 +366,10 @@ class Deployment(_Strict):
         "and demos only: anyone holding this file can recompute them (no privacy); false draws each party's secret "
         "randomness from OS entropy (privbandits.deploy.entropy)",
     )
-    protocol: VerticalProtocol | MPCProtocol | P2BProtocol | FCLUBProtocol = Field(discriminator="name")
+    if TYPE_CHECKING:  # one of AnyProtocol (validated below); Deployment[P2BProtocol]'s is a P2BProtocol
+        protocol: P
+    else:
+        protocol: AnyProtocol = Field(discriminator="name")
     parties: dict[str, PartyEntry] = Field(min_length=2)
     source: Path | None = Field(None, exclude=True)
 
@@ -391,7 +401,7 @@ class Deployment(_Strict):
         return {**data, "parties": filled}
 
     @model_validator(mode="after")
-    def _roles(self) -> Deployment:
+    def _roles(self) -> Self:
         self.protocol.check_parties(self.parties)
         seen: dict[tuple[str, int], str] = {}
         for name, entry in self.parties.items():
@@ -451,6 +461,13 @@ class Deployment(_Strict):
             return f"bundles ({name}/{path.name})"
         return f"parties.{name}.{what}"
 
+    def data_file(self, name: str) -> Path:
+        """Party ``name``'s data file, for a role whose protocol section requires one (checked when loaded)."""
+        path = self.parties[name].data
+        if path is None:
+            raise DeploymentError(f"{self.source or 'deployment'}: parties.{name}.data: this party needs its data file")
+        return path
+
     def result_path(self, party: str) -> Path:
         return self.output / f"{party}.result.json"
 
@@ -470,6 +487,11 @@ class Deployment(_Strict):
             lines.append(f"\n[parties.{name}]")
             lines += [f"{key} = {_toml_value(value)}" for key, value in entry.items()]
         return "\n".join(lines) + "\n"
+
+
+def runs(deployment: Deployment, protocol: type[Q]) -> TypeIs[Deployment[Q]]:
+    """Whether ``deployment`` runs ``protocol`` (a type checker then knows it as ``Deployment[protocol]``)."""
+    return isinstance(deployment.protocol, protocol)
 
 
 def _sha256(state: object) -> str:

@@ -83,11 +83,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from privbandits.comm import Message, Network, PeerLost, ProtocolError, message
+from privbandits.comm import Message, Network, PeerLost, ProtocolError, TlsNetwork, message
 from privbandits.deploy import entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError, FCLUBProtocol
 from privbandits.protocols.fclub import Communication, play
 from privbandits.protocols.fclub_config import Calibration
+from privbandits.protocols.fclub_messages import PhaseUpload, Upload
 
 USERS, SCHEDULE, SEQUENCE = "users", "schedule", "sequence"
 """Phases of the deployment's sequencing messages (the in-memory driver's call order), outside the protocol."""
@@ -161,14 +162,14 @@ FAITHFUL = "CDP-FCLUB-DC (faithful)"
 
 
 # -- the run the parties share -----------------------------------------------------------------------
-def _protocol(deployment: Deployment) -> FCLUBProtocol:
+def _protocol(deployment: Deployment[FCLUBProtocol]) -> FCLUBProtocol:
     protocol = deployment.protocol
     if not isinstance(protocol, FCLUBProtocol):
         raise DeploymentError(f"protocol.name must be 'fclub' here, got {protocol.name!r}")
     return protocol
 
 
-def setting_of(deployment: Deployment):
+def setting_of(deployment: Deployment[FCLUBProtocol]):
     """The experiments' :class:`~privbandits.experiments.papers.fclub.runs.Setting` of the deployment."""
     from privbandits.experiments.papers.fclub.runs import Setting
 
@@ -178,7 +179,7 @@ def setting_of(deployment: Deployment):
                    construction=protocol.construction, epsilon=protocol.epsilon)  # fmt: skip
 
 
-def config_of(deployment: Deployment):
+def config_of(deployment: Deployment[FCLUBProtocol]):
     """The algorithm's :class:`~privbandits.protocols.fclub_config.FCLUBConfig` (the experiments' presets)."""
     from privbandits.experiments.papers.fclub.runs import fclub_config
 
@@ -186,46 +187,46 @@ def config_of(deployment: Deployment):
     return fclub_config(protocol.algorithm, setting_of(deployment), protocol.horizon, protocol.options)
 
 
-def _seeds(deployment: Deployment) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
+def _seeds(deployment: Deployment[FCLUBProtocol]) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
     """The environment's seed and the protocol's, spawned from ``protocol.seed`` as
     :func:`~privbandits.protocols.fclub.run_fclub` does (the protocol's used only in reproducible mode)."""
     environment, protocol = np.random.SeedSequence(_protocol(deployment).seed).spawn(2)
     return environment, protocol
 
 
-def _streams(deployment: Deployment) -> tuple[np.random.Generator, list[np.random.Generator]]:
+def _streams(deployment: Deployment[FCLUBProtocol]) -> tuple[np.random.Generator, list[np.random.Generator]]:
     """The environment's generator and each local server's in reproducible mode, as ``run_fclub``."""
     environment, protocol = _seeds(deployment)
     servers = protocol.spawn(len(deployment.names("local_server")))
     return np.random.default_rng(environment), [np.random.default_rng(seed) for seed in servers]
 
 
-def local_rng(deployment: Deployment, name: str) -> np.random.Generator:
+def local_rng(deployment: Deployment[FCLUBProtocol], name: str) -> np.random.Generator:
     """Local server ``name``'s generator (its privatizers' noise, its tie-breaks): OS entropy, or in
     reproducible mode ``run_fclub``'s."""
     servers = deployment.names("local_server")
     return entropy.generator(deployment, name, _seeds(deployment)[1].spawn(len(servers))[servers.index(name)])
 
 
-def _server_of_user(deployment: Deployment) -> np.ndarray:
+def _server_of_user(deployment: Deployment[FCLUBProtocol]) -> np.ndarray:
     from privbandits.envs.clustered import assign_groups
 
     return assign_groups(_protocol(deployment).n_users, len(deployment.names("local_server")), remainder_last=True)
 
 
-def _calibration(deployment: Deployment):
+def _calibration(deployment: Deployment[FCLUBProtocol]):
     protocol = _protocol(deployment)
     return Calibration(config_of(deployment), protocol.dim, protocol.n_users, len(deployment.names("local_server")))
 
 
-def peers(deployment: Deployment, name: str) -> list[str] | None:
+def peers(deployment: Deployment[FCLUBProtocol], name: str) -> list[str] | None:
     """The parties ``name`` links with: a local server only with the users and the global server."""
     if deployment.parties[name].role == "local_server":
         return [deployment.names("users")[0], FCLUBProtocol.GLOBAL]
     return None
 
 
-def prepare(deployment: Deployment, name: str) -> None:
+def prepare(deployment: Deployment[FCLUBProtocol], name: str) -> None:
     """Before the party links up: a few rounds of its algorithm in memory, so that the compiled kernels are loaded
     (about a second per process) before the session's clock starts rather than at its first rounds."""
     import dataclasses
@@ -241,7 +242,7 @@ def prepare(deployment: Deployment, name: str) -> None:
         play(bandit, env, config.horizon)
 
 
-def receive_deadline(deployment: Deployment, name: str) -> float:
+def receive_deadline(deployment: Deployment[FCLUBProtocol], name: str) -> float:
     """Seconds party ``name`` waits for a message before it counts its peer as lost.
 
     The global server waits ``deadline_s`` (for a local server's phase uploads or its
@@ -259,7 +260,7 @@ users wait for a local server), so a local server that stalls mid-round is named
 it, rather than ending the session; nothing at all within it means the users, who keep the clock, are lost."""
 
 
-def _next(party, wanted: tuple[str, ...], deployment: Deployment) -> tuple[str, str]:
+def _next(party, wanted: tuple[str, ...], deployment: Deployment[FCLUBProtocol]) -> tuple[str, str]:
     """``party.peek(wanted)`` from any peer, waiting :data:`IDLE` deadlines; the users are named if nothing comes."""
     with party.network.patience(IDLE * deployment.deadline_s):
         try:
@@ -278,9 +279,9 @@ def _next(party, wanted: tuple[str, ...], deployment: Deployment) -> tuple[str, 
 
 @entropy.recorded
 def run_party(
-    deployment: Deployment,
+    deployment: Deployment[FCLUBProtocol],
     name: str,
-    network: Network,
+    network: TlsNetwork,
     *,
     resume: bool = False,
     on_round: Callable[[int, int], None] | None = None,
@@ -302,7 +303,7 @@ def run_party(
         return run_local_server(deployment, name, network, resume)
 
 
-def free_running(deployment: Deployment) -> bool:
+def free_running(deployment: Deployment[FCLUBProtocol]) -> bool:
     """Whether the file's ``protocol.schedule`` is ``free-running``."""
     return _protocol(deployment).schedule == "free-running"
 
@@ -313,7 +314,7 @@ def _check_sender(name: str, sender: str, kind: str, expected: str) -> None:
 
 
 # -- the session's outcome, and the in-memory run it must equal -------------------------------------
-def outcome(deployment: Deployment) -> dict:
+def outcome(deployment: Deployment[FCLUBProtocol]) -> dict:
     """The session from the parties' result files: per-round cumulative regret (unserved rounds add
     nothing) and communication (the paper's count, dated by the local servers' logs and the global
     server's downloads per upload), the communication totals, and the local servers' composed ledger."""
@@ -355,7 +356,7 @@ def outcome(deployment: Deployment) -> dict:
     }
 
 
-def run_in_memory(deployment: Deployment, network: Network | None = None):
+def run_in_memory(deployment: Deployment[FCLUBProtocol], network: Network | None = None):
     """The run of the deployment's algorithm, setting, horizon and seed in one process, as the experiments
     run it (:func:`~privbandits.protocols.fclub.run_fclub`; on ``network``, default a fresh in-memory one): a
     :class:`~privbandits.protocols.fclub.FCLUBOutcome`. With OS randomness (not reproducible) the local
@@ -385,7 +386,7 @@ def upload_digest(uploads) -> str:
     return digest
 
 
-def chain_upload(digest: str, sender: str, msg: Message) -> str:
+def chain_upload(digest: str, sender: str | None, msg: PhaseUpload | Upload) -> str:
     """The chain ``digest`` (hex) extended by one phase upload or upload."""
     step = hashlib.sha256(f"{digest}|{msg.kind}|{sender}|{msg.cluster}|{msg.count}|".encode())
     step.update(np.ascontiguousarray(msg.gram).tobytes())

@@ -6,9 +6,12 @@ server once all have finished (see :mod:`privbandits.deploy.fclub`)."""
 
 from __future__ import annotations
 
-from privbandits.comm import Message, Network, PeerLost, ProtocolError
+from typing import overload
+
+from privbandits.comm import Message, PeerLost, ProtocolError, TlsNetwork
+from privbandits.comm.messages import M
 from privbandits.deploy import fclub_resume
-from privbandits.deploy.deployment import Deployment
+from privbandits.deploy.deployment import Deployment, FCLUBProtocol
 from privbandits.deploy.fclub import (
     SCHEDULE,
     SEQUENCE,
@@ -39,6 +42,8 @@ from privbandits.protocols.fclub import (
 class DeployedGlobal(GlobalServer):
     """The global server of a deployment: goes on without a lost local server."""
 
+    network: TlsNetwork  # deployed: a transport's, which can drop a lost peer
+
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.lost: dict[str, str] = {}
@@ -47,9 +52,13 @@ class DeployedGlobal(GlobalServer):
         self.uploads_digest = ""
         """:func:`upload_digest` of every phase upload and upload received, with its sender."""
 
-    def receive(self, kind: str, sender: str | None = None) -> Message:
+    @overload
+    def receive(self, kind: type[M], sender: str | None = None) -> M: ...
+    @overload
+    def receive(self, kind: str, sender: str | None = None) -> Message: ...
+    def receive(self, kind: str | type[Message], sender: str | None = None) -> Message:
         msg = super().receive(kind, sender)
-        if kind in (PhaseUpload.kind, Upload.kind):
+        if isinstance(msg, PhaseUpload | Upload):
             self.uploads_digest = chain_upload(self.uploads_digest, sender, msg)
         return msg
 
@@ -84,7 +93,7 @@ class DeployedGlobal(GlobalServer):
 class _GlobalRun:
     """The global server's session: the loop over what the users and the local servers send."""
 
-    def __init__(self, deployment: Deployment, name: str, network: Network) -> None:
+    def __init__(self, deployment: Deployment[FCLUBProtocol], name: str, network: TlsNetwork) -> None:
         self.deployment, self.name, self.network, self.free = deployment, name, network, free_running(deployment)
         self.servers, self.users = deployment.names("local_server"), deployment.names("users")[0]
         self.glob = DeployedGlobal(network, list(self.servers), _protocol(deployment).dim, _calibration(deployment))
@@ -112,7 +121,7 @@ class _GlobalRun:
             setattr(self.glob, key, value)
         self.downloads, self.changed, self.crossed_uploads = state["downloads"], state["changed"], state["crossed"]
 
-    def loop(self, deployment: Deployment) -> None:
+    def loop(self, deployment: Deployment[FCLUBProtocol]) -> None:
         wanted = (PhaseStart.kind, Upload.kind, DownloadCheck.kind, Finish.kind)
         while not self._over():
             try:
@@ -140,7 +149,7 @@ class _GlobalRun:
 
     def phase_start(self) -> None:
         glob, network = self.glob, self.network
-        t = glob.receive(PhaseStart.kind, self.users).t
+        t = glob.receive(PhaseStart, self.users).t
         network.round_label = f"the phase from round {t}"  # the global server sees no other round
         if self.free:
             self._drain_old_phase()
@@ -245,7 +254,7 @@ class _GlobalRun:
         }
 
 
-def run_global(deployment: Deployment, name: str, network: Network, resume: bool = False) -> dict:
+def run_global(deployment: Deployment[FCLUBProtocol], name: str, network: TlsNetwork, resume: bool = False) -> dict:
     session = _GlobalRun(deployment, name, network)
     session.resume(resume)
     session.loop(deployment)
@@ -253,7 +262,7 @@ def run_global(deployment: Deployment, name: str, network: Network, resume: bool
     return session.result()
 
 
-def _serve_upload(glob, sender: str, network: Network) -> int:
+def _serve_upload(glob, sender: str, network: TlsNetwork) -> int:
     """Lock-step, an upload: absorb it, send the downloads it makes due, wait until each is applied, confirm it.
     Returns how many downloads were delivered."""
     with network.phase(ASYNC):

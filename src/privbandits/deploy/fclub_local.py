@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from privbandits.comm import Network, ProtocolError
+from privbandits.comm import ProtocolError, TlsNetwork
 from privbandits.deploy import fclub_resume
 from privbandits.deploy.deployment import Deployment, FCLUBProtocol
 from privbandits.deploy.fclub import (
@@ -49,7 +49,9 @@ class _LocalEvents:
         """Free-running: downloads that crossed a phase start or the end (see :mod:`privbandits.deploy.fclub`)."""
 
 
-def run_local_server(deployment: Deployment, name: str, network: Network, resume: bool = False) -> dict:
+def run_local_server(
+    deployment: Deployment[FCLUBProtocol], name: str, network: TlsNetwork, resume: bool = False
+) -> dict:
     protocol, config = _protocol(deployment), config_of(deployment)
     servers = deployment.names("local_server")
     ell = servers.index(name)
@@ -60,7 +62,7 @@ def run_local_server(deployment: Deployment, name: str, network: Network, resume
     events = _LocalEvents()
     count_idle = config.rebuild_local_copies and not config.synchronous
     free = free_running(deployment)
-    resumed = _resume(deployment, name, server, events, resume)
+    resumed = _resume(deployment, name, server, events, network, resume)
     wanted = (Arrival.kind, PhaseStart.kind, Download.kind, Finish.kind)
     while True:
         sender, kind = _next(server, wanted, deployment)
@@ -74,7 +76,7 @@ def run_local_server(deployment: Deployment, name: str, network: Network, resume
         elif kind == Arrival.kind:
             _serve(server, users, index, events, network, protocol, count_idle, free)
         else:
-            rounds = server.receive(Finish.kind, users).rounds
+            rounds = server.receive(Finish, users).rounds
             with network.phase(SCHEDULE):
                 server.send(FCLUBProtocol.GLOBAL, Finish(rounds))
             if free:
@@ -101,7 +103,7 @@ def run_local_server(deployment: Deployment, name: str, network: Network, resume
     }
 
 
-def _apply_download(server, events: _LocalEvents, network: Network, acknowledge: bool = True) -> None:
+def _apply_download(server, events: _LocalEvents, network: TlsNetwork, acknowledge: bool = True) -> None:
     with network.phase(ASYNC):
         shared = server.receive_download()
     events.counts["downloads"] += 1
@@ -111,15 +113,15 @@ def _apply_download(server, events: _LocalEvents, network: Network, acknowledge:
             server.send(FCLUBProtocol.GLOBAL, Applied())
 
 
-def _detect(server, events: _LocalEvents, network: Network, free: bool = False) -> int:
-    t = server.receive(PhaseStart.kind).t
+def _detect(server, events: _LocalEvents, network: TlsNetwork, free: bool = False) -> int:
+    t = server.receive(PhaseStart).t
     network.round_label = f"round {t}"
     with network.phase(DETECT):
         sent = server.detect(t)
     crossed = []  # free-running: downloads the global server sent before its PhaseEnd (the old phase's)
     while free and server.peek((Download.kind, PhaseEnd.kind), GLOBAL)[1] == Download.kind:
         with network.phase(ASYNC):
-            crossed.append(server.receive(Download.kind, GLOBAL))
+            crossed.append(server.receive(Download, GLOBAL))
     with network.phase(PHASE_END):
         renewals = server.end_phase()
     _settle(server, events, crossed, replaced=renewals > 0 or server.config.rebuild_local_copies)
@@ -138,14 +140,21 @@ def _state(server: LocalServer, events: _LocalEvents) -> dict:
     return {"server": fclub_resume.attributes(server, SKIPPED), "events": events}
 
 
-def _resume(deployment: Deployment, name: str, server: LocalServer, events: _LocalEvents, resume: bool) -> int:
+def _resume(
+    deployment: Deployment[FCLUBProtocol],
+    name: str,
+    server: LocalServer,
+    events: _LocalEvents,
+    network: TlsNetwork,
+    resume: bool,
+) -> int:
     """Resumed: the state of the agreed phase start put back into the fresh ``server`` and ``events``; else the
     checkpoints of an earlier session cleared. Returns the round the server goes on from (0: a fresh session)."""
     if not resume:
         fclub_resume.start_afresh(deployment, name)
         return 0
     t = fclub_resume.agree(deployment, name, server)
-    state = fclub_resume.load(deployment, name, t, server.network)
+    state = fclub_resume.load(deployment, name, t, network)
     for key, value in state["server"].items():
         setattr(server, key, value)
     server._rows = list(zip(server.V, server.b, strict=True))
@@ -165,7 +174,7 @@ def _settle(server, events: _LocalEvents, crossed: list, replaced: bool) -> None
         events.crossings["crossed_downloads"] += 1
 
 
-def _await_global_finish(server, events: _LocalEvents, network: Network) -> None:
+def _await_global_finish(server, events: _LocalEvents, network: TlsNetwork) -> None:
     """Free-running, after this server's Finish: the downloads still on their way, then the global server's Finish."""
     while server.peek((Download.kind, Finish.kind), GLOBAL)[1] == Download.kind:
         _apply_download(server, events, network, acknowledge=False)
@@ -174,11 +183,11 @@ def _await_global_finish(server, events: _LocalEvents, network: Network) -> None
         server.receive(Finish.kind, GLOBAL)
 
 
-def _serve(server, users: str, index: dict[int, int], events: _LocalEvents, network: Network, protocol,
+def _serve(server, users: str, index: dict[int, int], events: _LocalEvents, network: TlsNetwork, protocol,
            count_idle: bool, free: bool = False) -> None:  # fmt: skip
     """One round: recommend, learn the reward, upload if Eq. 5 fires (or ask for the download check), say so
     (lock-step: once the global server has answered; free-running: at once, and to no one)."""
-    arrival = server.receive(Arrival.kind, users)
+    arrival = server.receive(Arrival, users)
     t, i, contexts = arrival.t, index.get(arrival.user), arrival.contexts
     network.round_label = f"round {t}"
     if i is None:
@@ -192,7 +201,7 @@ def _serve(server, users: str, index: dict[int, int], events: _LocalEvents, netw
     with network.phase(USERS):
         arm = server.recommend(i, contexts)
         server.send(users, Choice(arm))
-        reward = server.receive(Feedback.kind, users).reward
+        reward = server.receive(Feedback, users).reward
     if not (isinstance(reward, float) and math.isfinite(reward)):
         raise ProtocolError(f"{users!r} sent reward {reward!r} in round {t}; expected a finite float")
     cluster = server.observe(i, contexts[arm], reward)

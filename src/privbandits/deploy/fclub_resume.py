@@ -20,11 +20,13 @@ lock-step the session ends as the uninterrupted one would (tests/test_deploy_fcl
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from privbandits.comm import Message, Network, message
+from privbandits.comm import Message, TlsNetwork, message
 from privbandits.deploy import checkpoint, snapshot
-from privbandits.deploy.deployment import Deployment, DeploymentError
+from privbandits.deploy.deployment import Deployment, DeploymentError, FCLUBProtocol
 
 RESUME = "resume"
 """Phase of the messages by which resumed parties agree on the phase to go on from."""
@@ -58,25 +60,27 @@ def is_phase_start(t: int) -> bool:
     return t >= 1 and (t + 1) & t == 0
 
 
-def _path(deployment: Deployment, name: str, t: int):
+def _path(deployment: Deployment[FCLUBProtocol], name: str, t: int):
     path = deployment.checkpoint_path(name)
     return path.with_name(f"{path.stem}.t{t}{path.suffix}")
 
 
-def saved_phases(deployment: Deployment, name: str) -> list[int]:
+def saved_phases(deployment: Deployment[FCLUBProtocol], name: str) -> list[int]:
     """The phase starts whose checkpoint party ``name`` holds, in order."""
     path = deployment.checkpoint_path(name)
     found = path.parent.glob(f"{path.stem}.t*{path.suffix}") if path.parent.is_dir() else ()
     return sorted(int(p.name[len(path.stem) + 2 : -len(path.suffix)]) for p in found)
 
 
-def start_afresh(deployment: Deployment, name: str) -> None:
+def start_afresh(deployment: Deployment[FCLUBProtocol], name: str) -> None:
     """A fresh session: party ``name``'s checkpoints of an earlier one go."""
     for t in saved_phases(deployment, name):
         _path(deployment, name, t).unlink(missing_ok=True)
 
 
-def save(deployment: Deployment, name: str, t: int, state: dict[str, object], network: Network) -> None:
+def save(
+    deployment: Deployment[FCLUBProtocol], name: str, t: int, state: dict[str, object], network: TlsNetwork
+) -> None:
     """Party ``name``'s ``state`` at the phase start ``t``, with its traffic counters, atomically."""
     arrays, tree = snapshot.encode(state)
     meta = {"digest": deployment.protocol_digest(), "t": t, "state": tree,
@@ -84,7 +88,7 @@ def save(deployment: Deployment, name: str, t: int, state: dict[str, object], ne
     checkpoint.save(_path(deployment, name, t), arrays, meta)
 
 
-def load(deployment: Deployment, name: str, t: int, network: Network) -> dict[str, object]:
+def load(deployment: Deployment[FCLUBProtocol], name: str, t: int, network: TlsNetwork) -> dict[str, Any]:
     """Party ``name``'s state at the phase start ``t``; its traffic counters are added to ``network``'s."""
     path = _path(deployment, name, t)
     saved = checkpoint.load(path)
@@ -102,7 +106,7 @@ def load(deployment: Deployment, name: str, t: int, network: Network) -> dict[st
     return snapshot.decode(arrays, meta["state"])
 
 
-def agree(deployment: Deployment, name: str, party) -> int:
+def agree(deployment: Deployment[FCLUBProtocol], name: str, party) -> int:
     """The phase start every party goes on from: each tells the users what it holds, the users choose the latest
     all hold and tell each; :class:`DeploymentError` if there is none (the session must start afresh)."""
     users = deployment.names("users")[0]
@@ -110,12 +114,12 @@ def agree(deployment: Deployment, name: str, party) -> int:
     with network.phase(RESUME):
         if name != users:
             party.send(users, Saved(np.array(saved_phases(deployment, name), dtype=np.int64)))
-            t = party.receive(ResumeAt.kind, users).t
+            t = party.receive(ResumeAt, users).t
         else:
             common = set(saved_phases(deployment, name))
             others = [other for other in deployment.parties if other != users]
             for other in others:
-                common &= set(party.receive(Saved.kind, other).phases.tolist())
+                common &= set(party.receive(Saved, other).phases.tolist())
             t = max(common, default=0)
             for other in others:
                 party.send(other, ResumeAt(t))

@@ -15,7 +15,7 @@ from contextlib import nullcontext
 
 import numpy as np
 
-from privbandits.comm import Message, Network, Party, PeerLost, ProtocolError
+from privbandits.comm import Message, Party, PeerLost, ProtocolError, TlsNetwork
 from privbandits.deploy import fclub_resume
 from privbandits.deploy.deployment import Deployment, FCLUBProtocol
 from privbandits.deploy.fclub import (
@@ -40,7 +40,7 @@ from privbandits.deploy.fclub import (
 class _Reachable:
     """The local servers the users still reach: one found lost is dropped, and the session goes on."""
 
-    def __init__(self, names: list[str], network: Network) -> None:
+    def __init__(self, names: list[str], network: TlsNetwork) -> None:
         self.names, self.network = names, network
         self.lost: dict[str, str] = {}
 
@@ -110,7 +110,7 @@ class _Pipeline:
             return
         try:
             with self.users.network.phase(USERS):
-                arm = self.users.receive(Choice.kind, server).arm
+                arm = self.users.receive(Choice, server).arm
                 _, expected, rewards = self.pending[server].popleft()
                 _check_arm(server, t, arm, self.n_arms)
                 self.users.send(server, Feedback(float(rewards[arm])))
@@ -147,7 +147,9 @@ class _Clock:
         return True
 
 
-def run_users(deployment: Deployment, name: str, network: Network, on_round, resume: bool = False) -> dict:
+def run_users(
+    deployment: Deployment[FCLUBProtocol], name: str, network: TlsNetwork, on_round, resume: bool = False
+) -> dict:
     protocol, config = _protocol(deployment), config_of(deployment)
     env = setting_of(deployment).environment()
     env.reset(_streams(deployment)[0])
@@ -155,7 +157,8 @@ def run_users(deployment: Deployment, name: str, network: Network, on_round, res
     servers = _Reachable(deployment.names("local_server"), network)
     horizon = protocol.horizon
     record, clock = _Record(horizon), _Clock()
-    resumed = _resume(deployment, name, users, env, {"record": record, "clock": clock, "lost": servers.lost}, resume)
+    state = {"record": record, "clock": clock, "lost": servers.lost}
+    resumed = _resume(deployment, name, users, env, state, network, resume)
     pipeline = _Pipeline(users, servers, record, protocol.n_arms, on_round) if free_running(deployment) else None
     start = time.perf_counter()
     with network.batch() if pipeline is not None else nullcontext():
@@ -209,14 +212,16 @@ def run_users(deployment: Deployment, name: str, network: Network, on_round, res
     }
 
 
-def _resume(deployment: Deployment, name: str, users: Party, env, state: dict, resume: bool) -> int:
+def _resume(
+    deployment: Deployment[FCLUBProtocol], name: str, users: Party, env, state: dict, network: TlsNetwork, resume: bool
+) -> int:
     """Resumed: the record, clock and lost servers of the agreed phase start t put back into ``state``'s objects, the
     environment replayed to round t; else an earlier session's checkpoints cleared. Returns t (0: a fresh session)."""
     if not resume:
         fclub_resume.start_afresh(deployment, name)
         return 0
     t = fclub_resume.agree(deployment, name, users)
-    saved = fclub_resume.load(deployment, name, t, users.network)
+    saved = fclub_resume.load(deployment, name, t, network)
     for key in ("record", "clock"):
         vars(state[key]).update(vars(saved[key]))
     state["lost"].update(saved["lost"])
@@ -225,15 +230,17 @@ def _resume(deployment: Deployment, name: str, users: Party, env, state: dict, r
     return t
 
 
-def _round(users, server: str, t: int, env, contexts: np.ndarray, n_arms: int, network: Network) -> tuple[int, float]:
+def _round(
+    users, server: str, t: int, env, contexts: np.ndarray, n_arms: int, network: TlsNetwork
+) -> tuple[int, float]:
     """One round at the user's local server: contexts out, the arm back, the reward out, then its end."""
     with network.phase(USERS):
         users.send(server, Arrival(t, env.user, contexts))
-        arm = users.receive(Choice.kind, server).arm
+        arm = users.receive(Choice, server).arm
         _check_arm(server, t, arm, n_arms)
         reward = env.reward(arm)
         users.send(server, Feedback(reward))
-        done = users.receive(Served.kind, server).t
+        done = users.receive(Served, server).t
     if done != t:
         raise ProtocolError(f"{server!r} said round {done} was served while round {t} ran")
     return arm, reward

@@ -37,5 +37,5 @@ def write_private_npz(path: Path, **arrays: np.ndarray) -> Path:
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "wb") as handle:
         os.fchmod(handle.fileno(), 0o600)
-        np.savez(handle, **arrays)
+        np.savez(handle, **arrays)  # type: ignore[arg-type]  # numpy's stub: a key may be allow_pickle
     return path

@@ -206,6 +206,7 @@ def start_party(
     alone (``resume``) while the others run on. ``server``: fork it from there (:mod:`~privbandits.deploy.zygote`),
     else start ``python -m privbandits.deploy.cli``."""
     command = party_command(path, name, progress_lines=progress_lines, resume=resume)
+    process: ForkedProcess | subprocess.Popen[str]
     if server is not None:
         process = server.start(command[3:], capture_stdout=progress_lines, listen_fd=fd)
     else:
@@ -251,10 +252,10 @@ def wait_parties(
     that exits with a set-up code (:data:`SETUP_EXITS`: its files, data or links are unusable) means the
     session cannot take place: the rest get 5 s, not the deadline, to say so themselves before they are killed."""
     active = next((party for party in parties if party.process.stdout is not None), None)
-    if active is not None:
+    if active is not None and (stdout := active.process.stdout) is not None:  # not None: active was picked so
 
         def read_progress() -> None:
-            for line in active.process.stdout:
+            for line in stdout:
                 parts = line.split()
                 if len(parts) == 3 and parts[0] == "progress" and on_progress is not None:
                     on_progress(int(parts[1]), int(parts[2]))
@@ -284,10 +285,9 @@ def wait_parties(
         time.sleep(0.02)
     if active is not None:
         reader.join(2.0)
-    for party in parties:
-        party.process.wait()
+    exits = {party.name: party.process.wait() for party in parties}
     time.sleep(0.05)  # let the stderr readers take the last lines
-    return {party.name: party.process.returncode for party in parties}
+    return exits
 
 
 def run_local(

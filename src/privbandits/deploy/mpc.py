@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privbandits.comm import Message, Network, Party, message
+from privbandits.comm import Message, Network, Party, TlsNetwork, message
 from privbandits.deploy import checkpoint, entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError, MPCProtocol
 from privbandits.deploy.files import read_arrays, write_private_npz
@@ -105,15 +105,15 @@ class EnvironmentData:
     share_seed: list[int]
 
 
-def blocks(deployment: Deployment) -> dict[str, tuple[int, int]]:
+def blocks(deployment: Deployment[MPCProtocol]) -> dict[str, tuple[int, int]]:
     """Each computing party's columns ``[start, stop)`` of the context, in file order."""
     names = deployment.names("computing")
     bounds = np.cumsum([0, *deployment.protocol.partition])
     return {name: (int(bounds[i]), int(bounds[i + 1])) for i, name in enumerate(names)}
 
 
-def load_computing(deployment: Deployment, name: str) -> ComputingData:
-    protocol, path = deployment.protocol, deployment.parties[name].data
+def load_computing(deployment: Deployment[MPCProtocol], name: str) -> ComputingData:
+    protocol, path = deployment.protocol, deployment.data_file(name)
     arrays = _load(path, "computing", {"contexts": ("f", 2), "share_seed": ("u", 1)})
     start, stop = blocks(deployment)[name]
     contexts = arrays["contexts"]
@@ -131,8 +131,8 @@ def load_computing(deployment: Deployment, name: str) -> ComputingData:
     return ComputingData(np.ascontiguousarray(contexts, dtype=np.float64), _seed_words(arrays, "share_seed", path))
 
 
-def load_environment(deployment: Deployment, name: str) -> EnvironmentData:
-    protocol, path = deployment.protocol, deployment.parties[name].data
+def load_environment(deployment: Deployment[MPCProtocol], name: str) -> EnvironmentData:
+    protocol, path = deployment.protocol, deployment.data_file(name)
     arrays = _load(path, "environment", {"rewards": ("fiub", 2), "share_seed": ("u", 1)})
     rewards = arrays["rewards"]
     if rewards.shape[1] != protocol.n_arms or len(rewards) < protocol.rounds:
@@ -144,8 +144,8 @@ def load_environment(deployment: Deployment, name: str) -> EnvironmentData:
     return EnvironmentData(np.asarray(rewards, dtype=np.float64), _seed_words(arrays, "share_seed", path))
 
 
-def load_dealer_seed(deployment: Deployment, name: str) -> list[int]:
-    path = deployment.parties[name].data
+def load_dealer_seed(deployment: Deployment[MPCProtocol], name: str) -> list[int]:
+    path = deployment.data_file(name)
     return _seed_words(_load(path, "dealer", {"seed": ("u", 1)}), "seed", path)
 
 
@@ -153,7 +153,7 @@ def _entropy() -> np.ndarray:
     return np.frombuffer(secrets.token_bytes(32), dtype=np.uint64).copy()
 
 
-def write_synthetic_data(deployment: Deployment) -> dict[str, Path]:
+def write_synthetic_data(deployment: Deployment[MPCProtocol]) -> dict[str, Path]:
     """Every party's file for a synthetic problem (the MPC paper's k-means arms, §6.2), seeded by
     ``protocol.seed``; the private seeds come from OS entropy.
 
@@ -176,14 +176,14 @@ def write_synthetic_data(deployment: Deployment) -> dict[str, Path]:
     files[deployment.names("dealer")[0]] = {"seed": _entropy()}
     written = {}
     for name, arrays in files.items():
-        written[name] = write_private_npz(deployment.parties[name].data, **arrays)
+        written[name] = write_private_npz(deployment.data_file(name), **arrays)
     return written
 
 
 # ----------------------------------------------------------------------------- the protocol's settings
 
 
-def config_of(deployment: Deployment):
+def config_of(deployment: Deployment[MPCProtocol]):
     """The :class:`~privbandits.protocols.mpc_bandit.MPCBanditConfig` of the deployment (p′ = p″ = the environment)."""
     from privbandits.protocols.mpc_bandit import MPCBanditConfig
 
@@ -216,7 +216,7 @@ def dealer_seeds(seed: Sequence[int]) -> tuple[np.random.SeedSequence, np.random
     return material, exploration
 
 
-def private_seeds(deployment: Deployment):
+def private_seeds(deployment: Deployment[MPCProtocol]):
     """Every party's seeds, read from every party's file (only the in-memory reference may do this)."""
     from privbandits.protocols.mpc_bandit import PrivateSeeds
 
@@ -236,7 +236,7 @@ class Run:
     seconds: float = 0.0
 
 
-def run_in_memory(deployment: Deployment, network: Network | None = None):
+def run_in_memory(deployment: Deployment[MPCProtocol], network: Network | None = None):
     """The same session in the stacked simulator (every party's file read here), for comparison:
     ``(Run, network, learner)``."""
     from privbandits.comm import InMemoryNetwork
@@ -266,16 +266,18 @@ def run_in_memory(deployment: Deployment, network: Network | None = None):
 # ----------------------------------------------------------------------------- checkpoints
 
 
-def _latest(deployment: Deployment, name: str) -> Path:
+def _latest(deployment: Deployment[MPCProtocol], name: str) -> Path:
     return deployment.checkpoint_path(name)
 
 
-def _previous(deployment: Deployment, name: str) -> Path:
+def _previous(deployment: Deployment[MPCProtocol], name: str) -> Path:
     path = deployment.checkpoint_path(name)
     return path.with_name(f"{path.stem}.previous{path.suffix}")
 
 
-def save_state(deployment: Deployment, name: str, rounds: int, arrays: dict[str, np.ndarray], meta: dict) -> None:
+def save_state(
+    deployment: Deployment[MPCProtocol], name: str, rounds: int, arrays: dict[str, np.ndarray], meta: dict
+) -> None:
     """Checkpoint after ``rounds`` rounds; the one before stays as the previous checkpoint."""
     latest = _latest(deployment, name)
     if latest.is_file():
@@ -283,7 +285,7 @@ def save_state(deployment: Deployment, name: str, rounds: int, arrays: dict[str,
     checkpoint.save(latest, arrays, {**meta, "round": rounds, "digest": deployment.protocol_digest()})
 
 
-def saved_states(deployment: Deployment, name: str) -> dict[int, tuple[dict[str, np.ndarray], dict]]:
+def saved_states(deployment: Deployment[MPCProtocol], name: str) -> dict[int, tuple[dict[str, np.ndarray], dict]]:
     """This party's checkpoints by round (the latest two), for this deployment only."""
     states = {}
     for path in (_previous(deployment, name), _latest(deployment, name)):
@@ -293,7 +295,7 @@ def saved_states(deployment: Deployment, name: str) -> dict[int, tuple[dict[str,
     return states
 
 
-def _offer_and_agree(deployment: Deployment, party: Party) -> tuple[int, tuple]:
+def _offer_and_agree(deployment: Deployment[MPCProtocol], party: Party) -> tuple[int, tuple]:
     """A resumed party's ``resume`` phase, through its own ``party``: offer its checkpoints to the
     dealer, learn the round, load it."""
     dealer, name = deployment.names("dealer")[0], party.name
@@ -302,7 +304,7 @@ def _offer_and_agree(deployment: Deployment, party: Party) -> tuple[int, tuple]:
         raise DeploymentError(f"no checkpoint at {_latest(deployment, name)} to resume from (start the session afresh)")
     with party.network.phase(RESUME):
         party.send(dealer, ResumeOffer(np.asarray(sorted(states), dtype=np.int64)))
-        agreed = party.receive(ResumeAt.kind, dealer).round
+        agreed = party.receive(ResumeAt, dealer).round
     if agreed not in states:
         raise DeploymentError(f"{dealer!r} resumes after round {agreed}, but {name!r} holds rounds {sorted(states)}")
     return agreed, states[agreed]
@@ -311,7 +313,7 @@ def _offer_and_agree(deployment: Deployment, party: Party) -> tuple[int, tuple]:
 # ----------------------------------------------------------------------------- the parties
 
 
-def receive_deadline(deployment: Deployment, name: str) -> float:
+def receive_deadline(deployment: Deployment[MPCProtocol], name: str) -> float:
     """Seconds party ``name`` waits for a message before it counts its peer as lost.
 
     Computing parties wait ``deadline_s``; the dealer and the environment twice that. The
@@ -325,9 +327,9 @@ def receive_deadline(deployment: Deployment, name: str) -> float:
 
 @entropy.recorded
 def run_party(
-    deployment: Deployment,
+    deployment: Deployment[MPCProtocol],
     name: str,
-    network: Network,
+    network: TlsNetwork,
     *,
     resume: bool = False,
     on_round: Callable[[int, int], None] | None = None,
@@ -341,7 +343,7 @@ def run_party(
     return _run_environment(deployment, name, network, resume, on_round)
 
 
-def _run_dealer(deployment: Deployment, name: str, network: Network, resume: bool) -> dict:
+def _run_dealer(deployment: Deployment[MPCProtocol], name: str, network: TlsNetwork, resume: bool) -> dict:
     from privbandits.protocols.mpc_bandit import DealerRole, PrivateSeeds
 
     protocol, computing = deployment.protocol, deployment.names("computing")
@@ -352,7 +354,7 @@ def _run_dealer(deployment: Deployment, name: str, network: Network, resume: boo
     if resume:
         stateful = [*computing, *deployment.names("environment")]
         with network.phase(RESUME):
-            offers = {party: set(dealer.receive(ResumeOffer.kind, party).rounds.tolist()) for party in stateful}
+            offers = {party: set(dealer.receive(ResumeOffer, party).rounds.tolist()) for party in stateful}
             common = set.intersection(*offers.values())
             if not common:
                 raise DeploymentError(f"the parties hold no checkpoint of a common round: {offers}")
@@ -376,7 +378,7 @@ def _run_dealer(deployment: Deployment, name: str, network: Network, resume: boo
     }
 
 
-def _run_computing(deployment: Deployment, name: str, network: Network, resume: bool) -> dict:
+def _run_computing(deployment: Deployment[MPCProtocol], name: str, network: TlsNetwork, resume: bool) -> dict:
     from privbandits.mpc.sharing import ArithmeticShares
     from privbandits.protocols.mpc_bandit import PrivateEpsilonGreedy, PrivateSeeds
 

@@ -86,10 +86,11 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from privbandits.comm import Message, Network, ProtocolError, message
+from privbandits.comm import Message, Network, ProtocolError, TlsNetwork, message
 from privbandits.deploy import entropy, p2b_rejoin
 from privbandits.deploy.deployment import Deployment, DeploymentError, P2BProtocol
 from privbandits.deploy.p2b_data import Block, HostData, load_host
@@ -150,7 +151,7 @@ def encoder_of(protocol: P2BProtocol):
         raise DeploymentError(f"protocol: no encoder for dim, precision, n_codes: {exc}") from None
 
 
-def streams_of(deployment: Deployment, name: str, *, resume: bool = False) -> list[np.random.Generator]:
+def streams_of(deployment: Deployment[P2BProtocol], name: str, *, resume: bool = False) -> list[np.random.Generator]:
     """Party ``name``'s nine streams of :func:`~privbandits.protocols.p2b.simulate` (it uses its own ones): from
     its OS seed, kept in its own entropy file for ``--resume``, or in reproducible mode from ``protocol.seed``."""
     reproducible = np.random.SeedSequence(_protocol(deployment).seed)
@@ -168,7 +169,7 @@ PER_REPORT_S = 0.02
 (each device's report is a TLS connection of its own: about 3 ms here, taken one at a time)."""
 
 
-def receive_deadline(deployment: Deployment, name: str) -> float:
+def receive_deadline(deployment: Deployment[P2BProtocol], name: str) -> float:
     """The shuffler waits ``deadline_s`` for a host's next report or device; the server waits twice that for the
     shuffler's batch and the hosts three times that for a model, each plus :data:`PER_REPORT_S` per early user
     (the whole batch comes first), so a stall is reported by the party next to it."""
@@ -208,7 +209,7 @@ def _parties():
         def receive_model(self, model, server: str):
             self.fetched += 1
             self.send(server, FetchModel(self.fetched))
-            release = self.receive(ModelRelease.kind, server)
+            release = self.receive(ModelRelease, server)
             return model(release.first, release.second)
 
     class CanonicalShuffler(Shuffler):
@@ -351,7 +352,7 @@ def _parties():
             self.shuffler, self.hosts = shuffler, hosts
             self.releases: list[tuple[np.ndarray, np.ndarray]] = []
 
-        def receive(self, kind: str, sender: str | None = None) -> Message:
+        def receive(self, kind: str | type[Message], sender: str | None = None) -> Any:  # typed as Party.receive is
             return super().receive(kind, self.shuffler if sender is None else sender)
 
         def _publish(self, model, first: np.ndarray, second: np.ndarray, audience: str) -> None:
@@ -361,7 +362,7 @@ def _parties():
         def serve(self, version: int) -> None:
             """Answer every host's fetch of model ``version`` (published)."""
             for host in self.hosts:
-                asked = super().receive(FetchModel.kind, host).version
+                asked = super().receive(FetchModel, host).version
                 if asked != version:
                     raise ProtocolError(f"{host!r} fetched model version {asked}; version {version} is published")
                 self.send(host, ModelRelease(*self.releases[version - 1]))
@@ -376,16 +377,16 @@ def own_connections(network: Network) -> bool:
     return isinstance(network, TlsNetwork)
 
 
-def keeps_listening(deployment: Deployment, name: str) -> bool:
+def keeps_listening(deployment: Deployment[P2BProtocol], name: str) -> bool:
     """The shuffler keeps its listener open after set-up: devices connect to it, one connection per report."""
     return deployment.parties[name].role == "shuffler"
 
 
 @entropy.recorded
 def run_party(
-    deployment: Deployment,
+    deployment: Deployment[P2BProtocol],
     name: str,
-    network: Network,
+    network: TlsNetwork,
     *,
     resume: bool = False,
     on_round: Callable[[int, int], None] | None = None,
@@ -401,7 +402,7 @@ def run_party(
     return _run_host(deployment, name, network, resume)
 
 
-def _shuffler_state(deployment: Deployment, name: str, queue, resume: bool) -> tuple[bytes, int, dict]:
+def _shuffler_state(deployment: Deployment[P2BProtocol], name: str, queue, resume: bool) -> tuple[bytes, int, dict]:
     """The shuffler's private report-id key, its session's batch id and the batches it released: made and saved
     (atomically) by a fresh session, read back by a resumed one (:mod:`~privbandits.deploy.p2b_rejoin`)."""
     if resume:
@@ -416,7 +417,7 @@ KINDS = {SHARE_RAW: "raw", SHARE_ENCODED: "encoded"}
 _FIELDS = {"raw": ("contexts", "actions", "rewards"), "encoded": ("codes", "actions", "rewards")}
 
 
-def _run_shuffler(deployment: Deployment, name: str, network: Network, resume: bool = False) -> dict:
+def _run_shuffler(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwork, resume: bool = False) -> dict:
     from privbandits.privacy.ledger import PrivacyLedger
 
     protocol = _protocol(deployment)
@@ -493,7 +494,7 @@ def _release(shuffler, phase: str, server: str, saved: tuple | None) -> None:
             shuffler.release_raw(server)
 
 
-def _front(deployment: Deployment, network: Network):
+def _front(deployment: Deployment[P2BProtocol], network: TlsNetwork):
     """The shuffler's concurrent device front end (:mod:`~privbandits.deploy.p2b_front`), started; None with
     ``protocol.workers = 0`` (the serial one), with ``rejoin_s > 0`` and ``workers`` unset, or in memory."""
     from privbandits.deploy.p2b_front import Front, worker_count
@@ -504,12 +505,12 @@ def _front(deployment: Deployment, network: Network):
     return Front(network, deployment.names("device_host"), workers).start()
 
 
-def queue_path(deployment: Deployment, name: str) -> Path:
+def queue_path(deployment: Deployment[P2BProtocol], name: str) -> Path:
     """The shuffler's durable report queue (SQLite), in the deployment's output folder (without ``queue_url``)."""
     return deployment.output / "queues" / f"{name}.sqlite"
 
 
-def open_queue(deployment: Deployment, name: str, *, resume: bool = False):
+def open_queue(deployment: Deployment[P2BProtocol], name: str, *, resume: bool = False):
     """The shuffler's :class:`~privbandits.protocols.p2b_queue.ReportQueue` for the encoded reports: the SQLite
     file :func:`queue_path`, or with ``protocol.queue_url`` schema ``name`` of that PostgreSQL database.
 
@@ -536,7 +537,9 @@ def open_queue(deployment: Deployment, name: str, *, resume: bool = False):
     return queue
 
 
-def _run_server(deployment: Deployment, name: str, network: Network, on_round, resume: bool = False) -> dict:
+def _run_server(
+    deployment: Deployment[P2BProtocol], name: str, network: TlsNetwork, on_round, resume: bool = False
+) -> dict:
 
     protocol = _protocol(deployment)
     _, _, PublishingServer = _parties()
@@ -634,7 +637,7 @@ def _raw_baseline(host, data: HostData, protocol: P2BProtocol, streams, shuffler
     return sent, _play(non_private, late.contexts, late.reward_table, streams[4], block.late.start, protocol)
 
 
-def _run_host(deployment: Deployment, name: str, network: Network, resume: bool = False) -> dict:
+def _run_host(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwork, resume: bool = False) -> dict:
     from privbandits.linear.population import CodeModel, DisjointModel
     from privbandits.protocols.p2b import DEVICES, RAW_DEVICES, private_inputs
 

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from privbandits.deploy.deployment import Deployment, DeploymentError, P2BProtocol
 from privbandits.deploy.files import read_arrays, write_private_npz
 
+if TYPE_CHECKING:  # imported where the data is read
+    from privbandits.datasets.interactions import UserInteractions
 
-def p2b_protocol(deployment: Deployment) -> P2BProtocol:
+
+def p2b_protocol(deployment: Deployment[P2BProtocol]) -> P2BProtocol:
     """The deployment's P2B protocol (refused, naming the protocol, for another one)."""
     if not isinstance(deployment.protocol, P2BProtocol):
         raise DeploymentError(f"not a P2B deployment: protocol {deployment.protocol.name!r}")
@@ -37,7 +41,7 @@ class Block:
     """Early users of all hosts together (the participation draws are over all of them)."""
 
 
-def layout(deployment: Deployment) -> dict[str, Block]:
+def layout(deployment: Deployment[P2BProtocol]) -> dict[str, Block]:
     """Each device host's contiguous block of early and of late users (``np.array_split`` sizes, file order)."""
     protocol = deployment.protocol
     n_early = int(protocol.early_fraction * protocol.n_users)
@@ -64,7 +68,7 @@ def synthetic_population(protocol: P2BProtocol):
     )
 
 
-def write_synthetic_data(deployment: Deployment) -> dict[str, Path]:
+def write_synthetic_data(deployment: Deployment[P2BProtocol]) -> dict[str, Path]:
     """Each device host's file: its users of the synthetic benchmark (spec §5.1), nothing of the others'."""
     protocol = p2b_protocol(deployment)
     early, late = synthetic_population(protocol).split(protocol.early_fraction)
@@ -72,7 +76,7 @@ def write_synthetic_data(deployment: Deployment) -> dict[str, Path]:
     for name, block in layout(deployment).items():
         e, lt = slice(block.early.start, block.early.stop), slice(block.late.start, block.late.stop)
         written[name] = write_private_npz(
-            deployment.parties[name].data,
+            deployment.data_file(name),
             early_contexts=early.contexts[e],
             early_rewards=np.asarray(early.rewards[e], dtype=np.int8),
             late_contexts=late.contexts[lt],
@@ -85,18 +89,18 @@ def write_synthetic_data(deployment: Deployment) -> dict[str, Path]:
 class HostData:
     """A device host's users (early and late), checked against the deployment's layout."""
 
-    early: object  # UserInteractions
-    late: object
+    early: UserInteractions
+    late: UserInteractions
     block: Block
 
 
-def load_host(deployment: Deployment, name: str) -> HostData:
+def load_host(deployment: Deployment[P2BProtocol], name: str) -> HostData:
     """Read and check device host ``name``'s file: shapes against the layout, 0/1 rewards, finite contexts."""
     from privbandits.datasets.interactions import UserInteractions
     from privbandits.validation import InvalidInputError
 
     protocol, block = p2b_protocol(deployment), layout(deployment)[name]
-    path = deployment.parties[name].data
+    path = deployment.data_file(name)
     arrays = read_arrays(path, "device host", _ARRAYS, " (write one with `deploy data`)")
     t, d, k = protocol.interactions, protocol.dim, protocol.n_actions
     parts = []

@@ -44,7 +44,7 @@ import threading
 import time
 from collections.abc import Collection
 
-from privbandits.comm import Network, ProtocolError, frames
+from privbandits.comm import ProtocolError, TlsNetwork, frames
 from privbandits.comm.frames import HEADER_BYTES, FrameType
 from privbandits.deploy.p2b_rejoin import report_id
 
@@ -138,7 +138,7 @@ class Front:
     """Worker processes taking device connections on the shuffler's listener, and the intake thread that stores
     their reports in groups (see the module doc). Start with :meth:`start` after the network is linked."""
 
-    def __init__(self, network: Network, hosts: list[str], workers: int) -> None:
+    def __init__(self, network: TlsNetwork, hosts: list[str], workers: int) -> None:
         self.network, self.hosts, self.workers = network, hosts, workers
         self.processes: list = []
         self.pipes: list = []

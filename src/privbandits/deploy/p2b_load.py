@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privbandits.deploy.deployment import Deployment, DeploymentError
+from privbandits.deploy.deployment import Deployment, DeploymentError, P2BProtocol
 
 OUTCOMES = ("accepted", "refused", "failed")
 
@@ -80,7 +80,7 @@ class LoadResult:
                 "latency_ms": self.percentiles()}  # fmt: skip
 
 
-def check_deployment(deployment: Deployment, settings: LoadSettings) -> None:
+def check_deployment(deployment: Deployment[P2BProtocol], settings: LoadSettings) -> None:
     """Refuse (one line) a deployment the load generator cannot drive, or a paced run longer than the server
     waits for the batch."""
     from privbandits.deploy.p2b import receive_deadline
@@ -169,7 +169,7 @@ def _send_all(network, shuffler: str, users: range, reports: list, pace: tuple, 
 class Drivers:
     """``processes`` device-driver processes (spawned once, given one job per host as its batch opens)."""
 
-    def __init__(self, deployment: Deployment, settings: LoadSettings) -> None:
+    def __init__(self, deployment: Deployment[P2BProtocol], settings: LoadSettings) -> None:
         from privbandits.comm import TlsCredentials
 
         self.settings = settings
@@ -231,7 +231,7 @@ class Drivers:
 
 
 # -- the hosts (threads of this process) -------------------------------------------------------------
-def _play_host(deployment: Deployment, network, users: range, drivers: Drivers, out: dict) -> None:
+def _play_host(deployment: Deployment[P2BProtocol], network, users: range, drivers: Drivers, out: dict) -> None:
     """One device host: wait for the batch to open, drive its devices, close the batch, fetch the model."""
     from privbandits.comm import Party
     from privbandits.deploy.p2b import SHARE_ENCODED, BatchOpen, FetchModel
@@ -251,7 +251,7 @@ def _play_host(deployment: Deployment, network, users: range, drivers: Drivers, 
     network.close()
 
 
-def run_load(deployment: Deployment, settings: LoadSettings, *, listeners: dict | None = None,
+def run_load(deployment: Deployment[P2BProtocol], settings: LoadSettings, *, listeners: dict | None = None,
              on_progress=None) -> LoadResult:  # fmt: skip
     """Play every device host of ``deployment`` with ``settings.devices`` simulated devices against its running
     shuffler and server (``listeners``: the hosts' bound listening sockets, e.g. from ``deploy load --local``).
@@ -269,7 +269,7 @@ def run_load(deployment: Deployment, settings: LoadSettings, *, listeners: dict 
     try:
         networks = [network_for(deployment, h, (listeners or {}).get(h), deadline=deadline) for h in hosts]
         _threads([network.connect for network in networks])
-        outs = [{} for _ in hosts]
+        outs: list[dict] = [{} for _ in hosts]
         blocks = split(settings.devices, len(hosts))
         plays = [lambda n=n, b=b, o=o: _play_host(deployment, n, b, drivers, o)
                  for n, b, o in zip(networks, blocks, outs, strict=True)]  # fmt: skip
@@ -307,7 +307,7 @@ def _threads(targets, tick=None) -> None:
 
 
 # -- a local shuffler and server ---------------------------------------------------------------------
-def start_service(deployment: Deployment, workdir: Path):
+def start_service(deployment: Deployment[P2BProtocol], workdir: Path):
     """Start the shuffler and the server on 127.0.0.1 (ephemeral ports where the file says 0) as party processes,
     forked from one process that imported their code once where the platform allows (as ``deploy local``); the
     resolved deployment, the processes, and the hosts' listening sockets (for :func:`run_load`)."""

@@ -22,7 +22,7 @@ import numpy as np
 
 from privbandits.comm import InMemoryNetwork
 from privbandits.deploy import entropy
-from privbandits.deploy.deployment import Deployment
+from privbandits.deploy.deployment import Deployment, P2BProtocol
 from privbandits.deploy.p2b import config_of, encoder_of
 from privbandits.deploy.p2b_data import load_host, p2b_protocol
 
@@ -62,7 +62,7 @@ def _device_ledger(results: dict, hosts: list[str]) -> list[dict]:
     return devices
 
 
-def outcome(deployment: Deployment) -> dict:
+def outcome(deployment: Deployment[P2BProtocol]) -> dict:
     """The session's results from the parties' result files: late users per setting played (hosts in file
     order), the released batches, the published models, and the protocol's composed ledger."""
     from privbandits.privacy.ledger import PrivacyLedger
@@ -98,7 +98,7 @@ def without_baseline(entries: list) -> list:
     return [entry for entry in entries if entry.mechanism != RAW_BASELINE]
 
 
-def run_in_memory(deployment: Deployment, network: InMemoryNetwork | None = None):
+def run_in_memory(deployment: Deployment[P2BProtocol], network: InMemoryNetwork | None = None):
     """``simulate`` on the union of the device hosts' data (early users, then late, hosts in file
     order), with the deployment's encoder, config and seed (reproducible mode; else fresh OS entropy):
     ``(P2BOutcome, network)``."""

@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import hashlib
 import time
+from typing import Any
 
 import numpy as np
 
 from privbandits.comm import Message, PeerLost
 from privbandits.deploy import checkpoint
-from privbandits.deploy.deployment import Deployment
+from privbandits.deploy.deployment import Deployment, P2BProtocol
 
 
-def rejoin(deployment: Deployment) -> tuple[float, float]:
+def rejoin(deployment: Deployment[P2BProtocol]) -> tuple[float, float]:
     """``(rejoin_s, backoff_s)`` of the parties' networks (:class:`~privbandits.comm.tls.rejoin.RejoinNetwork`)."""
     return deployment.protocol.rejoin_s, deployment.protocol.rejoin_backoff_s
 
@@ -39,7 +40,7 @@ def report_id(key: bytes, device: str) -> str:
     return hashlib.blake2b(device.encode(), key=key, digest_size=16).hexdigest()
 
 
-def canonical_order(key: bytes, deployment: Deployment) -> dict[str, int]:
+def canonical_order(key: bytes, deployment: Deployment[P2BProtocol]) -> dict[str, int]:
     """Each possible report id's user: a batch's reports sorted by it are in the canonical order (host by host in
     deployment order, users ascending), even those a restarted shuffler's queue held from before."""
     from privbandits.deploy.p2b_data import layout
@@ -97,18 +98,18 @@ def stray_handler(shuffler, network):
 _FIELDS = {"raw": ("contexts", "actions", "rewards"), "encoded": ("codes", "actions", "rewards")}
 
 
-def save_shuffler(deployment: Deployment, name: str, key: bytes, batch_id: int, releases: dict) -> None:
+def save_shuffler(deployment: Deployment[P2BProtocol], name: str, key: bytes, batch_id: int, releases: dict) -> None:
     """The shuffler's checkpoint: its report-id key, its session's batch id and each batch released so far
     (``releases``: kind -> (batch message, release details, ledger rows, reports refused)); written atomically."""
     arrays = {"key": np.frombuffer(key, dtype=np.uint8)}
-    meta = {"batch_id": batch_id, "digest": deployment.protocol_digest(), "releases": {}}
+    meta: dict[str, Any] = {"batch_id": batch_id, "digest": deployment.protocol_digest(), "releases": {}}
     for kind, (batch, details, rows, refused) in releases.items():
         arrays |= {f"{kind}.{field}": getattr(batch, field) for field in _FIELDS[kind]}
         meta["releases"][kind] = {"details": details, "ledger": rows, "refused": refused}
     checkpoint.save(deployment.checkpoint_path(name), arrays, meta)
 
 
-def restore_shuffler(deployment: Deployment, name: str) -> tuple[bytes, int, dict]:
+def restore_shuffler(deployment: Deployment[P2BProtocol], name: str) -> tuple[bytes, int, dict]:
     """What :func:`save_shuffler` saved: ``(key, batch_id, releases)``."""
     from privbandits.protocols.p2b import EncodedBatch, RawBatch
 

@@ -19,6 +19,7 @@ import ssl
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from privbandits.comm import HandshakeError, MessageDecodeError, PeerLost, ProtocolError, TlsCredentials, TlsNetwork
 from privbandits.comm.frames import FrameError
@@ -96,7 +97,8 @@ def network_for(
         raise DeploymentError(f"no party named {name!r} in the deployment (parties: {', '.join(deployment.parties)})")
     entry = deployment.parties[name]
     fingerprint = check_own_files(deployment, name)
-    kind, extra = TlsNetwork, {}
+    kind: type[TlsNetwork] = TlsNetwork
+    extra: dict[str, Any] = {}
     if rejoin is not None and rejoin[0] > 0:
         from privbandits.comm.tls.rejoin import RejoinNetwork
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import importlib
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +60,7 @@ class _Encoder:
         raise TypeError(f"cannot checkpoint a {type(value).__name__}")
 
 
-def _attributes(value: object):
+def _attributes(value: Any):  # an instance, or a slotted dataclass
     if hasattr(value, "__dict__"):
         return vars(value).items()
     return ((field.name, getattr(value, field.name)) for field in dataclasses.fields(value))
@@ -69,11 +70,11 @@ def _name(cls: type) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
-def _class(name: str) -> type:
+def _class(name: str) -> Any:  # a class, an Enum's among them: which, the checkpoint says
     module, _, qualname = name.partition(":")
     if not module.startswith("privbandits."):
         raise ValueError(f"a checkpoint may only name privbandits classes, not {name!r}")
-    found = importlib.import_module(module)
+    found: Any = importlib.import_module(module)
     for part in qualname.split("."):
         found = getattr(found, part)
     return found
@@ -81,7 +82,8 @@ def _class(name: str) -> type:
 
 class _Decoder:
     def __init__(self, arrays: dict[str, np.ndarray]) -> None:
-        self.arrays, self.made = arrays, {}
+        self.arrays = arrays
+        self.made: dict[int, object] = {}
 
     def __call__(self, node: object) -> object:
         if not isinstance(node, dict):
@@ -124,7 +126,7 @@ def encode(state: dict[str, object]) -> tuple[dict[str, np.ndarray], dict]:
     return encoder.arrays, tree
 
 
-def decode(arrays: dict[str, np.ndarray], tree: dict) -> dict[str, object]:
+def decode(arrays: dict[str, np.ndarray], tree: dict) -> dict[str, Any]:
     """The state :func:`encode` wrote."""
     decoder = _Decoder(arrays)
     return {key: decoder(node) for key, node in tree.items()}

@@ -57,7 +57,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privbandits.comm import ROUND, SETUP, InMemoryNetwork, Message, Network, message
+from privbandits.comm import ROUND, SETUP, InMemoryNetwork, Message, Network, TlsNetwork, message
 from privbandits.deploy import checkpoint, entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError, VerticalProtocol
 from privbandits.deploy.files import read_arrays, write_private_npz
@@ -119,18 +119,18 @@ def load_party_data(path: Path, *, role: str, n_arms: int, block: int) -> PartyD
     return PartyData(users.astype(np.int64), np.ascontiguousarray(features, dtype=np.float64), **extra)
 
 
-def blocks(deployment: Deployment) -> dict[str, int]:
+def blocks(deployment: Deployment[VerticalProtocol]) -> dict[str, int]:
     """Feature block size of each data-holding party (active first, passive parties in file order)."""
     holders = deployment.names("active") + deployment.names("passive")
     return dict(zip(holders, deployment.protocol.partition, strict=True))
 
 
-def load_all(deployment: Deployment, names: Sequence[str] | None = None) -> dict[str, PartyData]:
+def load_all(deployment: Deployment[VerticalProtocol], names: Sequence[str] | None = None) -> dict[str, PartyData]:
     sizes = blocks(deployment)
     wanted = names if names is not None else list(sizes)
     return {
         name: load_party_data(
-            deployment.parties[name].data,
+            deployment.data_file(name),
             role=deployment.parties[name].role,
             n_arms=deployment.protocol.n_arms,
             block=sizes[name],
@@ -140,7 +140,7 @@ def load_all(deployment: Deployment, names: Sequence[str] | None = None) -> dict
 
 
 def write_synthetic_data(
-    deployment: Deployment, *, lacking: Mapping[str, Sequence[int]] | None = None
+    deployment: Deployment[VerticalProtocol], *, lacking: Mapping[str, Sequence[int]] | None = None
 ) -> dict[str, Path]:
     """Each data holder's file for the vertical paper's synthetic problem (§5.1), one user per round.
 
@@ -166,7 +166,7 @@ def write_synthetic_data(
             if not keep.all():
                 raise ValueError("the active party knows every user it serves")
             arrays.update(rewards=rewards, expected_rewards=expected)
-        written[name] = write_private_npz(deployment.parties[name].data, **arrays)
+        written[name] = write_private_npz(deployment.data_file(name), **arrays)
         start += size
     generator = deployment.names("mask_generator")[0]
     path = deployment.parties[generator].data
@@ -206,7 +206,7 @@ def make_learner(protocol: VerticalProtocol, rng: np.random.Generator | None = N
     return LinTS(protocol.n_arms, protocol.dim, v=protocol.v, rng=rng, **common)
 
 
-def learner_rng(deployment: Deployment, name: str | None) -> np.random.Generator:
+def learner_rng(deployment: Deployment[VerticalProtocol], name: str | None) -> np.random.Generator:
     """VFTS's sampling generator at the active party: OS entropy, or ``[seed, 2]`` in reproducible mode."""
     seed = np.random.SeedSequence([deployment.protocol.seed, LEARNER_STREAM])
     return entropy.generator(deployment, name, seed)
@@ -254,7 +254,7 @@ def _run_summary(active: PartyData, arms: list[int], seconds: float) -> Run:
     return Run(active.users[:n], chosen, rewards, regret, seconds)
 
 
-def in_memory_names(deployment: Deployment) -> dict[str, str]:
+def in_memory_names(deployment: Deployment[VerticalProtocol]) -> dict[str, str]:
     """Deployment party name → the name :class:`VerticalFederatedBandit` gives the same role."""
     names = {deployment.names("mask_generator")[0]: "mask_generator", deployment.names("active")[0]: "active"}
     for index, name in enumerate(deployment.names("passive")):
@@ -262,7 +262,7 @@ def in_memory_names(deployment: Deployment) -> dict[str, str]:
     return names
 
 
-def run_in_memory(deployment: Deployment, network: Network | None = None) -> tuple[Run, Network]:
+def run_in_memory(deployment: Deployment[VerticalProtocol], network: Network | None = None) -> tuple[Run, Network]:
     """The same session in one process (every party's data read here), for comparison."""
     from privbandits.protocols.vertical import VerticalFederatedBandit
 
@@ -277,7 +277,7 @@ def run_in_memory(deployment: Deployment, network: Network | None = None) -> tup
     active = data[holders[0]]
     rows = {name: party.index() for name, party in data.items()}
     network = network if network is not None else InMemoryNetwork()
-    mask = mask_from_seed(protocol, load_mask_seed(deployment.parties[generator].data))
+    mask = mask_from_seed(protocol, load_mask_seed(deployment.data_file(generator)))
     bandit = VerticalFederatedBandit(
         protocol.partition,
         make_learner(protocol, learner_rng(deployment, None)),
@@ -305,7 +305,7 @@ def run_in_memory(deployment: Deployment, network: Network | None = None) -> tup
     return _run_summary(active, arms, time.perf_counter() - start), network
 
 
-def receive_deadline(deployment: Deployment, name: str) -> float:
+def receive_deadline(deployment: Deployment[VerticalProtocol], name: str) -> float:
     """Seconds party ``name`` waits for a message before it counts its peer as lost.
 
     The active party waits ``deadline_s`` for each answer. A passive party waits twice that
@@ -318,9 +318,9 @@ def receive_deadline(deployment: Deployment, name: str) -> float:
 
 @entropy.recorded
 def run_party(
-    deployment: Deployment,
+    deployment: Deployment[VerticalProtocol],
     name: str,
-    network: Network,
+    network: TlsNetwork,
     *,
     resume: bool = False,
     on_round: Callable[[int, int], None] | None = None,
@@ -334,7 +334,7 @@ def run_party(
     return _run_active(deployment, name, network, resume, on_round)
 
 
-def _run_generator(deployment: Deployment, name: str, network: Network, resume: bool) -> dict:
+def _run_generator(deployment: Deployment[VerticalProtocol], name: str, network: TlsNetwork, resume: bool) -> dict:
     from privbandits.protocols.vertical import MaskGenerator
 
     entry, path = deployment.parties[name], deployment.checkpoint_path(name)
@@ -355,7 +355,7 @@ def _run_generator(deployment: Deployment, name: str, network: Network, resume: 
     return {"party": name, "role": "mask_generator"}
 
 
-def _run_passive(deployment: Deployment, name: str, network: Network, resume: bool) -> dict:
+def _run_passive(deployment: Deployment[VerticalProtocol], name: str, network: TlsNetwork, resume: bool) -> dict:
     from privbandits.protocols.vertical import PassiveParty
 
     protocol = deployment.protocol
@@ -373,7 +373,7 @@ def _run_passive(deployment: Deployment, name: str, network: Network, resume: bo
     done = 0
     if resume:
         with network.phase(RESUME):
-            done = party.receive(ResumeAt.kind, active).round
+            done = party.receive(ResumeAt, active).round
         if not 0 <= done <= protocol.rounds:
             raise DeploymentError(f"{active!r} resumes after round {done}, outside 0..{protocol.rounds}")
     with network.batch():  # answers to requests read together leave together (see protocol.prefetch)
@@ -391,7 +391,9 @@ def _run_passive(deployment: Deployment, name: str, network: Network, resume: bo
     }
 
 
-def _save_active(deployment: Deployment, name: str, learner, arms: list[int], log: checkpoint.DecisionLog) -> None:
+def _save_active(
+    deployment: Deployment[VerticalProtocol], name: str, learner, arms: list[int], log: checkpoint.DecisionLog
+) -> None:
     log.append(arms)  # first: the checkpoint below counts them
     arrays, meta = checkpoint.capture(learner)
     arrays = {f"learner.{key}": value for key, value in arrays.items()}
@@ -399,7 +401,9 @@ def _save_active(deployment: Deployment, name: str, learner, arms: list[int], lo
     checkpoint.save(deployment.checkpoint_path(name), arrays, meta)
 
 
-def _load_active(deployment: Deployment, name: str, learner, log: checkpoint.DecisionLog) -> list[int]:
+def _load_active(
+    deployment: Deployment[VerticalProtocol], name: str, learner, log: checkpoint.DecisionLog
+) -> list[int]:
     arrays, meta = checkpoint.resume(deployment, name)
     learned = {key.removeprefix("learner."): value for key, value in arrays.items() if key.startswith("learner.")}
     checkpoint.restore(learner, learned, meta["learner"])

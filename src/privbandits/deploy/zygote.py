@@ -57,11 +57,11 @@ class ForkedProcess:
 
     def wait(self, timeout: float | None = None) -> int:
         end = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
-            if end is not None and time.monotonic() >= end:
+        while (code := self.poll()) is None:
+            if timeout is not None and end is not None and time.monotonic() >= end:
                 raise subprocess.TimeoutExpired(f"party process {self.pid}", timeout)
             time.sleep(_POLL_S)
-        return self.returncode
+        return code
 
     def send_signal(self, number: int) -> None:
         if self.poll() is None:
@@ -89,8 +89,11 @@ class ForkServer:
             )
         finally:
             theirs.close()
-        self._socket, self._codes, self._pids = ours, {}, []
-        self._lock, self._replies = threading.Condition(), []
+        self._socket = ours
+        self._codes: dict[int, int] = {}  # pid -> exit code
+        self._pids: list[int] = []
+        self._lock = threading.Condition()
+        self._replies: list[int] = []  # pids of the processes started, as the server answers
         ready = self._socket.recv(_MAX_MESSAGE)
         if json.loads(ready or b"{}").get("ready") is not True:
             self.close()

@@ -72,18 +72,18 @@ class ClassificationBandit(Environment):
         self._queue = np.empty(0, dtype=np.int64)
         self._current = -1
 
-    def _next_index(self) -> int:
+    def _next_index(self, rng: np.random.Generator) -> int:
         if self.order is ExampleOrder.SAMPLE:
-            return int(self._rng.integers(self.n_examples))
+            return int(rng.integers(self.n_examples))
         if self._queue.size == 0:
-            self._queue = self._rng.permutation(self.n_examples)
+            self._queue = rng.permutation(self.n_examples)
         index, self._queue = int(self._queue[0]), self._queue[1:]
         return index
 
     def next_round(self) -> BanditRound:
         if self._rng is None:
             raise RuntimeError("call reset(rng) before next_round()")
-        self._current = self._next_index()
+        self._current = self._next_index(self._rng)
         self._in_round = True
         return BanditRound(self.features[self._current], self.indicator[self._current])
 

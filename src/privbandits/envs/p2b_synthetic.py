@@ -140,8 +140,8 @@ class P2BSynthetic:
         """Provenance string of the generated :class:`UserInteractions`."""
         rounding = "unrounded" if self.decimals is None else f"rounded to q={self.decimals}"
         return (
-            f"{SYNTHETIC}: P2B preference generator (spec p2b.md §5.2), mapping={self.mapping.value}, "
-            f"contexts={self.contexts.value} {rounding}, beta={self.beta}, noise_std={self.noise_std}, seed={self.seed}"
+            f"{SYNTHETIC}: P2B preference generator (spec p2b.md §5.2), mapping={self.mapping}, "
+            f"contexts={self.contexts} {rounding}, beta={self.beta}, noise_std={self.noise_std}, seed={self.seed}"
         )
 
     def sample_contexts(self, n: int, rng: np.random.Generator) -> np.ndarray:

@@ -65,7 +65,7 @@ def run_tasks(
     store: ResultsStore,
     *,
     jobs: int = 1,
-    executor: ExecutorName = "local",
+    executor: str = "local",  # one of EXECUTORS (checked: callers pass what users typed)
     ray_address: str | None = None,
     force: bool = False,
     on_done: Progress | None = None,
@@ -140,7 +140,7 @@ def _compute(
     tasks: list[Task],
     store: ResultsStore,
     jobs: int,
-    executor: ExecutorName,
+    executor: str,
     ray_address: str | None,
     force: bool,
     summary: TaskSummary,
@@ -215,7 +215,8 @@ def _ray_results(
     """``(task, outcome)`` as Ray workers finish them (at most ``jobs`` in flight)."""
     with ray_session(jobs, address) as ray:
         remote = ray.remote(num_cpus=1)(execute)
-        queue, running = list(tasks), {}
+        queue = list(tasks)
+        running: dict[Any, Task] = {}  # Ray's object reference -> its task
         while queue or running:
             while queue and len(running) < jobs:
                 task = queue.pop(0)

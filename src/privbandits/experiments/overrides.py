@@ -13,6 +13,7 @@ import difflib
 import math
 import re
 import types
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -144,7 +145,7 @@ def _scalar(text: str, annotation: Any) -> Any:
     return text
 
 
-def describe_error(error: dict[str, Any], prefix: str = "") -> str:
+def describe_error(error: Mapping[str, Any], prefix: str = "") -> str:
     """One pydantic error as ``key: what is allowed (got value)``."""
     path = ".".join(str(part) for part in error["loc"] if not str(part).startswith("function-"))
     where = prefix + path if path else prefix.strip() or "(top level)"  # a model-level check has no location

@@ -39,6 +39,7 @@ from privbandits.comm import ROUND, SETUP, Traffic
 from privbandits.experiments.config import (
     EnvConfig,
     ExperimentConfig,
+    P2BPolicyConfig,
     PolicyConfig,
     config_hash,
     environment_from_spec,
@@ -185,6 +186,8 @@ def _run_population(spec: dict[str, Any], environment: EnvConfig, policy_config:
     from privbandits.privacy.encoding import load_or_fit_encoder
     from privbandits.protocols.p2b import simulate
 
+    if not isinstance(policy_config, P2BPolicyConfig):  # refused when the experiment config was validated
+        raise TypeError(f"a population environment runs the P2B policy only, got {policy_config.kind!r}")
     start = time.perf_counter()
     data = build_population(environment, spec["horizon"], seed)
     encoder = load_or_fit_encoder(

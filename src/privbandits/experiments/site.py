@@ -50,7 +50,7 @@ def verdict_class(verdict: str) -> str:
     return "yes" if text.startswith("reproduced") else "other"
 
 
-def _cell(text: str, tag: str = "td", css: str | None = None) -> str:
+def _cell(text: object, tag: str = "td", css: str | None = None) -> str:
     attribute = f' class="{css}"' if css else ""
     return f"<{tag}{attribute}>{html.escape(str(text))}</{tag}>"
 

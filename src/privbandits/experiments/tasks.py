@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 _KEY_DIGITS = 32
 
@@ -93,6 +93,10 @@ def _content_hash(path: str, size: int, mtime_ns: int) -> str:
     return digest.hexdigest()
 
 
+@overload
+def file_identity(path: str | Path) -> dict[str, str]: ...
+@overload
+def file_identity(path: None) -> None: ...
 def file_identity(path: str | Path | None) -> dict[str, str] | None:
     """``{"path", "sha256"}`` of a data file (a folder: every file under it), for task parameters.
 

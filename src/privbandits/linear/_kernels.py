@@ -79,7 +79,7 @@ def sherman_morrison_step(
 
 
 @numba.njit(cache=True)
-def fold_pending(gram: np.ndarray, pending: np.ndarray, n_pending: np.ndarray, model: int) -> None:
+def fold_pending(gram: np.ndarray, pending: np.ndarray, n_pending: np.ndarray, model: int | np.integer) -> None:
     """``gram[model] += P^T P`` for the model's pending rows ``P``; empties the block."""
     block = pending[model, : n_pending[model]]
     gram[model] += block.T @ block

@@ -21,7 +21,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from enum import StrEnum
 from math import isfinite
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -60,7 +60,10 @@ class Policy(Protocol):
         """Learn from the reward of the arm chosen on these contexts."""
 
 
-def named_choice(enum: type[StrEnum], value: str, name: str) -> StrEnum:
+E = TypeVar("E", bound=StrEnum)
+
+
+def named_choice(enum: type[E], value: str, name: str) -> E:
     """``enum(value)``, or a ValueError naming the option and its allowed values."""
     return check(value, name, Choice(enum))
 

@@ -7,10 +7,11 @@ c < 10 (in this application d ∈ [1, 2]); no sign pre-pass is done.
 from __future__ import annotations
 
 import math
+from collections.abc import Generator
 from typing import TYPE_CHECKING
 
 from privbandits.mpc.arithmetic import mul_public
-from privbandits.mpc.overlap import Mul, Square, Steps, run_steps
+from privbandits.mpc.overlap import Mul, Request, Square, Steps, run_steps
 from privbandits.mpc.sharing import ArithmeticShares, concatenate, expand
 from privbandits.mpc.truncation import truncate
 
@@ -137,16 +138,18 @@ def _goldschmidt(
     return z
 
 
-def _products(pairs: list[tuple[ArithmeticShares, ArithmeticShares]]) -> Steps:
+def _products(
+    pairs: list[tuple[ArithmeticShares, ArithmeticShares]],
+) -> Generator[Request, ArithmeticShares, list[ArithmeticShares]]:
     """Elementwise products of fixed-point pairs, in one request: the right operand is broadcast over the
     trailing axes of the left's shape (y_k against n_k)."""
-    left, right = [], []
+    lefts: list[ArithmeticShares] = []
+    rights: list[ArithmeticShares] = []
     for x, y in pairs:
         y = y.reshape(*y.shape, *(1,) * (len(x.shape) - len(y.shape)))
-        left.append(x.reshape(-1))
-        right.append(ArithmeticShares(expand(y.shares, x.shape), y.scale, y.lead).reshape(-1))
-    left, right = concatenate(left), concatenate(right)
-    product = yield Mul(left, right)
+        lefts.append(x.reshape(-1))
+        rights.append(ArithmeticShares(expand(y.shares, x.shape), y.scale, y.lead).reshape(-1))
+    product = yield Mul(concatenate(lefts), concatenate(rights))
     parts, at = [], 0
     for x, _ in pairs:
         size = math.prod(x.shape)

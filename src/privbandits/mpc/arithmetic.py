@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 import numpy as np
 
@@ -72,7 +72,7 @@ def mul_many(ctx: Engine, pairs: Sequence[tuple[ArithmeticShares, ArithmeticShar
             size = cuts[index + 1] - cuts[index]
             products[index] = rescaled[offset : offset + size].reshape(*shapes[index])
             offset += size
-    return products
+    return cast("list[ArithmeticShares]", products)  # every pair's product is in place
 
 
 def beaver_masks(ctx: Engine, x: ArithmeticShares, y: ArithmeticShares) -> tuple[Triple, tuple[np.ndarray, np.ndarray]]:

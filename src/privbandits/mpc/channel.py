@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from privbandits.comm import Message, Network, Party, message
+from privbandits.comm.messages import M
 from privbandits.comm.network import Endpoint
 from privbandits.mpc.ring import WORD
 from privbandits.mpc.sharing import share
@@ -84,7 +85,7 @@ class Channel:
             f"its own Party (pass that object as the owner, not its name)"
         )
 
-    def _all_to_all(self, payloads: Sequence[Message], kind: str) -> list[Message]:
+    def _all_to_all(self, payloads: Sequence[M], kind: type[M]) -> list[M]:
         """Each party sends its payload to every other; returns what party 0 received.
 
         Every party receives (so the queues drain and the Lamport clocks advance);
@@ -100,7 +101,7 @@ class Channel:
         """Every party sends its share (party axis 0) to all others in 1 round; the others' shares as received."""
         payloads = [Words(np.ascontiguousarray(row)) for row in shares]
         shape = shares.shape[1:]  # ascontiguousarray makes 0-d rows 1-d
-        return [msg.words.reshape(shape) for msg in self._all_to_all(payloads, "mpc.words")]
+        return [msg.words.reshape(shape) for msg in self._all_to_all(payloads, Words)]
 
     def gather(self, shares: np.ndarray) -> np.ndarray:
         """All parties' shares, opened to every party in 1 round (Alg. 3 needs them one by one)."""
@@ -137,7 +138,7 @@ class Channel:
         """Public bits of XOR-shared bits (bit 0 of each word), packed on the wire; 1 round."""
         shape = shares.shape[1:]
         packed = [np.packbits((row & WORD(1)).astype(np.uint8).ravel()) for row in shares]
-        received = self._all_to_all([PackedBits(bits) for bits in packed], "mpc.bits")
+        received = self._all_to_all([PackedBits(bits) for bits in packed], PackedBits)
         value = packed[0]
         for msg in received:
             value = value ^ msg.bits
@@ -155,9 +156,9 @@ class Channel:
                 value += row
             else:
                 sender.send(receiver, Words(np.ascontiguousarray(row)))
-        for sender in self.names:
-            if sender != receiver:
-                value += self.network.receive(receiver, "mpc.words", sender).words.reshape(value.shape)
+        for name in self.names:
+            if name != receiver:
+                value += self.network.receive(receiver, Words, name).words.reshape(value.shape)
         return value
 
     def distribute(
@@ -186,7 +187,7 @@ class Channel:
                 [
                     shares[index]
                     if name == owner
-                    else self.network.receive(name, "mpc.words", owner).words.reshape(shares.shape[1:])
+                    else self.network.receive(name, Words, owner).words.reshape(shares.shape[1:])
                     for index, name in enumerate(self.names)
                 ]
             )
@@ -217,7 +218,7 @@ class PartyChannel:
         self.rider: Rider | None = None
         """Steps riding on this party's openings (set by ``Engine.alongside``)."""
 
-    def _exchange(self, payload: Message, kind: str) -> list[Message]:
+    def _exchange(self, payload: M, kind: type[M]) -> list[M]:
         """Send ``payload`` to every other computing party; their messages, in party order."""
         send, receive, local = self._endpoint.send, self.network.receive, self.local
         for receiver in self._others:
@@ -226,7 +227,7 @@ class PartyChannel:
 
     def _broadcast(self, shares: np.ndarray) -> list[np.ndarray]:
         shape = shares.shape[1:]
-        return [msg.words.reshape(shape) for msg in self._exchange(Words(np.ascontiguousarray(shares[0])), "mpc.words")]
+        return [msg.words.reshape(shape) for msg in self._exchange(Words(np.ascontiguousarray(shares[0])), Words)]
 
     def gather(self, shares: np.ndarray) -> np.ndarray:
         """All parties' shares in party order, opened to every party in 1 round."""
@@ -258,7 +259,7 @@ class PartyChannel:
     def open_bits(self, shares: np.ndarray) -> np.ndarray:
         shape = shares.shape[1:]
         value = np.packbits((shares[0] & WORD(1)).astype(np.uint8).ravel())
-        for msg in self._exchange(PackedBits(value), "mpc.bits"):
+        for msg in self._exchange(PackedBits(value), PackedBits):
             value = value ^ msg.bits
         count = int(np.prod(shape, dtype=np.int64))
         return np.unpackbits(value, count=count).astype(WORD).reshape(shape)
@@ -275,7 +276,7 @@ class PartyChannel:
         value = shares[0].copy() if shares is not None else np.zeros(shape, dtype=WORD)
         for sender in self.names:
             if sender != receiver:
-                value += self.network.receive(receiver, "mpc.words", sender).words.reshape(value.shape)
+                value += self.network.receive(receiver, Words, sender).words.reshape(value.shape)
         return value
 
     def distribute(
@@ -284,7 +285,9 @@ class PartyChannel:
         """:meth:`Channel.distribute` from this party's side: it shares the inputs it owns (the words
         of the others' are placeholders, only their shape is read) and receives its share of the
         others'. Returns its share arrays (one row), or None for every input if it does not compute."""
-        n, held, owners = len(self.names), [], []
+        n = len(self.names)
+        held: list[np.ndarray | None] = []
+        owners: list[str] = []
         for words, who in secrets:
             owner = who.name if isinstance(who, Party) else who
             if owner not in self.network.parties:
@@ -303,6 +306,6 @@ class PartyChannel:
             return [None] * len(secrets)
         receive = self.network.receive
         return [
-            row if row is not None else receive(self.local, "mpc.words", owner).words.reshape(1, *np.shape(words))
+            row if row is not None else receive(self.local, Words, owner).words.reshape(1, *np.shape(words))
             for row, owner, (words, _) in zip(held, owners, secrets, strict=True)
         ]

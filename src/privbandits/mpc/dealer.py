@@ -20,7 +20,7 @@ import math
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 from functools import cache
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from privbandits.comm import Message, Network, ProtocolError, message
 from privbandits.mpc import lookup
 from privbandits.mpc.ring import WORD, count_wraps, random_words
 from privbandits.mpc.sharing import ArithmeticShares, BinaryShares, reconstruct, share, share_xor
+
+Material_T = TypeVar("Material_T", bound=tuple)
+"""One kind of dealer material (a named tuple of shares)."""
 
 
 class Triple(NamedTuple):
@@ -109,9 +112,9 @@ per-call numpy overhead is paid once per batch rather than once per operation.""
 POOL_ITEMS = 64
 
 
-def _split(material: tuple, batch: int) -> list[tuple]:
+def _split(material: Material_T, batch: int) -> list[Material_T]:
     """``batch`` materials from one whose share arrays have a batch axis after the party axis."""
-    fields = []
+    fields: list[list] = []
     for item in material:
         if item is None:
             fields.append([None] * batch)
@@ -122,7 +125,8 @@ def _split(material: tuple, batch: int) -> list[tuple]:
         else:
             fields.append([BinaryShares(stacked[i]) for i in range(batch)])
     kind = type(material)
-    return [kind(*parts) if kind is not tuple else parts for parts in zip(*fields, strict=True)]
+    made = [kind(*parts) if kind is not tuple else parts for parts in zip(*fields, strict=True)]
+    return cast("list[Material_T]", made)  # each a ``kind``, as ``material`` is
 
 
 @cache
@@ -150,7 +154,7 @@ class Dealer:
         self.issued: dict[str, int] = defaultdict(int)
         self._pools: dict[tuple, deque] = {}
 
-    def _pooled(self, kind: str, key: tuple, elements: int, make: Callable[[int], tuple]) -> tuple:
+    def _pooled(self, kind: str, key: tuple, elements: int, make: Callable[[int], Material_T]) -> Material_T:
         """The next item of ``kind`` (pool ``key``); ``make(batch)`` draws ``batch`` of them at once."""
         pool = self._pools.get(key)
         if not pool:
@@ -399,7 +403,8 @@ class RecordingDealer:
     """A :class:`Dealer` that records every call made on it (the schedule :func:`replay` repeats)."""
 
     def __init__(self, dealer: Dealer) -> None:
-        self.dealer, self.calls = dealer, []
+        self.dealer = dealer
+        self.calls: list[Call] = []
 
     @property
     def n_parties(self) -> int:
@@ -478,7 +483,7 @@ class RemoteDealer:
         return words
 
     def _fetch(self) -> None:
-        material = self.network.receive(self.local, Material.kind, self.source)
+        material = self.network.receive(self.local, Material, self.source)
         if material.round != self.round + 1:
             raise ProtocolError(
                 f"{self.source!r} sent the material of round {material.round}, expected round {self.round + 1}"

@@ -19,8 +19,8 @@ local truncation (2 parties): a request must finish in the one opening it rides.
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -62,7 +62,7 @@ Request = Mul | Square | Matmul
 Steps = Generator[Request, ArithmeticShares, ArithmeticShares]
 """A computation as requests: it yields each product it needs and returns its result."""
 
-_PROTOCOL = {
+_PROTOCOL: dict[type, tuple[str, Callable[..., Any], Callable[..., Any]]] = {
     Mul: ("mul", beaver_masks, beaver_product),
     Square: ("square", square_masks, square_product),
     Matmul: ("matmul", matmul_masks, matmul_product),
@@ -72,10 +72,10 @@ _PROTOCOL = {
 
 def run_steps(ctx: Engine, steps: Steps) -> ArithmeticShares:
     """Run ``steps`` on their own: each request in its own round."""
-    product = None
+    product: ArithmeticShares | None = None
     while True:
         try:
-            request = steps.send(product)
+            request = next(steps) if product is None else steps.send(product)
         except StopIteration as stop:
             return stop.value
         product = getattr(ctx, _PROTOCOL[type(request)][0])(*request)
@@ -126,17 +126,22 @@ class Rider:
 
     def _advance(self, product: ArithmeticShares | None) -> None:
         try:
-            request = self.steps.send(product)
+            request = next(self.steps) if product is None else self.steps.send(product)
         except StopIteration as stop:
             self.result, self.done, self._pending = stop.value, True, None
             return
         self._pending = _Pending(self.ctx, request)
 
+    def _waiting(self) -> _Pending:
+        if self._pending is None:
+            raise RuntimeError("the steps are done: no request is waiting for an opening")
+        return self._pending
+
     def ride(self, shares: np.ndarray, xor: bool, broadcast) -> np.ndarray:
         """Open ``shares`` (all rows held, party axis 0; ⊕ when ``xor``) together with the pending
         request's words, through ``broadcast`` (the channel's: the others' rows as received), and
         finish the request; returns the opened value of ``shares``."""
-        pending = self._pending
+        pending = self._waiting()
         rows = len(shares)
         main = shares.reshape(rows, -1)
         combined = np.concatenate([main, pending.words], axis=1)
@@ -159,7 +164,7 @@ class Rider:
         channel.rider = None
         run = 0
         while not self.done and (limit is None or run < limit):
-            pending = self._pending
+            pending = self._waiting()
             self._advance(pending.finish(self.ctx, channel.open(pending.words)))
             run += 1
         if not self.done:
@@ -173,17 +178,19 @@ class Alongside:
     __slots__ = ("ctx", "steps", "rider")
 
     def __init__(self, ctx: Engine, steps: Steps) -> None:
-        self.ctx, self.steps, self.rider = ctx, steps, None
+        self.ctx, self.steps = ctx, steps
+        self.rider: Rider | None = None
 
     def __enter__(self) -> Rider:
         if self.ctx.channel.rider is not None:
             raise RuntimeError("steps already ride alongside this engine's computation (no nesting)")
-        self.rider = Rider(self.ctx, self.steps)
-        self.ctx.channel.rider = self.rider if not self.rider.done else None
-        return self.rider
+        rider = self.rider = Rider(self.ctx, self.steps)
+        self.ctx.channel.rider = rider if not rider.done else None
+        return rider
 
     def __exit__(self, *exc: object) -> None:
         if exc[0] is not None:
             self.ctx.channel.rider = None
             return
-        self.rider.finish()
+        if self.rider is not None:  # entered
+            self.rider.finish()

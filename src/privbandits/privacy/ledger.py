@@ -76,5 +76,5 @@ class PrivacyLedger:
         """
         chosen = [e for e in self._entries if mechanism is None or e.mechanism == mechanism]
         epsilon = math.fsum(e.epsilon for e in chosen)
-        deltas = [e.delta for e in chosen]
-        return epsilon, None if any(d is None for d in deltas) else math.fsum(deltas)
+        known = [e.delta for e in chosen if e.delta is not None]
+        return epsilon, None if len(known) < len(chosen) else math.fsum(known)

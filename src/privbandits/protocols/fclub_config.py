@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import overload
 
 import numpy as np
 
@@ -321,6 +322,10 @@ class FCLUBConfig:
         return replace(base, **{**rc, **overrides})
 
 
+@overload
+def F(x: np.ndarray) -> np.ndarray: ...
+@overload
+def F(x: float) -> float: ...
 def F(x: np.ndarray | float) -> np.ndarray | float:
     """``F(x) = sqrt((1 + ln(1 + x)) / (1 + x))`` of Eqs. 3 and 4."""
     return np.sqrt((1.0 + np.log1p(x)) / (1.0 + x))

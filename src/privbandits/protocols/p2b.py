@@ -38,6 +38,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any, cast
 
 import numpy as np
 
@@ -236,7 +237,7 @@ class Shuffler(Party):
         The batch is every report received before the device host's :class:`CloseBatch`;
         a batch with a malformed report is refused whole (nothing released, nothing drawn).
         """
-        reports = self._collect(EncodedReport.kind)
+        reports = cast("list[EncodedReport]", self._collect(EncodedReport.kind))  # every one of that kind
         n_reports = len(reports)
         # checked before any draw: a malformed report is refused, not truncated to an integer
         codes = _batch_array([r.code for r in reports], "code", self.n_codes, f"in [0, n_codes) = [0, {self.n_codes})")
@@ -266,7 +267,7 @@ class Shuffler(Party):
 
     def release_raw(self, server: str) -> None:
         """Non-private baseline: forward one batch of raw tuples anonymised and shuffled, nothing dropped (§5.1)."""
-        reports = self._collect(RawReport.kind)
+        reports = cast("list[RawReport]", self._collect(RawReport.kind))  # every one of that kind
         n_reports = len(reports)
         actions = _batch_array([r.action for r in reports], "action", None, ">= 0")
         rewards = _batch_array([r.reward for r in reports], "reward", 2, "0 or 1")
@@ -322,21 +323,21 @@ class Server(Party):
 
     def publish_code_model(self, n_codes: int, audience: str) -> None:
         """Fit per-(arm, code) tables on the shuffled encoded batch and send them to ``audience``."""
-        batch = self.receive(EncodedBatch.kind)
+        batch = self.receive(EncodedBatch)
         model = CodeModel.fit(batch.codes, batch.actions, batch.rewards, self.n_arms, n_codes)
         self._record(SERVER_ENCODED, batch.codes, len(batch.codes))
         self._publish(model, model.counts, model.reward_sums, audience)
 
     def publish_scalar_code_model(self, audience: str) -> None:
         """Reference-compatible mode (§4.5): fit 1-D LinUCB on the code values of the encoded batch."""
-        batch = self.receive(EncodedBatch.kind)
+        batch = self.receive(EncodedBatch)
         model = DisjointModel.fit(batch.codes[:, None].astype(float), batch.actions, batch.rewards, self.n_arms)
         self._record(SERVER_ENCODED, batch.codes, len(batch.codes))
         self._publish(model, model.A, model.b, audience)
 
     def publish_linear_model(self, audience: str, dim: int) -> None:
         """Fit ``A_a = I + Σ x xᵀ``, ``b_a = Σ r x`` on a raw (or scalar-code) batch and send it to ``audience``."""
-        batch = self.receive(RawBatch.kind)
+        batch = self.receive(RawBatch)
         contexts = batch.contexts if len(batch.contexts) else np.empty((0, dim))
         model = DisjointModel.fit(contexts, batch.actions, batch.rewards, self.n_arms)
         self._record(SERVER_RAW, None, len(batch.actions))
@@ -354,7 +355,7 @@ class NewAgents(Party):
     def receive_model(self, model: type[CodeModel] | type[DisjointModel]) -> CodeModel | DisjointModel:
         """The next published model, as ``model`` (the agents know which model they run): a
         :class:`CodeModel` from counts and reward sums, a :class:`DisjointModel` from A and b."""
-        release = self.receive(ModelRelease.kind, self.server)
+        release = self.receive(ModelRelease, self.server)
         return model(release.first, release.second)
 
 
@@ -446,7 +447,7 @@ class P2BConfig:
     threshold: int = 10
     alpha: float = 1.0
     early_fraction: float = 0.7
-    representation: Representation = Representation.ONE_HOT
+    representation: Representation | str = Representation.ONE_HOT
     shared_warm_agent: bool = False
     tie_break: str = "random"
     omega: float | None = None
@@ -617,7 +618,7 @@ def simulate(
     early, late = data.split(config.early_fraction)
     sequence = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     streams = [np.random.default_rng(child) for child in sequence.spawn(9)]
-    run = dict(alpha=config.alpha, tie_break=config.tie_break)
+    run: dict[str, Any] = dict(alpha=config.alpha, tie_break=config.tie_break)
     n_arms, dim = data.n_actions, data.dim
     network = InMemoryNetwork() if network is None else network
     server = Server("server", network, n_arms, participation=config.participation, omega=config.omega)

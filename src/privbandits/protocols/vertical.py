@@ -219,11 +219,11 @@ class PassiveParty(Party):
     def __init__(self, name: str, network: Network, features: FeatureSource, *, active: str, generator: str) -> None:
         super().__init__(name, network)
         self.features, self.active, self.generator = features, active, generator
-        self._block_t: np.ndarray | None = None
+        self._block_t: np.ndarray  # Q^jᵀ, set by receive_mask()
         self._pair_seeds: dict[str, tuple[int, np.ndarray]] = {}
 
     def receive_mask(self) -> None:
-        block = self.receive(MaskBlock.kind, self.generator).block
+        block = self.receive(MaskBlock, self.generator).block
         self._block_t = np.ascontiguousarray(block.T)
 
     @property
@@ -239,12 +239,12 @@ class PassiveParty(Party):
 
     def accept_pair_seeds(self, earlier_parties: Sequence[str]) -> None:
         for other in earlier_parties:
-            self._pair_seeds[other] = (-1, self.receive(PairSeed.kind, other).seed)
+            self._pair_seeds[other] = (-1, self.receive(PairSeed, other).seed)
 
     def serve_round(self) -> int:
         """Answer the AP's round request with this party's masked blocks (Alg. 1 line 5); returns 1, the rounds
         served (as :meth:`serve_chunk`)."""
-        answer = self._answer(self.receive(RoundRequest.kind, self.active))
+        answer = self._answer(self.receive(RoundRequest, self.active))
         self.send(self.active, AggregationShare(answer) if self._pair_seeds else MaskedContexts(answer))
         return 1
 
@@ -252,7 +252,7 @@ class PassiveParty(Party):
         """Answer a :class:`RoundRequests` with one message holding each round's answer (as :meth:`serve_round`
         would send it); returns the number of rounds served."""
         answers = np.stack(
-            [self._answer(request) for request in self.receive(RoundRequests.kind, self.active).requests()]
+            [self._answer(request) for request in self.receive(RoundRequests, self.active).requests()]
         )
         self.send(self.active, AggregationShareChunk(answers) if self._pair_seeds else MaskedContextsChunk(answers))
         return len(answers)
@@ -297,9 +297,9 @@ class ActiveParty(Party):
         self.passive, self.generator = tuple(passive), generator
         self.secure_aggregation = secure_aggregation
         self.masked_contexts: np.ndarray | None = None
-        self._block_t: np.ndarray | None = None
+        self._block_t: np.ndarray  # set by receive_mask()
         self._request: RoundRequest | None = None
-        self._total: np.ndarray | None = None
+        self._total: np.ndarray  # set by begin_round()
         self._words: np.ndarray | None = None
         self._chunked = False
         self._held: dict[str, deque[np.ndarray]] = {party: deque() for party in self.passive}
@@ -308,7 +308,7 @@ class ActiveParty(Party):
         """Per PP, the sizes of the chunks sent and not yet answered."""
 
     def receive_mask(self) -> None:
-        self._block_t = np.ascontiguousarray(self.receive(MaskBlock.kind, self.generator).block.T)
+        self._block_t = np.ascontiguousarray(self.receive(MaskBlock, self.generator).block.T)
 
     def request_round(self, round_index: int, user: int, items: np.ndarray) -> None:
         """Tell every PP which user and items to mask for this round, and mask the AP's own block."""
@@ -333,8 +333,12 @@ class ActiveParty(Party):
 
     def begin_round(self, request: RoundRequest) -> None:
         """Start the round of ``request`` (already sent): mask the AP's own block."""
+        own = self.features(request)
+        if own is None:  # a passive party answers zeros for a user it lacks; the active party serves its own users
+            raise InvalidInputError(f"{self.name}: its feature source has no row for user {request.user} of round "
+                             f"{request.round}; the active party serves only users it holds")  # fmt: skip
         self._request = request
-        self._total = self.features(request).dot(self._block_t)
+        self._total = own.dot(self._block_t)
         self._words = np.zeros(self._total.shape, dtype=np.uint64) if self.secure_aggregation else None
 
     def absorb(self, party: str) -> None:
@@ -348,14 +352,14 @@ class ActiveParty(Party):
         """``party``'s answer for this round: its own message, or the next row of the chunk it answered."""
         if not self._chunked:
             if secure:
-                return self.receive(AggregationShare.kind, party).share
-            return self.receive(MaskedContexts.kind, party).blocks
+                return self.receive(AggregationShare, party).share
+            return self.receive(MaskedContexts, party).blocks
         held = self._held[party]
         if not held:
             if secure:
-                rows = self.receive(AggregationShareChunk.kind, party).share
+                rows = self.receive(AggregationShareChunk, party).share
             else:
-                rows = self.receive(MaskedContextsChunk.kind, party).blocks
+                rows = self.receive(MaskedContextsChunk, party).blocks
             asked = self._asked[party].popleft()
             if len(rows) != asked:
                 raise ProtocolError(f"{party!r} answered {len(rows)} rounds of a chunk of {asked} requests")
@@ -382,7 +386,7 @@ class _RoundFeed:
 
     def __init__(self, block: slice) -> None:
         self.block = block
-        self.contexts: np.ndarray | None = None
+        self.contexts: np.ndarray  # set by the simulation before each round
         self.present = True
 
     def __call__(self, request: RoundRequest) -> np.ndarray | None:

@@ -6,6 +6,7 @@ import socket
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 LISTEN_BACKLOG = 128
 """Connections the kernel queues for a listener before the party takes them (idle intruders wait there too)."""
@@ -63,7 +64,8 @@ def client_context(credentials: TlsCredentials) -> ssl.SSLContext:
 def certificate_names(sock: ssl.SSLSocket | ssl.SSLObject) -> list[str]:
     """DNS subject alternative names of the peer's (already verified) certificate."""
     cert = sock.getpeercert() or {}
-    return [value for kind, value in cert.get("subjectAltName", ()) if kind == "DNS"]
+    names = cast("tuple[tuple[str, str], ...]", cert.get("subjectAltName", ()))  # typeshed: any field's type
+    return [value for kind, value in names if kind == "DNS"]
 
 
 def bind_listener(host: str = "127.0.0.1", port: int = 0, backlog: int = LISTEN_BACKLOG) -> socket.socket:

@@ -60,6 +60,13 @@ class ReplayLink(Link):
     """A link whose socket may be replaced by the peer's next connection (:meth:`RejoinNetwork.rejoin`)."""
 
     __slots__ = ("network", "journal", "skip", "replayed", "eof", "early", "in_recv")
+    network: RejoinNetwork
+    journal: Journal
+    skip: int
+    replayed: int
+    eof: bool
+    early: Frame | None
+    in_recv: bool
 
     @classmethod
     def adopt(cls, link: Link, network: RejoinNetwork, journal: Journal) -> ReplayLink:

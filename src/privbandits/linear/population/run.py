@@ -177,14 +177,14 @@ def _population_player(model: DisjointModel | CodeModel, n_rounds: int, options:
     if isinstance(model, CodeModel):
         base_counts, base_sums = np.ascontiguousarray(model.counts.T), np.ascontiguousarray(model.reward_sums.T)
 
-        def play(chunk: np.ndarray, table: np.ndarray) -> np.ndarray:
+        def play_codes(chunk: np.ndarray, table: np.ndarray) -> np.ndarray:
             uniforms = rng.random(chunk.shape) if random else NO_DRAWS
             Y = read_only(np.ascontiguousarray(chunk, dtype=np.int64))
             return _checked_arms(
                 _code_population(base_counts, base_sums, Y, table, alpha, tolerance, random, uniforms, block)
             )
 
-        return play
+        return play_codes
     _, A_inv, _, theta = _dense_start(model)
     identity = bool((A_inv == np.eye(model.dim)).all() and (theta == 0).all())
     by_cell = np.ascontiguousarray(A_inv.reshape(model.n_arms, -1).T)

@@ -42,7 +42,8 @@ def settings(
     ratings: Path | None = None,
 ) -> tuple[dict[Setting, int], list[str]]:
     """{setting: horizon} of Figs. 2 and 4 (the MovieLens panels only if their files are there), and notes."""
-    found, notes = {Setting(): horizon}, []
+    found = {Setting(): horizon}
+    notes: list[str] = []
     if not include_movielens:
         return found, notes
     a19, fallback = a19_setting(data_dir, ratings)

@@ -165,8 +165,8 @@ def run_algorithm(
     """
     env = setting.environment()
     if name in _BASELINES:
-        config = BaselineConfig(kind=_BASELINES[name], horizon=horizon)
-        return run_baseline(config, env, setting.n_servers, seed), env
+        baseline = BaselineConfig(kind=_BASELINES[name], horizon=horizon)
+        return run_baseline(baseline, env, setting.n_servers, seed), env
     config = fclub_config(name, setting, horizon, overrides)
     with warnings.catch_warnings():
         if name != FAITHFUL:

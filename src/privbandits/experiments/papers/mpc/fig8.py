@@ -62,7 +62,7 @@ def report(options: Fig8Options, points: dict[str, dict[str, Any]], out: Path) -
         for p in precisions
     ]  # fmt: skip
     means = {p: mean(p, "fixed_point") for p in precisions}
-    best_runs = [points[_label(max(means, key=means.get), "fixed_point", r)]["mean"] for r in range(runs)]
+    best_runs = [points[_label(max(means, key=means.__getitem__), "fixed_point", r)]["mean"] for r in range(runs)]
     result.claims += _claims(precisions, means, best_runs, points[PLAIN]["rounds"])
     result.notes += [
         stand_in_note(data),
@@ -78,7 +78,7 @@ def report(options: Fig8Options, points: dict[str, dict[str, Any]], out: Path) -
 def _claims(precisions: tuple[int, ...], means: dict[int, float], best_runs: list[float], rounds: int) -> list[Claim]:
     """The optimum and the two drops, judged on the fixed-point mask's ``means`` by L (``best_runs``: the
     runs at the best L; ``rounds``: of one run)."""
-    best = max(means, key=means.get)
+    best = max(means, key=means.__getitem__)
     runs = len(best_runs)
     if runs > 1:  # runs differ far more than one run's binomial noise (wraps strike at random)
         sd = float(np.std(best_runs, ddof=1) / math.sqrt(runs))

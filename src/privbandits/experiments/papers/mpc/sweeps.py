@@ -150,17 +150,16 @@ def sweep(
 ) -> dict[str, Any]:
     """Unit: ``sweeps`` passes over the training set of the private learner (or its plaintext twin)
     seeded ``seed``, the data order seeded ``1000 + seed``."""
-    spec = data
-    data = dataset(mnist, spec)
+    bandit = dataset(mnist, data)
     settings = MPCBanditConfig(**config)
     learner = PrivateEpsilonGreedy(settings, seed=seed) if private else PlaintextEpsilonGreedy(settings, seed=seed)
-    rewards = play(learner, environment(data, mnist, env, spec), sweeps * len(data.train.labels), 1000 + seed)
+    rewards = play(learner, environment(bandit, mnist, env, data), sweeps * len(bandit.train.labels), 1000 + seed)
     return {
         "rounds": len(rewards),
         "rewards": pack(rewards),
         "mean": float(rewards.mean()),
-        "invalid": learner.invalid_openings if private else None,
-        "data": data_info(data),
+        "invalid": learner.invalid_openings if isinstance(learner, PrivateEpsilonGreedy) else None,
+        "data": data_info(bandit),
     }
 
 
@@ -191,22 +190,22 @@ def membership(
 ) -> dict[str, Any]:
     """Unit: one sweep of the plaintext twin seeded ``seed`` (data order ``1000 + seed``), with both
     membership-inference advantages at ``checkpoints`` evenly spaced points (spec §6.5)."""
-    data = dataset(mnist, data)
+    bandit = dataset(mnist, data)
     settings = MPCBanditConfig(**config)
-    n = len(data.train.labels)
+    n = len(bandit.train.labels)
     at = [round(n * (k + 1) / checkpoints) for k in range(checkpoints)]
     eye = np.eye(settings.n_arms)
-    nonmembers = (data.test.features, eye[data.test.labels])
+    nonmembers = (bandit.test.features, eye[bandit.test.labels])
     learner = PlaintextEpsilonGreedy(settings, seed=seed)
     rng = np.random.default_rng(1000 + seed)
     order = rng.permutation(n)
-    result: dict[str, Any] = {"at": at, "per_arm": [], "reward_gap": [], "data": data_info(data)}
+    result: dict[str, Any] = {"at": at, "per_arm": [], "reward_gap": [], "data": data_info(bandit)}
     for t, index in enumerate(order, start=1):
-        label = data.train.labels[index]
-        learner.step(data.train.features[index], lambda arm, label=label: float(arm == label))
+        label = bandit.train.labels[index]
+        learner.step(bandit.train.features[index], lambda arm, label=label: float(arm == label))
         if t in at:
             seen = order[:t]
-            members = (data.train.features[seen], eye[data.train.labels[seen]])
+            members = (bandit.train.features[seen], eye[bandit.train.labels[seen]])
             advantages = membership_advantages(*learner.checkpoint(), members, nonmembers, settings.epsilon, rng)
             result["per_arm"].append(advantages.per_arm)
             result["reward_gap"].append(advantages.reward_gap)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from privbandits.experiments.paper import Claim
@@ -43,7 +44,7 @@ def ordering_claim(where: str, points: dict[Any, dict[str, float]]) -> Claim:
 def plot_settings(
     ax,
     points: dict[Any, dict[str, float]],
-    reference: dict[Any, tuple[float, ...]] | None = None,
+    reference: Mapping[Any, tuple[float, ...]] | None = None,
     *,
     scale: float = 1.0,
     labels: dict[str, str] | None = None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,7 @@ def tasks(options: Fig7Options) -> list[Task]:
     return found
 
 
-def _table(mine: dict[int, dict[str, Any]], reference: dict[int, tuple[float, ...]]) -> list[list[str]]:
+def _table(mine: dict[int, dict[str, Any]], reference: Mapping[int, tuple[float, ...]]) -> list[list[str]]:
     rows = [["t", "cold", "warm NP", "warm P", "P − NP"] + (["reference (cold / NP / P)"] if reference else [])]
     for t, v in mine.items():
         rows.append(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import AfterValidator, BeforeValidator, DirectoryPath, Field, FilePath, ValidationInfo, field_validator
 
@@ -59,9 +59,9 @@ MultiLabelPaths = Annotated[
 ]
 
 
-def _distinct_tuple(item: object) -> object:
-    """A non-empty tuple of distinct ``item`` values."""
-    return Annotated[tuple[item, ...], Field(min_length=1), AfterValidator(_distinct)]
+_Item = TypeVar("_Item")
+Distinct = Annotated[tuple[_Item, ...], Field(min_length=1), AfterValidator(_distinct)]
+"""A non-empty tuple of distinct ``_Item`` values: ``Distinct[Count]``."""
 
 
 def _codes_fit(n_codes: int, dim: int | None) -> int:
@@ -80,8 +80,8 @@ class Fig3Options(Options):
 class Fig4Options(Options):
     """Fig. 4: reward versus users on the synthetic benchmark (d = 10, t = 10, k = 2^10)."""
 
-    n_actions: _distinct_tuple(Actions) = Field((10, 20, 50), description="numbers of actions |A|, one panel each")
-    early_users: _distinct_tuple(Count) = Field(
+    n_actions: Distinct[Actions] = Field((10, 20, 50), description="numbers of actions |A|, one panel each")
+    early_users: Distinct[Count] = Field(
         (1_000, 5_000, 10_000, 50_000, 100_000, 500_000, 1_000_000),
         description="numbers of early (sharing) users on the x-axis; total users = early / 0.7",
     )
@@ -99,7 +99,7 @@ class Fig4Options(Options):
 class Fig5Options(Options):
     """Fig. 5: reward versus context dimension (20,000 early users, |A| = 20, t = 20)."""
 
-    dims: _distinct_tuple(Dimension) = Field(tuple(range(6, 21)), description="context dimensions d on the x-axis")
+    dims: Distinct[Dimension] = Field(tuple(range(6, 21)), description="context dimensions d on the x-axis")
     early: Count = Field(20_000, description="number of early (sharing) users; total users = early / 0.7")
     mapping: Mapping = Field("linear", description="reward generator: 'linear' (reference code) or 'softmax' (paper)")
     n_codes: Codes = Field(1024, description="number of encoder codes k")
@@ -126,7 +126,7 @@ class Fig5ReferenceOptions(Fig5Options):
 class Fig6Options(Options):
     """Fig. 6: accuracy versus local interactions on MediaMill and TMC2007 (d = 20)."""
 
-    rounds: _distinct_tuple(Count) = Field(
+    rounds: Distinct[Count] = Field(
         (2, *range(5, 101, 5)), description="interactions per local agent t on the x-axis (those a data set has)"
     )
     paths: MultiLabelPaths = Field(
@@ -159,10 +159,10 @@ class Fig7Options(Options):
     stand_in_interactions: Count = Field(
         CRITEO_STAND_IN_INTERACTIONS, description="interactions per user of the Criteo stand-in (without path)"
     )
-    rounds: _distinct_tuple(Count) = Field(
+    rounds: Distinct[Count] = Field(
         tuple(range(20, 301, 20)), description="interactions per local agent t on the x-axis"
     )
-    n_codes: _distinct_tuple(Codes) = Field(
+    n_codes: Distinct[Codes] = Field(
         (32, 128), description="numbers of encoder codes k, one row of panels each (the first also for OBD)"
     )
     seed: Seed = Field(0, description="seed of the stand-in data and of the simulation")

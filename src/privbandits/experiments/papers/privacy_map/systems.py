@@ -207,7 +207,8 @@ def placed(env: MapEnvironment, options: MapOptions) -> tuple[list[Point], dict[
     """The points that can run on ``env``, and for each refused system the config's reason (first one)."""
     from privbandits.experiments.config import ConfigError
 
-    kept, refused = [], {}
+    kept: list[Point] = []
+    refused: dict[str, str] = {}
     for point in candidates(env, options):
         try:
             config_of(env, point)
