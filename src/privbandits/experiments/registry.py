@@ -6,10 +6,12 @@ import numpy as np
 
 from privbandits.experiments.adapters import PolicyLearner, StepLearner, UserLearner
 from privbandits.experiments.config import (
+    EpsilonGreedyConfig,
     FCLUBPolicyConfig,
     LinTSConfig,
     LinUCBConfig,
     MPCEpsilonGreedyConfig,
+    P2BPolicyConfig,
     PlaintextMPCEpsilonGreedyConfig,
     PolicyConfig,
     RandomPolicyConfig,
@@ -20,8 +22,11 @@ from privbandits.experiments.config import (
 )
 from privbandits.experiments.sources import EnvironmentSource, ReplaySource
 
+StreamPolicyConfig = LinUCBConfig | LinTSConfig | EpsilonGreedyConfig | RandomPolicyConfig
+"""The policies :func:`build_policy` builds (the vertical ones are LinUCB and LinTS subclasses)."""
 
-def build_policy(config: PolicyConfig, n_arms: int, dim: int, rng: np.random.Generator):
+
+def build_policy(config: StreamPolicyConfig, n_arms: int, dim: int, rng: np.random.Generator):
     """A fresh plaintext or vertical policy for ``n_arms`` arms on ``dim``-dimensional contexts."""
     from privbandits.linear import EpsilonGreedy, LinTS, LinUCB, UniformRandom
     from privbandits.protocols.vertical import VerticalFederatedBandit
@@ -69,20 +74,13 @@ def build_learner(
     streams from it, so the private learner and its twin share their exploration draws.
     """
     rng = np.random.default_rng(seed)
-    if isinstance(config, FCLUBPolicyConfig):
-        from privbandits.protocols.fclub import FederatedClusteredBandit
-
-        protocol = config.protocol_config(horizon)
-        return UserLearner(
-            FederatedClusteredBandit(protocol, source.server_of_user, source.dim, source.n_arms, rng=rng)
-        )
-    if isinstance(config, _LocalBaselineBase):
-        from privbandits.protocols.fclub_baselines import LocalBaselineBandit
-
-        return UserLearner(LocalBaselineBandit(config.protocol_config(horizon), source.server_of_user, source.dim, rng))
+    if isinstance(config, FCLUBPolicyConfig | _LocalBaselineBase):
+        return _user_learner(config, source, horizon, rng)
     if isinstance(config, PlaintextMPCEpsilonGreedyConfig):
         from privbandits.protocols.mpc_bandit import PlaintextEpsilonGreedy, PrivateEpsilonGreedy
 
+        # incompatibility() refuses the MPC learners on replay, the only source without reward()
+        assert isinstance(source, EnvironmentSource), "MPC learners run on environments, not replay"
         protocol = config.protocol_config(source.n_arms, source.dim)
         if isinstance(config, MPCEpsilonGreedyConfig):
             return StepLearner(PrivateEpsilonGreedy(protocol, seed=seed), source.reward)
@@ -95,5 +93,26 @@ def build_learner(
         )
         options = config.policy_options()
         return PolicyLearner(learner(source.n_arms, source.dim, horizon=horizon, rng=rng, **options))
+    # population (P2B) runs never get here: the runner sends them to _run_population
+    assert not isinstance(config, P2BPolicyConfig), "P2B runs on populations, not streams"
     visible = config.visible_features
     return PolicyLearner(build_policy(config, source.n_arms, visible or source.dim, rng), visible)
+
+
+def _user_learner(
+    config: FCLUBPolicyConfig | _LocalBaselineBase,
+    source: EnvironmentSource | ReplaySource,
+    horizon: int,
+    rng: np.random.Generator,
+) -> UserLearner:
+    """FCLUB or a local-server baseline; incompatibility() admits them only on environments with users."""
+    server_of_user = source.server_of_user
+    assert server_of_user is not None, "user learners need an environment with users"
+    if isinstance(config, FCLUBPolicyConfig):
+        from privbandits.protocols.fclub import FederatedClusteredBandit
+
+        protocol = config.protocol_config(horizon)
+        return UserLearner(FederatedClusteredBandit(protocol, server_of_user, source.dim, source.n_arms, rng=rng))
+    from privbandits.protocols.fclub_baselines import LocalBaselineBandit
+
+    return UserLearner(LocalBaselineBandit(config.protocol_config(horizon), server_of_user, source.dim, rng))
