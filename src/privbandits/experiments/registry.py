@@ -89,7 +89,7 @@ def build_learner(
     """
     rng = np.random.default_rng(seed)
     if isinstance(config, FCLUBPolicyConfig):
-        from privbandits.protocols.fclub import FederatedClusteredBandit
+        from privbandits.protocols.fclub.driver import FederatedClusteredBandit
 
         protocol = config.protocol_config(horizon)
         return UserLearner(
