@@ -1,11 +1,13 @@
 """deploy/snapshot.py: a party's state as arrays and JSON, without pickle. A local server checkpointed mid-run
 and put back into a fresh one goes on exactly as the original (the same arms, triggers, noise and uploads);
 identity survives (clusters shared by index and map, privatizer trees drawing from their server's generator);
-a checkpoint naming a class outside privbandits, or a state holding something else, is refused."""
+a checkpoint naming a class outside privbandits, or a state holding something else, is refused; a checkpoint written
+before ``protocols/fclub.py`` became a package still decodes."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -14,7 +16,9 @@ from privbandits.comm import InMemoryNetwork, Party
 from privbandits.deploy import snapshot
 from privbandits.deploy.fclub_resume import NOT_SAVED, attributes
 from privbandits.envs.clustered import ClusteredLinearBandit
-from privbandits.protocols.fclub import FederatedClusteredBandit, LocalServer, Upload, play
+from privbandits.protocols.fclub import FederatedClusteredBandit, LocalServer, Repairs, Upload, play
+from privbandits.protocols.fclub.global_server import _GlobalCluster, _Member
+from privbandits.protocols.fclub.local_server import _LocalCluster
 from privbandits.protocols.fclub_config import Calibration, FCLUBConfig
 
 
@@ -77,3 +81,26 @@ def test_a_checkpoint_naming_another_module_or_holding_another_type_is_refused()
         snapshot.decode(arrays, tree)
     with pytest.raises(TypeError, match="cannot checkpoint a function"):
         snapshot.encode({"hook": lambda: None})
+
+
+def test_a_checkpoint_that_names_the_classes_of_the_single_fclub_module_still_decodes():
+    """Issue 32 split ``protocols/fclub.py`` into the package ``protocols/fclub/``: a checkpoint written before names
+    its classes ``privbandits.protocols.fclub:NAME``, which the package still serves."""
+    bandit, _ = _bandit(300)
+    local, glob = bandit.servers[0], bandit.global_server
+    state = {"local": attributes(local, NOT_SAVED | {"_rows"}), "global": attributes(glob)}
+    arrays, tree = snapshot.encode(state)
+    text = json.dumps(tree)
+    moved = set(re.findall(r'"privbandits\.protocols\.fclub\.\w+:(\w+)"', text))
+    assert moved == {"Repairs", "_LocalCluster", "_GlobalCluster", "_Member"}
+    before = json.loads(re.sub(r'"privbandits\.protocols\.fclub\.\w+:', '"privbandits.protocols.fclub:', text))
+    decoded = snapshot.decode({k: v.copy() for k, v in arrays.items()}, before)
+
+    assert type(decoded["local"]["repairs"]) is Repairs
+    clusters = decoded["local"]["clusters"]
+    assert {type(c) for c in clusters.values()} == {_LocalCluster}
+    assert all(np.array_equal(clusters[uid].S, c.S) for uid, c in local.clusters.items())
+    members = decoded["global"]["members"]
+    assert members.keys() == glob.members.keys() and {type(m) for m in members.values()} == {_Member}
+    assert {type(m.cluster) for m in members.values()} == {_GlobalCluster}
+    assert all(np.array_equal(members[k].cluster.S, m.cluster.S) for k, m in glob.members.items())

@@ -19,7 +19,7 @@ import privbandits.linear.population.code_kernels
 import privbandits.linear.population.dense_kernels
 import privbandits.linear.population.picking
 import privbandits.privacy.encoding
-import privbandits.protocols.fclub
+import privbandits.protocols.fclub.numerics
 from privbandits.linear import LinUCB
 from privbandits.linear.population import (
     BatchedCodeLinUCB,
@@ -38,7 +38,7 @@ KERNEL_MODULES = (
     privbandits.linear.population.dense_kernels,
     privbandits.linear.population.picking,
     privbandits.privacy.encoding,
-    privbandits.protocols.fclub,
+    privbandits.protocols.fclub.numerics,
 )
 EXERCISED = {  # kernels the workload calls from Python, so that their check is not vacuous
     "sherman_morrison_step", "shared_ucb_scores", "cholesky_inverse", "cholesky_logdet", "_dense_scores_all",

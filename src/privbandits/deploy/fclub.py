@@ -86,7 +86,8 @@ import numpy as np
 from privbandits.comm import Message, Network, PeerLost, ProtocolError, TlsNetwork, message
 from privbandits.deploy import entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError, FCLUBProtocol
-from privbandits.protocols.fclub import Communication, play
+from privbandits.protocols.fclub.accounting import Communication
+from privbandits.protocols.fclub.rounds import play
 from privbandits.protocols.fclub_config import Calibration
 from privbandits.protocols.fclub_messages import PhaseUpload, Upload
 
@@ -231,7 +232,7 @@ def prepare(deployment: Deployment[FCLUBProtocol], name: str) -> None:
     (about a second per process) before the session's clock starts rather than at its first rounds."""
     import dataclasses
 
-    from privbandits.protocols.fclub import FederatedClusteredBandit
+    from privbandits.protocols.fclub.driver import FederatedClusteredBandit
 
     config, env = dataclasses.replace(config_of(deployment), horizon=15), setting_of(deployment).environment()
     env.reset(np.random.default_rng(0))
@@ -361,7 +362,7 @@ def run_in_memory(deployment: Deployment[FCLUBProtocol], network: Network | None
     run it (:func:`~privbandits.protocols.fclub.run_fclub`; on ``network``, default a fresh in-memory one): a
     :class:`~privbandits.protocols.fclub.FCLUBOutcome`. With OS randomness (not reproducible) the local
     servers' generators come from fresh OS entropy, as the processes' do; the environment is the same."""
-    from privbandits.protocols.fclub import FederatedClusteredBandit
+    from privbandits.protocols.fclub.driver import FederatedClusteredBandit
 
     config, setting = config_of(deployment), setting_of(deployment)
     environment, protocol = _seeds(deployment)

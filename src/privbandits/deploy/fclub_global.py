@@ -27,16 +27,8 @@ from privbandits.deploy.fclub import (
     chain_upload,
     free_running,
 )
-from privbandits.protocols.fclub import (
-    ASYNC,
-    CHECK,
-    DETECT,
-    PHASE_END,
-    DownloadCheck,
-    GlobalServer,
-    PhaseUpload,
-    Upload,
-)
+from privbandits.protocols.fclub.global_server import GlobalServer
+from privbandits.protocols.fclub_messages import ASYNC, CHECK, DETECT, PHASE_END, DownloadCheck, PhaseUpload, Upload
 
 
 class DeployedGlobal(GlobalServer):

@@ -34,7 +34,8 @@ from privbandits.deploy.fclub import (
     free_running,
     local_rng,
 )
-from privbandits.protocols.fclub import ASYNC, CHECK, DETECT, GLOBAL, PHASE_END, Download, LocalServer, PhaseEnd
+from privbandits.protocols.fclub.local_server import LocalServer
+from privbandits.protocols.fclub_messages import ASYNC, CHECK, DETECT, GLOBAL, PHASE_END, Download, PhaseEnd
 
 
 class _LocalEvents:

@@ -109,7 +109,7 @@ def _user_learner(
     server_of_user = source.server_of_user
     assert server_of_user is not None, "user learners need an environment with users"
     if isinstance(config, FCLUBPolicyConfig):
-        from privbandits.protocols.fclub import FederatedClusteredBandit
+        from privbandits.protocols.fclub.driver import FederatedClusteredBandit
 
         protocol = config.protocol_config(horizon)
         return UserLearner(FederatedClusteredBandit(protocol, server_of_user, source.dim, source.n_arms, rng=rng))

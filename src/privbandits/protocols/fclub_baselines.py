@@ -42,7 +42,8 @@ from scipy.sparse.csgraph import connected_components
 from privbandits.envs.clustered import ClusteredLinearBandit, assign_groups
 from privbandits.linear._kernels import inverse_step, shared_ucb_scores
 from privbandits.linear.tiebreak import TieBreak, break_ties
-from privbandits.protocols.fclub import Communication, FCLUBOutcome, RoundChecks, check_server_of_user, play
+from privbandits.protocols.fclub.accounting import Communication
+from privbandits.protocols.fclub.rounds import FCLUBOutcome, RoundChecks, check_server_of_user, play
 from privbandits.protocols.fclub_config import F
 from privbandits.validation import Instance, Integer, InvalidInputError, NoneOr, Real, check, describe, validate
 

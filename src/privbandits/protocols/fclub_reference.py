@@ -1,7 +1,7 @@
 """Reference-code behaviours of FCLUB that live outside the paper's algorithm (spec ``fclub.md`` §7, issues 15, 29).
 
 The options are declared, with their descriptions, in :class:`~privbandits.protocols.fclub_config.FCLUBConfig`;
-this module holds what they compute, so that ``protocols/fclub.py`` only calls it:
+this module holds what they compute, so that the package ``protocols/fclub/`` only calls it:
 
 * :func:`reference_trigger_fires`, ``ridge_in_recommendation_only``: Eq. 5 as the reference code evaluates
   it, ``det(S + ΔS) / det(S) ≥ U`` on its ridge-free ``S`` with IEEE division (:func:`portable_det`), and

@@ -31,7 +31,8 @@ from privbandits.experiments.noise_key import FCLUB_UPLOADS
 from privbandits.experiments.papers.fclub.options import ALGORITHMS, FAITHFUL
 from privbandits.experiments.tasks import Task, canonical_json, file_identity, identity_path
 from privbandits.privacy.noise import NOISE_SAMPLER
-from privbandits.protocols.fclub import FCLUBOutcome, run_fclub
+from privbandits.protocols.fclub.driver import run_fclub
+from privbandits.protocols.fclub.rounds import FCLUBOutcome
 from privbandits.protocols.fclub_baselines import BaselineConfig, run_baseline
 from privbandits.protocols.fclub_config import FCLUBConfig
 

@@ -1,0 +1,66 @@
+"""What an FCLUB run reports about itself: its :class:`Communication` (the paper's C(T) and the reference code's
+count, §8 A23) and its :class:`PrivacyReport` (the paper's per-privatizer claim beside dp-accounting's numbers)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Communication:
+    """Messages between local servers and the global server, by kind (§1.4, §8 A23).
+
+    ``total`` is the paper's C(T) with renewal pushes counted as downloads;
+    ``reference`` is the reference code's count: asynchronous events plus one per
+    phase whose partition changed (synchronous: one per round). The two differ beyond
+    that in ``shared_updates`` (downloads that carry the shared copy of
+    ``shared_statistics_defect``: the reference code's members hold one array, so it
+    counts none) and ``idle_downloads`` (with ``rebuild_local_copies``, rounds where
+    Eq. 6 holds for a member of the arriving user's global cluster with nothing to
+    download: the reference code checks every round and counts each; the global server
+    counts them from :class:`DownloadCheck` messages).
+
+    The driver counts from what the parties report: each local server the phase uploads
+    and uploads it sent and the renewals and downloads it received, the global server the
+    changed phases and idle downloads.
+    """
+
+    phase_uploads: int = 0
+    renewals: int = 0
+    uploads: int = 0
+    downloads: int = 0
+    changed_phases: int = 0
+    rounds: int = 0
+    shared_updates: int = 0
+    idle_downloads: int = 0
+    synchronous: bool = False
+
+    @property
+    def total(self) -> int:
+        return self.phase_uploads + self.renewals + self.uploads + self.downloads
+
+    @property
+    def reference(self) -> int:
+        if self.synchronous:
+            return self.rounds
+        return self.uploads + self.downloads - self.shared_updates + self.idle_downloads + self.changed_phases
+
+
+@dataclass
+class PrivacyReport:
+    """Guarantees of a run: the paper's per-privatizer claim next to dp-accounting's numbers.
+
+    ``accounted_epsilon_*`` are at the claimed δ, ``accounted_delta_*`` at the claimed ε.
+    """
+
+    claimed_epsilon: float
+    claimed_delta: float
+    privatizers: int
+    releases: int
+    max_levels_per_privatizer: int
+    accounted_epsilon_per_privatizer: float
+    accounted_delta_per_privatizer: float
+    max_nodes_per_datum: int
+    accounted_epsilon_per_datum: float
+    accounted_delta_per_datum: float
+    notes: list[str] = field(default_factory=list)

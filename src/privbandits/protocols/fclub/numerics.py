@@ -1,0 +1,75 @@
+"""FCLUB's numerics (spec ``fclub.md`` §8 A15): the compiled kernel that absorbs a round's observation, and the
+factorizations that repair a Gram matrix that is not positive definite, counting their repairs in :class:`Repairs`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from privbandits.linear._kernels import cholesky_inverse, cholesky_logdet, inverse_step
+from privbandits.protocols.fclub_config import PDRepair
+
+
+@numba.njit(cache=True)
+def _absorb(x, y, V, b, raw_S, raw_u, M_inv, v, R_inv, theta_R):
+    """One observation of a round, in place; returns ``c = 1 + xᵀM⁻¹x`` (matrix determinant lemma).
+
+    ``V, b`` (the user) and ``raw_S, raw_u`` (the upload buffer) gain ``xxᵀ, yx``;
+    ``M⁻¹ −= (M⁻¹x)(M⁻¹x)ᵀ/c`` (Sherman–Morrison, valid for any invertible M);
+    with a non-empty ``R_inv`` the own-buffer recommendation statistics are updated too.
+    """
+    d = x.shape[0]
+    c = 1.0
+    for i in range(d):
+        s = 0.0
+        for j in range(d):
+            s += M_inv[i, j] * x[j]
+        v[i] = s
+        c += x[i] * s
+    for i in range(d):
+        vi = v[i] / c
+        xi = x[i]
+        for j in range(d):
+            M_inv[i, j] -= vi * v[j]
+            xx = xi * x[j]
+            V[i, j] += xx
+            raw_S[i, j] += xx
+        b[i] += y * xi
+        raw_u[i] += y * xi
+    if R_inv.shape[0] > 0:
+        inverse_step(R_inv, theta_R, x, y, R_inv @ x)
+    return c
+
+
+@dataclass
+class Repairs:
+    """Numerical events (§8 A15): Gram matrices repaired to be positive definite, and
+    releases whose noise had ‖H‖_op > ρ (the w.h.p. bound of Eq. 7 failed).
+
+    Each local server keeps its own; ``a + b`` composes them."""
+
+    not_positive_definite: int = 0
+    rho_exceeded: int = 0
+
+    def __add__(self, other: Repairs) -> Repairs:
+        return Repairs(self.not_positive_definite + other.not_positive_definite, self.rho_exceeded + other.rho_exceeded)
+
+
+def _spd_inverse(matrix: np.ndarray, repair: PDRepair, floor: float, repairs: Repairs) -> tuple[np.ndarray, float]:
+    """(inverse, log det) of a symmetric matrix, repaired first if it is not positive definite."""
+    inverse = np.empty_like(matrix)
+    logdet = cholesky_inverse(matrix, inverse)
+    if logdet == logdet:
+        return inverse, logdet
+    repairs.not_positive_definite += 1
+    w, U = np.linalg.eigh(0.5 * (matrix + matrix.T))
+    w = np.maximum(w, floor) if repair is PDRepair.CLIP else w + (floor - w.min())
+    return (U / w) @ U.T, float(np.log(w).sum())
+
+
+def _logdet(matrix: np.ndarray) -> float:
+    """``log |det|`` of a symmetric matrix (Cholesky when positive definite, LU otherwise)."""
+    logdet = cholesky_logdet(matrix)
+    return logdet if logdet == logdet else float(np.linalg.slogdet(matrix)[1])
