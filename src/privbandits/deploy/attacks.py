@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from privbandits.deploy.deployment import Deployment, FCLUBProtocol, P2BProtocol
+from privbandits.privacy.noise import grid_step
 from privbandits.privacy.tree_mechanism import dyadic_cover, symmetric_gaussians
 
 N_STREAMS = 9
@@ -135,14 +136,19 @@ def _remove_noise(msg, nodes: dict[int, np.ndarray], earlier: list[int], calibra
     """The upload with the noise of the best new node (and tree depth, a key of ``nodes``) removed:
     ``(Recovered, node, depth)``."""
     d = msg.gram.shape[0]
-    best = (math.inf, 0, next(iter(nodes)))
+    best = (-math.inf, 0, next(iter(nodes)))
     for depth, drawn in nodes.items():
         traces = np.trace(drawn[:, :d, :d], axis1=1, axis2=2)
         shift = calibration.shifts(depth)[0]
         residual = np.abs(np.trace(msg.gram) - d * shift - (traces + float(traces[earlier].sum())) - msg.count)
-        k = int(np.argmin(residual))
-        if residual[k] < best[0]:
-            best = (float(residual[k]), k, depth)
+        # the data is snapped to the noise grid g before the noise is added, so the true node leaves a trace within
+        # d·g/2 of the count; of the nodes that close, the true one leaves a Gram matrix that is PSD (a sum of xxᵀ)
+        close = np.flatnonzero(residual <= d * grid_step(calibration.noise_std(depth)) / 2 + 1e-9)
+        for k in close if close.size else [int(np.argmin(residual))]:
+            gram = msg.gram - shift * np.eye(d) - drawn[[k, *earlier], :d, :d].sum(axis=0)
+            smallest = float(np.linalg.eigvalsh(gram)[0]) - float(residual[k])
+            if smallest > best[0]:
+                best = (smallest, int(k), depth)
     _, k, depth = best
     noise = nodes[depth][[k, *earlier]].sum(axis=0)
     gram = msg.gram - calibration.shifts(depth)[0] * np.eye(d) - noise[:d, :d]
