@@ -82,3 +82,5 @@ def test_the_book_rebuilds_from_the_store_with_the_rerun_command(tmp_path):
     assert unbacked_numbers(block.format(earlier, number), book.read_text()) == []
     bad = CliRunner().invoke(app, [*command[:-1], "vertical-fig5 -o"])
     assert bad.exit_code == 2 and "--also: expected 'NAME -o KEY=VALUE [-o KEY=VALUE ...]'" in bad.output
+    alone = CliRunner().invoke(app, ["report", "--store", str(store), "--out", str(out), "--also", earlier])
+    assert alone.exit_code == 2 and "--also adds sections to the book: give --book FILE with it" in alone.output

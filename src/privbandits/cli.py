@@ -220,6 +220,8 @@ def report_command(
     _existing_store(store)
     try:
         _check_out(out)
+        if also and book is None:
+            _fail("--also adds sections to the book: give --book FILE with it")
         if book is not None:
             from privbandits.experiments.writable import check_writable
 
@@ -245,7 +247,8 @@ def report_command(
                     from privbandits.experiments.book import section
 
                     sections.append(section(reproduction, options, paper))
-            sections += _also_sections(also or [], results)
+            if book:
+                sections += _also_sections(also or [], results)
         if book:
             from privbandits.experiments.book import write_book
 
