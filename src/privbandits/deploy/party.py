@@ -123,7 +123,7 @@ def network_for(
         raise ListenFailed(f"parties.{name}.address: cannot listen on {entry.address} ({reason(exc)})") from None
 
 
-def protocol_of(deployment: Deployment) -> DeployableProtocol:
+def protocol_of(deployment: Deployment) -> DeployableProtocol[Deployment]:
     """The party code of ``deployment``'s protocol (:data:`~privbandits.deploy.registry.PROTOCOLS`'s)."""
     return PROTOCOLS.get(deployment.protocol.name)
 

@@ -21,22 +21,34 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from privbandits.deploy.deployment_parts import DeploymentError, ProtocolSection
 
 if TYPE_CHECKING:
     from privbandits.comm import Network, TlsNetwork
-    from privbandits.deploy.deployment import Deployment
 
 OnRound = Callable[[int, int], None]
 
 
-class DeployableProtocol:
+class Session(Protocol):
+    """What the interface's defaults read of a deployment (a :class:`~privbandits.deploy.deployment.Deployment`)."""
+
+    @property
+    def deadline_s(self) -> float: ...
+
+
+D = TypeVar("D", bound=Session)
+"""The deployment a protocol's hooks take: ``Deployment[ItsSection]`` (this module never imports the deployment
+file's module, which consults :data:`PROTOCOLS`)."""
+
+
+class DeployableProtocol(Generic[D]):
     """A protocol whose parties run as separate processes (or threads) over mutually authenticated TCP.
 
     A subclass sets :attr:`section` and implements :meth:`run_party`; every other method is an optional hook
-    whose default is documented on it (what a protocol without that need gets).
+    whose default is documented on it (what a protocol without that need gets). Every hook takes the validated
+    deployment (``D``, a :class:`~privbandits.deploy.deployment.Deployment` whose ``protocol`` is a :attr:`section`).
     """
 
     section: type[ProtocolSection]
@@ -58,41 +70,41 @@ class DeployableProtocol:
         return self.section.ROLES
 
     def run_party(
-        self, deployment: Deployment, name: str, network: TlsNetwork, *, resume: bool, on_round: OnRound | None
+        self, deployment: D, name: str, network: TlsNetwork, *, resume: bool, on_round: OnRound | None
     ) -> dict:
         """Play party ``name`` over its linked ``network`` to the end of the session; its result (JSON-able; the
         runner adds the network's ledgers and writes it). ``resume``: continue from the party's checkpoint;
         ``on_round(t, total)``: called after each round by the party that learns the decisions."""
         raise NotImplementedError(f"{type(self).__name__} must implement run_party")
 
-    def receive_deadline(self, deployment: Deployment, name: str) -> float:
+    def receive_deadline(self, deployment: D, name: str) -> float:
         """Seconds party ``name`` waits for a message before it reports the sender lost; default: the file's
         ``deadline_s``."""
         return deployment.deadline_s
 
-    def peers(self, deployment: Deployment, name: str) -> list[str] | None:
+    def peers(self, deployment: D, name: str) -> list[str] | None:
         """The parties party ``name`` links to; default None: every other party."""
         return None
 
-    def prepare(self, deployment: Deployment, name: str) -> None:
+    def prepare(self, deployment: D, name: str) -> None:
         """Work party ``name`` does before it links up (e.g. a costly set-up the others should not wait on while
         linked); default: none."""
 
-    def keeps_listening(self, deployment: Deployment, name: str) -> bool:
+    def keeps_listening(self, deployment: D, name: str) -> bool:
         """Whether party ``name`` keeps accepting connections once linked (e.g. from devices); default False."""
         return False
 
-    def rejoin(self, deployment: Deployment) -> tuple[float, float] | None:
+    def rejoin(self, deployment: D) -> tuple[float, float] | None:
         """``(rejoin_s, backoff_s)`` when a lost peer may come back (its network is a
         :class:`~privbandits.comm.tls.rejoin.RejoinNetwork`); default None: a lost peer is lost."""
         return None
 
-    def write_synthetic_data(self, deployment: Deployment) -> dict[str, Path]:
+    def write_synthetic_data(self, deployment: D) -> dict[str, Path]:
         """Write each party's local data file for the protocol's synthetic problem (``deploy data``); the files
         by party. Default: refused (unless :attr:`no_data_files` says why no party needs one)."""
         raise DeploymentError(f"protocol {self.name!r} has no synthetic data files to write")
 
-    def run_in_memory(self, deployment: Deployment, network: Network | None = None) -> Any:
+    def run_in_memory(self, deployment: D, network: Network | None = None) -> Any:
         """The in-memory run the deployed parties must equal (its form is the protocol's); default: refused."""
         raise DeploymentError(f"protocol {self.name!r} has no in-memory run")
 
@@ -108,20 +120,20 @@ class DeployableProtocol:
 
 
 @dataclass
-class PartyFunctions(DeployableProtocol):
+class PartyFunctions(DeployableProtocol[D]):
     """A :class:`DeployableProtocol` whose party code is a module's functions, each hook passed by name (a hook
     left None keeps the interface's default). How the built-in protocols declare theirs."""
 
     section: type[ProtocolSection]
     party_modules: tuple[str, ...] = field()  # required (the base class has a default)
     play: Callable[..., dict]
-    deadline: Callable[[Any, str], float]
-    data: Callable[[Any], dict[str, Path]] | None = None
+    deadline: Callable[[D, str], float]
+    data: Callable[[D], dict[str, Path]] | None = None
     in_memory: Callable[..., Any] | None = None
-    linked_peers: Callable[[Any, str], list[str] | None] | None = None
-    before_linking: Callable[[Any, str], None] | None = None
-    listening: Callable[[Any, str], bool] | None = None
-    rejoining: Callable[[Any], tuple[float, float]] | None = None
+    linked_peers: Callable[[D, str], list[str] | None] | None = None
+    before_linking: Callable[[D, str], None] | None = None
+    listening: Callable[[D, str], bool] | None = None
+    rejoining: Callable[[D], tuple[float, float]] | None = None
     no_data_files: str | None = None
 
     def run_party(self, deployment, name, network, *, resume, on_round):
@@ -156,7 +168,7 @@ class PartyFunctions(DeployableProtocol):
 class _Entry:
     section: type[ProtocolSection]
     target: str | None = None  # "module:attribute" of the party code, until it is loaded
-    plugin: DeployableProtocol | None = None
+    plugin: DeployableProtocol[Any] | None = None
 
 
 class ProtocolRegistry:
@@ -165,7 +177,7 @@ class ProtocolRegistry:
     def __init__(self) -> None:
         self._entries: dict[str, _Entry] = {}
 
-    def register(self, plugin: DeployableProtocol) -> None:
+    def register(self, plugin: DeployableProtocol[Any]) -> None:
         """Register ``plugin`` under its section's name; refused (``ValueError``) if that name is taken."""
         self._add(_Entry(plugin.section, plugin=plugin))
 
@@ -189,7 +201,7 @@ class ProtocolRegistry:
         del self._entries[name]
 
     @contextmanager
-    def extended(self, *plugins: DeployableProtocol) -> Iterator[ProtocolRegistry]:
+    def extended(self, *plugins: DeployableProtocol[Any]) -> Iterator[ProtocolRegistry]:
         """Register ``plugins`` for the ``with`` block, then forget them (e.g. a test's own protocol)."""
         added: list[str] = []
         try:
@@ -210,7 +222,7 @@ class ProtocolRegistry:
         entry = self._entries.get(name) if isinstance(name, str) else None
         return None if entry is None else entry.section
 
-    def get(self, name: str) -> DeployableProtocol:
+    def get(self, name: str) -> DeployableProtocol[Any]:
         """The party code of protocol ``name`` (imported on first use); :class:`DeploymentError` listing the
         registered protocols if there is none."""
         entry = self._entries.get(name)
@@ -223,7 +235,7 @@ class ProtocolRegistry:
         return entry.plugin
 
 
-def _load(entry: _Entry) -> DeployableProtocol:
+def _load(entry: _Entry) -> DeployableProtocol[Any]:
     module, _, attribute = str(entry.target).partition(":")
     plugin = getattr(importlib.import_module(module), attribute)
     if not isinstance(plugin, DeployableProtocol) or plugin.section is not entry.section:
