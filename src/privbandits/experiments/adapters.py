@@ -14,17 +14,36 @@ small classes translate:
   puller, and the rewarder inputs the reward inside the same protocol round).
 
 Each also reports ``metrics()``: scalar outcomes a protocol measures besides
-rewards (communication counts, privacy accounting), stored with the run.
+rewards (communication counts, privacy accounting), stored with the run; a learner that
+measures its privacy says so by being a :class:`PrivateLearner` (its ``privacy_metrics()``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from privbandits.experiments.sources import Round
+
+
+@runtime_checkable
+class PrivateLearner(Protocol):
+    """A learner that measures what its privacy costs: the DP LinUCB baselines
+    (:class:`~privbandits.protocols.dp.base.PrivateLinUCB`), FCLUB
+    (:class:`~privbandits.protocols.fclub.driver.FederatedClusteredBandit`) and the private MPC ε-greedy learner
+    (:class:`~privbandits.protocols.mpc_bandit.PrivateEpsilonGreedy`)."""
+
+    def privacy_metrics(self) -> dict[str, float]:
+        """Scalars a run stores besides its rewards: privacy accounting (and the messages it took, where the
+        learner's parties exchange them)."""
+        ...
+
+
+def private_metrics(learner: object) -> dict[str, float]:
+    """``learner.privacy_metrics()`` for a :class:`PrivateLearner`; nothing for any other learner."""
+    return learner.privacy_metrics() if isinstance(learner, PrivateLearner) else {}
 
 
 class PolicyLearner:
@@ -47,9 +66,8 @@ class PolicyLearner:
         return getattr(self.policy, "traffic", None)
 
     def metrics(self) -> dict[str, float]:
-        """The policy's ``privacy_metrics()`` where it has them (the DP baselines), else nothing."""
-        report = getattr(self.policy, "privacy_metrics", None)
-        return {} if report is None else report()
+        """The policy's privacy metrics where it is a :class:`PrivateLearner` (the DP baselines), else nothing."""
+        return private_metrics(self.policy)
 
 
 class UserLearner:
@@ -69,6 +87,8 @@ class UserLearner:
         return None  # reported by metrics(): FCLUB's phases are not the setup/round split of the summary
 
     def metrics(self) -> dict[str, float]:
+        """The uploads, downloads and clusters of every such protocol; then FCLUB's :class:`PrivateLearner`
+        metrics (its messages, and its privacy accounting when private)."""
         bandit = self.policy
         counts = bandit.communication
         metrics: dict[str, float] = {
@@ -77,17 +97,7 @@ class UserLearner:
             "downloads": counts.downloads + counts.renewals,
             "clusters": len(bandit.partition()),
         }
-        network = getattr(bandit, "network", None)
-        if network is not None:
-            total = network.traffic.total()
-            metrics |= {"bytes": total.bytes, "messages": total.messages}
-        if hasattr(bandit, "privacy_report") and bandit.config.private:
-            report = bandit.privacy_report()
-            metrics |= {
-                "claimed_epsilon": report.claimed_epsilon,
-                "accounted_epsilon_per_datum": report.accounted_epsilon_per_datum,
-            } | bandit.bounds.metrics()
-        return metrics
+        return metrics | private_metrics(bandit)
 
 
 class StepLearner:
@@ -108,8 +118,5 @@ class StepLearner:
         return None if engine is None else engine.traffic
 
     def metrics(self) -> dict[str, float]:
-        metrics: dict[str, Any] = {}
-        if hasattr(self.policy, "invalid_openings"):
-            metrics["invalid_openings"] = self.policy.invalid_openings
-            metrics["privacy_loss_per_action"] = self.policy.config.privacy_loss
-        return metrics
+        """The private learner's openings and privacy loss (:class:`PrivateLearner`); nothing for its twin."""
+        return private_metrics(self.policy)

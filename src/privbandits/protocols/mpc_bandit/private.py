@@ -162,6 +162,11 @@ class PrivateEpsilonGreedy:
         self._rewarder = self._outside.get(config.rewarder, config.rewarder)
         self.inverse, self.b = _share_initial_model(engine, config, self._outside.get(config.puller, config.puller))
 
+    def privacy_metrics(self) -> dict[str, float]:
+        """Scalars a run stores (:class:`~privbandits.experiments.adapters.PrivateLearner`): the openings refused as
+        invalid and the privacy loss of each opened action."""
+        return {"invalid_openings": self.invalid_openings, "privacy_loss_per_action": self.config.privacy_loss}
+
     def step(self, x: np.ndarray, pull: Callable[[int], float]) -> int:
         """Play one round on context ``x`` (D,); ``pull(arm)`` is the environment, whose
         reward only p″ sees. Returns a_t as learned by p′."""
