@@ -342,7 +342,8 @@ SESSION_FIELDS = {"name", "deadline_s", "connect_deadline_s", "checkpoint_every"
 
 
 AnyProtocol = VerticalProtocol | MPCProtocol | P2BProtocol | FCLUBProtocol
-P = TypeVar("P", bound=AnyProtocol, default=AnyProtocol, covariant=True)
+"""The built-in protocols' sections (a plug-in's is another :class:`ProtocolSection`)."""
+P = TypeVar("P", bound=ProtocolSection, default=AnyProtocol, covariant=True)
 """The protocol section's class, for a type checker: ``Deployment[P2BProtocol]`` where code knows which it runs."""
 Q = TypeVar("Q", VerticalProtocol, MPCProtocol, P2BProtocol, FCLUBProtocol)
 
