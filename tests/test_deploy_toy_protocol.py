@@ -8,7 +8,9 @@ mutual TLS on 127.0.0.1), in threads of this process; each must equal the toy's 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
 from privbandits.deploy.local import resolve_local
 from privbandits.deploy.party import protocol_of, run_party
-from privbandits.deploy.registry import PROTOCOLS
+from privbandits.deploy.registry import ENTRY_POINTS, PROTOCOLS
 
 BUILT_IN = "'vertical-o3m' or 'mpc-epsilon-greedy' or 'p2b' or 'fclub'"
 
@@ -115,6 +117,28 @@ def test_the_registry_is_restored_and_names_a_registered_protocol_in_its_errors(
     assert NAME not in PROTOCOLS.names()
     with pytest.raises(DeploymentError, match=f"^{path}: {unknown}$"):
         load_deployment(path)
+
+
+def test_an_installed_toy_protocol_runs_as_processes_with_deploy_local(tmp_path):
+    """Declared as an entry point by an installed package (its ``.dist-info`` on the path), the toy is found by every
+    process: ``deploy certs`` and ``deploy local`` in a process of their own, each party in another."""
+    site = tmp_path / "site" / "toy_plugin-0.1.dist-info"
+    site.mkdir(parents=True)
+    (site / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-plugin\nVersion: 0.1\n")
+    (site / "entry_points.txt").write_text(f"[{ENTRY_POINTS}]\n{NAME} = toy_protocol:TOY\n")
+    paths = [str(site.parent), str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "COLUMNS": "200"}
+    path = _write(tmp_path)
+    for command in (["certs", str(path)], ["local", str(path), "--no-progress"]):
+        done = subprocess.run([sys.executable, "-m", "privbandits.deploy.cli", "deploy", *command], env=env,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert "5 sums checked" in done.stdout  # the protocol's summary in the report
+    with PROTOCOLS.extended(TOY):
+        spec = load_deployment(path)
+        totals, _ = TOY.run_in_memory(spec)
+    assert json.loads(spec.result_path("asker").read_text())["totals"] == totals
+    assert json.loads(spec.result_path("answerer").read_text())["answered"] == 5
 
 
 def test_no_module_of_the_library_names_the_toy_protocol():

@@ -10,8 +10,9 @@ there by its name, and an unknown name is refused with the registered ones liste
 A protocol registers itself with :meth:`ProtocolRegistry.register` (its party code at hand) or
 :meth:`ProtocolRegistry.register_lazy` (its section, and the ``"module:attribute"`` of its party code, imported
 the first time a party of it runs), so reading a deployment file never imports a protocol's party code. The four
-built-in protocols register lazily at the end of :mod:`privbandits.deploy.deployment`; a test (or another package)
-registers its own for a while with :meth:`ProtocolRegistry.extended`.
+built-in protocols register lazily at the end of :mod:`privbandits.deploy.deployment`; an installed package
+declares its own as an entry point (group :data:`ENTRY_POINTS`), found by every process at the first name the
+registry does not know; a test registers its own for a while with :meth:`ProtocolRegistry.extended`.
 """
 
 from __future__ import annotations
@@ -174,8 +175,25 @@ class _Entry:
 class ProtocolRegistry:
     """Deployable protocols by name, in registration order."""
 
-    def __init__(self) -> None:
+    def __init__(self, entry_points: str | None = None) -> None:
         self._entries: dict[str, _Entry] = {}
+        self._group = entry_points  # installed packages' protocols: discovered at the first unknown name
+
+    def _discover(self) -> None:
+        """Register, once, the protocols installed packages declare as entry points of the group (each
+        ``NAME = "module:attribute"``, a :class:`DeployableProtocol` named NAME): a plug-in's own process
+        (``deploy local``'s parties) finds it without being told."""
+        group, self._group = self._group, None
+        if group is None:
+            return
+        from importlib.metadata import entry_points
+
+        for point in entry_points(group=group):
+            if point.name not in self._entries:
+                plugin = point.load()
+                if not isinstance(plugin, DeployableProtocol) or plugin.name != point.name:
+                    raise TypeError(f"entry point {point.name} = {point.value!r} ({group}) is not its protocol")
+                self.register(plugin)
 
     def register(self, plugin: DeployableProtocol[Any]) -> None:
         """Register ``plugin`` under its section's name; refused (``ValueError``) if that name is taken."""
@@ -214,17 +232,24 @@ class ProtocolRegistry:
                 self.unregister(name)
 
     def names(self) -> tuple[str, ...]:
-        """The registered protocols' names, in registration order."""
+        """The registered protocols' names, in registration order (installed plug-ins' last)."""
+        self._discover()
         return tuple(self._entries)
 
     def section(self, name: object) -> type[ProtocolSection] | None:
         """The section model of protocol ``name``; None if no protocol of that name is registered."""
-        entry = self._entries.get(name) if isinstance(name, str) else None
+        if not isinstance(name, str):
+            return None
+        if name not in self._entries:
+            self._discover()
+        entry = self._entries.get(name)
         return None if entry is None else entry.section
 
     def get(self, name: str) -> DeployableProtocol[Any]:
         """The party code of protocol ``name`` (imported on first use); :class:`DeploymentError` listing the
         registered protocols if there is none."""
+        if name not in self._entries:
+            self._discover()
         entry = self._entries.get(name)
         if entry is None:
             raise DeploymentError(
@@ -243,6 +268,9 @@ def _load(entry: _Entry) -> DeployableProtocol[Any]:
     return plugin
 
 
-PROTOCOLS = ProtocolRegistry()
-"""The deployable protocols: the four built-in ones (registered by :mod:`privbandits.deploy.deployment`) and any
-registered since."""
+ENTRY_POINTS = "privbandits.deploy_protocols"
+"""The entry-point group an installed package declares its deployable protocols in (``NAME = "module:attribute"``)."""
+
+PROTOCOLS = ProtocolRegistry(ENTRY_POINTS)
+"""The deployable protocols: the four built-in ones (registered by :mod:`privbandits.deploy.deployment`), those
+installed packages declare (:data:`ENTRY_POINTS`, found at the first unknown name) and any registered since."""
