@@ -1,11 +1,12 @@
 """The experiments' learner kinds and private learners: a DP kind without a learner is refused (not silently the
-shuffle model), and the learners that measure their privacy are exactly the :class:`PrivateLearner` ones."""
+shuffle model), the learners that measure their privacy are exactly the :class:`PrivateLearner` ones, and a
+learner's traffic is reported where it is a :class:`NetworkedLearner`."""
 
 from __future__ import annotations
 
 import pytest
 
-from privbandits.experiments.adapters import PolicyLearner, PrivateLearner, private_metrics
+from privbandits.experiments.adapters import PolicyLearner, PrivateLearner, private_metrics, traffic_of
 from privbandits.experiments.registry import dp_learner
 from privbandits.linear import EpsilonGreedy, LinTS, LinUCB
 from privbandits.protocols.dp import JointDPLinUCB, LocalDPLinUCB, ShuffleDPLinUCB
@@ -37,3 +38,13 @@ def test_an_adapter_reports_a_private_learner_s_metrics_and_nothing_for_another(
     assert PolicyLearner(dp).metrics() == dp.privacy_metrics() == private_metrics(dp)
     assert set(dp.privacy_metrics()) >= {"claimed_epsilon", "claimed_delta", "noise_std"}
     assert PolicyLearner(LinUCB(3, 2)).metrics() == {} == private_metrics(LinUCB(3, 2))
+
+
+def test_a_learner_whose_parties_exchange_messages_reports_its_traffic_and_another_none():
+    import numpy as np
+
+    vertical = VerticalFederatedBandit([2, 2], LinUCB(3, 4), rng=np.random.default_rng(0))
+    arm = vertical.select(np.random.default_rng(1).normal(size=(3, 4)))
+    assert 0 <= arm < 3 and traffic_of(vertical) is vertical.network.traffic is PolicyLearner(vertical).traffic
+    assert traffic_of(vertical).total().messages > 0
+    assert traffic_of(LinUCB(3, 4)) is None and PolicyLearner(LinUCB(3, 4)).traffic is None

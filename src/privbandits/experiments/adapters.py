@@ -15,7 +15,8 @@ small classes translate:
 
 Each also reports ``metrics()``: scalar outcomes a protocol measures besides
 rewards (communication counts, privacy accounting), stored with the run; a learner that
-measures its privacy says so by being a :class:`PrivateLearner` (its ``privacy_metrics()``).
+measures its privacy says so by being a :class:`PrivateLearner` (its ``privacy_metrics()``), and one whose
+parties exchange messages by being a :class:`NetworkedLearner` (its ``traffic``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from privbandits.comm import Traffic
 from privbandits.experiments.sources import Round
 
 
@@ -39,6 +41,22 @@ class PrivateLearner(Protocol):
         """Scalars a run stores besides its rewards: privacy accounting (and the messages it took, where the
         learner's parties exchange them)."""
         ...
+
+
+@runtime_checkable
+class NetworkedLearner(Protocol):
+    """A learner whose parties exchange messages (the vertical protocol, the private MPC learner): the run reports
+    its setup and round traffic."""
+
+    @property
+    def traffic(self) -> Traffic:
+        """The ledger of the messages its parties sent."""
+        ...
+
+
+def traffic_of(learner: object) -> Traffic | None:
+    """``learner.traffic`` for a :class:`NetworkedLearner`; None for any other learner."""
+    return learner.traffic if isinstance(learner, NetworkedLearner) else None
 
 
 def private_metrics(learner: object) -> dict[str, float]:
@@ -62,8 +80,8 @@ class PolicyLearner:
         self.policy.update(self._seen(round.contexts), arm, reward)
 
     @property
-    def traffic(self):
-        return getattr(self.policy, "traffic", None)
+    def traffic(self) -> Traffic | None:
+        return traffic_of(self.policy)
 
     def metrics(self) -> dict[str, float]:
         """The policy's privacy metrics where it is a :class:`PrivateLearner` (the DP baselines), else nothing."""
@@ -113,9 +131,8 @@ class StepLearner:
         """Nothing left to do: the step has learned from the reward it pulled."""
 
     @property
-    def traffic(self):
-        engine = getattr(self.policy, "engine", None)
-        return None if engine is None else engine.traffic
+    def traffic(self) -> Traffic | None:
+        return traffic_of(self.policy)
 
     def metrics(self) -> dict[str, float]:
         """The private learner's openings and privacy loss (:class:`PrivateLearner`); nothing for its twin."""
