@@ -17,7 +17,7 @@ from privbandits.deploy.deployment import Deployment
 from privbandits.deploy.local import child_environment, preload
 
 VERTICAL_AND_MPC = ["privbandits.deploy.cli", "privbandits.deploy.party", "privbandits.deploy.console",
-                    vertical.__name__, *vertical.PARTY_IMPORTS, mpc.__name__, *mpc.PARTY_IMPORTS]  # fmt: skip
+                    *vertical.DEPLOYABLE.party_modules, *mpc.DEPLOYABLE.party_modules]  # fmt: skip
 """What the parties of a vertical or an MPC deployment import (:func:`privbandits.deploy.local.preload`)."""
 
 

@@ -171,7 +171,7 @@ def test_refused_reward_voids_the_round_in_both_learners_alike(config, reward):
     # the opening happened and is accounted: one ledger entry per action opened to p′, none pending
     to_puller = [e for e in private.engine.network.transcript if e.phase == ROUND and e.receiver == "puller"]
     assert len(private.ledger.entries) == openings + 1 == len(to_puller) // len(PARTITION)
-    assert not any(private.engine.network._queues.values())
+    assert not private.engine.network.pending()
     for _ in range(4):  # still in step with the twin (same exploration draws consumed)
         x = _unit(rng)
         assert private.step(x, _reward(config)) == twin.step(x, _reward(config))

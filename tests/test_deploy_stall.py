@@ -17,9 +17,10 @@ import time
 import pytest
 from small_deployments import assert_equals_in_memory, deployment, encoder_cache, results, wait_mid_run
 
+from privbandits.deploy import fclub
 from privbandits.deploy.deployment import load_deployment
 from privbandits.deploy.local import start_parties, survivable, wait_parties
-from privbandits.deploy.party import EXIT_LOST, _protocol
+from privbandits.deploy.party import EXIT_LOST, protocol_of
 
 __all__ = ["encoder_cache"]  # the module's fixture
 
@@ -56,9 +57,9 @@ def stall(tmp_path, kind: str, victim: str) -> tuple[object, dict, dict, float]:
 
 def longest_wait(spec, victim: str) -> float:
     """The longest any other party waits for a message (FCLUB's idle servers wait longer than their deadline)."""
-    protocol = _protocol(spec)
+    protocol = protocol_of(spec)
     longest = max(protocol.receive_deadline(spec, name) for name in spec.parties if name != victim)
-    return max(longest, getattr(protocol, "IDLE", 0.0) * spec.deadline_s)
+    return max(longest, fclub.IDLE * spec.deadline_s if spec.protocol.name == "fclub" else 0.0)
 
 
 @pytest.mark.slow  # about 2 min in all on 2 cores

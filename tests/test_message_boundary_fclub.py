@@ -58,15 +58,8 @@ def run_on(network: Network, config: FCLUBConfig, seed: int = 0, env: ClusteredL
 
 
 def waiting(network: InMemoryNetwork) -> list[tuple[str, str, str]]:
-    """``(sender, receiver, kind)`` of every message nobody received.
-
-    Uses ``InMemoryNetwork.pending()`` where the network has it; otherwise (it is being added alongside this
-    change) reads the network's queues directly.
-    """
-    pending = getattr(network, "pending", None)
-    if pending is not None:
-        return list(pending())
-    return [(e.sender, e.receiver, e.message.kind) for queue in network._queues.values() for e, _ in queue]
+    """``(sender, receiver, kind)`` of every message nobody received (:meth:`InMemoryNetwork.pending`)."""
+    return list(network.pending())
 
 
 CONFIGS = {

@@ -238,7 +238,7 @@ def test_a_plaintext_connection_is_refused_before_any_frame(pki):
 
 
 def raw_link(net: TlsNetwork, peer: str):
-    return net._links[peer]
+    return net.link(peer)
 
 
 def test_a_replayed_frame_is_refused(pki):
@@ -365,7 +365,7 @@ def test_a_receive_outlasts_a_shorter_socket_timeout_set_before_it(pki):
     (here 0.3 s) makes the read retry until the message comes (0.8 s) within the deadline (3 s)."""
     nets = linked(pki, ["a", "b"])
     a, b = Party("a", nets["a"]), Party("b", nets["b"])
-    nets["a"]._links["b"].set_timeout(0.3)
+    nets["a"].link("b").set_timeout(0.3)
 
     def late() -> None:
         time.sleep(0.8)

@@ -94,7 +94,7 @@ def test_a_party_sends_only_as_its_own_devices_and_learns_when_the_receiver_is_g
         send_own(nets["b"], "c-device1", "a", EncodedReport(1, 0, 0))
     with pytest.raises(ProtocolError, match="outside any phase"):
         send_own(nets["b"], "b-device1", "a", EncodedReport(1, 0, 0))
-    nets["a"]._close_sockets()  # the receiver is gone: its listener with it
+    nets["a"].close_sockets()  # the receiver is gone: its listener with it
     with nets["b"].phase(ROUND), pytest.raises(PeerLost, match=r"^lost peer 'a' in round \d+: 'b-device1' could not"):
         send_own(nets["b"], "b-device1", "a", EncodedReport(1, 0, 0))
 

@@ -145,7 +145,7 @@ def test_a_peer_that_vanishes_while_a_waits_is_named(pki):
 
     def vanish() -> None:
         time.sleep(0.2)
-        nets["b"]._close_sockets()  # the process died: no CLOSE frame
+        nets["b"].close_sockets()  # the process died: no CLOSE frame
 
     job = Background(vanish)
     with (
@@ -208,7 +208,7 @@ def test_peek_names_the_next_sender_and_kind_and_leaves_the_message_waiting_in_o
 def test_a_dropped_peer_is_skipped_by_waits_refused_on_send_and_not_awaited_at_close(pki):
     nets = linked(pki, ["a", "b", "c"], deadline=10.0)
     a, c = Party("a", nets["a"]), Party("c", nets["c"])
-    nets["b"]._close_sockets()  # b is gone without a word (as a killed process: its connections just end)
+    nets["b"].close_sockets()  # b is gone without a word (as a killed process: its connections just end)
     with pytest.raises(PeerLost) as lost:
         a.peek(WANTED)
     assert lost.value.peer == "b"

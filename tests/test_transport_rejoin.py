@@ -59,7 +59,7 @@ class Session:
                              handshake_timeout=2.0, rejoin_s=self.rejoin_s, backoff_s=0.2)  # fmt: skip
 
     def kill_b(self) -> None:
-        self.b._close_sockets()  # no CLOSE: as the kernel ends a killed process's connections
+        self.b.close_sockets()  # no CLOSE: as the kernel ends a killed process's connections
 
     def restart_b(self) -> RejoinNetwork:
         self.b = self._network("b").connect()

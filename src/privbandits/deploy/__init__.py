@@ -6,11 +6,15 @@ deployment, deployment_parts, deployment_p2b
     The deployment file (TOML): protocol, parameters, and each party's address,
     certificate, key and local data file, validated with pydantic; what every protocol
     section builds on; P2B's section.
+registry
+    Deployable protocols as plug-ins: the interface of a protocol's party code
+    (:class:`~privbandits.deploy.registry.DeployableProtocol`) and the registry the parser, the party
+    runner and the CLI look protocols up in (:data:`~privbandits.deploy.registry.PROTOCOLS`).
 entropy
     Where a deployed party's randomness comes from: OS entropy, or the file's seed when asked.
 vertical, mpc, p2b, fclub
     Each protocol's parties as processes (``run_party``), its synthetic data files and the
-    in-memory run it must equal (``run_in_memory``).
+    in-memory run it must equal (``run_in_memory``); its ``DEPLOYABLE``, what the registry runs.
 p2b_data, p2b_front, p2b_outcome, p2b_rejoin, p2b_load
     P2B's data files; the shuffler's device front end; the outcome from the result files and
     the in-memory run; restarting one party while the others run; a load generator.

@@ -101,21 +101,20 @@ def data(deployment: DeploymentArgument) -> None:
     """Write each party's local data file for the protocol's synthetic problem (to try a deployment out)."""
     from rich.console import Console
 
-    spec = _load(deployment)
-    if spec.protocol.name == "vertical-o3m":
-        from privbandits.deploy.vertical import write_synthetic_data
-    elif spec.protocol.name == "p2b":
-        from privbandits.deploy.p2b import write_synthetic_data
-    elif spec.protocol.name == "fclub":
-        Console().print("fclub: no data files (every party derives the synthetic users from the seed)")
-        return
-    else:
-        from privbandits.deploy.mpc import write_synthetic_data
+    from privbandits.deploy.deployment import DeploymentError
+    from privbandits.deploy.party import protocol_of
 
+    spec = _load(deployment)
+    protocol = protocol_of(spec)
+    if protocol.no_data_files is not None:
+        Console().print(f"{protocol.name}: no data files ({protocol.no_data_files})")
+        return
     try:
-        written = write_synthetic_data(spec)
+        written = protocol.write_synthetic_data(spec)
     except OSError as exc:
         _fail(f"{exc.filename}: cannot write a data file ({_reason(exc)})")
+    except DeploymentError as exc:
+        _fail(str(exc))
     for name, path in written.items():
         Console().print(f"{name}: {path}", highlight=False)
 
@@ -297,6 +296,7 @@ def _report(spec, codes: dict[str, int], parties, console) -> None:
     from rich.table import Table
 
     from privbandits.deploy.console import link_summary
+    from privbandits.deploy.party import protocol_of
 
     results = {}
     for name in spec.parties:
@@ -308,14 +308,7 @@ def _report(spec, codes: dict[str, int], parties, console) -> None:
         table.add_column(column)
     for party in parties:
         code = codes[party.name]
-        outcome = "done" if code == 0 else party.last_error
-        if code == 0 and "cumulative_reward" in results.get(party.name, {}):
-            result = results[party.name]
-            outcome = f"{result['rounds']} rounds, cumulative reward {result['cumulative_reward']:.2f}"
-            if "cumulative_regret" in result:
-                outcome += f", regret {result['cumulative_regret']:.2f}"
-        elif code == 0 and "outcome" in results.get(party.name, {}):
-            outcome = results[party.name]["outcome"]
+        outcome = protocol_of(spec).summary(results.get(party.name, {})) if code == 0 else party.last_error
         table.add_row(party.name, spec.parties[party.name].role, str(code), outcome)
     console.print(table)
     if len(results) != len(spec.parties):

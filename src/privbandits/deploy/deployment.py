@@ -47,7 +47,8 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, SerializeAsAny, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError, PydanticKnownError
 from typing_extensions import TypeIs, TypeVar
 
 from privbandits.deploy.deployment_p2b import P2BProtocol
@@ -56,6 +57,7 @@ from privbandits.deploy.deployment_parts import (  # what every protocol section
     PARTY_NAME,
     DeploymentError,
     PartyEntry,
+    ProtocolSection,
     _roles,
     _Strict,
     bundle_files,
@@ -63,9 +65,10 @@ from privbandits.deploy.deployment_parts import (  # what every protocol section
 from privbandits.deploy.deployment_parts import (
     parse_address as parse_address,  # re-exported
 )
+from privbandits.deploy.registry import PROTOCOLS
 
 
-class VerticalProtocol(_Strict):
+class VerticalProtocol(ProtocolSection):
     """VFUCB / VFTS with O3M masks (spec ``vertical-o3m.md``)."""
 
     name: Literal["vertical-o3m"]
@@ -139,7 +142,7 @@ class VerticalProtocol(_Strict):
                 raise ValueError(f"parties.{name}.data: the {entry.role} party needs its local data file")
 
 
-class MPCProtocol(_Strict):
+class MPCProtocol(ProtocolSection):
     """The private multi-party ε-greedy bandit (spec ``mpc-bandit.md``, Alg. 1).
 
     Roles: one ``dealer`` (the trusted dealer of correlated randomness and exploration
@@ -251,7 +254,7 @@ class MPCProtocol(_Strict):
                 raise ValueError(f"parties.{name}.data: the {entry.role} party needs its file ({what})")
 
 
-class FCLUBProtocol(_Strict):
+class FCLUBProtocol(ProtocolSection):
     """FCLUB (spec ``fclub.md``): local servers, the global server and the users (:mod:`privbandits.deploy.fclub`).
 
     Roles: one ``users`` party (the users' devices: the synthetic environment of spec §6.2,
@@ -339,7 +342,8 @@ SESSION_FIELDS = {"name", "deadline_s", "connect_deadline_s", "checkpoint_every"
 
 
 AnyProtocol = VerticalProtocol | MPCProtocol | P2BProtocol | FCLUBProtocol
-P = TypeVar("P", bound=AnyProtocol, default=AnyProtocol, covariant=True)
+"""The built-in protocols' sections (a plug-in's is another :class:`ProtocolSection`)."""
+P = TypeVar("P", bound=ProtocolSection, default=AnyProtocol, covariant=True)
 """The protocol section's class, for a type checker: ``Deployment[P2BProtocol]`` where code knows which it runs."""
 Q = TypeVar("Q", VerticalProtocol, MPCProtocol, P2BProtocol, FCLUBProtocol)
 
@@ -366,10 +370,10 @@ class Deployment(_Strict, Generic[P]):
         "and demos only: anyone holding this file can recompute them (no privacy); false draws each party's secret "
         "randomness from OS entropy (privbandits.deploy.entropy)",
     )
-    if TYPE_CHECKING:  # one of AnyProtocol (validated below); Deployment[P2BProtocol]'s is a P2BProtocol
+    if TYPE_CHECKING:  # a registered protocol's section (validated below); Deployment[P2BProtocol]'s is a P2BProtocol
         protocol: P
     else:
-        protocol: AnyProtocol = Field(discriminator="name")
+        protocol: SerializeAsAny[ProtocolSection]
     parties: dict[str, PartyEntry] = Field(min_length=2)
     source: Path | None = Field(None, exclude=True)
 
@@ -383,6 +387,21 @@ class Deployment(_Strict, Generic[P]):
                     "(it is the DNS name in the party's certificate)"
                 )
         return value
+
+    @field_validator("protocol", mode="plain")
+    @classmethod
+    def _protocol(cls, value: Any) -> ProtocolSection:
+        """The section of the protocol ``value["name"]`` names, validated by that protocol's model (the registry's)."""
+        if isinstance(value, ProtocolSection):
+            return value
+        if not isinstance(value, dict):
+            raise PydanticKnownError("model_attributes_type")
+        if "name" not in value:
+            raise PydanticCustomError("union_tag_not_found", "protocol.name missing")
+        section = PROTOCOLS.section(value["name"])
+        if section is None:
+            raise PydanticCustomError("union_tag_invalid", "unknown protocol.name")
+        return section.model_validate(value)
 
     @model_validator(mode="before")
     @classmethod
@@ -531,20 +550,15 @@ def _resolve(data: dict, base: Path) -> dict:
     return data
 
 
-_PROTOCOLS = ("vertical-o3m", "mpc-epsilon-greedy", "p2b", "fclub")
-
-
 def _explain(exc: ValidationError) -> str:
     lines = []
     for error in exc.errors():
         loc = list(error["loc"])
-        if loc[:1] == ["protocol"] and len(loc) > 1 and loc[1] in _PROTOCOLS:
-            del loc[1]  # the tag pydantic puts in front of the chosen protocol's fields
         where = ".".join(str(part) for part in loc)
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] in ("union_tag_invalid", "union_tag_not_found"):
             where = "protocol.name"
-            message = f"Input should be {' or '.join(map(repr, _PROTOCOLS))}"
+            message = f"Input should be {' or '.join(map(repr, PROTOCOLS.names()))}"
         elif error["type"] == "missing" and loc[:1] == ["parties"] and loc[-1] in BUNDLE_FILES:
             message = "missing: name the file, or set `bundles` (the folder holding each party's bundle, BUNDLES/NAME/)"
         elif isinstance(error.get("input"), int | float) and not isinstance(error["input"], bool):
@@ -572,3 +586,11 @@ def load_deployment(path: str | Path) -> Deployment:
     except tomllib.TOMLDecodeError as exc:
         raise DeploymentError(f"{path}: not valid TOML: {exc}") from None
     return parse_deployment(data, path.resolve().parent, path)
+
+
+# The built-in protocols: their sections are above (P2B's in deployment_p2b), their party code is imported when a
+# party runs.
+PROTOCOLS.register_lazy(VerticalProtocol, "privbandits.deploy.vertical:DEPLOYABLE")
+PROTOCOLS.register_lazy(MPCProtocol, "privbandits.deploy.mpc:DEPLOYABLE")
+PROTOCOLS.register_lazy(P2BProtocol, "privbandits.deploy.p2b_outcome:DEPLOYABLE")
+PROTOCOLS.register_lazy(FCLUBProtocol, "privbandits.deploy.fclub:DEPLOYABLE")

@@ -6,10 +6,10 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from privbandits.deploy.deployment_parts import PartyEntry, _roles, _Strict
+from privbandits.deploy.deployment_parts import PartyEntry, ProtocolSection, _roles
 
 
-class P2BProtocol(_Strict):
+class P2BProtocol(ProtocolSection):
     """P2B (spec ``p2b.md``): device hosts, the trusted shuffler and the server (:mod:`privbandits.deploy.p2b`).
 
     Roles: one ``shuffler`` and one ``server`` (neither holds private data) and one or more

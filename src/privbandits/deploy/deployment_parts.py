@@ -1,4 +1,5 @@
-"""What every protocol section of a deployment file builds on: parties, addresses, bundles, the strict base model.
+"""What every protocol section of a deployment file builds on: parties, addresses, bundles, the strict base model,
+and :class:`ProtocolSection`, the base class of every protocol's ``[protocol]`` section.
 
 Re-exported by :mod:`privbandits.deploy.deployment`; a protocol section in a module of its own
 (:mod:`privbandits.deploy.deployment_p2b`) imports it from here.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import ClassVar, get_args
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
@@ -20,6 +22,42 @@ class DeploymentError(ValueError):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ProtocolSection(_Strict):
+    """The ``[protocol]`` section of a deployment file: the base class of each protocol's section model.
+
+    A subclass declares ``name`` as a one-value ``Literal`` (the protocol's name in the file), its options as
+    pydantic fields, and the class attributes below; :meth:`check_parties` checks the file's parties against it.
+    A protocol is deployable once its section is registered with its party code
+    (:data:`privbandits.deploy.registry.PROTOCOLS`).
+    """
+
+    name: str
+
+    ROLES: ClassVar[tuple[str, ...]] = ()
+    """The roles a party of this protocol may have."""
+    REPORTER: ClassVar[str] = ""
+    """The role that learns the decisions (it reports progress and the final result)."""
+    BACKGROUND: ClassVar[tuple[str, ...]] = ()
+    """Roles whose work runs ahead of the rounds: lower priority on a shared host (``deploy local``)."""
+    SURVIVABLE: ClassVar[tuple[str, ...]] = ()
+    """Roles the session survives losing (``deploy local`` starts no countdown when one fails)."""
+    UNDIGESTED: ClassVar[tuple[str, ...]] = ()
+    """Options that change when messages are sent but no decision, so a checkpoint does not depend on them."""
+
+    @classmethod
+    def protocol_name(cls) -> str:
+        """The protocol's name in a deployment file: the one value of the ``name`` field's ``Literal``."""
+        values = get_args(cls.model_fields["name"].annotation)
+        if len(values) != 1 or not isinstance(values[0], str):
+            raise TypeError(f"{cls.__name__}.name must be declared as Literal['<protocol name>']")
+        return values[0]
+
+    def check_parties(self, parties: dict[str, PartyEntry]) -> None:
+        """Refuse (``ValueError`` naming the field) parties this protocol cannot run with; by default every
+        party's role must be one of :attr:`ROLES`."""
+        _roles(parties, self.ROLES, ())
 
 
 def parse_address(text: str) -> tuple[str, int]:

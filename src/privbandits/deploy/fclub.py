@@ -86,6 +86,7 @@ import numpy as np
 from privbandits.comm import Message, Network, PeerLost, ProtocolError, TlsNetwork, message
 from privbandits.deploy import entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError, FCLUBProtocol
+from privbandits.deploy.registry import PartyFunctions
 from privbandits.protocols.fclub.accounting import Communication
 from privbandits.protocols.fclub.rounds import play
 from privbandits.protocols.fclub_config import Calibration
@@ -393,3 +394,10 @@ def chain_upload(digest: str, sender: str | None, msg: PhaseUpload | Upload) -> 
     step.update(np.ascontiguousarray(msg.gram).tobytes())
     step.update(np.ascontiguousarray(msg.moment).tobytes())
     return step.hexdigest()
+
+
+DEPLOYABLE = PartyFunctions(
+    FCLUBProtocol, (__name__,), run_party, receive_deadline, in_memory=run_in_memory, linked_peers=peers,
+    before_linking=prepare, no_data_files="every party derives the synthetic users from the seed",
+)  # fmt: skip
+"""FCLUB's party code (registered by :mod:`privbandits.deploy.deployment`)."""

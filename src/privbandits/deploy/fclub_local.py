@@ -156,9 +156,7 @@ def _resume(
         return 0
     t = fclub_resume.agree(deployment, name, server)
     state = fclub_resume.load(deployment, name, t, network)
-    for key, value in state["server"].items():
-        setattr(server, key, value)
-    server._rows = list(zip(server.V, server.b, strict=True))
+    server.restore(state["server"])
     vars(events).update(vars(state["events"]))
     return t
 

@@ -37,7 +37,7 @@ from privbandits.deploy.party import (
     EXIT_HANDSHAKE,
     ListenFailed,
     check_own_files,
-    protocol_module,
+    protocol_of,
     reason,
 )
 from privbandits.deploy.zygote import ForkedProcess, ForkServer
@@ -94,12 +94,11 @@ def party_command(path: Path, name: str, *, progress_lines: bool = False, resume
 
 
 def preload(deployment: Deployment) -> list[str]:
-    """The modules every party of ``deployment`` imports: its protocol's party code (with the modules it imports
-    only when a party runs, its ``PARTY_IMPORTS``: the fork server imports them once, not each party) and the party
+    """The modules every party of ``deployment`` imports: its protocol's party code (its ``party_modules``, with
+    those it imports only when a party runs: the fork server imports them once, not each party) and the party
     runner."""
-    module = protocol_module(deployment)
     return ["privbandits.deploy.cli", "privbandits.deploy.party", "privbandits.deploy.console",
-            module.__name__, *getattr(module, "PARTY_IMPORTS", ())]  # fmt: skip
+            *protocol_of(deployment).party_modules]  # fmt: skip
 
 
 def child_environment() -> dict[str, str]:
@@ -110,14 +109,14 @@ def child_environment() -> dict[str, str]:
     return env
 
 
-def _holding(deployment: Deployment, roles: str) -> list[str]:
-    """The parties whose role is in the protocol's class attribute ``roles`` (none if it has no such attribute)."""
-    return [name for role in getattr(deployment.protocol, roles, ()) for name in deployment.names(role)]
+def _holding(deployment: Deployment, roles: Sequence[str]) -> list[str]:
+    """The parties whose role is in ``roles``, role by role, in file order."""
+    return [name for role in roles for name in deployment.names(role)]
 
 
 def background(deployment: Deployment) -> list[str]:
     """The parties whose work runs ahead of the rounds (the MPC dealer): they start at lower priority."""
-    return _holding(deployment, "BACKGROUND")
+    return _holding(deployment, deployment.protocol.BACKGROUND)
 
 
 def placement(deployment: Deployment, cpus: Sequence[int]) -> dict[str, int]:
@@ -230,13 +229,14 @@ def _collect(stream, lines: list[str]) -> None:
 
 def survivable(deployment: Deployment) -> list[str]:
     """The parties whose loss the others survive (FCLUB's local servers): their failure starts no countdown."""
-    return _holding(deployment, "SURVIVABLE")
+    return _holding(deployment, deployment.protocol.SURVIVABLE)
 
 
 def patience(deployment: Deployment) -> float:
     """Seconds the other parties may take to stop after one fails: the receive deadline (a stalled peer), or the
-    time they wait for a lost peer to come back (``protocol.rejoin_s``, where the protocol has it), the longer."""
-    return max(deployment.deadline_s, getattr(deployment.protocol, "rejoin_s", 0.0))
+    time they wait for a lost peer to come back (its protocol's ``rejoin`` hook), the longer."""
+    rejoin = protocol_of(deployment).rejoin(deployment)
+    return max(deployment.deadline_s, 0.0 if rejoin is None else rejoin[0])
 
 
 def wait_parties(

@@ -45,6 +45,7 @@ from privbandits.comm import Message, Network, Party, TlsNetwork, message
 from privbandits.deploy import checkpoint, entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError, MPCProtocol
 from privbandits.deploy.files import read_arrays, write_private_npz
+from privbandits.deploy.registry import PartyFunctions
 
 PARTY_IMPORTS = ("privbandits.protocols.mpc_bandit",)
 """Modules the parties import when they run (not when the CLI loads this one): a fork server preloads them."""
@@ -480,3 +481,10 @@ def _run_environment(deployment, name, network, resume, on_round) -> dict:
         "seconds_per_round": seconds / max(protocol.rounds - done, 1),
         "cpu_seconds_per_round": cpu / max(protocol.rounds - done, 1),
     }
+
+
+DEPLOYABLE = PartyFunctions(
+    MPCProtocol, (__name__, *PARTY_IMPORTS), run_party, receive_deadline,
+    data=write_synthetic_data, in_memory=run_in_memory,
+)  # fmt: skip
+"""The MPC protocol's party code (registered by :mod:`privbandits.deploy.deployment`)."""

@@ -1,4 +1,5 @@
-"""A P2B deployment's outcome from its parties' result files, and the in-memory run it must equal.
+"""A P2B deployment's outcome from its parties' result files, the in-memory run it must equal, and P2B's party code
+as a deployable protocol (:data:`DEPLOYABLE`).
 
 :func:`run_in_memory` is :func:`~privbandits.protocols.p2b.simulate` on the union of the device
 hosts' data with the deployment's encoder, config and seed. With ``reproducible = true`` the
@@ -21,10 +22,11 @@ import math
 import numpy as np
 
 from privbandits.comm import InMemoryNetwork
-from privbandits.deploy import entropy
+from privbandits.deploy import entropy, p2b
 from privbandits.deploy.deployment import Deployment, P2BProtocol
 from privbandits.deploy.p2b import config_of, encoder_of
 from privbandits.deploy.p2b_data import load_host, p2b_protocol
+from privbandits.deploy.registry import PartyFunctions
 
 SETTINGS = ("cold", "warm_non_private", "warm_private")
 """The late users' settings, as :class:`~privbandits.protocols.p2b.P2BOutcome`'s (the second only with the
@@ -114,3 +116,11 @@ def run_in_memory(deployment: Deployment[P2BProtocol], network: InMemoryNetwork 
     seed = entropy.seed_sequence(deployment, None, np.random.SeedSequence(protocol.seed))
     result = simulate(data, encoder_of(protocol), config_of(protocol), seed, network=network)
     return result, network
+
+
+DEPLOYABLE = PartyFunctions(
+    P2BProtocol, (__name__, p2b.__name__), p2b.run_party, p2b.receive_deadline, data=p2b.write_synthetic_data,
+    in_memory=run_in_memory, listening=p2b.keeps_listening, rejoining=p2b.rejoin,
+)  # fmt: skip
+"""P2B's party code, :mod:`privbandits.deploy.p2b`'s functions (registered by :mod:`privbandits.deploy.deployment`;
+declared here, beside its in-memory run, as ``p2b`` is near its size limit)."""

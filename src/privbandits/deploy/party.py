@@ -25,6 +25,7 @@ from privbandits.comm import HandshakeError, MessageDecodeError, PeerLost, Proto
 from privbandits.comm.frames import FrameError
 from privbandits.deploy.certs import BUNDLE_HINT, check_party
 from privbandits.deploy.deployment import BUNDLE_FILES, Deployment, DeploymentError
+from privbandits.deploy.registry import PROTOCOLS, DeployableProtocol
 
 EXIT_OK, EXIT_DEPLOYMENT, EXIT_LOST, EXIT_FRAME, EXIT_HANDSHAKE = 0, 2, 3, 4, 5
 
@@ -122,30 +123,9 @@ def network_for(
         raise ListenFailed(f"parties.{name}.address: cannot listen on {entry.address} ({reason(exc)})") from None
 
 
-def _protocol(deployment: Deployment):
-    """The module that plays the deployment's protocol: ``run_party`` and ``receive_deadline``."""
-    if deployment.protocol.name == "vertical-o3m":
-        from privbandits.deploy import vertical
-
-        return vertical
-    if deployment.protocol.name == "mpc-epsilon-greedy":
-        from privbandits.deploy import mpc
-
-        return mpc
-    if deployment.protocol.name == "p2b":
-        from privbandits.deploy import p2b
-
-        return p2b
-    if deployment.protocol.name == "fclub":
-        from privbandits.deploy import fclub
-
-        return fclub
-    raise DeploymentError(f"protocol {deployment.protocol.name!r} cannot run as processes yet")
-
-
-def protocol_module(deployment: Deployment):
-    """The module that runs ``deployment``'s parties (``privbandits.deploy.mpc``, …)."""
-    return _protocol(deployment)
+def protocol_of(deployment: Deployment) -> DeployableProtocol[Deployment]:
+    """The party code of ``deployment``'s protocol (:data:`~privbandits.deploy.registry.PROTOCOLS`'s)."""
+    return PROTOCOLS.get(deployment.protocol.name)
 
 
 def _rows(traffic) -> list[list]:
@@ -169,17 +149,16 @@ def run_party(
     learns the decisions, after each round.
     """
     try:
-        protocol = _protocol(deployment)
+        protocol = protocol_of(deployment)
         if name not in deployment.parties:
             raise DeploymentError(
                 f"no party named {name!r} in the deployment (parties: {', '.join(deployment.parties)})"
             )
-        peers = getattr(protocol, "peers", lambda *_: None)(deployment, name)
-        getattr(protocol, "prepare", lambda *_: None)(deployment, name)  # work a party does before it links up
-        listening = getattr(protocol, "keeps_listening", lambda *_: False)(deployment, name)
-        rejoin = getattr(protocol, "rejoin", lambda *_: None)(deployment)
+        peers = protocol.peers(deployment, name)
+        protocol.prepare(deployment, name)  # work a party does before it links up
+        listening = protocol.keeps_listening(deployment, name)
         network = network_for(deployment, name, listener, deadline=protocol.receive_deadline(deployment, name),
-                              peers=peers, keep_listening=listening, rejoin=rejoin)  # fmt: skip
+                              peers=peers, keep_listening=listening, rejoin=protocol.rejoin(deployment))  # fmt: skip
     except ListenFailed as exc:
         raise PartyFailed(str(exc), EXIT_HANDSHAKE) from None
     except DeploymentError as exc:

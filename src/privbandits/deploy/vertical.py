@@ -61,6 +61,7 @@ from privbandits.comm import ROUND, SETUP, InMemoryNetwork, Message, Network, Tl
 from privbandits.deploy import checkpoint, entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError, VerticalProtocol
 from privbandits.deploy.files import read_arrays, write_private_npz
+from privbandits.deploy.registry import PartyFunctions
 
 PARTY_IMPORTS = ("privbandits.protocols.vertical",)
 """Modules the parties import when they run (not when the CLI loads this one): a fork server preloads them."""
@@ -503,3 +504,10 @@ def _check_rounds(protocol: VerticalProtocol, active: PartyData) -> int:
             f"protocol.rounds is {protocol.rounds}, but the active party's data has only {len(active.users)} users"
         )
     return protocol.rounds
+
+
+DEPLOYABLE = PartyFunctions(
+    VerticalProtocol, (__name__, *PARTY_IMPORTS), run_party, receive_deadline,
+    data=write_synthetic_data, in_memory=run_in_memory,
+)  # fmt: skip
+"""The vertical protocol's party code (registered by :mod:`privbandits.deploy.deployment`)."""

@@ -14,17 +14,54 @@ small classes translate:
   puller, and the rewarder inputs the reward inside the same protocol round).
 
 Each also reports ``metrics()``: scalar outcomes a protocol measures besides
-rewards (communication counts, privacy accounting), stored with the run.
+rewards (communication counts, privacy accounting), stored with the run; a learner that
+measures its privacy says so by being a :class:`PrivateLearner` (its ``privacy_metrics()``), and one whose
+parties exchange messages by being a :class:`NetworkedLearner` (its ``traffic``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from privbandits.comm import Traffic
 from privbandits.experiments.sources import Round
+
+
+@runtime_checkable
+class PrivateLearner(Protocol):
+    """A learner that measures what its privacy costs: the DP LinUCB baselines
+    (:class:`~privbandits.protocols.dp.base.PrivateLinUCB`), FCLUB
+    (:class:`~privbandits.protocols.fclub.driver.FederatedClusteredBandit`) and the private MPC ε-greedy learner
+    (:class:`~privbandits.protocols.mpc_bandit.PrivateEpsilonGreedy`)."""
+
+    def privacy_metrics(self) -> dict[str, float]:
+        """Scalars a run stores besides its rewards: privacy accounting (and the messages it took, where the
+        learner's parties exchange them)."""
+        ...
+
+
+@runtime_checkable
+class NetworkedLearner(Protocol):
+    """A learner whose parties exchange messages (the vertical protocol, the private MPC learner): the run reports
+    its setup and round traffic."""
+
+    @property
+    def traffic(self) -> Traffic:
+        """The ledger of the messages its parties sent."""
+        ...
+
+
+def traffic_of(learner: object) -> Traffic | None:
+    """``learner.traffic`` for a :class:`NetworkedLearner`; None for any other learner."""
+    return learner.traffic if isinstance(learner, NetworkedLearner) else None
+
+
+def private_metrics(learner: object) -> dict[str, float]:
+    """``learner.privacy_metrics()`` for a :class:`PrivateLearner`; nothing for any other learner."""
+    return learner.privacy_metrics() if isinstance(learner, PrivateLearner) else {}
 
 
 class PolicyLearner:
@@ -43,13 +80,12 @@ class PolicyLearner:
         self.policy.update(self._seen(round.contexts), arm, reward)
 
     @property
-    def traffic(self):
-        return getattr(self.policy, "traffic", None)
+    def traffic(self) -> Traffic | None:
+        return traffic_of(self.policy)
 
     def metrics(self) -> dict[str, float]:
-        """The policy's ``privacy_metrics()`` where it has them (the DP baselines), else nothing."""
-        report = getattr(self.policy, "privacy_metrics", None)
-        return {} if report is None else report()
+        """The policy's privacy metrics where it is a :class:`PrivateLearner` (the DP baselines), else nothing."""
+        return private_metrics(self.policy)
 
 
 class UserLearner:
@@ -69,6 +105,8 @@ class UserLearner:
         return None  # reported by metrics(): FCLUB's phases are not the setup/round split of the summary
 
     def metrics(self) -> dict[str, float]:
+        """The uploads, downloads and clusters of every such protocol; then FCLUB's :class:`PrivateLearner`
+        metrics (its messages, and its privacy accounting when private)."""
         bandit = self.policy
         counts = bandit.communication
         metrics: dict[str, float] = {
@@ -77,17 +115,7 @@ class UserLearner:
             "downloads": counts.downloads + counts.renewals,
             "clusters": len(bandit.partition()),
         }
-        network = getattr(bandit, "network", None)
-        if network is not None:
-            total = network.traffic.total()
-            metrics |= {"bytes": total.bytes, "messages": total.messages}
-        if hasattr(bandit, "privacy_report") and bandit.config.private:
-            report = bandit.privacy_report()
-            metrics |= {
-                "claimed_epsilon": report.claimed_epsilon,
-                "accounted_epsilon_per_datum": report.accounted_epsilon_per_datum,
-            } | bandit.bounds.metrics()
-        return metrics
+        return metrics | private_metrics(bandit)
 
 
 class StepLearner:
@@ -103,13 +131,9 @@ class StepLearner:
         """Nothing left to do: the step has learned from the reward it pulled."""
 
     @property
-    def traffic(self):
-        engine = getattr(self.policy, "engine", None)
-        return None if engine is None else engine.traffic
+    def traffic(self) -> Traffic | None:
+        return traffic_of(self.policy)
 
     def metrics(self) -> dict[str, float]:
-        metrics: dict[str, Any] = {}
-        if hasattr(self.policy, "invalid_openings"):
-            metrics["invalid_openings"] = self.policy.invalid_openings
-            metrics["privacy_loss_per_action"] = self.policy.config.privacy_loss
-        return metrics
+        """The private learner's openings and privacy loss (:class:`PrivateLearner`); nothing for its twin."""
+        return private_metrics(self.policy)

@@ -21,6 +21,7 @@ from privbandits.experiments.config import (
     _LocalBaselineBase,
 )
 from privbandits.experiments.sources import EnvironmentSource, ReplaySource
+from privbandits.validation import InvalidInputError
 
 StreamPolicyConfig = LinUCBConfig | LinTSConfig | EpsilonGreedyConfig | RandomPolicyConfig
 """The policies :func:`build_policy` builds (the vertical ones are LinUCB and LinTS subclasses)."""
@@ -86,17 +87,28 @@ def build_learner(
             return StepLearner(PrivateEpsilonGreedy(protocol, seed=seed), source.reward)
         return StepLearner(PlaintextEpsilonGreedy(protocol, seed=seed), source.reward)
     if isinstance(config, _DPLinUCBBase):
-        from privbandits.protocols import dp
-
-        learner = {"joint_dp_linucb": dp.JointDPLinUCB, "local_dp_linucb": dp.LocalDPLinUCB}.get(
-            config.kind, dp.ShuffleDPLinUCB
-        )
+        learner = dp_learner(config.kind)
         options = config.policy_options()
         return PolicyLearner(learner(source.n_arms, source.dim, horizon=horizon, rng=rng, **options))
     # population (P2B) runs never get here: the runner sends them to _run_population
     assert not isinstance(config, P2BPolicyConfig), "P2B runs on populations, not streams"
     visible = config.visible_features
     return PolicyLearner(build_policy(config, source.n_arms, visible or source.dim, rng), visible)
+
+
+def dp_learner(kind: str) -> type:
+    """The DP LinUCB baseline class of policy kind ``kind``; :class:`InvalidInputError` naming the known kinds
+    for any other (a new DP config kind needs its learner here, not a silent fallback)."""
+    from privbandits.protocols import dp
+
+    learners = {
+        "joint_dp_linucb": dp.JointDPLinUCB,
+        "local_dp_linucb": dp.LocalDPLinUCB,
+        "shuffle_dp_linucb": dp.ShuffleDPLinUCB,
+    }
+    if kind not in learners:
+        raise InvalidInputError(f"kind: must be one of {', '.join(learners)} for a DP LinUCB policy, got {kind!r}")
+    return learners[kind]
 
 
 def _user_learner(

@@ -170,7 +170,7 @@ class TlsNetwork(Network):
                 self._links[peer] = self._dial_peer(peer, stop)
             self._accept_peers(stop)
         except BaseException:
-            self._close_sockets()
+            self.close_sockets()
             raise
         finally:
             if self.gate is not None and not self.keep_listening:
@@ -612,7 +612,7 @@ class TlsNetwork(Network):
             deadline = None if wait is None else time.monotonic() + wait
             self._await_closes([link for link in self._links.values() if link.ended is None], deadline)
         finally:
-            self._close_sockets()
+            self.close_sockets()
 
     def _await_closes(self, pending: list[Link], deadline: float | None) -> None:
         """Wait for every pending peer's CLOSE at once: the first ABORT or lost link on any of them ends the wait."""
@@ -676,9 +676,11 @@ class TlsNetwork(Network):
                 self.count_wire(CONTROL, self.local, link.peer, link.send(FrameType.ABORT, 0, payload))
             except OSError:
                 pass
-        self._close_sockets()
+        self.close_sockets()
 
-    def _close_sockets(self) -> None:
+    def close_sockets(self) -> None:
+        """Shut every link and the listener at once, sending nothing: what the kernel does to a killed process's
+        connections (internal API: the end of close() and abort(); tests use it to play a dead peer)."""
         for link in self._links.values():
             link.shut()
         if self.gate is not None:
@@ -689,4 +691,4 @@ class TlsNetwork(Network):
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._close_sockets()
+        self.close_sockets()

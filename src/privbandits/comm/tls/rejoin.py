@@ -265,10 +265,10 @@ class RejoinNetwork(TlsNetwork):
         self.closing = True
         super().close(timeout)
 
-    def _close_sockets(self) -> None:
+    def close_sockets(self) -> None:
         while self.kept:
             self.kept.popleft().link.shut()
-        super()._close_sockets()
+        super().close_sockets()
 
     def abort(self, reason: str, *, lost: str | None = None, round: str | None = None) -> None:
         self.aborting = True  # best effort: no peer is waited for

@@ -230,6 +230,19 @@ class FederatedClusteredBandit(RoundChecks):
             notes=notes + [f"sensitivity {REPLACE_SENSITIVITY} (replace one (x, y), ‖x‖ ≤ 1, |y| ≤ 1)"],
         )
 
+    def privacy_metrics(self) -> dict[str, float]:
+        """Scalars a run stores (:class:`~privbandits.experiments.adapters.PrivateLearner`): the bytes and messages
+        of its network, and when private the claimed ε, the accounted ε per datum and the noise bounds' metrics."""
+        total = self.network.traffic.total()
+        metrics: dict[str, float] = {"bytes": total.bytes, "messages": total.messages}
+        if self.config.private:
+            report = self.privacy_report()
+            metrics |= {
+                "claimed_epsilon": report.claimed_epsilon,
+                "accounted_epsilon_per_datum": report.accounted_epsilon_per_datum,
+            } | self.bounds.metrics()
+        return metrics
+
     @property
     def traffic(self) -> Traffic:
         return self.network.traffic

@@ -127,6 +127,13 @@ class LocalServer(Party):
         self._ridge = self.config.ridge * self._eye if self._ridge_free else 0.0  # added where S is inverted
 
     # -- rounds --------------------------------------------------------------------
+    def restore(self, attributes: dict[str, object]) -> None:
+        """Put back a snapshot of this server's attributes (a resumed deployment's checkpoint,
+        :mod:`privbandits.deploy.fclub_resume`) and rebuild the per-user views of ``V`` and ``b`` made from them."""
+        for key, value in attributes.items():
+            setattr(self, key, value)
+        self._rows = list(zip(self.V, self.b, strict=True))
+
     def recommend(self, i: int, contexts: np.ndarray) -> int:
         """Arm of the UCB for this server's user ``i`` on its cluster's statistics (§3.7)."""
         cluster = self.cluster_of[i]

@@ -35,7 +35,7 @@ from contextlib import nullcontext
 
 import numpy as np
 
-from privbandits.comm import ROUND, SETUP, Network, Party
+from privbandits.comm import ROUND, SETUP, Network, Party, Traffic
 from privbandits.mpc import Engine
 from privbandits.mpc.approximations import goldschmidt_steps, reciprocal_steps
 from privbandits.mpc.channel import Owner
@@ -161,6 +161,16 @@ class PrivateEpsilonGreedy:
         self._placeholder = ExplorationDraw(0, np.zeros(config.n_arms, np.uint64), np.zeros(config.n_arms, np.uint64))
         self._rewarder = self._outside.get(config.rewarder, config.rewarder)
         self.inverse, self.b = _share_initial_model(engine, config, self._outside.get(config.puller, config.puller))
+
+    @property
+    def traffic(self) -> Traffic:
+        """The ledger of the messages the parties sent (:class:`~privbandits.experiments.adapters.NetworkedLearner`)."""
+        return self.engine.traffic
+
+    def privacy_metrics(self) -> dict[str, float]:
+        """Scalars a run stores (:class:`~privbandits.experiments.adapters.PrivateLearner`): the openings refused as
+        invalid and the privacy loss of each opened action."""
+        return {"invalid_openings": self.invalid_openings, "privacy_loss_per_action": self.config.privacy_loss}
 
     def step(self, x: np.ndarray, pull: Callable[[int], float]) -> int:
         """Play one round on context ``x`` (D,); ``pull(arm)`` is the environment, whose
