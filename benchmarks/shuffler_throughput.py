@@ -45,35 +45,26 @@ def deployment_file(folder: Path, workers: int) -> Path:
     return path
 
 
-def cpu_ticks() -> dict[int, tuple[int, int]]:
-    """Every process's parent and CPU ticks so far (user + system; Linux /proc, else empty)."""
-    table = {}
-    try:
-        entries = list(Path("/proc").iterdir())
-    except OSError:
-        return table
-    for entry in entries:
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:  # it ended meanwhile
-                continue
-            table[int(entry.name)] = (int(fields[1]), int(fields[11]) + int(fields[12]))
-    return table
-
-
-def family(table: dict[int, tuple[int, int]], roots: list[int]) -> set[int]:
-    """``roots`` and all their descendants in ``table``."""
-    children: dict[int, list[int]] = {}
-    for pid, (parent, _) in table.items():
-        children.setdefault(parent, []).append(pid)
-    todo, seen = list(roots), set()
+def family(roots: list[int]) -> dict[int, int]:
+    """CPU ticks so far (user + system) of ``roots`` and all their descendants, found through each task's
+    ``children`` file (Linux /proc; a process that ended meanwhile is left out; empty elsewhere)."""
+    ticks, todo = {}, list(roots)
     while todo:
         pid = todo.pop()
-        if pid not in seen:
-            seen.add(pid)
-            todo += children.get(pid, [])
-    return seen
+        if pid in ticks:
+            continue
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            tasks = list(Path(f"/proc/{pid}/task").iterdir())
+        except OSError:
+            continue
+        ticks[pid] = int(fields[11]) + int(fields[12])
+        for task in tasks:
+            try:
+                todo += [int(child) for child in (task / "children").read_text().split()]
+            except OSError:
+                pass
+    return ticks
 
 
 class CpuSampler:
@@ -81,20 +72,19 @@ class CpuSampler:
     and its device drivers) between the first and the last :meth:`sample`; a process that ends between two samples
     loses its last tenth of a second."""
 
-    def __init__(self, service: list[int], exclude: list[int]) -> None:
-        self.service, self.exclude = service, set(exclude)
+    def __init__(self, service: list[int], exclude: set[int]) -> None:
+        self.service, self.exclude = service, exclude
         self.first: dict[int, int] | None = None
         self.latest: dict[int, tuple[str, int]] = {}
 
     def sample(self) -> None:
-        table = cpu_ticks()
-        service = family(table, self.service)
-        load = family(table, [os.getpid()]) - service - self.exclude
-        ticks = {pid: table[pid][1] for pid in service | load if pid in table}
+        service = family(self.service)
+        skip = set(service) | self.exclude
+        load = {pid: value for pid, value in family([os.getpid()]).items() if pid not in skip}
         if self.first is None:
-            self.first = ticks
-        for pid, value in ticks.items():
-            self.latest[pid] = ("service" if pid in service else "load", value)
+            self.first = service | load
+        for side, ticks in (("service", service), ("load", load)):
+            self.latest.update({pid: (side, value) for pid, value in ticks.items()})
 
     def seconds(self) -> dict[str, float]:
         spent = {"service": 0, "load": 0}
@@ -117,9 +107,9 @@ def measure(folder: Path, workers: int, devices: int, processes: int, concurrenc
         write_bundles(spec.bundles, list(spec.parties))
     resolved, started, listeners = start_service(spec, folder)
     try:
-        parties, table = [party.process.pid for party in started], cpu_ticks()
-        helpers = family(table, [os.getpid()]) - family(table, parties) - {os.getpid()}  # e.g. the fork server
-        sampler = CpuSampler(parties, list(helpers))
+        parties = [party.process.pid for party in started]
+        helpers = set(family([os.getpid()])) - set(family(parties)) - {os.getpid()}  # e.g. the fork server
+        sampler = CpuSampler(parties, helpers)
         result = run_load(resolved, LoadSettings(devices, 0.0, processes, concurrency, resume=resume),
                           listeners=listeners, on_progress=lambda done, total: sampler.sample())  # fmt: skip
         codes = wait_parties(started, 60)
@@ -189,9 +179,11 @@ def report(runs: dict[tuple[int, bool], list[dict]], cores: int, no_baselines: b
     best_key = max((key for key in runs if key[0]), key=lambda key: median_run(runs[key])["accepted_per_s"])
     best = median_run(runs[best_key])
     both = best["service_cpu"] + best["load_cpu"]
-    print("x serial: against the serial front end without resumption (the issue-17 design), this run. cpu/report: "
-          "CPU seconds per accepted report of the shuffler (with its workers) and server, and of the load generator "
-          "(its host threads and device drivers). The machine is shared: a run gets the cores the others leave.")
+    print(
+        "x serial: against the serial front end without resumption (the issue-17 design), this run. cpu/report: "
+        "CPU seconds per accepted report of the shuffler (with its workers) and server, and of the load generator "
+        "(its host threads and device drivers). The machine is shared: a run gets the cores the others leave."
+    )
     print(f"best (workers = {best_key[0]}): {best['accepted_per_s']:,.0f} accepted/s = "
           f"{best['accepted_per_s'] / TARGET:.2f} x the {TARGET:,}/s target on {cores} cores "
           f"({'met' if best['accepted_per_s'] >= TARGET else 'not met'} here; load average after: "
