@@ -9,6 +9,12 @@ plaintext or garbage connection costs a handshake attempt and one slot until its
 completes its handshake within a round trip, so it is never the oldest for long). The rest — linking a
 peer, taking a device's message — is the caller's: :meth:`Gate.wait` hands it each connection that
 got that far (:class:`Arrival`), and each one refused on the way, with why.
+
+Session tickets: a TLS 1.3 client that resumes a session (its ClientHello offers a pre-shared key, read
+with ``MSG_PEEK`` before the handshake starts) is given no new ticket, since the one it used stays good
+until it expires, and making a ticket (the session with its client certificate, encoded and encrypted)
+costs the server about a third of a resumed handshake. A full handshake gets the context's
+``num_tickets`` as before. Either way the handshake and its checks are OpenSSL's, unchanged.
 """
 
 from __future__ import annotations
@@ -28,6 +34,10 @@ from privbandits.comm.tls.link import Link
 
 MAX_PENDING = 64
 """Connections a gate authenticates at once; one more drops the oldest pending one."""
+HELLO_BYTES = 4096
+"""How much of a new connection's first bytes is peeked at for its ClientHello (ours are about 500 bytes)."""
+_PRE_SHARED_KEY = 41
+"""The TLS 1.3 ClientHello extension that offers a session to resume (RFC 8446, 4.2.11)."""
 LINGER_S = 1.0
 """Seconds a connection refused at its TLS handshake is kept half-closed, its input read and discarded, so the
 peer reads the alert rather than a reset (closing with its unread bytes would reset the connection)."""
@@ -50,11 +60,35 @@ class Arrival:
     names: Sequence[str] = ()
 
 
-class _Pending:
-    __slots__ = ("sock", "where", "stop", "link", "events")
+def offers_resumption(data: bytes) -> bool | None:
+    """Whether ``data``, the first bytes of a connection, hold a TLS ClientHello that offers a session to resume
+    (a pre-shared key extension); None if they are not all of one ClientHello record (incomplete, or not TLS)."""
+    if len(data) < 9 or data[0] != 0x16 or data[5] != 0x01 or len(data) < 5 + int.from_bytes(data[3:5], "big"):
+        return None
+    try:
+        at = 9 + 2 + 32  # record and handshake headers, legacy version, random
+        at += 1 + data[at]  # legacy session id
+        at += 2 + int.from_bytes(data[at : at + 2], "big")  # cipher suites
+        at += 1 + data[at]  # compression methods
+        end = at + 2 + int.from_bytes(data[at : at + 2], "big")
+        at += 2
+        while at + 4 <= end:
+            if int.from_bytes(data[at : at + 2], "big") == _PRE_SHARED_KEY:
+                return True
+            at += 4 + int.from_bytes(data[at + 2 : at + 4], "big")
+    except IndexError:
+        return None
+    return False
 
-    def __init__(self, sock: ssl.SSLSocket, where: str, stop: float) -> None:
-        self.sock, self.where, self.stop = sock, where, stop
+
+class _Pending:
+    __slots__ = ("sock", "fd", "where", "stop", "link", "events")
+
+    def __init__(self, sock: socket.socket, where: str, stop: float) -> None:
+        self.sock: socket.socket | ssl.SSLSocket = sock
+        """The accepted socket, until its first bytes arrive; then its TLS socket (same descriptor)."""
+        self.fd = sock.fileno()
+        self.where, self.stop = where, stop
         self.link: Link | None = None
         self.events = selectors.EVENT_READ
 
@@ -67,16 +101,25 @@ class Gate:
         listener.setblocking(False)
         self.listener, self.context = listener, context
         self.timeout, self.max_payload, self.max_pending = timeout, max_payload, max_pending
-        self.pending: dict[ssl.SSLSocket, _Pending] = {}
-        """Connections accepted and not yet through, oldest first."""
+        self.tickets = context.num_tickets
+        """Session tickets a full handshake gets (a resumed one gets none)."""
+        self.pending: dict[int, _Pending] = {}
+        """Connections accepted and not yet through (by descriptor), oldest first."""
         self.arrived: deque[Arrival] = deque()
         self.closing: dict[int, float] = {}
-        """Descriptors of refused connections, half-closed, with when they are closed at the latest."""
+        """Descriptors of refused connections, half-closed, with when they are closed at the latest (oldest first)."""
+        self._selector: selectors.BaseSelector | None = None
+        """Kept from one wait to the next (made at the first, so a process forked before it makes its own)."""
 
     def wait(self, expect: Collection[str], until: float | None, watch: Sequence[Link] = ()) -> Arrival | None:
         """The next arrival (whole or refused) of a connection presenting one of the names in ``expect``; None as
         soon as a link in ``watch`` has data to read; TimeoutError at ``until`` (monotonic; None: no limit)."""
-        with selectors.DefaultSelector() as selector:
+        selector = self._select_on()
+        watched = []
+        try:
+            for link in watch:
+                selector.register(link.sock, selectors.EVENT_READ, link)
+                watched.append(link.sock)
             while not self.arrived:
                 if any(link.has_data() for link in watch):
                     return None
@@ -86,34 +129,43 @@ class Gate:
                     break
                 if until is not None and now >= until:
                     raise TimeoutError
-                stops = [pending.stop for pending in self.pending.values()]
-                if until is not None:
-                    stops.append(until)
-                stops += self.closing.values()
-                events = self._select(selector, watch, min(stops) - now if stops else None)
+                stops = [until] if until is not None else []
+                if self.pending:  # the oldest is the first to time out
+                    stops.append(next(iter(self.pending.values())).stop)
+                if self.closing:
+                    stops.append(next(iter(self.closing.values())))
+                events = selector.select(max(min(stops) - now, 0.0) if stops else None)
                 for key, _ in events:
                     if key.data is None:
                         self._accept(expect)
                     elif isinstance(key.data, int):
                         self._drain(key.data)
                     elif isinstance(key.data, _Pending):
-                        if key.data.sock in self.pending:  # not dropped by an accept in this same pass
+                        if self.pending.get(key.data.fd) is key.data:  # not dropped earlier in this same pass
                             self._advance(key.data, expect)
                     else:
                         return None
+        finally:
+            for sock in watched:
+                selector.unregister(sock)
         return self.arrived.popleft()
 
-    def _select(self, selector: selectors.BaseSelector, watch: Sequence[Link], timeout: float | None):
-        for key in list(selector.get_map().values()):
-            selector.unregister(key.fileobj)
-        selector.register(self.listener, selectors.EVENT_READ, None)
-        for pending in self.pending.values():
-            selector.register(pending.sock, pending.events, pending)
-        for descriptor in self.closing:
-            selector.register(descriptor, selectors.EVENT_READ, descriptor)
-        for link in watch:
-            selector.register(link.sock, selectors.EVENT_READ, link)
-        return selector.select(None if timeout is None else max(timeout, 0.0))
+    def _select_on(self) -> selectors.BaseSelector:
+        if self._selector is None:
+            self._selector = selectors.DefaultSelector()
+            self._selector.register(self.listener, selectors.EVENT_READ, None)
+        return self._selector
+
+    def _watch(self, pending: _Pending, events: int) -> None:
+        """Wait for ``events`` on ``pending``'s socket next."""
+        if events != pending.events:
+            pending.events = events
+            self._select_on().modify(pending.fd, events, pending)
+
+    def _forget(self, pending: _Pending) -> None:
+        """``pending`` is through (handed over or failed): no longer waited on."""
+        del self.pending[pending.fd]
+        self._select_on().unregister(pending.fd)
 
     def _accept(self, expect: Collection[str]) -> None:
         """Take the connections waiting (at most ``max_pending`` a pass, so a flood cannot keep this loop going),
@@ -130,21 +182,40 @@ class Gate:
                 self._fail(oldest, "handshake", f"dropped: {self.max_pending} connections were pending")
             raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             raw.setblocking(False)
-            sock = self.context.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
             where = f"{address[0]}:{address[1]}"
-            pending = self.pending[sock] = _Pending(sock, where, time.monotonic() + self.timeout)
+            pending = self.pending[raw.fileno()] = _Pending(raw, where, time.monotonic() + self.timeout)
+            self._select_on().register(raw, selectors.EVENT_READ, pending)
             self._advance(pending, expect)
+
+    def _wrap(self, pending: _Pending) -> bool:
+        """Start TLS on ``pending`` once its first bytes are here (False while none are), with no new session
+        ticket for a client that resumes a session (see the module doc)."""
+        raw = pending.sock
+        try:
+            hello = raw.recv(HELLO_BYTES, socket.MSG_PEEK)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            hello = b""  # the handshake reports the socket's error
+        self.context.num_tickets = 0 if offers_resumption(hello) else self.tickets
+        selector = self._select_on()
+        selector.unregister(pending.fd)
+        pending.sock = self.context.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
+        selector.register(pending.sock, pending.events, pending)
+        return True
 
     def _advance(self, pending: _Pending, expect: Collection[str]) -> None:
         """Drive one connection's handshake, then its first frame, as far as what has arrived allows."""
+        if not isinstance(pending.sock, ssl.SSLSocket) and not self._wrap(pending):
+            return
         if pending.link is None:
             try:
                 pending.sock.do_handshake()
             except ssl.SSLWantReadError:
-                pending.events = selectors.EVENT_READ
+                self._watch(pending, selectors.EVENT_READ)
                 return
             except ssl.SSLWantWriteError:
-                pending.events = selectors.EVENT_WRITE
+                self._watch(pending, selectors.EVENT_WRITE)
                 return
             except (ssl.SSLError, OSError) as exc:
                 self._fail(pending, "handshake", str(exc) or type(exc).__name__)
@@ -154,11 +225,11 @@ class Gate:
             if len(names) != 1 or names[0] not in expect:  # a party of the deployment: the caller may say why
                 self._hand_over(pending, Arrival(pending.where, pending.link, None, "certificate", names=names))
                 return
-            pending.events = selectors.EVENT_READ
+            self._watch(pending, selectors.EVENT_READ)
         try:
             frame = pending.link.read_ready()
         except ssl.SSLWantWriteError:
-            pending.events = selectors.EVENT_WRITE
+            self._watch(pending, selectors.EVENT_WRITE)
             return
         except EOFError:
             self._fail(pending, "frame", "eof")
@@ -170,7 +241,7 @@ class Gate:
             self._hand_over(pending, Arrival(pending.where, pending.link, frame))
 
     def _hand_over(self, pending: _Pending, arrival: Arrival) -> None:
-        del self.pending[pending.sock]
+        self._forget(pending)
         pending.link.blocking()
         self.arrived.append(arrival)
 
@@ -184,20 +255,24 @@ class Gate:
             return
         except OSError:
             pass
+        self._close(descriptor)
+
+    def _close(self, descriptor: int) -> None:
         del self.closing[descriptor]
+        self._select_on().unregister(descriptor)
         os.close(descriptor)
 
     def _expire(self, now: float) -> None:
-        for descriptor in [d for d, stop in self.closing.items() if stop <= now]:
-            del self.closing[descriptor]
-            os.close(descriptor)
-        for pending in [pending for pending in self.pending.values() if pending.stop <= now]:
+        """Close the lingering connections and fail the pending ones whose time is up (both oldest first)."""
+        while self.closing and next(iter(self.closing.values())) <= now:
+            self._close(next(iter(self.closing)))
+        while self.pending and (pending := next(iter(self.pending.values()))).stop <= now:
             stage = "handshake" if pending.link is None else "frame"
             self._fail(pending, stage, f"nothing within the {self.timeout:g} s handshake timeout", timed_out=True)
 
     def _fail(self, pending: _Pending, stage: str, detail: str = "", *, names: Sequence[str] = (),
               timed_out: bool = False) -> None:  # fmt: skip
-        del self.pending[pending.sock]
+        self._forget(pending)
         if stage == "handshake" and not timed_out and len(self.closing) < self.max_pending:
             self._linger(pending.sock)
         else:
@@ -208,7 +283,7 @@ class Gate:
         detail = "timeout" if timed_out and stage == "frame" else detail
         self.arrived.append(Arrival(pending.where, pending.link, None, stage, detail, names))
 
-    def _linger(self, sock: ssl.SSLSocket) -> None:
+    def _linger(self, sock: socket.socket) -> None:
         try:
             sock.shutdown(socket.SHUT_WR)
             descriptor = sock.detach()
@@ -216,6 +291,7 @@ class Gate:
             sock.close()
             return
         self.closing[descriptor] = time.monotonic() + LINGER_S
+        self._select_on().register(descriptor, selectors.EVENT_READ, descriptor)
 
     def close(self) -> None:
         """Close the listener and every connection still pending."""
@@ -228,4 +304,7 @@ class Gate:
         for descriptor in self.closing:
             os.close(descriptor)
         self.closing.clear()
+        if self._selector is not None:
+            self._selector.close()
+            self._selector = None
         self.listener.close()
