@@ -19,7 +19,7 @@ import time
 import numpy as np
 from _smoke import parse_args
 
-from privbandits.experiments.papers.mpc.sweeps import DIGITS, data_params, dataset, environment
+from privbandits.papers.mpc.sweeps import DIGITS, data_params, dataset, environment
 from privbandits.protocols.mpc_bandit import MPCBanditConfig, PlaintextEpsilonGreedy, PrivateEpsilonGreedy
 
 

@@ -13,9 +13,9 @@ from privbandits.datasets.obd import default_obd_path
 from privbandits.experiments import parse_config, run_single
 from privbandits.experiments.catalog import REPRODUCTIONS
 from privbandits.experiments.overrides import OptionError
-from privbandits.experiments.papers.vertical import fig5
-from privbandits.experiments.papers.vertical.configs import PAPER_REPORTS, fig4_report, fig6_report
-from privbandits.experiments.papers.vertical.fig5 import measure_step_bytes, op_counts
+from privbandits.papers.vertical import fig5
+from privbandits.papers.vertical.configs import PAPER_REPORTS, fig4_report, fig6_report
+from privbandits.papers.vertical.fig5 import measure_step_bytes, op_counts
 from privbandits.experiments.reproduction import find, report, run
 from privbandits.experiments.store import ResultsStore
 

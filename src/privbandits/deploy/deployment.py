@@ -301,7 +301,7 @@ class FCLUBProtocol(_Strict):
             raise ValueError(f"n_clusters = {self.n_clusters} exceeds n_users = {self.n_users}")
         from dataclasses import fields
 
-        from privbandits.experiments.papers.fclub.runs import Setting, fclub_config
+        from privbandits.papers.fclub.runs import Setting, fclub_config
         from privbandits.protocols.fclub_config import FCLUBConfig
         from privbandits.validation import InvalidInputError
 

@@ -171,8 +171,8 @@ def _protocol(deployment: Deployment[FCLUBProtocol]) -> FCLUBProtocol:
 
 
 def setting_of(deployment: Deployment[FCLUBProtocol]):
-    """The experiments' :class:`~privbandits.experiments.papers.fclub.runs.Setting` of the deployment."""
-    from privbandits.experiments.papers.fclub.runs import Setting
+    """The experiments' :class:`~privbandits.papers.fclub.runs.Setting` of the deployment."""
+    from privbandits.papers.fclub.runs import Setting
 
     protocol = _protocol(deployment)
     return Setting(kind="synthetic", n_users=protocol.n_users, n_clusters=protocol.n_clusters,
@@ -182,7 +182,7 @@ def setting_of(deployment: Deployment[FCLUBProtocol]):
 
 def config_of(deployment: Deployment[FCLUBProtocol]):
     """The algorithm's :class:`~privbandits.protocols.fclub_config.FCLUBConfig` (the experiments' presets)."""
-    from privbandits.experiments.papers.fclub.runs import fclub_config
+    from privbandits.papers.fclub.runs import fclub_config
 
     protocol = _protocol(deployment)
     return fclub_config(protocol.algorithm, setting_of(deployment), protocol.horizon, protocol.options)

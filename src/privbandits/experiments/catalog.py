@@ -11,7 +11,7 @@ from pathlib import Path
 
 from privbandits.experiments.reproduction import ConfigReproduction, Reproduction
 
-_PAPERS = "privbandits.experiments.papers"
+_PAPERS = "privbandits.papers"
 
 
 ENTRIES: tuple[Reproduction, ...] = (

@@ -22,7 +22,7 @@ from privbandits.experiments.store import RunRecord
 
 def config_report(config: ExperimentConfig, points: dict[str, dict[str, Any]], out: Path) -> PaperReport:
     """Everything a config's stored runs show: final values over seeds, plots, and the paper's claims."""
-    from privbandits.experiments.papers.vertical.configs import PAPER_REPORTS
+    from privbandits.papers.vertical.configs import PAPER_REPORTS
 
     records = [RunRecord.from_result(result) for result in points.values()]
     summaries = summarise(records)
