@@ -10,11 +10,11 @@ import pytest
 from privbandits.datasets.movielens import default_fclub_data_path
 from privbandits.experiments.catalog import REPRODUCTIONS
 from privbandits.experiments.overrides import OptionError
+from privbandits.experiments.reproduction import find, report, run
+from privbandits.experiments.store import ResultsStore
 from privbandits.papers.fclub import fig2, fig3
 from privbandits.papers.fclub.options import ALGORITHMS, COMMUNICATING, FAITHFUL
 from privbandits.papers.fclub.runs import Setting, kept_rounds, run_algorithm
-from privbandits.experiments.reproduction import find, report, run
-from privbandits.experiments.store import ResultsStore
 
 pytestmark = pytest.mark.filterwarnings("ignore:FCLUB. privatizer noise exceeded")
 NAMES = ("fclub-fig2", "fclub-fig3", "fclub-fig4", "fclub-table3")

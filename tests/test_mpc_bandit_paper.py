@@ -14,11 +14,11 @@ from mnist_idx_fixture import write_mnist_folder
 from privbandits.datasets.mnist import MNIST_FILES
 from privbandits.experiments.catalog import REPRODUCTIONS
 from privbandits.experiments.overrides import OptionError
+from privbandits.experiments.reproduction import find, report, run
+from privbandits.experiments.store import ResultsStore
 from privbandits.papers.mpc import sweeps
 from privbandits.papers.mpc.options import MAX_PRECISION, MNIST_STEMS
 from privbandits.papers.mpc.reference import PAPER_FIG7
-from privbandits.experiments.reproduction import find, report, run
-from privbandits.experiments.store import ResultsStore
 from privbandits.protocols import mpc_bandit
 
 NAMES = tuple(f"mpc-{key}" for key in ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9", "table1"))

@@ -11,12 +11,12 @@ import pytest
 from privbandits.datasets import cache
 from privbandits.experiments import reproduction
 from privbandits.experiments.catalog import REPRODUCTIONS
+from privbandits.experiments.store import ResultsStore
 from privbandits.papers.privacy_map import environments as map_environments
 from privbandits.papers.privacy_map.environments import environments
 from privbandits.papers.privacy_map.report import semantics_rows
 from privbandits.papers.privacy_map.semantics import SEMANTICS
 from privbandits.papers.privacy_map.systems import candidates, eta_of, p2b_epsilon, placed
-from privbandits.experiments.store import ResultsStore
 
 MAP = REPRODUCTIONS["privacy-map"]
 TINY = {

@@ -8,10 +8,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from privbandits.experiments.paper import Claim, PaperReport
+from privbandits.experiments.tasks import Task
 from privbandits.papers.fclub.options import FAITHFUL, Fig2Options
 from privbandits.papers.fclub.panels import compute_note, mode_notes, settings, title
 from privbandits.papers.fclub.runs import Setting, curves, kept_rounds, run_task, runs_of
-from privbandits.experiments.tasks import Task
 
 _HEADER = ["algorithm", "final regret (mean ± std)", "last-quarter slope / mean slope", "clusters found",
            "ms / round", "releases with ‖H‖ > ρ"]  # fmt: skip

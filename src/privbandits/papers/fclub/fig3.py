@@ -9,11 +9,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from privbandits.experiments.paper import Claim, PaperReport
+from privbandits.experiments.tasks import Task
 from privbandits.papers.fclub.options import Fig3Options
 from privbandits.papers.fclub.panels import compute_note, mode_notes
 from privbandits.papers.fclub.reference import FIG3_PAPER
 from privbandits.papers.fclub.runs import Setting, curves, kept_rounds, run_task
-from privbandits.experiments.tasks import Task
 
 STUDIES = {  # spec §6.2 parameter study: panel -> values; L- and m-studies keep 5 users per cluster
     "d": (5, 10, 15, 20),

@@ -8,10 +8,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from privbandits.experiments.paper import Claim, PaperReport
+from privbandits.experiments.tasks import Task
 from privbandits.papers.fclub.options import COMMUNICATING, FAITHFUL, Fig4Options
 from privbandits.papers.fclub.panels import mode_notes, settings, title
 from privbandits.papers.fclub.runs import Setting, curves, kept_rounds, run_task, runs_of
-from privbandits.experiments.tasks import Task
 
 _HEADER = ["algorithm", "C(T), paper's count", "reference code's count", "per phase, last three phases",
            "payload MB (seeds measured)"]  # fmt: skip

@@ -19,10 +19,10 @@ import numpy as np
 from scipy.stats import mannwhitneyu
 
 from privbandits.experiments.paper import Claim, PaperReport
+from privbandits.experiments.tasks import Task
 from privbandits.papers.fclub.options import GapOptions
 from privbandits.papers.fclub.reference import REFERENCE_CODE_RUNS, REFERENCE_CODE_SOURCE
 from privbandits.papers.fclub.runs import Setting, run_task, with_data
-from privbandits.experiments.tasks import Task
 
 PRESET = "preset"
 _DC = {

@@ -28,8 +28,8 @@ from privbandits.datasets.movielens import (
 from privbandits.datasets.movielens100k import read_ratings
 from privbandits.envs.clustered import ClusteredLinearBandit, PooledUsersBandit, assign_groups
 from privbandits.experiments.noise_key import FCLUB_UPLOADS
-from privbandits.papers.fclub.options import ALGORITHMS, FAITHFUL
 from privbandits.experiments.tasks import Task, canonical_json, file_identity, identity_path
+from privbandits.papers.fclub.options import ALGORITHMS, FAITHFUL
 from privbandits.privacy.noise import NOISE_SAMPLER
 from privbandits.protocols.fclub.driver import run_fclub
 from privbandits.protocols.fclub.rounds import FCLUBOutcome

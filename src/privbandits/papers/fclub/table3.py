@@ -15,11 +15,11 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from privbandits.experiments.paper import Claim, PaperReport
+from privbandits.experiments.tasks import Task, file_identity
 from privbandits.papers.fclub.options import ALGORITHMS, FAITHFUL, Table3Options
 from privbandits.papers.fclub.panels import mode_notes, settings
 from privbandits.papers.fclub.reference import PAPER_TABLE3
 from privbandits.papers.fclub.runs import Setting, run_algorithm, setting_of
-from privbandits.experiments.tasks import Task, file_identity
 
 MEASURE = "privbandits.papers.fclub.table3:measure"
 WARM_UP_HORIZON = 254

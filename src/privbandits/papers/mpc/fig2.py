@@ -9,12 +9,12 @@ from typing import Any
 import numpy as np
 
 from privbandits.experiments.paper import Claim, PaperReport
+from privbandits.experiments.tasks import Task
 from privbandits.papers.mpc.common import data_of, short_name, stand_in_note, title, verdict
 from privbandits.papers.mpc.options import Fig2Options
 from privbandits.papers.mpc.plots import axes, finish
 from privbandits.papers.mpc.reference import PAPER_REWARD_LEVEL
 from privbandits.papers.mpc.sweeps import data_params, rewards_of, sweep_task
-from privbandits.experiments.tasks import Task
 from privbandits.privacy.epsilon_greedy import action_privacy_loss
 from privbandits.protocols.mpc_bandit import MPCBanditConfig
 

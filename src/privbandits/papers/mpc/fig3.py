@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 
 from privbandits.experiments.paper import Claim, PaperReport
+from privbandits.experiments.tasks import Task
 from privbandits.papers.mpc.common import data_of, eta_axis, eta_grid, stand_in_note, title, verdict
 from privbandits.papers.mpc.options import Fig3Options
 from privbandits.papers.mpc.plots import axes, finish
 from privbandits.papers.mpc.sweeps import data_params, rewards_of, sweep_task
-from privbandits.experiments.tasks import Task
 from privbandits.privacy.epsilon_greedy import exploration_for_loss
 from privbandits.protocols.mpc_bandit import MPCBanditConfig
 

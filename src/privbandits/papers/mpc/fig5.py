@@ -9,12 +9,12 @@ from typing import Any
 import numpy as np
 
 from privbandits.experiments.paper import Claim, PaperReport
+from privbandits.experiments.tasks import Task
 from privbandits.papers.mpc.common import verdict
 from privbandits.papers.mpc.costs import rounds_task
 from privbandits.papers.mpc.fig4 import TWIN_ROUNDS, log_slope
 from privbandits.papers.mpc.options import Fig5Options
 from privbandits.papers.mpc.plots import axes, finish
-from privbandits.experiments.tasks import Task
 from privbandits.protocols.mpc_bandit import MPCBanditConfig
 
 DIM = 20

@@ -9,12 +9,12 @@ from typing import Any
 import numpy as np
 
 from privbandits.experiments.paper import Claim, PaperReport
+from privbandits.experiments.tasks import Task
 from privbandits.papers.mpc.common import data_of, stand_in_note, title, verdict
 from privbandits.papers.mpc.options import Fig7Options
 from privbandits.papers.mpc.plots import axes, finish
 from privbandits.papers.mpc.reference import PAPER_FIG7
 from privbandits.papers.mpc.sweeps import data_params, membership_task
-from privbandits.experiments.tasks import Task
 
 METRICS = {
     "per_arm": "paper's per-arm rule: TPR − FPR of p_train(r|a) > p_test(r|a)",

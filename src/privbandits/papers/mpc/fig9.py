@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 
 from privbandits.experiments.paper import Claim, PaperReport
+from privbandits.experiments.tasks import Task
 from privbandits.papers.mpc.common import data_of, run_mean, stand_in_note, title, verdict
 from privbandits.papers.mpc.options import Fig9Options
 from privbandits.papers.mpc.plots import axes, finish
 from privbandits.papers.mpc.sweeps import data_params, sweep_task
-from privbandits.experiments.tasks import Task
 from privbandits.protocols.mpc_bandit import MPCBanditConfig
 
 

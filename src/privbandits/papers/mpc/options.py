@@ -8,8 +8,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, DirectoryPath, Field, ValidationInfo, field_validator, model_validator
 
-from privbandits.papers.data_choice import cached_mnist
 from privbandits.experiments.reproduction import Options
+from privbandits.papers.data_choice import cached_mnist
 
 MAX_PRECISION = 26
 """Largest fixed-point precision L the learner accepts (``protocols.mpc_bandit.MAX_PRECISION``; not imported: heavy)."""

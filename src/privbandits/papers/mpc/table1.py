@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from privbandits.experiments.paper import Claim, PaperReport
+from privbandits.experiments.tasks import Task
 from privbandits.papers.mpc.common import verdict
 from privbandits.papers.mpc.costs import OPERATIONS, operations_task, rounds_task
 from privbandits.papers.mpc.options import Table1Options
 from privbandits.papers.mpc.reference import PAPER_LEARNER_SLOWDOWN, PAPER_TABLE1
-from privbandits.experiments.tasks import Task
 from privbandits.protocols.mpc_bandit import MPCBanditConfig
 
 LEARNER_ARMS, LEARNER_ROUNDS, TWIN_ROUNDS = 10, 50, 2000

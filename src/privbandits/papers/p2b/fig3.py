@@ -10,9 +10,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from privbandits.experiments.paper import Claim, PaperReport
+from privbandits.experiments.tasks import Task
 from privbandits.papers.p2b.options import Fig3Options
 from privbandits.papers.p2b.reference import FIG3_P, SPEC_EPSILON
-from privbandits.experiments.tasks import Task
 from privbandits.privacy import crowd_blending
 
 _FN = "privbandits.papers.p2b.fig3:epsilon_table"

@@ -8,10 +8,10 @@ from typing import Any
 import matplotlib.pyplot as plt
 
 from privbandits.experiments.paper import Claim, PaperReport
+from privbandits.experiments.tasks import Task
 from privbandits.papers.p2b.common import EARLY_FRACTION, ordering_claim, plot_settings
 from privbandits.papers.p2b.options import Fig4Options
 from privbandits.papers.p2b.reference import REFERENCE_FIG4, cells
-from privbandits.experiments.tasks import Task
 
 SYNTHETIC_FN = "privbandits.papers.p2b.simulations:synthetic_point"
 ROUNDS = 10

@@ -8,11 +8,11 @@ from typing import Any
 import matplotlib.pyplot as plt
 
 from privbandits.experiments.paper import Claim, PaperReport
+from privbandits.experiments.tasks import Task
 from privbandits.papers.p2b.common import mode_of, ordering_claim, plot_settings
 from privbandits.papers.p2b.fig4 import SYNTHETIC_FN
 from privbandits.papers.p2b.options import Fig5Options
 from privbandits.papers.p2b.reference import REFERENCE_FIG5, cells
-from privbandits.experiments.tasks import Task
 
 ROUNDS = 20
 N_ACTIONS = 20

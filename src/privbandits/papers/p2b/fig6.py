@@ -9,10 +9,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from privbandits.experiments.paper import Claim, PaperReport
+from privbandits.experiments.tasks import Task, file_identity
 from privbandits.papers.p2b.common import SETTINGS, mode_of, ordering_claim, plot_settings
 from privbandits.papers.p2b.options import MULTILABEL_NAMES, Fig6Options
 from privbandits.papers.p2b.reference import PAPER_GAP, REFERENCE_TMC, cells
-from privbandits.experiments.tasks import Task, file_identity
 
 _FN = "privbandits.papers.p2b.simulations:multilabel_point"
 TITLES = {

@@ -11,10 +11,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from privbandits.experiments.paper import Claim, PaperReport
+from privbandits.experiments.tasks import Task, file_identity
 from privbandits.papers.p2b.common import MODE_TITLES, SETTINGS, plot_settings, verdict
 from privbandits.papers.p2b.options import Fig7Options
 from privbandits.papers.p2b.reference import REFERENCE_FIG7, cells
-from privbandits.experiments.tasks import Task, file_identity
 
 _SIMULATIONS = "privbandits.papers.p2b.simulations"
 MODES = tuple(MODE_TITLES)

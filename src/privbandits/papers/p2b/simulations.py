@@ -13,8 +13,8 @@ from functools import lru_cache
 from typing import Any
 
 from privbandits.datasets.interactions import UserInteractions
-from privbandits.papers.p2b.common import EARLY_FRACTION, SETTINGS
 from privbandits.experiments.tasks import identity_path
+from privbandits.papers.p2b.common import EARLY_FRACTION, SETTINGS
 from privbandits.privacy.encoding import load_or_fit_encoder
 from privbandits.protocols.p2b import P2BConfig, P2BOutcome, simulate
 

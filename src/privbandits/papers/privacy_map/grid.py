@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from privbandits.experiments.store import RUN_FN
+from privbandits.experiments.tasks import Task
 from privbandits.papers.privacy_map.environments import MapEnvironment, environments
 from privbandits.papers.privacy_map.options import MapOptions
 from privbandits.papers.privacy_map.systems import Point, config_of, placed
-from privbandits.experiments.store import RUN_FN
-from privbandits.experiments.tasks import Task
 
 
 def unit_label(env: MapEnvironment, label: str, seed: int) -> str:

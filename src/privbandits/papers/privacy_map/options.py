@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, DirectoryPath, Field, ValidationInfo, field_validator, model_validator
 
-from privbandits.papers.data_choice import cached_mnist
 from privbandits.experiments.reproduction import Options
+from privbandits.papers.data_choice import cached_mnist
 
 Environment = Literal["linear_gaussian", "clustered_users", "classification", "obd", "p2b_population"]
 ENVIRONMENTS: tuple[Environment, ...] = (

@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 
+from privbandits.experiments.report import mean_interval
 from privbandits.papers.privacy_map.environments import HIGHER_IS_BETTER, MapEnvironment
 from privbandits.papers.privacy_map.grid import unit_label
 from privbandits.papers.privacy_map.measures import cost, ms_per_round, utility
 from privbandits.papers.privacy_map.semantics import SEMANTICS
 from privbandits.papers.privacy_map.systems import Point
-from privbandits.experiments.report import mean_interval
 
 
 @dataclass(frozen=True)

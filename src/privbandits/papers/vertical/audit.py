@@ -16,11 +16,11 @@ import numpy as np
 
 from privbandits.comm import InMemoryNetwork
 from privbandits.experiments.paper import Claim, PaperReport
+from privbandits.experiments.tasks import Task
+from privbandits.linear import LinUCB
 from privbandits.papers.vertical import reference
 from privbandits.papers.vertical.options import AuditOptions
 from privbandits.papers.vertical.synthetic import even_partition, unit_rows
-from privbandits.experiments.tasks import Task
-from privbandits.linear import LinUCB
 from privbandits.privacy.leakage import (
     gram_from_masked,
     ica_unmix,

@@ -18,11 +18,11 @@ from scipy import fft
 from threadpoolctl import threadpool_limits
 
 from privbandits.experiments.paper import Claim, PaperReport
+from privbandits.experiments.tasks import Task
+from privbandits.linear import LinTS, LinUCB
 from privbandits.papers.vertical import reference
 from privbandits.papers.vertical.options import Fig5Options
 from privbandits.papers.vertical.synthetic import even_partition, unit_rows
-from privbandits.experiments.tasks import Task
-from privbandits.linear import LinTS, LinUCB
 from privbandits.privacy.masks import draw_mask
 from privbandits.protocols.vertical import VerticalFederatedBandit
 

@@ -19,11 +19,11 @@ from privbandits.datasets.logged import EventContexts, LoggedBanditData
 from privbandits.datasets.obd import load_obd, vertical_obd_contexts
 from privbandits.envs.logged_replay import relative_ctr, replay
 from privbandits.experiments.paper import Claim, PaperReport
-from privbandits.papers.vertical import reference
-from privbandits.papers.vertical.options import ObdOptions
 from privbandits.experiments.report import mean_interval
 from privbandits.experiments.tasks import Task, file_identity, identity_path
 from privbandits.linear import LinUCB, UniformRandom
+from privbandits.papers.vertical import reference
+from privbandits.papers.vertical.options import ObdOptions
 from privbandits.protocols.vertical import VerticalFederatedBandit
 
 _FN = "privbandits.papers.vertical.obd"
