@@ -1,13 +1,12 @@
 """The vertical O3M paper's Fig. 4 and 6: config sweeps whose stored runs become the paper's panels and claims.
 
 ``configs/vertical-fig4.toml`` and ``vertical-fig6.toml`` are ordinary experiments (one environment,
-several policies, several seeds); :data:`PAPER_REPORTS` turns their runs into the figures and the
-paper-versus-ours claims (spec ``vertical-o3m.md`` §5).
+several policies, several seeds); :func:`fig4_report` and :func:`fig6_report` (the catalog's
+``config_reports``) turn their runs into the figures and the paper-versus-ours claims (spec ``vertical-o3m.md`` §5).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -222,10 +221,3 @@ def fig6_report(records: list[RunRecord], out: Path) -> PaperReport:
     report.add_figure(fig, out / "vertical-fig6.png")
     report.notes.append("Ratio 0.2 = the active party's 20 features; 0.8 = the first 80 (AP + PPs 2-4), spec §8.4.13.")
     return report
-
-
-PAPER_REPORTS: dict[str, Callable[[list[RunRecord], Path], PaperReport]] = {
-    "vertical-fig4": fig4_report,
-    "vertical-fig6": fig6_report,
-}
-"""Config experiments (by name) whose report adds the paper's panels and claims."""
