@@ -46,6 +46,9 @@ the reference code, which the project does not ship)."""
 _VARIANTS = {"CDP-FCLUB-DC": "cdp-fclub-dc", "FCLUB-DC": "fclub-dc", "FCLUB": "fclub", "Homo-DC": "homo-dc",
              "Homo": "homo"}  # fmt: skip
 _BASELINES = {"SCLUB": "sclub", "CLUB": "club", "LinUCB": "linucb"}
+PRESETS = {FAITHFUL: ("cdp-fclub-dc", "paper"), **{name: (variant, "reference") for name, variant in _VARIANTS.items()}}
+"""The FCLUB-family names of the reproductions (their figures' legends, ``-o algorithms=``, the store keys) as the
+experiment configs and deployment files name them: (``variant``, ``preset``)."""
 SIMULATE = "privbandits.papers.fclub.runs:simulate"
 
 
@@ -149,10 +152,8 @@ def fclub_config(name: str, setting: Setting, horizon: int, overrides: dict[str,
     """The protocol options of an FCLUB-family algorithm (the reference-compatible preset, or the faithful one),
     then ``overrides`` (the reference behaviours' ablation, issue 15)."""
     options = {"horizon": horizon, "epsilon": setting.epsilon, "m_bound": setting.n_clusters, **(overrides or {})}
-    if name == FAITHFUL:
-        return FCLUBConfig.for_variant("cdp-fclub-dc", **options)
-    if name in _VARIANTS:
-        return FCLUBConfig.reference_compatible(_VARIANTS[name], **options)
+    if name in PRESETS:
+        return FCLUBConfig.from_preset(*PRESETS[name], **options)
     raise ValueError(f"unknown algorithm {name!r}; known: {', '.join(ALGORITHMS)}")
 
 
