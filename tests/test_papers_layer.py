@@ -124,7 +124,7 @@ def _historical_key(fn: str, params: dict) -> str:
 def test_the_migration_table_maps_the_layer_to_its_old_package_only():
     assert MOVED == {"privbandits.papers.": "privbandits.experiments.papers."}
     assert keyed_name("privbandits.papers.fclub.runs:simulate") == "privbandits.experiments.papers.fclub.runs:simulate"
-    assert keyed_name("privbandits.experiments.runner:run_single_task") == "privbandits.experiments.runner:run_single_task"
+    assert keyed_name("privbandits.experiments.runner:run_one") == "privbandits.experiments.runner:run_one"
     assert keyed_name("privbandits.papersmith:f") == "privbandits.papersmith:f"
     assert importlib.util.find_spec("privbandits.experiments.papers") is None  # no compatibility package left
 
