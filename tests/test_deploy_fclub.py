@@ -214,6 +214,8 @@ def test_a_killed_local_server_is_named_by_the_global_server_and_the_others_fini
          "for algorithm = 'Homo-DC' write variant = 'homo-dc' and preset = 'reference'"),
         (lambda t: t.replace('variant = "cdp-fclub-dc"', 'algorithm = "CDP-FCLUB-DC (faithful)"'),
          "variant = 'cdp-fclub-dc' and preset = 'paper'"),
+        (lambda t: t.replace('variant = "cdp-fclub-dc"', 'algorithm = "LinUCB"'),
+         "algorithm is now variant and preset .*: variant is one of cdp-fclub-dc, fclub-dc, fclub, homo-dc, homo"),
     ],
 )  # fmt: skip
 def test_a_bad_fclub_deployment_file_names_the_field(tmp_path, edit, error):

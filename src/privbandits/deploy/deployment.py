@@ -45,7 +45,7 @@ import hashlib
 import json
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self, get_args
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 from typing_extensions import TypeIs, TypeVar
@@ -300,11 +300,12 @@ class FCLUBProtocol(_Strict):
     def _renamed(cls, data: Any) -> Any:
         """``algorithm`` (the paper reproductions' names) became ``variant`` and ``preset`` (issue 32)."""
         if isinstance(data, dict) and "algorithm" in data:
-            old = str(data["algorithm"])
+            old, variants = str(data["algorithm"]), get_args(cls.model_fields["variant"].annotation)
             variant = old.removesuffix(" (faithful)").lower()
             preset = "paper" if old.endswith(" (faithful)") else "reference"
-            raise ValueError(f"algorithm is now variant and preset (the experiment config's names): for "
-                             f"algorithm = {old!r} write variant = {variant!r} and preset = {preset!r}")  # fmt: skip
+            instead = (f"for algorithm = {old!r} write variant = {variant!r} and preset = {preset!r}"
+                       if variant in variants else f"variant is one of {', '.join(variants)}")  # fmt: skip
+            raise ValueError(f"algorithm is now variant and preset (the experiment config's names): {instead}")
         return data
 
     @model_validator(mode="after")
