@@ -11,21 +11,22 @@ from pathlib import Path
 EXAMPLE = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "fclub.toml"
 
 
-def example_text(horizon: int, algorithm: str, *, seed: int = 0, schedule: str = "lock-step", servers: int = 5) -> str:
-    """The example with ephemeral ports, ``horizon``, ``algorithm``, ``seed`` and ``schedule``, reproducible (the
-    local servers' noise from the seed, so the lock-step run equals the in-memory one); ``servers``: its first
-    local servers only (local0, ...)."""
+def example_text(horizon: int, variant: str, preset: str, *, seed: int = 0, schedule: str = "lock-step",
+                 servers: int = 5) -> str:  # fmt: skip
+    """The example with ephemeral ports, ``horizon``, ``variant``, ``preset``, ``seed`` and ``schedule``,
+    reproducible (the local servers' noise from the seed, so the lock-step run equals the in-memory one);
+    ``servers``: its first local servers only (local0, ...)."""
     text = re.sub(r'address = "127\.0\.0\.1:\d+"', 'address = "127.0.0.1:0"', EXAMPLE.read_text())
     text = text.split(f"[parties.local{servers}]")[0]
     text = re.sub(r"horizon = \d+", f"horizon = {horizon}", text)
-    text = re.sub(r'algorithm = "[^"]*"', f'algorithm = "{algorithm}"', text)
+    text = re.sub(r'^variant = "[^"]*"', f'variant = "{variant}"', text, flags=re.M)
+    text = re.sub(r'^preset = "[^"]*"', f'preset = "{preset}"', text, flags=re.M)
     text = re.sub(r"^seed = \d+", f'seed = {seed}\nschedule = "{schedule}"', text, flags=re.M)
     return "reproducible = true\n" + text
 
 
-def run_session(
-    horizon: int, algorithm: str, *, seed: int = 0, schedule: str = "lock-step", references: int = 1, servers: int = 5
-):
+def run_session(horizon: int, variant: str, preset: str, *, seed: int = 0, schedule: str = "lock-step",
+                references: int = 1, servers: int = 5):  # fmt: skip
     """Run the session (its first ``servers`` local servers) as processes; ``(outcome, in-memory reference run)``:
     the fastest of ``references`` runs just after it (the first pays for loading the compiled kernels, as each party
     process does before it links up)."""
@@ -36,7 +37,7 @@ def run_session(
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "fclub.toml"
-        path.write_text(example_text(horizon, algorithm, seed=seed, schedule=schedule, servers=servers))
+        path.write_text(example_text(horizon, variant, preset, seed=seed, schedule=schedule, servers=servers))
         spec = load_deployment(path)
         write_bundles(spec.bundles, list(spec.parties))
         codes, processes = run_local(spec)

@@ -26,20 +26,19 @@ from _fclub_deployment import run_session
 from _smoke import parse_args
 from scipy import stats
 
-FAITHFUL = "CDP-FCLUB-DC (faithful)"
 TARGET = 0.5
 REFERENCES = 3
 """In-process runs after the session; the fastest counts (a stall of this shared machine cannot flatter the ratio)."""
 
 
-def regret_over_seeds(seeds: range, horizon: int, algorithm: str, servers: int) -> None:
+def regret_over_seeds(seeds: range, horizon: int, preset: tuple[str, str], servers: int) -> None:
     lock, free, crossings = [], [], {}
     for seed in seeds:
-        got, reference = run_session(horizon, algorithm, seed=seed, servers=servers)
+        got, reference = run_session(horizon, *preset, seed=seed, servers=servers)
         if not np.array_equal(got["regret"], reference.regret):
             raise SystemExit(f"seed {seed}: the lock-step processes' regret differs from the in-memory run's")
         lock.append(float(got["regret"][-1]))
-        got, _ = run_session(horizon, algorithm, seed=seed, schedule="free-running", servers=servers)
+        got, _ = run_session(horizon, *preset, seed=seed, schedule="free-running", servers=servers)
         free.append(float(got["regret"][-1]))
         for result in got["results"].values():
             for key, count in result.get("crossings", {}).items():
@@ -60,9 +59,9 @@ def regret_over_seeds(seeds: range, horizon: int, algorithm: str, servers: int) 
     print(f"  crossings summed over the free-running runs: {crossings}")
 
 
-def throughput(horizon: int, algorithm: str, servers: int) -> None:
+def throughput(horizon: int, preset: tuple[str, str], servers: int) -> None:
     for schedule in ("free-running", "lock-step"):
-        got, reference = run_session(horizon, algorithm, schedule=schedule, references=REFERENCES, servers=servers)
+        got, reference = run_session(horizon, *preset, schedule=schedule, references=REFERENCES, servers=servers)
         networked = got["results"]["users"]["rounds_per_second"]
         in_process = horizon / reference.seconds
         ratio = networked / in_process
@@ -82,16 +81,17 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10, help="seeds of the regret comparison")
     parser.add_argument("--first-seed", type=int, default=0, help="the first seed (to run the seeds in parts)")
     parser.add_argument("--rounds", type=int, default=4095, help="T of each session")
-    parser.add_argument("--algorithm", default=FAITHFUL, help="FCLUB preset")
+    parser.add_argument("--variant", default="cdp-fclub-dc", help="FCLUB variant (the deployment file's variant)")
+    parser.add_argument("--preset", default="paper", help="paper or reference (the deployment file's preset)")
     parser.add_argument("--servers", type=int, default=5, choices=range(1, 6), help="local servers (the example's 5)")
     parser.add_argument("--skip-regret", action="store_true", help="skip the comparison over seeds")
     parser.add_argument("--skip-throughput", action="store_true", help="skip the rounds-per-second measurement")
     args = parse_args(parser, seeds=1, rounds=62, servers=2)
     if not args.skip_regret:
         seeds = range(args.first_seed, args.first_seed + args.seeds)
-        regret_over_seeds(seeds, args.rounds, args.algorithm, args.servers)
+        regret_over_seeds(seeds, args.rounds, (args.variant, args.preset), args.servers)
     if not args.skip_throughput:
-        throughput(args.rounds, args.algorithm, args.servers)
+        throughput(args.rounds, (args.variant, args.preset), args.servers)
 
 
 if __name__ == "__main__":

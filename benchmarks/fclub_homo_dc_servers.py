@@ -25,7 +25,7 @@ import numpy as np
 from _smoke import parse_args
 from threadpoolctl import threadpool_limits
 
-from privbandits.experiments.papers.fclub.runs import Setting, run_algorithm
+from privbandits.papers.fclub.runs import Setting, run_algorithm
 
 HORIZON = 2**14 - 2
 

@@ -9,7 +9,7 @@ numpy < 1.24 (``np.int``, ``np.float_``) and networkx; give a Python that has th
 
 It runs each algorithm × seed of the reference code unchanged in its own process (``np.random.seed(s)``,
 ``random.seed(s)``; its per-round prints silenced), two at a time under ``nice``, prints the per-seed
-numbers as the ``REFERENCE_CODE_RUNS`` literal of ``privbandits.experiments.papers.fclub.reference``, and
+numbers as the ``REFERENCE_CODE_RUNS`` literal of ``privbandits.papers.fclub.reference``, and
 then (unless ``--no-ours``) runs ``privbandits run fclub-reference-gap`` on the same users, whose report
 compares the two (medians, two-sided Mann–Whitney p, the ablation, communication both ways).
 """

@@ -24,8 +24,8 @@ from _smoke import parse_args
 from rich.console import Console
 from rich.table import Table
 
-from privbandits.experiments.papers.mpc.costs import round_costs
-from privbandits.experiments.papers.mpc.reference import PAPER_LEARNER_SLOWDOWN, PAPER_TABLE1
+from privbandits.papers.mpc.costs import round_costs
+from privbandits.papers.mpc.reference import PAPER_LEARNER_SLOWDOWN, PAPER_TABLE1
 from privbandits.protocols.mpc_bandit import MPCBanditConfig
 
 TARGET = 100

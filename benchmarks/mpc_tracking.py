@@ -21,7 +21,7 @@ import numpy as np
 from _smoke import parse_args
 
 from privbandits.datasets.cache import cached_folder
-from privbandits.experiments.papers.mpc.sweeps import DIGITS, data_params, dataset, environment
+from privbandits.papers.mpc.sweeps import DIGITS, data_params, dataset, environment
 from privbandits.protocols.mpc_bandit import MPCBanditConfig, PlaintextEpsilonGreedy, PrivateEpsilonGreedy
 
 

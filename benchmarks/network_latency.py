@@ -437,12 +437,12 @@ def p2b(n_users: int) -> dict[str, float]:
     }
 
 
-def fclub(horizon: int, algorithm: str) -> dict[str, float]:
+def fclub(horizon: int, variant: str, preset: str) -> dict[str, float]:
     """Rounds per second of the shipped FCLUB example (every party a process) and of the same run in one
     process; exits if their regret differs."""
     from _fclub_deployment import run_session
 
-    got, reference = run_session(horizon, algorithm, references=REPEATS)
+    got, reference = run_session(horizon, variant, preset, references=REPEATS)
     users = got["results"]["users"]
     if not np.array_equal(got["regret"], reference.regret):
         sys.exit("FCLUB: the processes' regret differs from the in-memory run's")
@@ -529,7 +529,8 @@ def main() -> None:
         help="VFUCB checkpoint interval in rounds (default: once, at the end)",
     )
     parser.add_argument("--fclub-rounds", type=int, default=4095, help="FCLUB rounds T")
-    parser.add_argument("--fclub-algorithm", default="CDP-FCLUB-DC (faithful)", help="FCLUB preset")
+    parser.add_argument("--fclub-variant", default="cdp-fclub-dc", help="FCLUB variant (the deployment file's)")
+    parser.add_argument("--fclub-preset", default="paper", help="paper or reference (the deployment file's preset)")
     args = parse_args(
         parser, count=20, rounds=10, dim=10, parties=2, prefetch=4, repeat=1, p2b_users=600, fclub_rounds=62,
         mpc_rounds=3, mpc_dim=4, mpc_arms=3,
@@ -605,11 +606,11 @@ def main() -> None:
         )
     if not args.skip_fclub:
         fclub_rounds = args.fclub_rounds if not args.quick else min(args.fclub_rounds, 1023)
-        result = fclub(fclub_rounds, args.fclub_algorithm)
+        result = fclub(fclub_rounds, args.fclub_variant, args.fclub_preset)
         print(
-            f"\nFCLUB ({args.fclub_algorithm}), 40 users on 5 local servers, {fclub_rounds} rounds (users, local "
-            f"servers and the global server each a process; {result['uploads']} uploads, {result['downloads']} "
-            f"downloads):\n"
+            f"\nFCLUB ({args.fclub_variant}, {args.fclub_preset} preset), 40 users on 5 local servers, {fclub_rounds} "
+            f"rounds (users, local servers and the global server each a process; {result['uploads']} uploads, "
+            f"{result['downloads']} downloads):\n"
             f"  networked (lock-step over mutual TLS): {result['networked']:9.0f} rounds/s "
             f"({result['messages']:.1f} messages per round, sequencing included)\n"
             f"  in one process (in-memory network):    {result['in_memory']:9.0f} rounds/s"

@@ -303,9 +303,9 @@ def test_full_mnist_from_the_npm_tarball_is_what_data_mnist_reads_when_no_folder
 ):
     from privbandits.datasets.mnist import load_mnist
     from privbandits.experiments.overrides import apply_overrides
-    from privbandits.experiments.papers.mpc.options import Fig2Options
-    from privbandits.experiments.papers.mpc.sweeps import data_params
     from privbandits.experiments.reproduction import OptionError
+    from privbandits.papers.mpc.options import Fig2Options
+    from privbandits.papers.mpc.sweeps import data_params
 
     monkeypatch.setenv(cache.CACHE_ENV, str(root))
     with pytest.raises(OptionError, match=r"^option data: .*run `privbandits data fetch mnist` first$"):

@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from privbandits.comm import InMemoryNetwork
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
-from privbandits.deploy.fclub import config_of, outcome, run_in_memory, setting_of, upload_digest
+from privbandits.deploy.fclub import config_of, environment_of, outcome, run_in_memory, upload_digest
 from privbandits.protocols.fclub import PhaseUpload, Upload
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "fclub.toml"
@@ -53,9 +53,9 @@ def certs(path: Path) -> None:
 
 def arrivals(spec) -> np.ndarray:
     """The local server of each round's user (the environment the users party draws)."""
-    from privbandits.deploy.fclub import _server_of_user, _streams, setting_of
+    from privbandits.deploy.fclub import _server_of_user, _streams, environment_of
 
-    env = setting_of(spec).environment()
+    env = environment_of(spec)
     env.reset(_streams(spec)[0])
     servers = _server_of_user(spec)
     return np.array([servers[env.user] for _ in range(spec.protocol.horizon) if env.next_round() is not None])
@@ -99,7 +99,8 @@ def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(tmp_
     assert result.exit_code == 0, result.output
     assert "fclub-five-local-servers: parties" in result.output and "255 rounds" in result.output
     spec = load_deployment(path)
-    assert len(spec.names("local_server")) == 5 and spec.protocol.algorithm == "CDP-FCLUB-DC (faithful)"
+    assert len(spec.names("local_server")) == 5
+    assert (spec.protocol.variant, spec.protocol.preset) == ("cdp-fclub-dc", "paper")
     got = assert_equals_in_memory(spec)
     counts, results = got["counts"], got["results"]
     assert counts.uploads > 100 and counts.downloads > 100 and counts.phase_uploads > 0  # every message kind ran
@@ -118,22 +119,22 @@ def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(tmp_
     # no upload the global server received carries raw statistics: the same run in memory, each upload compared
     # with every raw statistic of its sender at the moment of sending (tests/test_message_boundary_fclub.py),
     # received the very uploads the process did (equal digests)
-    network = snooped_run(config_of(spec), spec.protocol.seed, setting_of(spec).environment(), 5)
+    network = snooped_run(config_of(spec), spec.protocol.seed, environment_of(spec), 5)
     assert len(network.uploads) > 100 and [matches for _, matches in network.uploads if matches] == []
     assert upload_digest(uploads_of(network)) == results["global"]["uploads_digest"]
 
 
 @pytest.mark.parametrize(
-    ("algorithm", "horizon", "options"),
+    ("variant", "horizon", "options"),
     [
-        ("CDP-FCLUB-DC", 255, ""),  # the reference preset: shared statistics, noise only in the trigger
-        ("FCLUB", 63, ""),  # synchronous, detection every round
-        ("CDP-FCLUB-DC", 255, "options = { rebuild_local_copies = true }"),  # few uploads: download checks
+        ("cdp-fclub-dc", 255, ""),  # the reference preset: shared statistics, noise only in the trigger
+        ("fclub", 63, ""),  # synchronous, detection every round
+        ("cdp-fclub-dc", 255, "options = { rebuild_local_copies = true }"),  # few uploads: download checks
     ],
 )
-def test_other_presets_equal_the_in_memory_run(tmp_path, algorithm, horizon, options):
+def test_other_presets_equal_the_in_memory_run(tmp_path, variant, horizon, options):
     path = local_copy(tmp_path, servers=2, **{
-        'algorithm = "CDP-FCLUB-DC (faithful)"': f'algorithm = "{algorithm}"',
+        'variant = "cdp-fclub-dc"': f'variant = "{variant}"', 'preset = "paper"': 'preset = "reference"',
         "horizon = 4095": f"horizon = {horizon}",
         "# options = { rebuild_local_copies = true }": options,
     })  # fmt: skip
@@ -207,7 +208,14 @@ def test_a_killed_local_server_is_named_by_the_global_server_and_the_others_fini
          "options: unknown FCLUBConfig field"),
         (lambda t: t.replace("# options = { rebuild_local_copies = true }", "options = { upload_threshold = 0.5 }"),
          "options: upload_threshold"),
-        (lambda t: t.replace("algorithm = \"CDP-FCLUB-DC (faithful)\"", "algorithm = \"LinUCB\""), "algorithm"),
+        (lambda t: t.replace('variant = "cdp-fclub-dc"', 'variant = "linucb"'), "variant"),
+        (lambda t: t.replace('preset = "paper"', 'preset = "faithful"'), "preset"),
+        (lambda t: t.replace('variant = "cdp-fclub-dc"', 'algorithm = "Homo-DC"'),
+         "for algorithm = 'Homo-DC' write variant = 'homo-dc' and preset = 'reference'"),
+        (lambda t: t.replace('variant = "cdp-fclub-dc"', 'algorithm = "CDP-FCLUB-DC (faithful)"'),
+         "variant = 'cdp-fclub-dc' and preset = 'paper'"),
+        (lambda t: t.replace('variant = "cdp-fclub-dc"', 'algorithm = "LinUCB"'),
+         "algorithm is now variant and preset .*: variant is one of cdp-fclub-dc, fclub-dc, fclub, homo-dc, homo"),
     ],
 )  # fmt: skip
 def test_a_bad_fclub_deployment_file_names_the_field(tmp_path, edit, error):

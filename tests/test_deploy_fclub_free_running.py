@@ -25,7 +25,8 @@ def run(path) -> dict:
 
 
 def test_with_a_phase_start_every_round_free_running_equals_the_in_memory_run(tmp_path):
-    path = local_copy(tmp_path, servers=2, **FREE, **{'algorithm = "CDP-FCLUB-DC (faithful)"': 'algorithm = "FCLUB"',
+    path = local_copy(tmp_path, servers=2, **FREE, **{'variant = "cdp-fclub-dc"': 'variant = "fclub"',
+                                                      'preset = "paper"': 'preset = "reference"',
                                                       "horizon = 4095": "horizon = 63"})  # fmt: skip
     certs(path)
     got = run(path)

@@ -7,9 +7,9 @@ import numpy as np
 from typer.testing import CliRunner
 
 from privbandits.cli import app
-from privbandits.experiments.papers.fclub import gap
-from privbandits.experiments.papers.fclub.options import GapOptions
-from privbandits.experiments.papers.fclub.reference import REFERENCE_CODE_RUNS
+from privbandits.papers.fclub import gap
+from privbandits.papers.fclub.options import GapOptions
+from privbandits.papers.fclub.reference import REFERENCE_CODE_RUNS
 
 runner = CliRunner()
 
@@ -77,7 +77,7 @@ def test_the_recorded_reference_runs_are_ten_seeds_each():
 def test_options_added_later_leave_the_stored_runs_keys_alone():
     """Issue 29's options enter a run's digest only when on: the issue-15 runs keep the keys they were stored
     under (these digests, measured on the code before the options existed); the new Homo-DC preset is new."""
-    from privbandits.experiments.papers.fclub.runs import Setting, config_digest
+    from privbandits.papers.fclub.runs import Setting, config_digest
 
     where, T = Setting(kind="reference-synthetic"), 2**14 - 2
     assert config_digest("FCLUB-DC", where, T) == "c53a7e12eef2b28b"

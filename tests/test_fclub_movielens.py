@@ -16,7 +16,7 @@ from privbandits.datasets.movielens import (
     user_features,
 )
 from privbandits.envs.clustered import PooledUsersBandit
-from privbandits.experiments.papers.fclub.runs import Setting, with_data
+from privbandits.papers.fclub.runs import Setting, with_data
 
 
 def write_ratings(path, groups: int = 3, per_group: int = 20, movies_per_group: int = 30, seed: int = 0):
@@ -158,7 +158,7 @@ def _ratings_file(path, users=60, items=40, seed=0):
 
 
 def test_the_a19_panel_runs_from_raw_ratings(tmp_path):
-    from privbandits.experiments.papers.fclub.panels import a19_setting, title
+    from privbandits.papers.fclub.panels import a19_setting, title
 
     setting, note = a19_setting(None, _ratings_file(tmp_path / "u.data"))
     assert setting.kind == "movielens-100k" and note is None
@@ -170,7 +170,7 @@ def test_the_a19_panel_runs_from_raw_ratings(tmp_path):
 
 
 def test_without_the_cached_ratings_the_a19_panel_falls_back_to_the_shipped_matrix_and_says_so():
-    from privbandits.experiments.papers.fclub.panels import a19_setting, title
+    from privbandits.papers.fclub.panels import a19_setting, title
 
     setting, note = a19_setting(None)  # tests point the data cache at an empty folder
     assert "FALLS BACK to the shipped 500 × 500 matrix" in note
@@ -179,8 +179,8 @@ def test_without_the_cached_ratings_the_a19_panel_falls_back_to_the_shipped_matr
 
 
 def test_with_the_cached_ratings_fig2_runs_movielens_100k_by_default(tmp_path, monkeypatch):
-    from privbandits.experiments.papers.fclub import fig2, panels
-    from privbandits.experiments.papers.fclub.options import Fig2Options
+    from privbandits.papers.fclub import fig2, panels
+    from privbandits.papers.fclub.options import Fig2Options
 
     ratings = _ratings_file(tmp_path / "ml-100k.inter")
     monkeypatch.setattr(panels, "is_cached", lambda name: name == "movielens-100k")

@@ -1,4 +1,4 @@
-"""FCLUB reproductions (experiments/papers/fclub): units, sharing, options and reports at toy sizes."""
+"""FCLUB reproductions (papers/fclub): units, sharing, options and reports at toy sizes."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import pytest
 from privbandits.datasets.movielens import default_fclub_data_path
 from privbandits.experiments.catalog import REPRODUCTIONS
 from privbandits.experiments.overrides import OptionError
-from privbandits.experiments.papers.fclub import fig2, fig3
-from privbandits.experiments.papers.fclub.options import ALGORITHMS, COMMUNICATING, FAITHFUL
-from privbandits.experiments.papers.fclub.runs import Setting, kept_rounds, run_algorithm
 from privbandits.experiments.reproduction import find, report, run
 from privbandits.experiments.store import ResultsStore
+from privbandits.papers.fclub import fig2, fig3
+from privbandits.papers.fclub.options import ALGORITHMS, COMMUNICATING, FAITHFUL
+from privbandits.papers.fclub.runs import Setting, kept_rounds, run_algorithm
 
 pytestmark = pytest.mark.filterwarnings("ignore:FCLUB. privatizer noise exceeded")
 NAMES = ("fclub-fig2", "fclub-fig3", "fclub-fig4", "fclub-table3")

@@ -534,9 +534,9 @@ def test_the_store_key_leaves_out_the_later_options_while_they_are_off():
     the private learner's key (issue 29 changed the rounding, so its results moved) and never in the twin's."""
     from dataclasses import asdict
 
-    from privbandits.experiments.papers.mpc.costs import rounds_task
-    from privbandits.experiments.papers.mpc.sweeps import sweep_task
     from privbandits.experiments.tasks import jsonable
+    from privbandits.papers.mpc.costs import rounds_task
+    from privbandits.papers.mpc.sweeps import sweep_task
 
     config = MPCBanditConfig(epsilon=0.1)
     off = config.store_params()

@@ -1,4 +1,4 @@
-"""MPC bandit reproductions (experiments/papers/mpc) at tiny sizes: registered and described, run
+"""MPC bandit reproductions (papers/mpc) at tiny sizes: registered and described, run
 through the experiment model, reports rebuilt from the store alone, units shared and keyed by their
 complete spec, bad options refused with the key named."""
 
@@ -14,11 +14,11 @@ from mnist_idx_fixture import write_mnist_folder
 from privbandits.datasets.mnist import MNIST_FILES
 from privbandits.experiments.catalog import REPRODUCTIONS
 from privbandits.experiments.overrides import OptionError
-from privbandits.experiments.papers.mpc import sweeps
-from privbandits.experiments.papers.mpc.options import MAX_PRECISION, MNIST_STEMS
-from privbandits.experiments.papers.mpc.reference import PAPER_FIG7
 from privbandits.experiments.reproduction import find, report, run
 from privbandits.experiments.store import ResultsStore
+from privbandits.papers.mpc import sweeps
+from privbandits.papers.mpc.options import MAX_PRECISION, MNIST_STEMS
+from privbandits.papers.mpc.reference import PAPER_FIG7
 from privbandits.protocols import mpc_bandit
 
 NAMES = tuple(f"mpc-{key}" for key in ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9", "table1"))
@@ -53,7 +53,7 @@ def test_every_figure_and_table_is_registered_with_every_option_described():
 
 def test_the_options_import_nothing_heavy():
     code = (
-        "import sys, privbandits.experiments.papers.mpc.options; "
+        "import sys, privbandits.papers.mpc.options; "
         "heavy = {'numpy', 'matplotlib', 'numba', 'privbandits.protocols'} & set(sys.modules); "
         "assert not heavy, heavy"
     )

@@ -50,7 +50,7 @@ def test_every_p2b_reproduction_is_in_the_catalogue_with_described_options():
 
 def test_the_options_import_nothing_heavy():
     code = (
-        "import sys, privbandits.experiments.papers.p2b.options; "
+        "import sys, privbandits.papers.p2b.options; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numba', 'matplotlib', 'sklearn') "
         "or m.startswith('privbandits.protocols')))"
     )

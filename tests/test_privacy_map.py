@@ -11,12 +11,12 @@ import pytest
 from privbandits.datasets import cache
 from privbandits.experiments import reproduction
 from privbandits.experiments.catalog import REPRODUCTIONS
-from privbandits.experiments.papers.privacy_map import environments as map_environments
-from privbandits.experiments.papers.privacy_map.environments import environments
-from privbandits.experiments.papers.privacy_map.report import semantics_rows
-from privbandits.experiments.papers.privacy_map.semantics import SEMANTICS
-from privbandits.experiments.papers.privacy_map.systems import candidates, eta_of, p2b_epsilon, placed
 from privbandits.experiments.store import ResultsStore
+from privbandits.papers.privacy_map import environments as map_environments
+from privbandits.papers.privacy_map.environments import environments
+from privbandits.papers.privacy_map.report import semantics_rows
+from privbandits.papers.privacy_map.semantics import SEMANTICS
+from privbandits.papers.privacy_map.systems import candidates, eta_of, p2b_epsilon, placed
 
 MAP = REPRODUCTIONS["privacy-map"]
 TINY = {
@@ -70,8 +70,8 @@ def test_every_point_has_its_semantics_row():
 
 def _semantics_table(options):
     """The report's semantics table for points placed at ``options`` (summaries stubbed: only points matter)."""
-    from privbandits.experiments.papers.privacy_map.report import Panel
-    from privbandits.experiments.papers.privacy_map.summary import PointSummary
+    from privbandits.papers.privacy_map.report import Panel
+    from privbandits.papers.privacy_map.summary import PointSummary
 
     panels = []
     for env in environments(options)[0]:
@@ -280,14 +280,14 @@ def test_the_dp_points_are_calibrated_analytically_and_calibration_paper_gives_t
 
 
 def _panel(env, points_and_means):
-    from privbandits.experiments.papers.privacy_map.report import Panel
-    from privbandits.experiments.papers.privacy_map.summary import PointSummary
+    from privbandits.papers.privacy_map.report import Panel
+    from privbandits.papers.privacy_map.summary import PointSummary
 
     return Panel(env, [PointSummary(p, mean, 1.0, 1, 0.0, 0.0, "none", (mean,)) for p, mean in points_and_means], {})
 
 
 def test_best_rows_rank_within_one_notion_and_show_the_per_round_composition():
-    from privbandits.experiments.papers.privacy_map.report import best_rows
+    from privbandits.papers.privacy_map.report import best_rows
 
     options = _options(epsilons="5")
     env = {env.key: env for env in environments(options)[0]}["classification"]

@@ -11,13 +11,14 @@ import pytest
 
 from privbandits.datasets.obd import default_obd_path
 from privbandits.experiments import parse_config, run_single
-from privbandits.experiments.catalog import REPRODUCTIONS
+from privbandits.experiments.catalog import CONFIG_REPORTS, REPRODUCTIONS
 from privbandits.experiments.overrides import OptionError
-from privbandits.experiments.papers.vertical import fig5
-from privbandits.experiments.papers.vertical.configs import PAPER_REPORTS, fig4_report, fig6_report
-from privbandits.experiments.papers.vertical.fig5 import measure_step_bytes, op_counts
 from privbandits.experiments.reproduction import find, report, run
 from privbandits.experiments.store import ResultsStore
+from privbandits.experiments.tasks import resolve
+from privbandits.papers.vertical import fig5
+from privbandits.papers.vertical.configs import fig4_report, fig6_report
+from privbandits.papers.vertical.fig5 import measure_step_bytes, op_counts
 
 NEEDS_OBD = pytest.mark.skipif(
     default_obd_path() is None, reason="../shared/data/obd (the OBD sample) is not beside the repo"
@@ -105,7 +106,8 @@ def test_fig4_report_compares_vertical_with_central_on_stored_runs(tmp_path, con
     norm = claims[("4(b)", "VFUCB norm difference recovers to almost 0")]
     assert float(norm.ours.split()[5].rstrip(";")) < 1e-12
     assert len(report.claims) == 8 and report.figures[0].is_file()
-    assert PAPER_REPORTS["vertical-fig4"] is fig4_report and PAPER_REPORTS["vertical-fig6"] is fig6_report
+    assert resolve(CONFIG_REPORTS["vertical-fig4"]) is fig4_report
+    assert resolve(CONFIG_REPORTS["vertical-fig6"]) is fig6_report
 
 
 def test_fig6_report_orders_feature_ratios(tmp_path, config_data):

@@ -87,6 +87,8 @@ def test_the_wheel_ships_the_toml_files_and_no_secret_data_or_result(wheel):
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert "Classifier: License :: OSI Approved :: MIT License" in metadata
     assert "Classifier: Typing :: Typed" in metadata
+    points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
+    assert "[privbandits.reproductions]\npapers = privbandits.papers.catalog:CATALOG" in points  # the papers layer
 
 
 @pytest.mark.slow  # about 40 s on 2 cores: a venv, an install and five commands
@@ -106,7 +108,8 @@ def test_the_installed_wheel_runs_from_an_empty_folder(wheel, tmp_path):
     where = run([str(python), "-c", "import privbandits; print(privbandits.__file__)"], empty, env)
     assert Path(where.strip()).is_relative_to(site)
     listed = run(["privbandits", "list"], empty, env)
-    for name in ("example-mpc-vs-twin-digits", "example-fclub-vs-club", "example-p2b-synthetic", "vertical-fig4"):
+    for name in ("example-mpc-vs-twin-digits", "example-fclub-vs-club", "example-p2b-synthetic", "vertical-fig4",
+                 "fclub-fig2", "privacy-map"):  # the shipped configs, and the papers layer's catalog
         assert name in listed
     store = ["--store", "r.sqlite", "--out", "out", "--no-progress"]
     ran = run(["privbandits", "run", "example-mpc-vs-twin-digits", "-o", "horizon=5", "-o", "seeds=0", *store],

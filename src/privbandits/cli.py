@@ -348,7 +348,7 @@ def _shown(value) -> str:
 @app.command("list")
 def list_command() -> None:
     """List the policies, environments and reproductions (with `show NAME` for their options)."""
-    from privbandits.experiments.catalog import REPRODUCTIONS, shipped_configs
+    from privbandits.experiments.catalog import NONE_INSTALLED, REPRODUCTIONS, shipped_configs
     from privbandits.experiments.config import ENVIRONMENT_CONFIGS, POLICY_CONFIGS, by_kind
 
     for title, models in (
@@ -372,6 +372,8 @@ def list_command() -> None:
     for reproduction in REPRODUCTIONS.values():
         table.add_row(reproduction.name, reproduction.description, "paper")
     console.print(table)
+    if not REPRODUCTIONS:
+        console.print(NONE_INSTALLED)
 
 
 def _version(value: bool) -> None:

@@ -45,7 +45,7 @@ import hashlib
 import json
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self, get_args
 
 from pydantic import Field, SerializeAsAny, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError, PydanticKnownError
@@ -261,21 +261,21 @@ class FCLUBProtocol(ProtocolSection):
     drawn from ``seed``, which sends each round's user and contexts to that user's local
     server and scores its choice), one ``global_server`` named ``global`` and one or more
     ``local_server`` parties named ``local0``, ``local1``, ... in file order, each serving a
-    contiguous block of the users (the experiments' ``assign_groups`` blocks). ``algorithm``
-    is one of the experiments' FCLUB-family names, with their options (``privbandits show
-    fclub-fig2``): the default, the faithful CDP-FCLUB-DC, privatizes every upload; the
-    reference-compatible "CDP-FCLUB-DC" puts noise only in the upload trigger, so its uploads
-    reach the global server raw. Nobody holds a data file. The users party draws the synthetic
-    environment from ``seed`` as :func:`~privbandits.protocols.fclub.run_fclub` does (public data, by
-    construction); each local server draws its privatizers' noise and tie-breaks from OS entropy, or,
-    with the deployment's ``reproducible = true``, from ``seed`` as ``run_fclub`` does, so the
-    processes reproduce that run.
+    contiguous block of the users (the experiments' ``assign_groups`` blocks). ``variant`` and
+    ``preset`` name the algorithm as an experiment config's ``fclub`` policy does
+    (:data:`~privbandits.protocols.fclub_config.PRESETS`): the default, CDP-FCLUB-DC's ``paper``
+    preset, privatizes every upload; its ``reference`` preset (the paper reproductions' plain
+    "CDP-FCLUB-DC") puts noise only in the upload trigger, so its uploads reach the global server
+    raw. Nobody holds a data file. The users party draws the synthetic environment from ``seed``
+    as :func:`~privbandits.protocols.fclub.run_fclub` does (public data, by construction); each
+    local server draws its privatizers' noise and tie-breaks from OS entropy, or, with the
+    deployment's ``reproducible = true``, from ``seed`` as ``run_fclub`` does, so the processes
+    reproduce that run.
     """
 
     name: Literal["fclub"]
-    algorithm: Literal["CDP-FCLUB-DC (faithful)", "CDP-FCLUB-DC", "FCLUB-DC", "FCLUB", "Homo-DC", "Homo"] = (
-        "CDP-FCLUB-DC (faithful)"
-    )
+    variant: Literal["cdp-fclub-dc", "fclub-dc", "fclub", "homo-dc", "homo"] = "cdp-fclub-dc"
+    preset: Literal["paper", "reference"] = "paper"
     horizon: int = Field(ge=1, description="T, rounds")
     n_users: int = Field(40, ge=1, description="n, users of all local servers together")
     n_clusters: int = Field(4, ge=1, description="m, the users' true clusters")
@@ -287,7 +287,7 @@ class FCLUBProtocol(ProtocolSection):
         0, ge=0, description="the environment, and with reproducible = true the local servers', as run_fclub(seed=...)"
     )
     options: dict[str, bool | int | float | str] = Field(
-        default_factory=dict, description="FCLUBConfig fields over the algorithm's preset (e.g. rebuild_local_copies)"
+        default_factory=dict, description="FCLUBConfig fields over the preset (e.g. rebuild_local_copies)"
     )
     schedule: Literal["lock-step", "free-running"] = Field("lock-step", description="lock-step: every round waits "
         "for the global server (equals the in-memory run); free-running: uploads and downloads cross (deploy/fclub.py)")
@@ -298,13 +298,25 @@ class FCLUBProtocol(ProtocolSection):
     SURVIVABLE: ClassVar[tuple[str, ...]] = ("local_server",)
     """Roles the session survives losing (``deploy local`` starts no countdown when one fails)."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        """``algorithm`` (the paper reproductions' names) became ``variant`` and ``preset`` (issue 32)."""
+        if isinstance(data, dict) and "algorithm" in data:
+            old, variants = str(data["algorithm"]), get_args(cls.model_fields["variant"].annotation)
+            variant = old.removesuffix(" (faithful)").lower()
+            preset = "paper" if old.endswith(" (faithful)") else "reference"
+            instead = (f"for algorithm = {old!r} write variant = {variant!r} and preset = {preset!r}"
+                       if variant in variants else f"variant is one of {', '.join(variants)}")  # fmt: skip
+            raise ValueError(f"algorithm is now variant and preset (the experiment config's names): {instead}")
+        return data
+
     @model_validator(mode="after")
     def _clusters(self) -> FCLUBProtocol:
         if self.n_clusters > self.n_users:
             raise ValueError(f"n_clusters = {self.n_clusters} exceeds n_users = {self.n_users}")
         from dataclasses import fields
 
-        from privbandits.experiments.papers.fclub.runs import Setting, fclub_config
         from privbandits.protocols.fclub_config import FCLUBConfig
         from privbandits.validation import InvalidInputError
 
@@ -312,12 +324,19 @@ class FCLUBProtocol(ProtocolSection):
         unknown = sorted(set(self.options) - set(known))
         if unknown:
             raise ValueError(f"options: unknown FCLUBConfig field(s) {', '.join(unknown)}; known: {', '.join(known)}")
-        setting = Setting(n_users=self.n_users, n_clusters=self.n_clusters, epsilon=self.epsilon)
         try:  # the options are FCLUBConfig's: its checks name the field and the allowed values
-            fclub_config(self.algorithm, setting, self.horizon, self.options)
+            self.fclub_config()
         except InvalidInputError as exc:
             raise ValueError(f"options: {exc}") from None
         return self
+
+    def fclub_config(self):
+        """The algorithm's :class:`~privbandits.protocols.fclub_config.FCLUBConfig`: the preset with ``options``,
+        as the experiments build it (m_bound = the true clusters)."""
+        from privbandits.protocols.fclub_config import FCLUBConfig
+
+        options = {"horizon": self.horizon, "epsilon": self.epsilon, "m_bound": self.n_clusters, **self.options}
+        return FCLUBConfig.from_preset(self.variant, self.preset, **options)
 
     def check_parties(self, parties: dict[str, PartyEntry]) -> None:
         roles = _roles(parties, self.ROLES, ("users", "global_server"))

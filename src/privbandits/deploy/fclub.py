@@ -87,6 +87,7 @@ from privbandits.comm import Message, Network, PeerLost, ProtocolError, TlsNetwo
 from privbandits.deploy import entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError, FCLUBProtocol
 from privbandits.deploy.registry import PartyFunctions
+from privbandits.envs.clustered import ClusteredLinearBandit
 from privbandits.protocols.fclub.accounting import Communication
 from privbandits.protocols.fclub.rounds import play
 from privbandits.protocols.fclub_config import Calibration
@@ -160,7 +161,6 @@ class Checked(Message):
 WINDOW = 16
 """Free-running: the most rounds the users have in flight (contexts sent, arm not yet back)."""
 NOISE_WARNING = "FCLUB: privatizer noise exceeded"
-FAITHFUL = "CDP-FCLUB-DC (faithful)"
 
 
 # -- the run the parties share -----------------------------------------------------------------------
@@ -171,22 +171,16 @@ def _protocol(deployment: Deployment[FCLUBProtocol]) -> FCLUBProtocol:
     return protocol
 
 
-def setting_of(deployment: Deployment[FCLUBProtocol]):
-    """The experiments' :class:`~privbandits.experiments.papers.fclub.runs.Setting` of the deployment."""
-    from privbandits.experiments.papers.fclub.runs import Setting
-
+def environment_of(deployment: Deployment[FCLUBProtocol]) -> ClusteredLinearBandit:
+    """The users' synthetic environment (spec §6.2), as the experiments build it from the same sizes."""
     protocol = _protocol(deployment)
-    return Setting(kind="synthetic", n_users=protocol.n_users, n_clusters=protocol.n_clusters,
-                   n_servers=len(deployment.names("local_server")), dim=protocol.dim, n_arms=protocol.n_arms,
-                   construction=protocol.construction, epsilon=protocol.epsilon)  # fmt: skip
+    return ClusteredLinearBandit(protocol.n_users, protocol.n_clusters, protocol.dim, protocol.n_arms,
+                                 construction=protocol.construction)  # fmt: skip
 
 
 def config_of(deployment: Deployment[FCLUBProtocol]):
     """The algorithm's :class:`~privbandits.protocols.fclub_config.FCLUBConfig` (the experiments' presets)."""
-    from privbandits.experiments.papers.fclub.runs import fclub_config
-
-    protocol = _protocol(deployment)
-    return fclub_config(protocol.algorithm, setting_of(deployment), protocol.horizon, protocol.options)
+    return _protocol(deployment).fclub_config()
 
 
 def _seeds(deployment: Deployment[FCLUBProtocol]) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
@@ -235,7 +229,7 @@ def prepare(deployment: Deployment[FCLUBProtocol], name: str) -> None:
 
     from privbandits.protocols.fclub.driver import FederatedClusteredBandit
 
-    config, env = dataclasses.replace(config_of(deployment), horizon=15), setting_of(deployment).environment()
+    config, env = dataclasses.replace(config_of(deployment), horizon=15), environment_of(deployment)
     env.reset(np.random.default_rng(0))
     bandit = FederatedClusteredBandit(config, _server_of_user(deployment), env.dim, env.n_arms,
                                       rng=np.random.default_rng(0))  # fmt: skip
@@ -296,7 +290,7 @@ def run_party(
 
     role = deployment.parties[name].role
     with warnings.catch_warnings():
-        if _protocol(deployment).algorithm != FAITHFUL:  # as the experiments' runs
+        if _protocol(deployment).preset == "reference":  # as the experiments' runs
             warnings.filterwarnings("ignore", message=NOISE_WARNING)
         if role == "users":
             return run_users(deployment, name, network, on_round, resume)
@@ -365,13 +359,12 @@ def run_in_memory(deployment: Deployment[FCLUBProtocol], network: Network | None
     servers' generators come from fresh OS entropy, as the processes' do; the environment is the same."""
     from privbandits.protocols.fclub.driver import FederatedClusteredBandit
 
-    config, setting = config_of(deployment), setting_of(deployment)
+    config, env = config_of(deployment), environment_of(deployment)
     environment, protocol = _seeds(deployment)
-    env = setting.environment()
     env.reset(np.random.default_rng(environment))
     rng = entropy.generator(deployment, None, protocol)
     with warnings.catch_warnings():
-        if _protocol(deployment).algorithm != FAITHFUL:
+        if _protocol(deployment).preset == "reference":
             warnings.filterwarnings("ignore", message=NOISE_WARNING)
         bandit = FederatedClusteredBandit(
             config, _server_of_user(deployment), env.dim, env.n_arms, rng=rng, network=network

@@ -32,8 +32,8 @@ from privbandits.deploy.fclub import (
     _server_of_user,
     _streams,
     config_of,
+    environment_of,
     free_running,
-    setting_of,
 )
 
 
@@ -151,7 +151,7 @@ def run_users(
     deployment: Deployment[FCLUBProtocol], name: str, network: TlsNetwork, on_round, resume: bool = False
 ) -> dict:
     protocol, config = _protocol(deployment), config_of(deployment)
-    env = setting_of(deployment).environment()
+    env = environment_of(deployment)
     env.reset(_streams(deployment)[0])
     server_of_user, users = _server_of_user(deployment), Party(name, network)
     servers = _Reachable(deployment.names("local_server"), network)

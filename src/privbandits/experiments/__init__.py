@@ -4,7 +4,8 @@ Config experiments (TOML files validated by typed kinds) step each environment's
 runner's one loop with learners behind one adapter contract; every (policy, seed) pair or reproduction point
 is a task keyed by the hash of its spec, computed by an executor (in process, a process pool or Ray) into
 the SQLite results store; reports, the results book and the static site are rebuilt from stored rows alone.
-The paper reproductions are in :mod:`privbandits.experiments.papers`, the audits' store units in
+The paper reproductions are a layer on top, :mod:`privbandits.papers` (found through an entry point, never
+imported here: :mod:`~privbandits.experiments.catalog`), the audits' store units in
 :mod:`~privbandits.experiments.audits`.
 
 Names are imported on first use, so ``import privbandits.experiments.<light module>`` (the

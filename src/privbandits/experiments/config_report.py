@@ -18,18 +18,19 @@ from privbandits.experiments.report import (
     write_summary_csv,
 )
 from privbandits.experiments.store import RunRecord
+from privbandits.experiments.tasks import resolve
 
 
 def config_report(config: ExperimentConfig, points: dict[str, dict[str, Any]], out: Path) -> PaperReport:
     """Everything a config's stored runs show: final values over seeds, plots, and the paper's claims."""
-    from privbandits.experiments.papers.vertical.configs import PAPER_REPORTS
+    from privbandits.experiments.catalog import CONFIG_REPORTS
 
     records = [RunRecord.from_result(result) for result in points.values()]
     summaries = summarise(records)
     title = config.description or config.name
     report = PaperReport(config.name, title)
-    if config.name in PAPER_REPORTS:
-        report = PAPER_REPORTS[config.name](records, out)
+    if config.name in CONFIG_REPORTS:
+        report = resolve(CONFIG_REPORTS[config.name])(records, out)
     rows = [["policy", "seeds", "rounds", "cum. regret", "cum. reward", "s / run"]]
     rows += [
         [

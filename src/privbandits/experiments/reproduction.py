@@ -15,7 +15,8 @@ paper-versus-ours claims from the stored rows alone. Two kinds exist:
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +124,19 @@ class ConfigReproduction:
         return config_report(config, points, out)
 
 
+@dataclass(frozen=True)
+class Catalog:
+    """The reproductions a layer on top of the library contributes (:mod:`privbandits.experiments.catalog` finds it
+    through the entry point group ``privbandits.reproductions``).
+
+    ``config_reports`` maps a config experiment's name to a ``"module:function"``
+    ``(records, out) -> PaperReport`` whose panels and claims that experiment's report starts from.
+    """
+
+    reproductions: tuple[Reproduction, ...]
+    config_reports: Mapping[str, str] = field(default_factory=dict)
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     return read_toml(path, ConfigError)
 
@@ -171,7 +185,7 @@ def _descend(target: Any, part: str, where: str) -> Any:
 def find(name: str, store=None) -> Reproduction | ConfigReproduction:
     """A reproduction by name, a shipped config by name, a TOML file by path, or a config experiment
     remembered in ``store`` (given) by its name."""
-    from privbandits.experiments.catalog import REPRODUCTIONS, shipped_configs
+    from privbandits.experiments.catalog import NONE_INSTALLED, REPRODUCTIONS, shipped_configs
 
     if name in REPRODUCTIONS:
         return REPRODUCTIONS[name]
@@ -188,7 +202,8 @@ def find(name: str, store=None) -> Reproduction | ConfigReproduction:
     if remembered is not None and {"policies", "environment"} <= set(remembered):
         return ConfigReproduction(name, str(remembered.get("description", "")), None)
     names = sorted([*REPRODUCTIONS, *configs])
-    raise ConfigError(f"no config file or reproduction named {name!r}; reproductions: {', '.join(names)}")
+    hint = "" if REPRODUCTIONS else f" ({NONE_INSTALLED})"
+    raise ConfigError(f"no config file or reproduction named {name!r}; reproductions: {', '.join(names)}{hint}")
 
 
 def resolve_options(reproduction: Reproduction | ConfigReproduction, raw: dict[str, str], store=None) -> BaseModel:

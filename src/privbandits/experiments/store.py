@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from privbandits import __version__
-from privbandits.experiments.tasks import Task, canonical_json
+from privbandits.experiments.tasks import Task, canonical_json, keyed_name
 
 _BUSY_SECONDS = 60
 """How long opening or writing the store waits for another process's lock."""
@@ -299,7 +299,7 @@ class ResultsStore:
         """
         row = (
             task.key,
-            task.fn,
+            keyed_name(task.fn),
             canonical_json(task.params),
             canonical_json(result),
             float(seconds),

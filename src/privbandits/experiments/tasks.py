@@ -8,7 +8,8 @@ result can never be reused for a spec it was not computed from.
 
 Functions are named by ``"package.module:function"`` strings, so a task is plain
 data: it pickles to a worker process or a Ray worker, and the function is
-imported only where it runs.
+imported only where it runs. A function that moved keeps the key of its historical
+name (:data:`MOVED`, :func:`keyed_name`), so that results stored before the move are found.
 """
 
 from __future__ import annotations
@@ -23,6 +24,15 @@ from pathlib import Path
 from typing import Any, overload
 
 _KEY_DIGITS = 32
+
+MOVED: dict[str, str] = {"privbandits.papers.": "privbandits.experiments.papers."}
+"""Package prefixes whose task functions moved: today's prefix → the one their stored results were keyed by.
+
+Issue 32 moved the paper reproductions from ``privbandits.experiments.papers`` to the layer
+``privbandits.papers``; their tasks are keyed (and their store rows' ``fn`` written) under the old
+prefix, so every key is the one it was before the move. Add a row when a package of task functions
+moves; never remove one while stores keyed under it exist.
+"""
 
 
 def jsonable(value: Any) -> Any:
@@ -66,7 +76,7 @@ class Task:
             raise ValueError(f"Task.fn must look like 'package.module:function', got {self.fn!r}")
         params = jsonable(self.params)
         object.__setattr__(self, "params", params)
-        text = canonical_json({"fn": self.fn, "params": params})
+        text = canonical_json({"fn": keyed_name(self.fn), "params": params})
         object.__setattr__(self, "key", hashlib.sha256(text.encode()).hexdigest()[:_KEY_DIGITS])
 
     def run(self) -> dict[str, Any]:
@@ -75,6 +85,14 @@ class Task:
         if not isinstance(result, Mapping):
             raise TypeError(f"task function {self.fn} must return a dict; got {type(result).__name__}")
         return jsonable(result)
+
+
+def keyed_name(fn: str) -> str:
+    """The name ``fn`` is keyed and stored by: its historical name if its package moved (:data:`MOVED`)."""
+    for today, historical in MOVED.items():
+        if fn.startswith(today):
+            return historical + fn[len(today) :]
+    return fn
 
 
 @cache

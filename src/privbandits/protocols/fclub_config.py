@@ -30,6 +30,13 @@ class Variant(StrEnum):
     HOMO = "homo"
 
 
+PRESETS = ("paper", "reference")
+"""Where a variant's options start, named alike in experiment configs and deployment files: ``paper``
+(:meth:`FCLUBConfig.for_variant`, the paper's algorithm: CDP-FCLUB-DC privatizes every upload) or ``reference``
+(:meth:`FCLUBConfig.reference_compatible`, the reference code's behaviour: the paper reproductions' plain
+"CDP-FCLUB-DC", whose noise is only in the upload trigger)."""
+
+
 class RhoFormula(StrEnum):
     """Spectral bound ρ on the tree noise (§4.2, §8 A5).
 
@@ -320,6 +327,15 @@ class FCLUBConfig:
                 "lifecycle": Lifecycle.RESET_EVERY_PHASE,
             }
         return replace(base, **{**rc, **overrides})
+
+    @classmethod
+    def from_preset(cls, variant: Variant | str, preset: str, **overrides) -> FCLUBConfig:
+        """The preset ``preset`` (:data:`PRESETS`) of ``variant``, then ``overrides``."""
+        if preset not in PRESETS:
+            allowed = ", ".join(repr(name) for name in PRESETS)
+            raise InvalidInputError(f"preset must be one of {allowed}, got {preset!r}")
+        start = cls.reference_compatible if preset == "reference" else cls.for_variant
+        return start(variant, **overrides)
 
 
 @overload

@@ -177,10 +177,7 @@ class FCLUBPolicyConfig(_Labelled):
         """The :class:`~privbandits.protocols.fclub_config.FCLUBConfig` of a run of ``horizon`` rounds."""
         from privbandits.protocols.fclub_config import FCLUBConfig
 
-        options = {**self.overrides(), "horizon": horizon}
-        if self.preset == "reference":
-            return FCLUBConfig.reference_compatible(self.variant, **options)
-        return FCLUBConfig.for_variant(self.variant, **options)
+        return FCLUBConfig.from_preset(self.variant, self.preset, **self.overrides(), horizon=horizon)
 
     @model_validator(mode="after")
     def _consistent(self) -> FCLUBPolicyConfig:
