@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from privbandits.linear.policies import named_choice
 from privbandits.linear.tiebreak import TieBreak
-from privbandits.validation import Boolean, Choice, Integer, NoneOr, Real, validate
+from privbandits.options import option, options_of
+from privbandits.validation import Boolean, Choice, Integer, NoneOr, Real
 
 
 class Representation(StrEnum):
@@ -36,29 +36,20 @@ class P2BConfig:
     ``omega`` (optional) turns the ledger's δ proxy on (Eq. 3).
     """
 
-    participation: float = 0.5
-    negative_rate: float = 0.05
-    threshold: int = 10
-    alpha: float = 1.0
-    early_fraction: float = 0.7
-    representation: Representation | str = Representation.ONE_HOT
-    shared_warm_agent: bool = False
-    tie_break: str = "random"
-    omega: float | None = None
+    participation: float = option(Real(low=0, high=1), 0.5, "p, the probability a user shares")
+    negative_rate: float = option(Real(low=0, high=1), 0.05, "probability a device reports a zero-reward tuple")
+    threshold: int = option(Integer(low=1), 10, "l, the shuffler's crowd-blending threshold")
+    alpha: float = option(Real(low=0), 1.0, "the agents' LinUCB α")
+    early_fraction: float = option(
+        Real(low=0, high=1, low_open=True, high_open=True), 0.7, "share of the users who play early and may share"
+    )
+    representation: Representation | str = option(
+        Choice(Representation), Representation.ONE_HOT, "how private agents use a code: one-hot, or the code value"
+    )
+    shared_warm_agent: bool = option(Boolean(), False, "one warm agent carried across the late users (reference)")
+    tie_break: str = option(Choice(TieBreak), "random", "rule among tied arms")
+    omega: float | None = option(NoneOr(Real(low=0, low_open=True), "no δ"), None, "ω of the ledger's δ proxy (Eq. 3)")
 
     def __post_init__(self) -> None:
-        validate(
-            None,  # the values are kept as given (a config's hash is of its fields)
-            {
-                "participation": Real(low=0, high=1),
-                "negative_rate": Real(low=0, high=1),
-                "threshold": Integer(low=1),
-                "alpha": Real(low=0),
-                "early_fraction": Real(low=0, high=1, low_open=True, high_open=True),
-                "shared_warm_agent": Boolean(),
-                "tie_break": Choice(TieBreak),
-                "omega": NoneOr(Real(low=0, low_open=True), "no δ"),
-            },
-            vars(self),
-        )
-        object.__setattr__(self, "representation", named_choice(Representation, self.representation, "representation"))
+        checked = options_of(self).check(None, vars(self))  # values kept as given (a config's hash is of its fields)
+        object.__setattr__(self, "representation", checked["representation"])
