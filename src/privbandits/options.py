@@ -19,7 +19,8 @@ metadata (:func:`options_of` reads them back), so the default is written once::
 
 A refusal reads ``"OWNER: NAME must be EXPECTED, got VALUE"`` (:func:`~privbandits.validation.check`'s);
 ``refusal`` replaces it by a template with the fields ``{owner}`` (``"OWNER: "`` or nothing), ``{name}``,
-``{expected}``, ``{constraint}`` (the full phrase) and ``{value}``, where tests pin an older wording.
+``{expected}``, ``{constraint}`` (the full phrase), ``{bounds}`` (the range alone) and ``{value}``, where tests
+pin an older wording.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ class Option(Generic[T]):
                 name=name,
                 expected=constraint.expected(value),
                 constraint=constraint,
+                bounds=getattr(constraint, "bounds", ""),
                 value=describe(value),
             )
         )
