@@ -30,9 +30,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from privbandits.validation import Constraint, InvalidInputError, describe
+from privbandits.validation import Choice, Constraint, InvalidInputError, describe
 
-__all__ = ["REQUIRED", "UNOWNED", "Option", "Options", "declare", "option", "options_of"]
+__all__ = ["REQUIRED", "UNOWNED", "Option", "Options", "check_fields", "declare", "option", "options_of"]
 
 T = TypeVar("T")
 
@@ -148,3 +148,16 @@ def options_of(owner: type | object) -> Options:
     if not isinstance(found, Options):
         raise TypeError(f"{cls.__name__} declares no options")
     return found
+
+
+def check_fields(
+    instance: object, owner: str | None = None, *, adopt: tuple[str, ...] = (), choices: bool = False
+) -> None:
+    """Check every declared field of a frozen dataclass ``instance`` (in ``__post_init__``); then store the
+    normalised value of the fields named in ``adopt`` and, with ``choices``, of every :class:`Choice` field (as
+    its Enum member). The others keep the value given: a config's store key is of its fields as given."""
+    declared = options_of(instance)
+    checked = declared.check(owner, vars(instance))
+    for name, declaration in declared.items():
+        if name in adopt or choices and isinstance(declaration.constraint, Choice):
+            object.__setattr__(instance, name, checked[name])

@@ -16,7 +16,7 @@ from typing import overload
 import numpy as np
 
 from privbandits.linear.tiebreak import TieBreak
-from privbandits.options import option, options_of
+from privbandits.options import check_fields, option
 from privbandits.privacy.tree_mechanism import NoiseVariance, node_variance
 from privbandits.validation import (
     Boolean,
@@ -218,11 +218,7 @@ class FCLUBConfig:
     tie_break: TieBreak = option(Choice(TieBreak), TieBreak.LOWEST, "rule among tied arms")
 
     def __post_init__(self) -> None:
-        declared = options_of(self)
-        checked = declared.check(None, vars(self))  # numbers kept as given: a config's hash is of its fields
-        for name, declaration in declared.items():
-            if isinstance(declaration.constraint, Choice):
-                object.__setattr__(self, name, checked[name])
+        check_fields(self, choices=True)
         if self.detect_every_round and not self.synchronous:
             raise InvalidInputError("detect_every_round needs synchronous=True (the reference code's FCLUB, spec §7.6)")
         if self.shared_statistics_defect and self.synchronous:

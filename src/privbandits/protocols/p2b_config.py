@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from privbandits.linear.tiebreak import TieBreak
-from privbandits.options import option, options_of
+from privbandits.options import check_fields, option
 from privbandits.validation import Boolean, Choice, Integer, NoneOr, Real
 
 
@@ -51,5 +51,4 @@ class P2BConfig:
     omega: float | None = option(NoneOr(Real(low=0, low_open=True), "no δ"), None, "ω of the ledger's δ proxy (Eq. 3)")
 
     def __post_init__(self) -> None:
-        checked = options_of(self).check(None, vars(self))  # values kept as given (a config's hash is of its fields)
-        object.__setattr__(self, "representation", checked["representation"])
+        check_fields(self, adopt=("representation",))

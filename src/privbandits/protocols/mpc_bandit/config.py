@@ -14,7 +14,7 @@ import numpy as np
 
 from privbandits.mpc.approximations import NR_ITERATIONS, RECIPROCAL_STARTS
 from privbandits.mpc.truncation import TRUNCATION_MODES, TRUNCATION_ROUNDINGS
-from privbandits.options import option, options_of
+from privbandits.options import check_fields, option
 from privbandits.privacy import epsilon_greedy
 from privbandits.protocols.mpc_bandit.rules import (
     dealt_exploration_problem,
@@ -244,8 +244,7 @@ class MPCBanditConfig:
     )
 
     def __post_init__(self) -> None:
-        checked = options_of(self).check("MPCBanditConfig", vars(self))
-        object.__setattr__(self, "partition", checked["partition"])
+        check_fields(self, "MPCBanditConfig", adopt=("partition",))
         partition = self.partition
         if self.truncation == "local" and len(partition) != 2:
             raise InvalidInputError(
