@@ -28,9 +28,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Generic, TypeVar
 
-from privbandits.validation import Choice, Constraint, InvalidInputError, describe
+from privbandits.validation import Choice, Constraint, Integer, InvalidInputError, Real, describe
 
 __all__ = ["REQUIRED", "UNOWNED", "Option", "Options", "check_fields", "declare", "option", "options_of"]
 
@@ -81,9 +82,37 @@ class Option(Generic[T]):
             )
         )
 
+    def field(self, **changes: Any) -> Any:
+        """This option as a pydantic ``Field`` (of a config or deployment-file model): its default, its bounds
+        (``ge``/``gt``/``le``/``lt`` from an :class:`~privbandits.validation.Integer` or
+        :class:`~privbandits.validation.Real`, also inside :class:`~privbandits.validation.NoneOr`) and its
+        description; ``changes`` override any of them (``default=REQUIRED``: the file must give it)."""
+        from pydantic import Field
+
+        default = self.default.value if isinstance(self.default, Enum) else self.default  # a file's value: its name
+        arguments = {"default": default, "description": self.doc or None, **_bounds_of(self.constraint)}
+        arguments |= changes
+        if arguments["default"] is REQUIRED:
+            del arguments["default"]
+        return Field(**arguments)
+
     def with_default(self, default: object) -> Option[T]:
         """The same option with another default (a subclass's)."""
         return dataclasses.replace(self, default=default)
+
+
+def _bounds_of(constraint: Constraint[Any]) -> dict[str, float]:
+    """Pydantic's bound arguments for a numeric constraint (nothing for the others)."""
+    constraint = getattr(constraint, "inner", constraint)  # NoneOr: its inner constraint's bounds
+    if not isinstance(constraint, Integer | Real):
+        return {}
+    low_open, high_open = getattr(constraint, "low_open", False), getattr(constraint, "high_open", False)
+    bounds = {}
+    if constraint.low is not None:
+        bounds["gt" if low_open else "ge"] = constraint.low
+    if constraint.high is not None:
+        bounds["lt" if high_open else "le"] = constraint.high
+    return bounds
 
 
 class Options(Mapping[str, Option[Any]]):
