@@ -12,6 +12,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, field_validator, model_serializer, model_validator
 
 from privbandits.experiments.config.base import Listed, _Strict
+from privbandits.experiments.later_options import MPC_LATER_OPTIONS
 from privbandits.linear.defaults import DEFAULT_REFRESH_EVERY, DEFAULT_TIE_TOLERANCE
 
 
@@ -269,13 +270,9 @@ class MPCEpsilonGreedyConfig(PlaintextMPCEpsilonGreedyConfig):
     dealt_exploration: bool = Field(False, description="the dealer deals the exploring arm (with allmax_lookup)")
     fused_input: bool = Field(False, description="the context enters in the round of u = W^-1 x")
 
-    LATER: ClassVar[dict[str, object]] = {
-        "reciprocal_start": "exp",
-        **dict.fromkeys(("overlap_reciprocal", "mask_factors", "allmax_lookup", "lookup_comparison", "goldschmidt",
-                         "dealt_exploration", "fused_input"), False),
-    }  # fmt: skip
+    LATER: ClassVar[dict[str, object]] = {"reciprocal_start": "exp", **dict.fromkeys(MPC_LATER_OPTIONS, False)}
     """The protocol's options added after runs were stored
-    (:data:`~privbandits.protocols.mpc_bandit.LATER_OPTIONS`) and the reciprocal's start."""
+    (:data:`~privbandits.experiments.later_options.MPC_LATER_OPTIONS`) and the reciprocal's start."""
 
     def parties(self, dim: int) -> tuple[int, ...]:
         return tuple(self.partition) if self.partition is not None else ((dim + 1) // 2, dim // 2)

@@ -1,14 +1,16 @@
 """The private ε-greedy learner's settings (:class:`MPCBanditConfig`) and the inputs they accept.
 
-The configuration checks each field and the rules that tie them together (:mod:`.rules`); it is also the
-results-store key (:meth:`MPCBanditConfig.store_params`). :func:`_check_context` and :func:`_check_reward`
-refuse a context or a reward the fixed point cannot carry, for the private learner and its twin alike.
+The configuration declares each field (:func:`~privbandits.options.option`) and checks the rules that tie
+them together (:mod:`.rules`); its results-store key is the experiments layer's
+(:func:`~privbandits.experiments.later_options.mpc_store_params`). :func:`_check_context` and
+:func:`_check_reward` refuse a context or a reward the fixed point cannot carry, for the private learner and
+its twin alike.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -48,18 +50,6 @@ _PARTY = Text(min_length=1, label="a non-empty party name")
 def _one_of(values: tuple[str, ...]) -> str:
     """The refusal of a name outside ``values``, which lists them as a tuple (the wording tests pin)."""
     return f"{{name}} must be one of {values}, got {{value}}"
-
-
-LATER_OPTIONS = (
-    "overlap_reciprocal",
-    "mask_factors",
-    "allmax_lookup",
-    "lookup_comparison",
-    "goldschmidt",
-    "dealt_exploration",
-    "fused_input",
-)
-"""Boolean options added after results were stored: a results-store key holds each only while it is on."""
 
 
 @dataclass(frozen=True)
@@ -259,19 +249,6 @@ class MPCBanditConfig:
         )
         if problem:
             raise InvalidInputError(problem)
-
-    def store_params(self, *, twin: bool = False) -> dict:
-        """The configuration as a results-store key: every field, except each of :data:`LATER_OPTIONS` while it
-        is off (off, the computation is bit for bit what it was before the option existed, so results stored
-        then keep their keys; on, it is in the key). ``twin``: the key of the float64 twin, which does not
-        truncate, so it leaves out ``truncation_rounding`` (and keeps the key it had before that field)."""
-        params = asdict(self)
-        for later in LATER_OPTIONS:
-            if not params[later]:
-                del params[later]
-        if twin:
-            del params["truncation_rounding"]
-        return params
 
     @property
     def context_norm_limit(self) -> float:
