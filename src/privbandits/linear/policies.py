@@ -143,7 +143,7 @@ class LinearBandit(ABC):
         tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
         rng: np.random.Generator | int | None = None,
     ) -> None:
-        values = {"n_arms": n_arms, "dim": dim, "reg": reg, "refresh_every": refresh_every}
+        values: dict[str, object] = {"n_arms": n_arms, "dim": dim, "reg": reg, "refresh_every": refresh_every}
         values |= {"tie_tolerance": tie_tolerance, "layout": layout, "tie_break": tie_break}
         checked = LinearBandit.OPTIONS.check(type(self).__name__, values)
         n_arms, dim = checked["n_arms"], checked["dim"]
