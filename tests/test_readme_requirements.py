@@ -20,7 +20,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 def test_the_readme_tables_are_what_the_declarations_write():
     text = README.read_text(encoding="utf-8")
-    assert write_tables(text) == text, "README.md's requirements tables are stale: run `make readme-tables`"
+    assert write_tables(text) == text, "README.md's requirements tables are stale: run `make declarations`"
 
 
 def test_every_section_has_one_block_in_the_readme():

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Generic, TypeVar
 
-from privbandits.validation import Choice, Constraint, Integer, InvalidInputError, Real, describe
+from privbandits.validation import Choice, Constraint, Integer, InvalidInputError, Real, Text, describe
 
 __all__ = ["REQUIRED", "UNOWNED", "Option", "Options", "check_fields", "declare", "option", "options_of"]
 
@@ -89,12 +89,17 @@ class Option(Generic[T]):
         description; ``changes`` override any of them (``default=REQUIRED``: the file must give it)."""
         from pydantic import Field
 
-        default = self.default.value if isinstance(self.default, Enum) else self.default  # a file's value: its name
-        arguments = {"default": default, "description": self.doc or None, **_bounds_of(self.constraint)}
-        arguments |= changes
-        if arguments["default"] is REQUIRED:
+        arguments = self.field_arguments() | changes
+        if arguments.get("default") is REQUIRED:
             del arguments["default"]
         return Field(**arguments)
+
+    def field_arguments(self) -> dict[str, Any]:
+        """The arguments of :meth:`field`: default (an Enum's by its value, a file's spelling; none when
+        required), description and bounds."""
+        default = self.default.value if isinstance(self.default, Enum) else self.default
+        arguments = {} if self.required else {"default": default}
+        return arguments | {"description": self.doc or None, **_bounds_of(self.constraint)}
 
     def with_default(self, default: object) -> Option[T]:
         """The same option with another default (a subclass's)."""
@@ -102,8 +107,11 @@ class Option(Generic[T]):
 
 
 def _bounds_of(constraint: Constraint[Any]) -> dict[str, float]:
-    """Pydantic's bound arguments for a numeric constraint (nothing for the others)."""
+    """Pydantic's bound arguments for a numeric constraint or a :class:`~privbandits.validation.Text`'s length
+    (nothing for the others)."""
     constraint = getattr(constraint, "inner", constraint)  # NoneOr: its inner constraint's bounds
+    if isinstance(constraint, Text):
+        return {"min_length": constraint.min_length} if constraint.min_length else {}
     if not isinstance(constraint, Integer | Real):
         return {}
     low_open, high_open = getattr(constraint, "low_open", False), getattr(constraint, "high_open", False)

@@ -4,7 +4,7 @@ Each ``<!-- requirements SECTION -->`` … ``<!-- /requirements -->`` block of `
 of :data:`SECTIONS`' classes' declared options (:mod:`privbandits.options`): every option, what it must be
 (the constraint's own phrase, the one its refusal quotes), its default and what it is. Rules that tie
 options together and each call's arguments stay in the prose around the blocks.
-``make readme-tables`` (``python -m privbandits.experiments.requirements README.md``) rewrites the blocks;
+``make declarations`` (``python -m privbandits.experiments.requirements README.md``) rewrites the blocks;
 ``tests/test_readme_requirements.py`` fails while the README differs from what it would write.
 """
 
