@@ -153,3 +153,16 @@ def test_every_listed_difference_is_still_one():
             assert any(p.startswith(f"{model_name}.{name}: {what}") for p in problems), (model_name, name)
         finally:
             DIFFERENCES[(model_name, name)] = kept
+
+
+def test_show_prints_a_kinds_options_with_the_declared_descriptions():
+    from typer.testing import CliRunner
+
+    from privbandits.cli import app
+
+    result = CliRunner().invoke(app, ["show", "mpc_epsilon_greedy"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.output.splitlines() if "nr_iterations" in line)
+    assert "7" in row and options_of(MPCBanditConfig)["nr_iterations"].doc in row
+    unknown = CliRunner().invoke(app, ["show", "no_such_kind"])
+    assert unknown.exit_code == 2 and "no config file or reproduction named 'no_such_kind'" in unknown.output
