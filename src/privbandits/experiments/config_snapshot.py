@@ -34,8 +34,10 @@ def _snapshot_classes() -> tuple[type, ...]:
     from privbandits.protocols.fclub_config import FCLUBConfig
     from privbandits.protocols.mpc_bandit.config import MPCBanditConfig
     from privbandits.protocols.p2b_config import P2BConfig
+    from privbandits.protocols.vertical import VerticalFederatedBandit
 
-    return (LinUCB, LinTS, EpsilonGreedy, MPCBanditConfig, P2BConfig, FCLUBConfig, BaselineConfig)
+    classes = (LinUCB, LinTS, EpsilonGreedy, VerticalFederatedBandit, MPCBanditConfig, P2BConfig, FCLUBConfig)
+    return (*classes, BaselineConfig)
 
 
 def snapshot() -> str:

@@ -38,6 +38,14 @@ DECLARED: dict[str, dict[str, dict[str, object]]] = {
         'layout': {'default': 'disjoint', 'description': 'one θ for all arms, or one model per arm'},
         'tie_break': {'default': 'lowest', 'description': 'rule among arms whose scores tie'},
     },
+    'VerticalFederatedBandit': {
+        'learner': {'description': "the active party's shared-layout LinUCB (VFUCB) or LinTS (VFTS) in dimension d"},
+        'partition': {'description': 'feature block sizes; the active party holds the first'},
+        'secure_aggregation': {'default': False, 'description': "hide each passive party's masked vectors from the active party (pairwise masks)"},
+        'allow_single_feature_parties': {'default': False, 'description': 'accept a passive party holding one feature (the active party recovers it up to sign)'},
+        'mask_source': {'default': 'seeded', 'description': 'where the mask generator draws Q from'},
+        'rng': {'default': None, 'description': "the seeded mask's generator"},
+    },
     'MPCBanditConfig': {
         'n_arms': {'default': 10, 'description': '|A|, the number of arms', 'ge': 2},
         'partition': {'default': (10, 10), 'description': 'context features of each computing party, in context order (a party may hold none)'},

@@ -77,8 +77,8 @@ class _VerticalBase(_Strict):
     """Fields shared by the vertical federated protocols (spec ``vertical-o3m.md``)."""
 
     partition: Annotated[list[Annotated[int, Field(ge=1)]], Listed] = Field(min_length=2)
-    mask_source: Literal["seeded", "os"] = "seeded"
-    secure_aggregation: bool = False
+    mask_source: Literal["seeded", "os"] = declared("VerticalFederatedBandit", "mask_source")
+    secure_aggregation: bool = declared("VerticalFederatedBandit", "secure_aggregation")
 
     @field_validator("visible_features", check_fields=False)
     @classmethod
