@@ -65,6 +65,7 @@ from privbandits.deploy.deployment_parts import (
 )
 from privbandits.linear.policies import LinTS, LinUCB
 from privbandits.options import REQUIRED, options_of
+from privbandits.protocols.fclub_config import FCLUBConfig
 from privbandits.protocols.mpc_bandit.config import MPCBanditConfig
 from privbandits.protocols.vertical import VerticalFederatedBandit
 
@@ -225,6 +226,9 @@ class MPCProtocol(_Strict):
                 raise ValueError(f"parties.{name}.data: the {entry.role} party needs its file ({what})")
 
 
+_FCLUB = options_of(FCLUBConfig)
+
+
 class FCLUBProtocol(_Strict):
     """FCLUB (spec ``fclub.md``): local servers, the global server and the users (:mod:`privbandits.deploy.fclub`).
 
@@ -247,13 +251,13 @@ class FCLUBProtocol(_Strict):
     algorithm: Literal["CDP-FCLUB-DC (faithful)", "CDP-FCLUB-DC", "FCLUB-DC", "FCLUB", "Homo-DC", "Homo"] = (
         "CDP-FCLUB-DC (faithful)"
     )
-    horizon: int = Field(ge=1, description="T, rounds")
+    horizon: int = _FCLUB["horizon"].field(default=REQUIRED)
     n_users: int = Field(40, ge=1, description="n, users of all local servers together")
     n_clusters: int = Field(4, ge=1, description="m, the users' true clusters")
     dim: int = Field(10, ge=1, description="d")
     n_arms: int = Field(10, ge=1, description="K, arms per round")
     construction: Literal["reference", "paper"] = "reference"
-    epsilon: float = Field(1.0, gt=0, allow_inf_nan=False, description="ε of the privatizers")
+    epsilon: float = _FCLUB["epsilon"].field(allow_inf_nan=False)
     seed: int = Field(
         0, ge=0, description="the environment, and with reproducible = true the local servers', as run_fclub(seed=...)"
     )
@@ -276,7 +280,6 @@ class FCLUBProtocol(_Strict):
         from dataclasses import fields
 
         from privbandits.experiments.papers.fclub.runs import Setting, fclub_config
-        from privbandits.protocols.fclub_config import FCLUBConfig
         from privbandits.validation import InvalidInputError
 
         known = sorted(f.name for f in fields(FCLUBConfig) if f.name not in ("horizon", "epsilon"))
