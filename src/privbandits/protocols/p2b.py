@@ -44,6 +44,7 @@ import numpy as np
 from privbandits.comm import InMemoryNetwork, Message, Network, Party, ProtocolError, Traffic, message
 from privbandits.datasets.interactions import UserInteractions
 from privbandits.linear.population import CodeModel, DisjointModel, PopulationLog, run_population
+from privbandits.options import options_of
 from privbandits.privacy import crowd_blending
 from privbandits.privacy.encoding import ContextEncoder
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
@@ -59,6 +60,9 @@ from privbandits.validation import (
     describe,
     validate,
 )
+
+_DECLARED = options_of(P2BConfig)
+"""P2B's declared options: the parties check what they share with the configuration by its declarations."""
 
 PRIVACY_UNIT = "one context vector (one interaction tuple per participating user)"
 
@@ -156,8 +160,7 @@ def choose_reports(
     zero-reward tuple if it has none). Returns (users, tuple indices) of the
     sent tuples, users ascending.
     """
-    check(participation, "participation", Real(low=0, high=1))
-    check(negative_rate, "negative_rate", Real(low=0, high=1))
+    _DECLARED.check(None, {"participation": participation, "negative_rate": negative_rate})
     check(rng, "rng", _GENERATOR)
     rewards = np.asarray(rewards)
     if rewards.ndim != 2:
@@ -195,7 +198,7 @@ class Shuffler(Party):
             None,
             {
                 "threshold": NoneOr(Integer(low=1, note="or None for no thresholding")),
-                "participation": Real(low=0, high=1),
+                "participation": _DECLARED["participation"].constraint,
                 "n_codes": NoneOr(Integer(low=1)),
                 "rng": _GENERATOR,
                 "ledger": Instance((PrivacyLedger,)),
@@ -294,7 +297,7 @@ class Server(Party):
     ) -> None:
         self.n_arms = check(n_arms, "n_arms", Integer(low=1), "Server")
         check(participation, "participation", NoneOr(Real(low=0, high=1), "not told"), "Server")
-        check(omega, "omega", NoneOr(Real(low=0, low_open=True), "no δ"), "Server")
+        _DECLARED["omega"].check(omega, "omega", "Server")
         super().__init__(name, network)
         self.participation, self.omega = participation, omega
         self.ledger = PrivacyLedger()
