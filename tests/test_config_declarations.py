@@ -155,12 +155,14 @@ def test_every_listed_difference_is_still_one():
             DIFFERENCES[(model_name, name)] = kept
 
 
-def test_show_prints_a_kinds_options_with_the_declared_descriptions():
+def test_show_prints_a_kinds_options_with_the_declared_descriptions(monkeypatch):
     from typer.testing import CliRunner
 
+    from privbandits import cli
     from privbandits.cli import app
 
-    result = CliRunner().invoke(app, ["show", "mpc_epsilon_greedy"], env={"COLUMNS": "200"})
+    monkeypatch.setattr(cli.console, "width", 250)  # one line a row, whatever the terminal
+    result = CliRunner().invoke(app, ["show", "mpc_epsilon_greedy"])
     assert result.exit_code == 0, result.output
     row = next(line for line in result.output.splitlines() if "nr_iterations" in line)
     assert "7" in row and options_of(MPCBanditConfig)["nr_iterations"].doc in row
