@@ -10,7 +10,7 @@ JOBS   ?= 2
 export PYTHONDONTWRITEBYTECODE :=
 export PYTHONPYCACHEPREFIX ?= $(CURDIR)/.pycache
 
-.PHONY: demo test typecheck test-bounds test-slow test-browser ray bench clean
+.PHONY: demo test typecheck declarations test-bounds test-slow test-browser ray bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,12 @@ test: $(VENV)/.installed-test
 ## typecheck: mypy on src/ (settings in pyproject.toml's [tool.mypy]); ends with the count of errors
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy
+
+## declarations: rewrite what is generated from the options the classes declare: README.md's input-requirement
+## tables and the experiment config's snapshot of the protocols' options (src/privbandits/experiments/config/declared.py)
+declarations: $(VENV)/.installed-test
+	$(BIN)/python -m privbandits.experiments.requirements README.md
+	$(BIN)/python -m privbandits.experiments.config_snapshot
 
 ## test-bounds: the default suite with every dependency at its lowest declared version, at the newest
 ## the ranges allow, and the newest on Python 3.13/3.12 where installed (fresh environments in .bounds/)

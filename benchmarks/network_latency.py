@@ -58,7 +58,7 @@ from privbandits.comm.frames import FrameType
 from privbandits.comm.tls import bind_listener, client_context, server_context
 from privbandits.deploy.certs import write_bundles, write_development_pki
 from privbandits.deploy.local import BACKGROUND_NICE, available_cpus
-from privbandits.protocols.mpc_bandit import LATER_OPTIONS
+from privbandits.experiments.later_options import MPC_LATER_OPTIONS as LATER_OPTIONS
 
 REPEATS = 3
 """The in-memory and plaintext references run this many times and count their fastest run: a

@@ -455,7 +455,7 @@ def test_the_mpc_deployment_options_run_from_a_config_and_keep_the_keys_of_runs_
     option the learner runs through the runner and picks the arms of the linear-start schedule without them on
     40 digits rounds."""
     from privbandits.experiments.config import MPCEpsilonGreedyConfig, config_hash
-    from privbandits.protocols.mpc_bandit import LATER_OPTIONS
+    from privbandits.experiments.later_options import MPC_LATER_OPTIONS as LATER_OPTIONS
 
     assert MPCEpsilonGreedyConfig.LATER == {"reciprocal_start": "exp", **dict.fromkeys(LATER_OPTIONS, False)}
     digits = {"kind": "digits", "pca_components": 6}

@@ -25,7 +25,7 @@ from privbandits.deploy.deployment import DeploymentError, load_deployment
 from privbandits.deploy.local import start_parties, wait_parties
 from privbandits.deploy.mpc import run_in_memory, saved_states, write_synthetic_data
 from privbandits.deploy.party import EXIT_LOST
-from privbandits.protocols.mpc_bandit import LATER_OPTIONS
+from privbandits.experiments.later_options import MPC_LATER_OPTIONS as LATER_OPTIONS
 
 
 def make_deployment(

@@ -12,12 +12,13 @@ from scipy import stats
 
 from privbandits.comm import ROUND, SETUP, InMemoryNetwork
 from privbandits.datasets.mnist import digits_stand_in
+from privbandits.experiments.later_options import MPC_LATER_OPTIONS as LATER_OPTIONS
+from privbandits.experiments.later_options import mpc_store_params
 from privbandits.linear import RidgeStatistics
 from privbandits.mpc import Engine
 from privbandits.mpc.comparison import Kept
 from privbandits.privacy import epsilon_greedy
 from privbandits.protocols.mpc_bandit import (
-    LATER_OPTIONS,
     MASK_ENCODINGS,
     ExplorationStream,
     MPCBanditConfig,
@@ -539,7 +540,7 @@ def test_the_store_key_leaves_out_the_later_options_while_they_are_off():
     from privbandits.papers.mpc.sweeps import sweep_task
 
     config = MPCBanditConfig(epsilon=0.1)
-    off = config.store_params()
+    off = mpc_store_params(config)
     assert LATER_OPTIONS == (
         "overlap_reciprocal",
         "mask_factors",
@@ -552,18 +553,18 @@ def test_the_store_key_leaves_out_the_later_options_while_they_are_off():
     assert off == {key: value for key, value in asdict(config).items() if key not in LATER_OPTIONS}
     assert MPCBanditConfig(**off) == config
     on = MPCBanditConfig(epsilon=0.1, overlap_reciprocal=True)
-    assert on.store_params() == {
+    assert mpc_store_params(on) == {
         key: value for key, value in asdict(on).items() if key in off or key == "overlap_reciprocal"
     }
     both = MPCBanditConfig(
         epsilon=0.1, overlap_reciprocal=True, mask_factors=True, allmax_lookup=True, lookup_comparison=True,
         goldschmidt=True, dealt_exploration=True, fused_input=True,
     )  # fmt: skip
-    assert both.store_params() == asdict(both) and MPCBanditConfig(**on.store_params()) == on
+    assert mpc_store_params(both) == asdict(both) and MPCBanditConfig(**mpc_store_params(on)) == on
     assert sweep_task("x", config, private=True, seed=0, data={}).params["config"] == jsonable(off)
     twin = {key: value for key, value in off.items() if key != "truncation_rounding"}
-    assert off["truncation_rounding"] == "unbiased" and config.store_params(twin=True) == twin
+    assert off["truncation_rounding"] == "unbiased" and mpc_store_params(config, twin=True) == twin
     assert sweep_task("x", config, private=False, seed=0, data={}).params["config"] == jsonable(twin)
     assert rounds_task("x", [config, on, both], rounds=1, twin_rounds=1, seed=0).params["configs"] == jsonable(
-        [off, on.store_params(), asdict(both)]
+        [off, mpc_store_params(on), asdict(both)]
     )

@@ -302,21 +302,40 @@ def site_command(
 
 
 @app.command("show")
-def show_command(name: Annotated[str, typer.Argument(help="A reproduction name or config file.")]) -> None:
-    """Print every option of a reproduction: key, type, default and what it does."""
+def show_command(
+    name: Annotated[str, typer.Argument(help="A reproduction name, a config file, or a policy or environment kind.")],
+) -> None:
+    """Print every option of a reproduction, or of a policy or environment kind: key, type, default and what it
+    does (a protocol's options as the protocol declares them)."""
     from privbandits.experiments import reproduction as repro
-    from privbandits.experiments.overrides import type_name
 
     try:
         reproduction = repro.find(name)
     except _USER_ERRORS as exc:
-        _fail(str(exc))
-    model = reproduction.options_model()
+        kind = _kinds().get(name)
+        if kind is None:
+            _fail(str(exc))
+        console.print(f"[bold]kind {name}[/]: {(kind.__doc__ or '').strip()}", highlight=False)
+        _options_table(kind, "options of its policies or environment table (KEY = VALUE)", {})
+        return
     console.print(f"[bold]{reproduction.name}[/]: {reproduction.description}", highlight=False)
-    table = Table(title="options (-o KEY=VALUE)", title_justify="left")
+    _options_table(reproduction.options_model(), "options (-o KEY=VALUE)", _config_values(reproduction))
+
+
+def _kinds() -> dict:
+    """Policy and environment config classes by their ``kind``."""
+    from privbandits.experiments.config import ENVIRONMENT_CONFIGS, POLICY_CONFIGS, by_kind
+
+    return by_kind(POLICY_CONFIGS + ENVIRONMENT_CONFIGS)
+
+
+def _options_table(model, title: str, defaults: dict) -> None:
+    """Key, type, default (``defaults`` over the model's) and description of every field of ``model``."""
+    from privbandits.experiments.overrides import type_name
+
+    table = Table(title=title, title_justify="left")
     for column in ("key", "type", "default", "description"):
         table.add_column(column, overflow="fold")
-    defaults = _config_values(reproduction)
     for key, info in model.model_fields.items():
         default = defaults.get(key, "(required)" if info.is_required() else info.default)
         table.add_row(key, type_name(info.annotation), _shown(default), info.description or "")

@@ -48,9 +48,11 @@ __all__ = [
     "Constraint",
     "Instance",
     "Integer",
+    "IntegerSequence",
     "InvalidInputError",
     "NoneOr",
     "Real",
+    "Text",
     "check",
     "check_arm",
     "check_context_row",
@@ -155,8 +157,13 @@ class Integer(Constraint[int]):
     def normalise(self, value: object) -> int:
         return int(cast("int | np.integer", value))  # accepted: an integer
 
+    @property
+    def bounds(self) -> str:
+        """The range alone: ``">= 1"``, ``"in [1, 26]"`` (empty when unbounded)."""
+        return _bounds(self.low, self.high, False, False)
+
     def expected(self, value: object) -> str:
-        bounds = _bounds(self.low, self.high, False, False)
+        bounds = self.bounds
         if _is_integer(value) and bounds:
             return _with_note(bounds, self.note)
         return str(self)
@@ -186,8 +193,13 @@ class Real(Constraint[float]):
             return False
         return self.high is None or (x < self.high if self.high_open else x <= self.high)
 
+    @property
+    def bounds(self) -> str:
+        """The range alone: ``">= 0"``, ``"in (0, 1]"`` (empty when unbounded)."""
+        return _bounds(self.low, self.high, self.low_open, self.high_open)
+
     def expected(self, value: object) -> str:
-        bounds = _bounds(self.low, self.high, self.low_open, self.high_open)
+        bounds = self.bounds
         if _is_real(value) and bounds and (math.isfinite(value) or not self.finite and value == value):
             return _with_note(bounds, self.note)
         return str(self)
@@ -253,6 +265,45 @@ class Instance(Constraint[object]):
 
     def __str__(self) -> str:
         return self.label or "an instance of " + " or ".join(t.__name__ for t in self.types)
+
+
+@dataclass(frozen=True)
+class Text(Constraint[str]):
+    """A string of at least ``min_length`` characters; ``label`` says what it names (``"a non-empty party name"``)."""
+
+    min_length: int = 0
+    label: str = ""
+
+    def accepts(self, value: object) -> bool:
+        return isinstance(value, str) and len(value) >= self.min_length
+
+    def __str__(self) -> str:
+        return self.label or (f"a string of at least {self.min_length} characters" if self.min_length else "a string")
+
+
+@dataclass(frozen=True)
+class IntegerSequence(Constraint[tuple[int, ...]]):
+    """A sequence of at least ``min_length`` integers each ``>= low``, summing to ``>= min_sum``; normalised to a
+    tuple of ints (as :func:`check_integer_sequence`)."""
+
+    low: int | None = None
+    min_length: int = 0
+    min_sum: int | None = None
+
+    def accepts(self, value: object) -> bool:
+        try:
+            items = check_integer_sequence(value, "", low=self.low, min_length=self.min_length)
+        except InvalidInputError:
+            return False
+        return self.min_sum is None or sum(items) >= self.min_sum
+
+    def normalise(self, value: object) -> tuple[int, ...]:
+        return check_integer_sequence(value, "", low=self.low, min_length=self.min_length)
+
+    def __str__(self) -> str:
+        each = f"integers {_bounds(self.low, None, False, False)}".rstrip()
+        total = f" summing to >= {self.min_sum}" if self.min_sum is not None else ""
+        return f"a sequence of at least {self.min_length} {each}{total}"
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,11 @@ from privbandits.deploy.deployment_parts import (
     parse_address as parse_address,  # re-exported
 )
 from privbandits.deploy.registry import PROTOCOLS
+from privbandits.linear.policies import LinTS, LinUCB
+from privbandits.options import REQUIRED, options_of
+from privbandits.protocols.fclub_config import FCLUBConfig
+from privbandits.protocols.mpc_bandit.config import MPCBanditConfig
+from privbandits.protocols.vertical import VerticalFederatedBandit
 
 
 class VerticalProtocol(ProtocolSection):
@@ -77,13 +82,11 @@ class VerticalProtocol(ProtocolSection):
     n_arms: int = Field(ge=1)
     rounds: int = Field(ge=1)
     seed: int = Field(0, ge=0)
-    alpha: float = Field(0.5, ge=0, description="VFUCB exploration weight β")
-    v: float = Field(0.01, ge=0, description="VFTS sampling scale")
-    reg: float = Field(1.0, gt=0, description="ridge regulariser λ")
-    secure_aggregation: bool = False
-    allow_single_feature_parties: bool = Field(
-        False, description="accept a passive party holding one feature (the active party recovers it up to sign)"
-    )
+    alpha: float = LinUCB.OPTIONS["alpha"].field(default=0.5)  # β_t = 0.5 in the paper's experiments
+    v: float = LinTS.OPTIONS["v"].field()
+    reg: float = LinUCB.OPTIONS["reg"].field()
+    secure_aggregation: bool = VerticalFederatedBandit.OPTIONS["secure_aggregation"].field()
+    allow_single_feature_parties: bool = VerticalFederatedBandit.OPTIONS["allow_single_feature_parties"].field()
     prefetch: int = Field(
         1,
         ge=1,
@@ -142,6 +145,11 @@ class VerticalProtocol(ProtocolSection):
                 raise ValueError(f"parties.{name}.data: the {entry.role} party needs its local data file")
 
 
+_MPC = options_of(MPCBanditConfig)
+"""The protocol's declared options: the file's fields of the same names take their bounds, defaults and
+descriptions from them (the choices' Literal types are checked against them in tests)."""
+
+
 class MPCProtocol(ProtocolSection):
     """The private multi-party ε-greedy bandit (spec ``mpc-bandit.md``, Alg. 1).
 
@@ -153,55 +161,22 @@ class MPCProtocol(ProtocolSection):
 
     name: Literal["mpc-epsilon-greedy"]
     partition: list[int] = Field(min_length=2, description="context features of each computing party, in file order")
-    n_arms: int = Field(ge=2)
+    n_arms: int = _MPC["n_arms"].field(default=REQUIRED)
     rounds: int = Field(ge=1)
     seed: int = Field(0, ge=0, description="the synthetic data of `deploy data` (never a party's secrets)")
-    epsilon: float = Field(0.01, ge=0, le=1, description="exploration probability; each opening is log(|A|/ε)-DP")
-    precision: int = Field(20, ge=1, le=26, description="fixed-point fractional bits L")
-    nr_iterations: int = Field(7, ge=0, description="Newton–Raphson iterations of the reciprocal")
-    reciprocal_start: Literal["exp", "linear"] = Field(
-        "exp",
-        description="the reciprocal's initial value: the paper's exp (8 rounds) or linear (no round; "
-        "with nr_iterations = 3, 25 communication rounds a learner round instead of 41)",
-    )
-    truncation: Literal["auto", "local", "wraps", "exact"] = "auto"
-    binary_rewards: bool = True
-    overlap_reciprocal: bool = Field(
-        False,
-        description="compute the reciprocal and u u^T/d alongside the argmax, riding on its openings "
-        "(2 parties; the same computation in fewer rounds, other randomness for a seed)",
-    )
-    mask_factors: bool = Field(
-        False,
-        description="mask the factors of each update with the one-hot before the outer products, not the "
-        "D×D products after them (with overlap_reciprocal; a third fewer bytes, other randomness for a seed)",
-    )
-    allmax_lookup: bool = Field(
-        False,
-        description="end each AllMax of the argmax in one masked lookup of the count of arms an arm beats, "
-        "instead of a product tree (3 rounds fewer for 10 arms; the same choice, other randomness for a seed)",
-    )
-    lookup_comparison: bool = Field(
-        False,
-        description="compare by masked lookups of the dealer's tables, 3 rounds instead of 8 (with allmax_lookup, "
-        "2 parties; up to 5 rounds fewer, the same choice, more dealer material, other randomness for a seed)",
-    )
-    goldschmidt: bool = Field(
-        False,
-        description="the reciprocal by Goldschmidt's iteration: 1 + nr_iterations rounds instead of twice "
-        "nr_iterations (other numbers, within about 8e-6 at L = 20; other randomness for a seed)",
-    )
-    dealt_exploration: bool = Field(
-        False,
-        description="the dealer deals the exploring arm's one-hot and 1 − y_t rides on the argmax's last lookup, "
-        "so the exploration mix needs no product (with allmax_lookup; 1 round fewer, the same choice, other "
-        "randomness for a seed)",
-    )
-    fused_input: bool = Field(
-        False,
-        description="each computing party opens its block of the context minus the dealer's mask in the round "
-        "of u = W^{-1}x instead of secret-sharing it first (1 round fewer; other randomness for a seed)",
-    )
+    epsilon: float = _MPC["epsilon"].field()
+    precision: int = _MPC["precision"].field()
+    nr_iterations: int = _MPC["nr_iterations"].field()
+    reciprocal_start: Literal["exp", "linear"] = _MPC["reciprocal_start"].field()
+    truncation: Literal["auto", "local", "wraps", "exact"] = _MPC["truncation"].field()
+    binary_rewards: bool = _MPC["binary_rewards"].field()
+    overlap_reciprocal: bool = _MPC["overlap_reciprocal"].field()
+    mask_factors: bool = _MPC["mask_factors"].field()
+    allmax_lookup: bool = _MPC["allmax_lookup"].field()
+    lookup_comparison: bool = _MPC["lookup_comparison"].field()
+    goldschmidt: bool = _MPC["goldschmidt"].field()
+    dealt_exploration: bool = _MPC["dealt_exploration"].field()
+    fused_input: bool = _MPC["fused_input"].field()
 
     ROLES: ClassVar[tuple[str, ...]] = ("dealer", "computing", "environment")
     REPORTER: ClassVar[str] = "environment"
@@ -254,6 +229,9 @@ class MPCProtocol(ProtocolSection):
                 raise ValueError(f"parties.{name}.data: the {entry.role} party needs its file ({what})")
 
 
+_FCLUB = options_of(FCLUBConfig)
+
+
 class FCLUBProtocol(ProtocolSection):
     """FCLUB (spec ``fclub.md``): local servers, the global server and the users (:mod:`privbandits.deploy.fclub`).
 
@@ -276,13 +254,13 @@ class FCLUBProtocol(ProtocolSection):
     name: Literal["fclub"]
     variant: Literal["cdp-fclub-dc", "fclub-dc", "fclub", "homo-dc", "homo"] = "cdp-fclub-dc"
     preset: Literal["paper", "reference"] = "paper"
-    horizon: int = Field(ge=1, description="T, rounds")
+    horizon: int = _FCLUB["horizon"].field(default=REQUIRED)
     n_users: int = Field(40, ge=1, description="n, users of all local servers together")
     n_clusters: int = Field(4, ge=1, description="m, the users' true clusters")
     dim: int = Field(10, ge=1, description="d")
     n_arms: int = Field(10, ge=1, description="K, arms per round")
     construction: Literal["reference", "paper"] = "reference"
-    epsilon: float = Field(1.0, gt=0, allow_inf_nan=False, description="ε of the privatizers")
+    epsilon: float = _FCLUB["epsilon"].field(allow_inf_nan=False)
     seed: int = Field(
         0, ge=0, description="the environment, and with reproducible = true the local servers', as run_fclub(seed=...)"
     )
@@ -317,7 +295,6 @@ class FCLUBProtocol(ProtocolSection):
             raise ValueError(f"n_clusters = {self.n_clusters} exceeds n_users = {self.n_users}")
         from dataclasses import fields
 
-        from privbandits.protocols.fclub_config import FCLUBConfig
         from privbandits.validation import InvalidInputError
 
         known = sorted(f.name for f in fields(FCLUBConfig) if f.name not in ("horizon", "epsilon"))
@@ -333,8 +310,6 @@ class FCLUBProtocol(ProtocolSection):
     def fclub_config(self):
         """The algorithm's :class:`~privbandits.protocols.fclub_config.FCLUBConfig`: the preset with ``options``,
         as the experiments build it (m_bound = the true clusters)."""
-        from privbandits.protocols.fclub_config import FCLUBConfig
-
         options = {"horizon": self.horizon, "epsilon": self.epsilon, "m_bound": self.n_clusters, **self.options}
         return FCLUBConfig.from_preset(self.variant, self.preset, **options)
 

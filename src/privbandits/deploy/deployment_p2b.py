@@ -7,6 +7,12 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from privbandits.deploy.deployment_parts import PartyEntry, ProtocolSection, _roles
+from privbandits.options import options_of
+from privbandits.protocols.p2b_config import P2BConfig
+
+_P2B = options_of(P2BConfig)
+"""The protocol's declared options: the file's fields of the same names take their bounds, defaults and
+descriptions from them."""
 
 
 class P2BProtocol(ProtocolSection):
@@ -42,14 +48,14 @@ class P2BProtocol(ProtocolSection):
         "reward to the server (through the shuffler, no thresholding) and late users play warm from that model; "
         "off, devices never send raw contexts and the server publishes only the private model",
     )
-    participation: float = Field(0.5, ge=0, le=1)
-    negative_rate: float = Field(0.05, ge=0, le=1)
-    threshold: int = Field(10, ge=1)
-    alpha: float = Field(1.0, ge=0)
-    early_fraction: float = Field(0.7, gt=0, lt=1)
-    representation: Literal["one_hot", "scalar_code"] = "one_hot"
-    tie_break: Literal["random", "lowest"] = "random"
-    omega: float | None = Field(None, gt=0)
+    participation: float = _P2B["participation"].field()
+    negative_rate: float = _P2B["negative_rate"].field()
+    threshold: int = _P2B["threshold"].field()
+    alpha: float = _P2B["alpha"].field()
+    early_fraction: float = _P2B["early_fraction"].field()
+    representation: Literal["one_hot", "scalar_code"] = _P2B["representation"].field()
+    tie_break: Literal["random", "lowest"] = _P2B["tie_break"].field()
+    omega: float | None = _P2B["omega"].field()
     batch_size: int | None = Field(
         None, ge=1, description="the shuffler closes a batch once it holds this many reports; later ones are refused"
     )

@@ -27,7 +27,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-_BLOCK = re.compile(r"<!-- results ([\w./-]+(?: -o [\w.=,-]+)*) -->(.*?)<!-- /results -->", re.DOTALL)
+from privbandits.experiments.marked_blocks import block_pattern
+
+_BLOCK = block_pattern("results", r"[\w./-]+(?: -o [\w.=,-]+)*")
 _DECIMAL = re.compile(r"(?<![\w.])\d[\d,]*\.\d+")
 _SECTION = re.compile(r"^## `privbandits run ([^`]+)`", re.MULTILINE)
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from privbandits.experiments.marked_blocks import block_pattern
+
 NO_GUARANTEE = (
     (
         "reference-compatible CDP-FCLUB-DC (noise only in the upload trigger)",
@@ -23,14 +25,14 @@ NO_GUARANTEE = (
 DISCLAIMER = re.compile(r"no\s+(DP\s+)?guarantee|not\s+private|ε = ∞|uploads\s+(are\s+|carry\s+)?raw", re.IGNORECASE)
 """What a passage must say of such a run."""
 
-_BLOCK = re.compile(r"<!-- results [\w./-]+ -->.*?<!-- /results -->", re.DOTALL)
+_BLOCK = block_pattern("results")
 _SECTION = re.compile(r"^## ", re.MULTILINE)
 _PARAGRAPH = re.compile(r"\n\s*\n|\n(?=[*-] )")
 
 
 def passages(text: str) -> list[str]:
     """Results blocks whole, then the rest by book section, paragraph and list item."""
-    blocks = _BLOCK.findall(text)
+    blocks = [match.group(0) for match in _BLOCK.finditer(text)]
     rest = _BLOCK.sub("\n\n", text)
     return blocks + [part for section in _SECTION.split(rest) for part in _PARAGRAPH.split(section) if part.strip()]
 

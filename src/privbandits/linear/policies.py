@@ -29,6 +29,7 @@ from privbandits._kernel_args import writable
 from privbandits.linear._kernels import shared_ucb_scores
 from privbandits.linear.ridge import DEFAULT_REFRESH_EVERY, RidgeStatistics
 from privbandits.linear.tiebreak import DEFAULT_TIE_TOLERANCE, TieBreak, break_ties
+from privbandits.options import UNOWNED, Option, declare
 from privbandits.validation import (
     Choice,
     Integer,
@@ -39,7 +40,6 @@ from privbandits.validation import (
     check_finite_array,
     check_reward,
     describe,
-    validate,
 )
 
 
@@ -84,8 +84,10 @@ def as_generator(rng: np.random.Generator | int | None, name: str = "rng") -> np
 class UniformRandom:
     """Baseline that pulls an arm uniformly at random every round."""
 
+    OPTIONS = declare({"n_arms": Option(Integer(low=1), doc="K, the number of arms")})
+
     def __init__(self, n_arms: int, rng: np.random.Generator | int | None = None) -> None:
-        self.n_arms = check(n_arms, "n_arms", Integer(low=1), "UniformRandom")
+        self.n_arms = self.OPTIONS["n_arms"].check(n_arms, "n_arms", "UniformRandom")
         self.rng = as_generator(rng)
 
     def select(self, contexts: np.ndarray) -> int:
@@ -118,6 +120,17 @@ class LinearBandit(ABC):
         Source of the policy's randomness (sampling, random tie-breaking).
     """
 
+    OPTIONS = declare(
+        {
+            "n_arms": UniformRandom.OPTIONS["n_arms"],
+            **RidgeStatistics.OPTIONS.only("dim", "reg", "refresh_every"),
+            "tie_tolerance": Option(Real(low=0), DEFAULT_TIE_TOLERANCE, "relative tolerance within which scores tie"),
+            "layout": Option(Choice(Layout), Layout.SHARED, "one θ for all arms, or one model per arm", UNOWNED),
+            "tie_break": Option(Choice(TieBreak), TieBreak.LOWEST, "rule among arms whose scores tie", UNOWNED),
+        }
+    )
+    """Checked in this order: the numbers first, then the names."""
+
     def __init__(
         self,
         n_arms: int,
@@ -130,25 +143,16 @@ class LinearBandit(ABC):
         tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
         rng: np.random.Generator | int | None = None,
     ) -> None:
-        owner = type(self).__name__
-        checked = validate(
-            owner,
-            {
-                "n_arms": Integer(low=1),
-                "dim": Integer(low=1),
-                "reg": Real(low=0, low_open=True),
-                "refresh_every": Integer(low=0, note="0 = never"),
-                "tie_tolerance": Real(low=0),
-            },
-            {"n_arms": n_arms, "dim": dim, "reg": reg, "refresh_every": refresh_every, "tie_tolerance": tie_tolerance},
-        )
+        values: dict[str, object] = {"n_arms": n_arms, "dim": dim, "reg": reg, "refresh_every": refresh_every}
+        values |= {"tie_tolerance": tie_tolerance, "layout": layout, "tie_break": tie_break}
+        checked = LinearBandit.OPTIONS.check(type(self).__name__, values)
         n_arms, dim = checked["n_arms"], checked["dim"]
         self.n_arms, self.dim = n_arms, dim
         self._per_arm = (n_arms, dim)
-        self.layout = named_choice(Layout, layout, "layout")
+        self.layout = checked["layout"]
         self._shared = self.layout is Layout.SHARED
         self._single = None if self._shared else (dim,)  # the disjoint layout's shared context
-        self.tie_break = named_choice(TieBreak, tie_break, "tie_break")
+        self.tie_break = checked["tie_break"]
         self.tie_tolerance = float(tie_tolerance)
         self.rng = as_generator(rng)
         n_models = 1 if self.layout is Layout.SHARED else n_arms
@@ -271,8 +275,10 @@ class LinUCB(LinearBandit):
     experiments) and α of P2B (1.0). See :class:`LinearBandit` for the others.
     """
 
+    OPTIONS = declare({"alpha": Option(Real(low=0), 1.0, "weight of the confidence width")}) | LinearBandit.OPTIONS
+
     def __init__(self, n_arms: int, dim: int, *, alpha: float = 1.0, **kwargs) -> None:
-        check(alpha, "alpha", Real(low=0), type(self).__name__)
+        self.OPTIONS["alpha"].check(alpha, "alpha", type(self).__name__)
         super().__init__(n_arms, dim, **kwargs)
         self.alpha = float(alpha)
 
@@ -317,6 +323,12 @@ class LinTS(LinearBandit):
     disjoint layout.
     """
 
+    OPTIONS = (
+        declare({"v": Option(Real(low=0), 0.01, "scale of the posterior draw")})
+        | LinearBandit.OPTIONS
+        | {"sampler": Option(Choice(Sampler), Sampler.CHOLESKY, "square root of the posterior covariance", UNOWNED)}
+    )
+
     def __init__(
         self,
         n_arms: int,
@@ -326,10 +338,10 @@ class LinTS(LinearBandit):
         sampler: Sampler | str = Sampler.CHOLESKY,
         **kwargs,
     ) -> None:
-        check(v, "v", Real(low=0), type(self).__name__)
+        self.OPTIONS["v"].check(v, "v", type(self).__name__)
         super().__init__(n_arms, dim, **kwargs)
         self.v = float(v)
-        self.sampler = named_choice(Sampler, sampler, "sampler")
+        self.sampler = self.OPTIONS["sampler"].check(sampler, "sampler")
 
     def sample_parameters(self) -> np.ndarray:
         """Draw μ for every model, shape ``(n_models, dim)``."""
@@ -352,6 +364,11 @@ class EpsilonGreedy(LinearBandit):
     The default layout is ``disjoint``, as in that paper.
     """
 
+    OPTIONS = declare({"epsilon": Option(Real(low=0, high=1), 0.1, "probability of a uniform arm")}) | {
+        **LinearBandit.OPTIONS,
+        "layout": LinearBandit.OPTIONS["layout"].with_default(Layout.DISJOINT),
+    }
+
     def __init__(
         self,
         n_arms: int,
@@ -361,7 +378,7 @@ class EpsilonGreedy(LinearBandit):
         layout: Layout | str = Layout.DISJOINT,
         **kwargs,
     ) -> None:
-        check(epsilon, "epsilon", Real(low=0, high=1), type(self).__name__)
+        self.OPTIONS["epsilon"].check(epsilon, "epsilon", type(self).__name__)
         super().__init__(n_arms, dim, layout=layout, **kwargs)
         self.epsilon = float(epsilon)
 

@@ -22,6 +22,7 @@ import scipy.linalg
 from privbandits._kernel_args import writable
 from privbandits.linear._kernels import fold_pending, sherman_morrison_step
 from privbandits.linear.defaults import DEFAULT_REFRESH_EVERY
+from privbandits.options import Option, declare
 from privbandits.validation import (
     Integer,
     InvalidInputError,
@@ -31,7 +32,6 @@ from privbandits.validation import (
     check_index,
     check_reward,
     check_shape,
-    validate,
 )
 
 _PENDING_ROWS = 32  # contexts batched into one update of the Gram matrix
@@ -60,6 +60,19 @@ class RidgeStatistics:
         Number of observations each model has absorbed.
     """
 
+    OPTIONS = declare(
+        {
+            "n_models": Option(Integer(low=1), doc="independent models: 1 for a shared θ, n_arms for disjoint ones"),
+            "dim": Option(Integer(low=1), doc="d, the context dimension"),
+            "reg": Option(Real(low=0, low_open=True), 1.0, "ridge regulariser λ (A starts at λI)"),
+            "refresh_every": Option(
+                Integer(low=0, note="0 = never"),
+                DEFAULT_REFRESH_EVERY,
+                "Sherman–Morrison updates of an inverse between exact (Cholesky) refreshes",
+            ),
+        }
+    )
+
     def __init__(
         self,
         n_models: int,
@@ -67,15 +80,8 @@ class RidgeStatistics:
         reg: float = 1.0,
         refresh_every: int = DEFAULT_REFRESH_EVERY,
     ) -> None:
-        checked = validate(
-            "RidgeStatistics",
-            {
-                "n_models": Integer(low=1),
-                "dim": Integer(low=1),
-                "reg": Real(low=0, low_open=True),
-                "refresh_every": Integer(low=0, note="0 = never"),
-            },
-            {"n_models": n_models, "dim": dim, "reg": reg, "refresh_every": refresh_every},
+        checked = self.OPTIONS.check(
+            "RidgeStatistics", {"n_models": n_models, "dim": dim, "reg": reg, "refresh_every": refresh_every}
         )
         n_models, dim = checked["n_models"], checked["dim"]
         self.n_models, self.dim = n_models, dim

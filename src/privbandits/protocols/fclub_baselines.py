@@ -42,10 +42,11 @@ from scipy.sparse.csgraph import connected_components
 from privbandits.envs.clustered import ClusteredLinearBandit, assign_groups
 from privbandits.linear._kernels import inverse_step, shared_ucb_scores
 from privbandits.linear.tiebreak import TieBreak, break_ties
+from privbandits.options import check_fields, option
 from privbandits.protocols.fclub.accounting import Communication
 from privbandits.protocols.fclub.rounds import FCLUBOutcome, RoundChecks, check_server_of_user, play
 from privbandits.protocols.fclub_config import F
-from privbandits.validation import Instance, Integer, InvalidInputError, NoneOr, Real, check, describe, validate
+from privbandits.validation import Choice, Instance, Integer, InvalidInputError, NoneOr, Real, check, describe
 
 
 class LocalBaseline(StrEnum):
@@ -59,6 +60,9 @@ class LocalBaseline(StrEnum):
 _REFERENCE_A = {LocalBaseline.CLUB: 0.25, LocalBaseline.SCLUB: 1.5, LocalBaseline.LINUCB: 15.0}
 
 
+_POSITIVE = Real(low=0, low_open=True)
+
+
 @dataclass(frozen=True)
 class BaselineConfig:
     """Options of the local baselines (defaults: the reference code's constants, §6.3).
@@ -67,34 +71,20 @@ class BaselineConfig:
     ``alpha_sclub`` and ``alpha_frequency`` are SCLUB's α and α_p.
     """
 
-    kind: LocalBaseline = LocalBaseline.CLUB
-    horizon: int = 2**17 - 2
-    ridge: float = 2.0
-    alpha_club: float = 0.25
-    alpha_sclub: float = 1.5
-    alpha_frequency: float = 1.0
-    beta_scale: float = 0.5
-    beta_a: float | None = None
-    tie_break: TieBreak = TieBreak.LOWEST
+    kind: LocalBaseline = option(Choice(LocalBaseline), LocalBaseline.CLUB, "the baseline: CLUB, SCLUB or LinUCB")
+    horizon: int = option(Integer(low=1), 2**17 - 2, "T, the number of rounds")
+    ridge: float = option(_POSITIVE, 2.0, "λ, the ridge regulariser")
+    alpha_club: float = option(_POSITIVE, 0.25, "α_CLUB of the edge deletion")
+    alpha_sclub: float = option(_POSITIVE, 1.5, "SCLUB's α")
+    alpha_frequency: float = option(_POSITIVE, 1.0, "SCLUB's α_p of the frequency test")
+    beta_scale: float = option(Real(low=0), 0.5, "multiplier of the confidence radius β")
+    beta_a: float | None = option(
+        NoneOr(_POSITIVE, "the reference value of kind"), None, "a in β = scale·√(2 ln(2/a) + d ln(3 + t/d))"
+    )
+    tie_break: TieBreak = option(Choice(TieBreak), TieBreak.LOWEST, "rule among tied arms")
 
     def __post_init__(self) -> None:
-        for name, enum in (("kind", LocalBaseline), ("tie_break", TieBreak)):
-            try:
-                object.__setattr__(self, name, enum(getattr(self, name)))
-            except ValueError:
-                allowed = ", ".join(repr(m.value) for m in enum)
-                raise InvalidInputError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}") from None
-        positive = Real(low=0, low_open=True)
-        constraints = {
-            "horizon": Integer(low=1),
-            "ridge": positive,
-            "alpha_club": positive,
-            "alpha_sclub": positive,
-            "alpha_frequency": positive,
-            "beta_scale": Real(low=0),
-            "beta_a": NoneOr(positive, "the reference value of kind"),
-        }
-        validate(None, constraints, vars(self))  # values kept as given: a config's hash is of its fields
+        check_fields(self, choices=True)
 
     def beta(self, count: int, dim: int) -> float:
         """``scale·sqrt(2 ln(2/a) + d ln(3 + t/d))`` for a cluster with ``count`` samples."""

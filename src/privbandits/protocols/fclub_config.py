@@ -16,8 +16,19 @@ from typing import overload
 import numpy as np
 
 from privbandits.linear.tiebreak import TieBreak
+from privbandits.options import check_fields, option
 from privbandits.privacy.tree_mechanism import NoiseVariance, node_variance
-from privbandits.validation import Boolean, Instance, Integer, InvalidInputError, NoneOr, Real, check, validate
+from privbandits.validation import (
+    Boolean,
+    Choice,
+    Instance,
+    Integer,
+    InvalidInputError,
+    NoneOr,
+    Real,
+    check,
+    validate,
+)
 
 
 class Variant(StrEnum):
@@ -122,47 +133,10 @@ class PDRepair(StrEnum):
     SHIFT = "shift"
 
 
-_CHOICES = {
-    "noise_variance": NoiseVariance,
-    "rho_formula": RhoFormula,
-    "tree_depth": TreeDepth,
-    "lifecycle": Lifecycle,
-    "recommendation": Recommendation,
-    "beta_form": BetaForm,
-    "thresholds": Thresholds,
-    "pd_repair": PDRepair,
-    "merge_rule": MergeRule,
-    "tie_break": TieBreak,
-}
-
-
 _POSITIVE = Real(low=0, low_open=True)
 _ABOVE_ONE = Real(low=1, low_open=True)
-_CONSTRAINTS = {
-    "horizon": Integer(low=1),
-    **dict.fromkeys(
-        ("private", "synchronous", "detect_clusters", "detect_every_round", "noise_in_trigger_only",
-         "reference_h_column", "skip_unseen_users", "merge_same_server", "shared_statistics_defect",
-         "rebuild_local_copies", "renew_every_phase", "ridge_in_recommendation_only",
-         "carry_synchronized_copies"),
-        Boolean(),
-    ),
-    "epsilon": _POSITIVE,
-    "delta": Real(low=0, high=1, low_open=True, high_open=True),
-    "upload_threshold": _ABOVE_ONE,
-    "download_threshold": _ABOVE_ONE,
-    "alpha": NoneOr(Real(low=0, high=1, low_open=True, high_open=True), "= 1/(8T)"),
-    "alpha1": _POSITIVE,
-    "alpha2": _POSITIVE,
-    "ridge": _POSITIVE,
-    "sigma0": Real(low=0),
-    "m_bound": NoneOr(Integer(low=1), "= n users"),
-    "lambda_x": NoneOr(Real(low=0, high=1, low_open=True), "= 1/d"),
-    "rho_constant": _POSITIVE,
-    "beta_scale": Real(low=0),
-    "refresh_every": Integer(low=0, note="0 = never"),
-}  # fmt: skip
-"""What each numeric and boolean field of :class:`FCLUBConfig` may be (reals finite: ε = inf is refused)."""
+_OPEN_UNIT = Real(low=0, high=1, low_open=True, high_open=True)
+"""Reals are finite unless said otherwise: ε = inf is refused."""
 
 
 @dataclass(frozen=True)
@@ -205,54 +179,53 @@ class FCLUBConfig:
         at a phase start are lost. Same needs as ``ridge_in_recommendation_only``.
     """
 
-    horizon: int = 2**17 - 2
-    private: bool = True
-    synchronous: bool = False
-    detect_clusters: bool = True
-    detect_every_round: bool = False
-    epsilon: float = 1.0
-    delta: float = 0.1
-    upload_threshold: float = 1.01
-    download_threshold: float = 1.01
-    alpha: float | None = None
-    alpha1: float = 1.5
-    alpha2: float = 2.0
-    ridge: float = 1.0
-    sigma0: float = 0.5
-    m_bound: int | None = None
-    lambda_x: float | None = None
-    noise_variance: NoiseVariance = NoiseVariance.SQUARED_LOG
-    rho_formula: RhoFormula = RhoFormula.EQ7
-    rho_constant: float = 2.0
-    tree_depth: TreeDepth = TreeDepth.HORIZON
-    lifecycle: Lifecycle = Lifecycle.PERSISTENT
-    recommendation: Recommendation = Recommendation.SYNCHRONIZED
-    beta_form: BetaForm = BetaForm.LEMMA1
-    beta_scale: float = 1.0
-    thresholds: Thresholds = Thresholds.PRACTICAL
-    noise_in_trigger_only: bool = False
-    reference_h_column: bool = False
-    skip_unseen_users: bool = False
-    merge_same_server: bool = False
-    merge_rule: MergeRule = MergeRule.COMPONENTS
-    shared_statistics_defect: bool = False
-    rebuild_local_copies: bool = False
-    renew_every_phase: bool = False
-    ridge_in_recommendation_only: bool = False
-    carry_synchronized_copies: bool = False
-    pd_repair: PDRepair = PDRepair.CLIP
-    refresh_every: int = 1000
-    tie_break: TieBreak = TieBreak.LOWEST
+    horizon: int = option(Integer(low=1), 2**17 - 2, "T, the number of rounds")
+    private: bool = option(Boolean(), True, "privatize the uploads with the tree mechanism (CDP)")
+    synchronous: bool = option(Boolean(), False, "synchronize every round (FCLUB) instead of on the triggers (-DC)")
+    detect_clusters: bool = option(Boolean(), True, "detect clusters (off: Homo, one cluster per local server)")
+    detect_every_round: bool = option(Boolean(), False, "detect every round (the reference's FCLUB, spec §7.6)")
+    epsilon: float = option(_POSITIVE, 1.0, "ε of the privatizers")
+    delta: float = option(_OPEN_UNIT, 0.1, "δ of the privatizers")
+    upload_threshold: float = option(_ABOVE_ONE, 1.01, "U, the upload trigger's determinant ratio (Eq. 5)")
+    download_threshold: float = option(_ABOVE_ONE, 1.01, "D, the download trigger's determinant ratio")
+    alpha: float | None = option(NoneOr(_OPEN_UNIT, "= 1/(8T)"), None, "confidence α (None: 1/(8T))")
+    alpha1: float = option(_POSITIVE, 1.5, "α1 of the edge-deletion test (Eq. 3)")
+    alpha2: float = option(_POSITIVE, 2.0, "α2 of the merge test (Eq. 4)")
+    ridge: float = option(_POSITIVE, 1.0, "λ, the ridge regulariser")
+    sigma0: float = option(Real(low=0), 0.5, "σ, the reward noise's sub-Gaussian scale")
+    m_bound: int | None = option(NoneOr(Integer(low=1), "= n users"), None, "m in the logs (None: the number of users)")
+    lambda_x: float | None = option(
+        NoneOr(Real(low=0, high=1, low_open=True), "= 1/d"), None, "λ_x, the contexts' smallest eigenvalue (None: 1/d)"
+    )
+    noise_variance: NoiseVariance = option(
+        Choice(NoiseVariance), NoiseVariance.SQUARED_LOG, "printed form of the tree's per-node variance (§8 A4)"
+    )
+    rho_formula: RhoFormula = option(Choice(RhoFormula), RhoFormula.EQ7, "spectral bound ρ on the tree noise (§8 A5)")
+    rho_constant: float = option(_POSITIVE, 2.0, "c of the consistent ρ formula")
+    tree_depth: TreeDepth = option(Choice(TreeDepth), TreeDepth.HORIZON, "tree depth ν (§8 A6)")
+    lifecycle: Lifecycle = option(Choice(Lifecycle), Lifecycle.PERSISTENT, "privatizer lifecycle (§8 A9)")
+    recommendation: Recommendation = option(
+        Choice(Recommendation), Recommendation.SYNCHRONIZED, "statistics behind the UCB (§8 A11)"
+    )
+    beta_form: BetaForm = option(Choice(BetaForm), BetaForm.LEMMA1, "confidence radius: Lemma 1, or the reference's")
+    beta_scale: float = option(Real(low=0), 1.0, "multiplier of the confidence radius β")
+    thresholds: Thresholds = option(Choice(Thresholds), Thresholds.PRACTICAL, "deletion and merge tests (§5.2)")
+    noise_in_trigger_only: bool = option(Boolean(), False, "the privatizer's noise enters the upload trigger only")
+    reference_h_column: bool = option(Boolean(), False, "h is the tree noise's column d − 1, as the reference's")
+    skip_unseen_users: bool = option(Boolean(), False, "no edge deletion between users not yet seen (reference)")
+    merge_same_server: bool = option(Boolean(), False, "the global server may merge clusters of one local server")
+    merge_rule: MergeRule = option(Choice(MergeRule), MergeRule.COMPONENTS, "when the global server merges")
+    shared_statistics_defect: bool = option(Boolean(), False, "the reference code's double count (issue 15)")
+    rebuild_local_copies: bool = option(Boolean(), False, "local clusters restart from their users' sums (§7.3)")
+    renew_every_phase: bool = option(Boolean(), False, "renew at every phase start (the reference's Homo-DC)")
+    ridge_in_recommendation_only: bool = option(Boolean(), False, "the reference Homo-DC's ridge (issue 29)")
+    carry_synchronized_copies: bool = option(Boolean(), False, "the reference Homo-DC's renewal (issue 29)")
+    pd_repair: PDRepair = option(Choice(PDRepair), PDRepair.CLIP, "repair of a Gram matrix not positive definite")
+    refresh_every: int = option(Integer(low=0, note="0 = never"), 1000, "updates between exact refreshes of an inverse")
+    tie_break: TieBreak = option(Choice(TieBreak), TieBreak.LOWEST, "rule among tied arms")
 
     def __post_init__(self) -> None:
-        for name, enum in _CHOICES.items():
-            value = getattr(self, name)
-            try:
-                object.__setattr__(self, name, enum(value))
-            except ValueError:
-                allowed = ", ".join(repr(m.value) for m in enum)
-                raise InvalidInputError(f"{name} must be one of {allowed}, got {value!r}") from None
-        validate(None, _CONSTRAINTS, vars(self))  # values kept as given: a config's hash is of its fields
+        check_fields(self, choices=True)
         if self.detect_every_round and not self.synchronous:
             raise InvalidInputError("detect_every_round needs synchronous=True (the reference code's FCLUB, spec §7.6)")
         if self.shared_statistics_defect and self.synchronous:

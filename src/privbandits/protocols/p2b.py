@@ -37,22 +37,20 @@ import math
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, cast
 
 import numpy as np
 
 from privbandits.comm import InMemoryNetwork, Message, Network, Party, ProtocolError, Traffic, message
 from privbandits.datasets.interactions import UserInteractions
-from privbandits.linear.policies import named_choice
 from privbandits.linear.population import CodeModel, DisjointModel, PopulationLog, run_population
-from privbandits.linear.tiebreak import TieBreak
+from privbandits.options import options_of
 from privbandits.privacy import crowd_blending
 from privbandits.privacy.encoding import ContextEncoder
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
+from privbandits.protocols.p2b_config import P2BConfig as P2BConfig  # re-exported
+from privbandits.protocols.p2b_config import Representation as Representation  # re-exported
 from privbandits.validation import (
-    Boolean,
-    Choice,
     Instance,
     Integer,
     InvalidInputError,
@@ -62,6 +60,9 @@ from privbandits.validation import (
     describe,
     validate,
 )
+
+_DECLARED = options_of(P2BConfig)
+"""P2B's declared options: the parties check what they share with the configuration by its declarations."""
 
 PRIVACY_UNIT = "one context vector (one interaction tuple per participating user)"
 
@@ -159,8 +160,7 @@ def choose_reports(
     zero-reward tuple if it has none). Returns (users, tuple indices) of the
     sent tuples, users ascending.
     """
-    check(participation, "participation", Real(low=0, high=1))
-    check(negative_rate, "negative_rate", Real(low=0, high=1))
+    _DECLARED.check(None, {"participation": participation, "negative_rate": negative_rate})
     check(rng, "rng", _GENERATOR)
     rewards = np.asarray(rewards)
     if rewards.ndim != 2:
@@ -198,7 +198,7 @@ class Shuffler(Party):
             None,
             {
                 "threshold": NoneOr(Integer(low=1, note="or None for no thresholding")),
-                "participation": Real(low=0, high=1),
+                "participation": _DECLARED["participation"].constraint,
                 "n_codes": NoneOr(Integer(low=1)),
                 "rng": _GENERATOR,
                 "ledger": Instance((PrivacyLedger,)),
@@ -297,7 +297,7 @@ class Server(Party):
     ) -> None:
         self.n_arms = check(n_arms, "n_arms", Integer(low=1), "Server")
         check(participation, "participation", NoneOr(Real(low=0, high=1), "not told"), "Server")
-        check(omega, "omega", NoneOr(Real(low=0, low_open=True), "no δ"), "Server")
+        _DECLARED["omega"].check(omega, "omega", "Server")
         super().__init__(name, network)
         self.participation, self.omega = participation, omega
         self.ledger = PrivacyLedger()
@@ -419,57 +419,6 @@ def compose_ledgers(ledgers: Mapping[str, PrivacyLedger]) -> PrivacyLedger:
 
 
 # -- the experiment protocol (spec §2.7) ------------------------------------------------------------
-class Representation(StrEnum):
-    """How private agents use a code (spec §9 item 1).
-
-    ONE_HOT
-        a one-hot vector of length k: a per-(arm, code) model (default).
-    SCALAR_CODE
-        the code value as a 1-D real feature, as the reference code does;
-        effectively context-free (§4.5).
-    """
-
-    ONE_HOT = "one_hot"
-    SCALAR_CODE = "scalar_code"
-
-
-@dataclass(frozen=True)
-class P2BConfig:
-    """Parameters of one P2B simulation (defaults: the paper's and reference code's, spec §5.1).
-
-    ``shared_warm_agent`` carries ONE warm agent across the late users, as the
-    reference code does (§9 item 2); by default each late user gets its own copy.
-    ``omega`` (optional) turns the ledger's δ proxy on (Eq. 3).
-    """
-
-    participation: float = 0.5
-    negative_rate: float = 0.05
-    threshold: int = 10
-    alpha: float = 1.0
-    early_fraction: float = 0.7
-    representation: Representation | str = Representation.ONE_HOT
-    shared_warm_agent: bool = False
-    tie_break: str = "random"
-    omega: float | None = None
-
-    def __post_init__(self) -> None:
-        validate(
-            None,  # the values are kept as given (a config's hash is of its fields)
-            {
-                "participation": Real(low=0, high=1),
-                "negative_rate": Real(low=0, high=1),
-                "threshold": Integer(low=1),
-                "alpha": Real(low=0),
-                "early_fraction": Real(low=0, high=1, low_open=True, high_open=True),
-                "shared_warm_agent": Boolean(),
-                "tie_break": Choice(TieBreak),
-                "omega": NoneOr(Real(low=0, low_open=True), "no δ"),
-            },
-            vars(self),
-        )
-        object.__setattr__(self, "representation", named_choice(Representation, self.representation, "representation"))
-
-
 @dataclass(frozen=True)
 class SettingResult:
     """Mean and standard deviation over late users of their mean reward over t rounds (spec §2.7).

@@ -34,6 +34,7 @@ import numpy as np
 
 from privbandits.comm import ROUND, SETUP, InMemoryNetwork, Message, Network, Party, ProtocolError, message
 from privbandits.linear.policies import Layout, LinearBandit
+from privbandits.options import Option, declare
 from privbandits.privacy.masks import MaskSource, block_slices, check_mask, check_partition, draw_mask
 from privbandits.validation import (
     Boolean,
@@ -41,6 +42,7 @@ from privbandits.validation import (
     Choice,
     Instance,
     Integer,
+    IntegerSequence,
     InvalidInputError,
     NoneOr,
     check,
@@ -413,6 +415,30 @@ class VerticalFederatedBandit:
         Use this Q instead of drawing one (checked; for tests and audits).
     """
 
+    OPTIONS = declare(
+        {
+            "learner": Option(
+                Instance((LinearBandit,), "a LinearBandit (LinUCB or LinTS)"),
+                doc="the active party's shared-layout LinUCB (VFUCB) or LinTS (VFTS) in dimension d",
+            ),
+            "partition": Option(
+                IntegerSequence(low=1, min_length=1), doc="feature block sizes; the active party holds the first"
+            ),
+            "secure_aggregation": Option(
+                Boolean(), False, "hide each passive party's masked vectors from the active party (pairwise masks)"
+            ),
+            "allow_single_feature_parties": Option(
+                Boolean(), False, "accept a passive party holding one feature (the active party recovers it up to sign)"
+            ),
+            "mask_source": Option(Choice(MaskSource), MaskSource.SEEDED, "where the mask generator draws Q from"),
+            "rng": Option(
+                NoneOr(Instance((np.random.Generator,), "a numpy Generator")), None, "the seeded mask's generator"
+            ),
+        }
+    )
+    """Checked in this order; ``partition`` by :func:`~privbandits.validation.check_integer_sequence`, whose
+    message names the entry at fault."""
+
     def __init__(
         self,
         partition: Sequence[int],
@@ -425,13 +451,11 @@ class VerticalFederatedBandit:
         mask: np.ndarray | None = None,
         allow_single_feature_parties: bool = False,
     ) -> None:
-        owner = "VerticalFederatedBandit"
-        check(learner, "learner", Instance((LinearBandit,), "a LinearBandit (LinUCB or LinTS)"), owner)
-        check_integer_sequence(partition, "partition", low=1, min_length=1, owner=owner)
-        check(secure_aggregation, "secure_aggregation", Boolean(), owner)
-        check(allow_single_feature_parties, "allow_single_feature_parties", Boolean(), owner)
-        check(mask_source, "mask_source", Choice(MaskSource), owner)
-        check(rng, "rng", NoneOr(Instance((np.random.Generator,), "a numpy Generator")), owner)
+        owner, declared = "VerticalFederatedBandit", self.OPTIONS
+        declared["learner"].check(learner, "learner", owner)
+        check_integer_sequence(partition, "partition", low=1, min_length=1, owner=owner)  # names the bad entry
+        flags = {"secure_aggregation": secure_aggregation, "allow_single_feature_parties": allow_single_feature_parties}
+        declared.check(owner, flags | {"mask_source": mask_source, "rng": rng})
         self.partition = check_partition(partition, learner.dim)
         single = [j + 1 for j, size in enumerate(self.partition) if size == 1 and j > 0]
         if single and not allow_single_feature_parties:

@@ -1,6 +1,7 @@
 """Shared pieces of the experiment-config schema: the error type, strict models, data-file paths, kinds.
 
-Every config model is frozen and strict (:class:`_Strict`); list fields also take tuples
+Every config model is frozen and strict (:class:`_Strict`); a field repeating a protocol's option takes its
+default, bounds and description from the declaration (:func:`declared`); list fields also take tuples
 (:data:`Listed`); a data-file field is checked with :func:`existing_path`, and the offline data's
 default files are found with :func:`_shared`; :func:`by_kind` maps ``kind`` tags to their classes.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 
 class ConfigError(ValueError):
@@ -19,6 +20,14 @@ class ConfigError(ValueError):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+def declared(owner: str, name: str, **changes: Any) -> Any:
+    """A ``Field`` with the default, bounds and description that class ``owner`` declares for its option ``name``
+    (from :mod:`.declared`, the declarations' generated snapshot), ``changes`` over them."""
+    from privbandits.experiments.config.declared import DECLARED
+
+    return Field(**(DECLARED[owner][name] | changes))
 
 
 def _listed(value: Any) -> Any:

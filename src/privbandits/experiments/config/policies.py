@@ -11,8 +11,9 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_serializer, model_validator
 
-from privbandits.experiments.config.base import Listed, _Strict
-from privbandits.linear.defaults import DEFAULT_REFRESH_EVERY, DEFAULT_TIE_TOLERANCE
+from privbandits.experiments.config.base import Listed, _Strict, declared
+from privbandits.experiments.later_options import MPC_LATER_OPTIONS
+from privbandits.linear.defaults import DEFAULT_TIE_TOLERANCE
 
 
 class _Labelled(_Strict):
@@ -41,43 +42,43 @@ class _PolicyBase(_Labelled):
 
 
 class _LinearPolicyBase(_PolicyBase):
-    reg: float = Field(1.0, gt=0)
-    refresh_every: int = Field(DEFAULT_REFRESH_EVERY, ge=0)
-    tie_break: Literal["lowest", "random"] = "lowest"
-    tie_tolerance: float = Field(DEFAULT_TIE_TOLERANCE, ge=0, le=1)
+    reg: float = declared("LinUCB", "reg")
+    refresh_every: int = declared("LinUCB", "refresh_every")
+    tie_break: Literal["lowest", "random"] = declared("LinUCB", "tie_break")
+    tie_tolerance: float = declared("LinUCB", "tie_tolerance", le=1)  # the learners take any tolerance >= 0
 
 
 class LinUCBConfig(_LinearPolicyBase):
     """LinUCB (Li et al. 2010): ridge estimate + alpha × confidence width."""
 
     kind: Literal["linucb"]
-    layout: Literal["shared", "disjoint"] = "shared"
-    alpha: float = Field(1.0, ge=0)
+    layout: Literal["shared", "disjoint"] = declared("LinUCB", "layout")
+    alpha: float = declared("LinUCB", "alpha")
 
 
 class LinTSConfig(_LinearPolicyBase):
     """Linear Thompson sampling (Agrawal & Goyal 2013): μ ~ N(θ̂, v² A⁻¹)."""
 
     kind: Literal["lints"]
-    layout: Literal["shared", "disjoint"] = "shared"
-    v: float = Field(0.01, ge=0)
-    sampler: Literal["cholesky", "eigh"] = "cholesky"
+    layout: Literal["shared", "disjoint"] = declared("LinTS", "layout")
+    v: float = declared("LinTS", "v")
+    sampler: Literal["cholesky", "eigh"] = declared("LinTS", "sampler")
 
 
 class EpsilonGreedyConfig(_LinearPolicyBase):
     """ε-greedy on ridge estimates (the MPC paper's learner, Alg. 1)."""
 
     kind: Literal["epsilon_greedy"]
-    layout: Literal["shared", "disjoint"] = "disjoint"
-    epsilon: float = Field(0.1, ge=0, le=1)
+    layout: Literal["shared", "disjoint"] = declared("EpsilonGreedy", "layout")
+    epsilon: float = declared("EpsilonGreedy", "epsilon")
 
 
 class _VerticalBase(_Strict):
     """Fields shared by the vertical federated protocols (spec ``vertical-o3m.md``)."""
 
     partition: Annotated[list[Annotated[int, Field(ge=1)]], Listed] = Field(min_length=2)
-    mask_source: Literal["seeded", "os"] = "seeded"
-    secure_aggregation: bool = False
+    mask_source: Literal["seeded", "os"] = declared("VerticalFederatedBandit", "mask_source")
+    secure_aggregation: bool = declared("VerticalFederatedBandit", "secure_aggregation")
 
     @field_validator("visible_features", check_fields=False)
     @classmethod
@@ -116,6 +117,11 @@ class RandomPolicyConfig(_PolicyBase):
     kind: Literal["random"]
 
 
+def _fclub(name: str) -> Any:
+    """FCLUBConfig's option ``name`` with no default: left out (None), the variant's preset decides."""
+    return declared("FCLUBConfig", name, default=None)
+
+
 class FCLUBPolicyConfig(_Labelled):
     """FCLUB (Liu et al. 2022): CDP-FCLUB-DC and variants on local servers + a global server; every FCLUBConfig option.
 
@@ -127,43 +133,43 @@ class FCLUBPolicyConfig(_Labelled):
     kind: Literal["fclub"]
     variant: Literal["cdp-fclub-dc", "fclub-dc", "fclub", "homo-dc", "homo"] = "cdp-fclub-dc"
     preset: Literal["paper", "reference"] = "paper"
-    private: bool | None = None
-    synchronous: bool | None = None
-    detect_clusters: bool | None = None
-    detect_every_round: bool | None = None
-    epsilon: float | None = Field(None, gt=0)
-    delta: float | None = Field(None, gt=0, lt=1)
-    upload_threshold: float | None = Field(None, gt=1)
-    download_threshold: float | None = Field(None, gt=1)
-    alpha: float | None = Field(None, gt=0, lt=1, description="confidence α (None: 1/(8T))")
-    alpha1: float | None = Field(None, gt=0)
-    alpha2: float | None = Field(None, gt=0)
-    ridge: float | None = Field(None, gt=0)
-    sigma0: float | None = Field(None, ge=0)
-    m_bound: int | None = Field(None, ge=1, description="m in the logs (None: the number of users)")
-    lambda_x: float | None = Field(None, gt=0, le=1)
-    noise_variance: Literal["squared_log", "algorithm5", "reference_std", "analytic"] | None = None
-    rho_formula: Literal["eq7", "appendix_b1", "consistent"] | None = None
-    rho_constant: float | None = Field(None, gt=0)
-    tree_depth: Literal["horizon", "theory", "reference"] | None = None
-    lifecycle: Literal["persistent", "reset_every_phase"] | None = None
-    recommendation: Literal["synchronized", "with_own_buffer"] | None = None
-    beta_form: Literal["lemma1", "reference"] | None = None
-    beta_scale: float | None = Field(None, ge=0)
-    thresholds: Literal["practical", "theoretical"] | None = None
-    noise_in_trigger_only: bool | None = None
-    reference_h_column: bool | None = None
-    skip_unseen_users: bool | None = None
-    merge_same_server: bool | None = None
-    merge_rule: Literal["components", "reference"] | None = None
-    shared_statistics_defect: bool | None = Field(None, description="the reference code's double count (issue 15)")
-    rebuild_local_copies: bool | None = None
-    renew_every_phase: bool | None = None
-    ridge_in_recommendation_only: bool | None = Field(None, description="the reference Homo-DC's ridge (issue 29)")
-    carry_synchronized_copies: bool | None = Field(None, description="the reference Homo-DC's renewal (issue 29)")
-    pd_repair: Literal["clip", "shift"] | None = None
-    refresh_every: int | None = Field(None, ge=0)
-    tie_break: Literal["lowest", "random"] | None = None
+    private: bool | None = _fclub("private")
+    synchronous: bool | None = _fclub("synchronous")
+    detect_clusters: bool | None = _fclub("detect_clusters")
+    detect_every_round: bool | None = _fclub("detect_every_round")
+    epsilon: float | None = _fclub("epsilon")
+    delta: float | None = _fclub("delta")
+    upload_threshold: float | None = _fclub("upload_threshold")
+    download_threshold: float | None = _fclub("download_threshold")
+    alpha: float | None = _fclub("alpha")
+    alpha1: float | None = _fclub("alpha1")
+    alpha2: float | None = _fclub("alpha2")
+    ridge: float | None = _fclub("ridge")
+    sigma0: float | None = _fclub("sigma0")
+    m_bound: int | None = _fclub("m_bound")
+    lambda_x: float | None = _fclub("lambda_x")
+    noise_variance: Literal["squared_log", "algorithm5", "reference_std", "analytic"] | None = _fclub("noise_variance")
+    rho_formula: Literal["eq7", "appendix_b1", "consistent"] | None = _fclub("rho_formula")
+    rho_constant: float | None = _fclub("rho_constant")
+    tree_depth: Literal["horizon", "theory", "reference"] | None = _fclub("tree_depth")
+    lifecycle: Literal["persistent", "reset_every_phase"] | None = _fclub("lifecycle")
+    recommendation: Literal["synchronized", "with_own_buffer"] | None = _fclub("recommendation")
+    beta_form: Literal["lemma1", "reference"] | None = _fclub("beta_form")
+    beta_scale: float | None = _fclub("beta_scale")
+    thresholds: Literal["practical", "theoretical"] | None = _fclub("thresholds")
+    noise_in_trigger_only: bool | None = _fclub("noise_in_trigger_only")
+    reference_h_column: bool | None = _fclub("reference_h_column")
+    skip_unseen_users: bool | None = _fclub("skip_unseen_users")
+    merge_same_server: bool | None = _fclub("merge_same_server")
+    merge_rule: Literal["components", "reference"] | None = _fclub("merge_rule")
+    shared_statistics_defect: bool | None = _fclub("shared_statistics_defect")
+    rebuild_local_copies: bool | None = _fclub("rebuild_local_copies")
+    renew_every_phase: bool | None = _fclub("renew_every_phase")
+    ridge_in_recommendation_only: bool | None = _fclub("ridge_in_recommendation_only")
+    carry_synchronized_copies: bool | None = _fclub("carry_synchronized_copies")
+    pd_repair: Literal["clip", "shift"] | None = _fclub("pd_repair")
+    refresh_every: int | None = _fclub("refresh_every")
+    tie_break: Literal["lowest", "random"] | None = _fclub("tie_break")
     needs: ClassVar[str] = "users"
 
     _PRESET_FIELDS: ClassVar[tuple[str, ...]] = ("kind", "label", "variant", "preset")
@@ -189,10 +195,10 @@ class FCLUBPolicyConfig(_Labelled):
 
 
 class _LocalBaselineBase(_Labelled):
-    ridge: float = Field(2.0, gt=0)
-    beta_scale: float = Field(0.5, ge=0)
-    beta_a: float | None = Field(None, gt=0, description="a in β = scale·√(2 ln(2/a) + d ln(3 + t/d)); None: reference")
-    tie_break: Literal["lowest", "random"] = "lowest"
+    ridge: float = declared("BaselineConfig", "ridge")
+    beta_scale: float = declared("BaselineConfig", "beta_scale")
+    beta_a: float | None = declared("BaselineConfig", "beta_a")
+    tie_break: Literal["lowest", "random"] = declared("BaselineConfig", "tie_break")
     needs: ClassVar[str] = "users"
     baseline: ClassVar[str]
 
@@ -208,7 +214,7 @@ class CLUBConfig(_LocalBaselineBase):
     """CLUB (Gentile et al. 2014) on each local server's users: edge deletion on a user graph; nothing is sent."""
 
     kind: Literal["club"]
-    alpha_club: float = Field(0.25, gt=0)
+    alpha_club: float = declared("BaselineConfig", "alpha_club")
     baseline: ClassVar[str] = "club"
 
 
@@ -216,8 +222,8 @@ class SCLUBConfig(_LocalBaselineBase):
     """SCLUB (Li et al. 2019) on each local server's users: stage-wise split and merge of clusters; nothing is sent."""
 
     kind: Literal["sclub"]
-    alpha_sclub: float = Field(1.5, gt=0)
-    alpha_frequency: float = Field(1.0, gt=0)
+    alpha_sclub: float = declared("BaselineConfig", "alpha_sclub")
+    alpha_frequency: float = declared("BaselineConfig", "alpha_frequency")
     baseline: ClassVar[str] = "sclub"
 
 
@@ -228,12 +234,16 @@ class UserLinUCBConfig(_LocalBaselineBase):
     baseline: ClassVar[str] = "linucb"
 
 
+def _mpc(name: str, **changes: Any) -> Any:
+    return declared("MPCBanditConfig", name, **changes)
+
+
 class PlaintextMPCEpsilonGreedyConfig(_Labelled):
     """The float64 twin of the private ε-greedy learner: same exploration draws, per-arm ridge (λ = 1)."""
 
     kind: Literal["plaintext_mpc_epsilon_greedy"]
-    epsilon: float = Field(0.01, ge=0, le=1)
-    precision: int = Field(20, ge=1, le=26, description="L: the grid of the exploration uniforms (as the private one)")
+    epsilon: float = declared("MPCBanditConfig", "epsilon")
+    precision: int = declared("MPCBanditConfig", "precision")
 
     def protocol_config(self, n_arms: int, dim: int):
         from privbandits.protocols.mpc_bandit import MPCBanditConfig
@@ -248,31 +258,25 @@ class MPCEpsilonGreedyConfig(PlaintextMPCEpsilonGreedyConfig):
     partition: Annotated[list[Annotated[int, Field(ge=0)]] | None, Listed] = Field(
         None, min_length=2, description="features per computing party (None: two parties, halves)"
     )
-    nr_iterations: int = Field(7, ge=0, le=50)
-    truncation: Literal["auto", "local", "wraps", "exact"] = "auto"
-    truncation_rounding: Literal["unbiased"] = Field("unbiased", description="truncations round without bias")
-    puller: str = Field("puller", min_length=1)
-    rewarder: str = Field("rewarder", min_length=1)
-    binary_rewards: bool = True
-    mask_encoding: Literal["integer", "fixed_point"] = "integer"
-    reciprocal_start: Literal["exp", "linear"] = Field(
-        "exp", description="the reciprocal's start: the paper's exp (8 rounds) or linear (no round; use 3 iterations)"
-    )
-    overlap_reciprocal: bool = Field(False, description="1/d rides on the argmax's openings (2 parties)")
-    mask_factors: bool = Field(False, description="the one-hot masks the updates' factors (with overlap_reciprocal)")
-    allmax_lookup: bool = Field(False, description="the argmax ends in one masked lookup")
-    lookup_comparison: bool = Field(False, description="comparisons by table lookups (with allmax_lookup, 2 parties)")
-    goldschmidt: bool = Field(False, description="u/d by Goldschmidt's iteration")
-    dealt_exploration: bool = Field(False, description="the dealer deals the exploring arm (with allmax_lookup)")
-    fused_input: bool = Field(False, description="the context enters in the round of u = W^-1 x")
+    nr_iterations: int = _mpc("nr_iterations", le=50)  # the protocol takes any number
+    truncation: Literal["auto", "local", "wraps", "exact"] = _mpc("truncation")
+    truncation_rounding: Literal["unbiased"] = _mpc("truncation_rounding")
+    puller: str = _mpc("puller")
+    rewarder: str = _mpc("rewarder")
+    binary_rewards: bool = _mpc("binary_rewards")
+    mask_encoding: Literal["integer", "fixed_point"] = _mpc("mask_encoding")
+    reciprocal_start: Literal["exp", "linear"] = _mpc("reciprocal_start")
+    overlap_reciprocal: bool = _mpc("overlap_reciprocal")
+    mask_factors: bool = _mpc("mask_factors")
+    allmax_lookup: bool = _mpc("allmax_lookup")
+    lookup_comparison: bool = _mpc("lookup_comparison")
+    goldschmidt: bool = _mpc("goldschmidt")
+    dealt_exploration: bool = _mpc("dealt_exploration")
+    fused_input: bool = _mpc("fused_input")
 
-    LATER: ClassVar[dict[str, object]] = {
-        "reciprocal_start": "exp",
-        **dict.fromkeys(("overlap_reciprocal", "mask_factors", "allmax_lookup", "lookup_comparison", "goldschmidt",
-                         "dealt_exploration", "fused_input"), False),
-    }  # fmt: skip
+    LATER: ClassVar[dict[str, object]] = {"reciprocal_start": "exp", **dict.fromkeys(MPC_LATER_OPTIONS, False)}
     """The protocol's options added after runs were stored
-    (:data:`~privbandits.protocols.mpc_bandit.LATER_OPTIONS`) and the reciprocal's start."""
+    (:data:`~privbandits.experiments.later_options.MPC_LATER_OPTIONS`) and the reciprocal's start."""
 
     def parties(self, dim: int) -> tuple[int, ...]:
         return tuple(self.partition) if self.partition is not None else ((dim + 1) // 2, dim // 2)
@@ -321,15 +325,15 @@ class P2BPolicyConfig(_Labelled):
     n_codes: int = Field(1024, ge=2, le=1_000_000, description="encoder: k, the number of codes")
     precision: int = Field(1, ge=1, le=9, description="encoder: q, decimals of the simplex grid")
     encoder_seed: int = Field(0, ge=0, description="encoder: k-means seed")
-    participation: float = Field(0.5, ge=0, le=1, description="shuffler: p, probability a user shares")
-    threshold: int = Field(10, ge=1, description="shuffler: crowd-blending threshold l")
-    omega: float | None = Field(None, gt=0, description="shuffler: ω of the δ proxy (Eq. 3)")
-    negative_rate: float = Field(0.05, ge=0, le=1, description="devices: probability of a zero-reward report")
-    early_fraction: float = Field(0.7, gt=0, lt=1)
-    alpha: float = Field(1.0, ge=0, description="agents: LinUCB α")
-    representation: Literal["one_hot", "scalar_code"] = "one_hot"
-    shared_warm_agent: bool = False
-    tie_break: Literal["random", "lowest"] = "random"
+    participation: float = declared("P2BConfig", "participation")
+    threshold: int = declared("P2BConfig", "threshold")
+    omega: float | None = declared("P2BConfig", "omega")
+    negative_rate: float = declared("P2BConfig", "negative_rate")
+    early_fraction: float = declared("P2BConfig", "early_fraction")
+    alpha: float = declared("P2BConfig", "alpha")
+    representation: Literal["one_hot", "scalar_code"] = declared("P2BConfig", "representation")
+    shared_warm_agent: bool = declared("P2BConfig", "shared_warm_agent")
+    tie_break: Literal["random", "lowest"] = declared("P2BConfig", "tie_break")
     needs: ClassVar[str] = "population"
 
     def protocol_config(self):

@@ -27,6 +27,7 @@ from privbandits.datasets.movielens import (
 )
 from privbandits.datasets.movielens100k import read_ratings
 from privbandits.envs.clustered import ClusteredLinearBandit, PooledUsersBandit, assign_groups
+from privbandits.experiments.later_options import FCLUB_LATER_OPTIONS, without_later
 from privbandits.experiments.noise_key import FCLUB_UPLOADS
 from privbandits.experiments.tasks import Task, canonical_json, file_identity, identity_path
 from privbandits.papers.fclub.options import ALGORITHMS, FAITHFUL
@@ -253,15 +254,8 @@ def config_digest(name: str, setting: Setting, horizon: int, overrides: dict[str
     (their options are fixed by the name: faithful defaults, baselines)."""
     if name not in _VARIANTS:
         return None
-    options = asdict(fclub_config(name, setting, horizon, overrides))
-    for later in LATER_OPTIONS:  # off, they leave the digest as it was before they existed: stored runs keep keys
-        if options[later] is False:
-            del options[later]
+    options = without_later(asdict(fclub_config(name, setting, horizon, overrides)), FCLUB_LATER_OPTIONS)
     return hashlib.sha256(canonical_json(options).encode()).hexdigest()[:16]
-
-
-LATER_OPTIONS = ("ridge_in_recommendation_only", "carry_synchronized_copies")
-"""FCLUBConfig options added after runs were stored (issue 29), in a run's digest only when on."""
 
 
 def run_label(name: str, setting: Setting, horizon: int, seed: int) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from privbandits.comm import ROUND
+from privbandits.experiments.later_options import mpc_store_params
 from privbandits.experiments.tasks import Task
 from privbandits.mpc import Dealer, Engine
 from privbandits.protocols.mpc_bandit import MPCBanditConfig, PlaintextEpsilonGreedy, PrivateEpsilonGreedy
@@ -92,7 +93,7 @@ def time_rounds(configs: list[dict[str, Any]], rounds: int, twin_rounds: int, se
 
 def rounds_task(label: str, configs: list[MPCBanditConfig], *, rounds: int, twin_rounds: int, seed: int) -> Task:
     """The :func:`time_rounds` unit of ``configs`` (whole configs in its key)."""
-    configs_params = [config.store_params() for config in configs]
+    configs_params = [mpc_store_params(config) for config in configs]
     params = {"configs": configs_params, "rounds": rounds, "twin_rounds": twin_rounds, "seed": seed}
     return Task(f"{_MODULE}:time_rounds", params, label)
 

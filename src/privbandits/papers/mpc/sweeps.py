@@ -23,6 +23,7 @@ from privbandits.datasets.mnist5k import MNIST5K_HELD_OUT, fashion_mnist_bandit,
 from privbandits.envs.base import Environment
 from privbandits.envs.classification import ClassificationBandit
 from privbandits.envs.kmeans_arms import KMeansArmsBandit, kmeans_centres
+from privbandits.experiments.later_options import mpc_store_params
 from privbandits.experiments.tasks import Task, canonical_json, file_identity, identity_path
 from privbandits.privacy.membership import membership_advantages
 from privbandits.protocols.mpc_bandit import MPCBanditConfig, PlaintextEpsilonGreedy, PrivateEpsilonGreedy
@@ -175,7 +176,7 @@ def sweep_task(
 ) -> Task:
     """The :func:`sweep` unit: the whole learner config, the seed and the data's identity
     (:func:`data_params`) in its key."""
-    learner = config.store_params(twin=not private)
+    learner = mpc_store_params(config, twin=not private)
     params = {"config": learner, "private": private, "seed": seed, "sweeps": sweeps, "env": env, **data}
     return Task(f"{_MODULE}:sweep", params, label)
 
@@ -214,6 +215,6 @@ def membership(
 
 def membership_task(label: str, epsilon: float, *, seed: int, checkpoints: int, data: dict[str, Any]) -> Task:
     """The :func:`membership` unit of the twin with exploration ``epsilon`` (``data``: :func:`data_params`)."""
-    config = MPCBanditConfig(epsilon=epsilon).store_params(twin=True)
+    config = mpc_store_params(MPCBanditConfig(epsilon=epsilon), twin=True)
     params = {"config": config, "seed": seed, "checkpoints": checkpoints, **data}
     return Task(f"{_MODULE}:membership", params, label)

@@ -17,7 +17,7 @@ plaintext
 """
 
 from privbandits.protocols.mpc_bandit.choice import PACKED_KEY_BITS, dealt_choice, plaintext_choice, private_choice
-from privbandits.protocols.mpc_bandit.config import LATER_OPTIONS, MASK_ENCODINGS, MAX_PRECISION, MPCBanditConfig
+from privbandits.protocols.mpc_bandit.config import MASK_ENCODINGS, MAX_PRECISION, MPCBanditConfig
 from privbandits.protocols.mpc_bandit.exploration import (
     ExplorationDraw,
     ExplorationStream,
@@ -37,7 +37,6 @@ from privbandits.protocols.mpc_bandit.rules import (
 
 __all__ = [
     "CHECKPOINT",
-    "LATER_OPTIONS",
     "MASK_ENCODINGS",
     "MAX_PRECISION",
     "PACKED_KEY_BITS",

@@ -1,19 +1,22 @@
 """The private ε-greedy learner's settings (:class:`MPCBanditConfig`) and the inputs they accept.
 
-The configuration checks each field and the rules that tie them together (:mod:`.rules`); it is also the
-results-store key (:meth:`MPCBanditConfig.store_params`). :func:`_check_context` and :func:`_check_reward`
-refuse a context or a reward the fixed point cannot carry, for the private learner and its twin alike.
+The configuration declares each field (:func:`~privbandits.options.option`) and checks the rules that tie
+them together (:mod:`.rules`); its results-store key is the experiments layer's
+(:func:`~privbandits.experiments.later_options.mpc_store_params`). :func:`_check_context` and
+:func:`_check_reward` refuse a context or a reward the fixed point cannot carry, for the private learner and
+its twin alike.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
 from privbandits.mpc.approximations import NR_ITERATIONS, RECIPROCAL_STARTS
 from privbandits.mpc.truncation import TRUNCATION_MODES, TRUNCATION_ROUNDINGS
+from privbandits.options import check_fields, option
 from privbandits.privacy import epsilon_greedy
 from privbandits.protocols.mpc_bandit.rules import (
     dealt_exploration_problem,
@@ -25,29 +28,28 @@ from privbandits.validation import (
     Boolean,
     Choice,
     Integer,
+    IntegerSequence,
     InvalidInputError,
     Real,
+    Text,
     check_finite_array,
-    check_integer_sequence,
     describe,
-    validate,
 )
 
 MAX_PRECISION = 26
 """Scores are compared at 2L fractional bits inside the 62-bit range of an exact comparison."""
 
 MASK_ENCODINGS = ("integer", "fixed_point")
+TRUNCATIONS = ("auto", *TRUNCATION_MODES)
 
-LATER_OPTIONS = (
-    "overlap_reciprocal",
-    "mask_factors",
-    "allmax_lookup",
-    "lookup_comparison",
-    "goldschmidt",
-    "dealt_exploration",
-    "fused_input",
-)
-"""Boolean options added after results were stored: a results-store key holds each only while it is on."""
+_PHRASE = "{name} must be {constraint}, got {value}"
+_BOUNDS = "{name} must be {bounds}, got {value}"
+_PARTY = Text(min_length=1, label="a non-empty party name")
+
+
+def _one_of(values: tuple[str, ...]) -> str:
+    """The refusal of a name outside ``values``, which lists them as a tuple (the wording tests pin)."""
+    return f"{{name}} must be one of {values}, got {{value}}"
 
 
 @dataclass(frozen=True)
@@ -147,71 +149,98 @@ class MPCBanditConfig:
         its own block. Other randomness for a seed; not the paper's.
     """
 
-    n_arms: int = 10
-    partition: tuple[int, ...] = (10, 10)
-    epsilon: float = 0.01
-    precision: int = 20
-    nr_iterations: int = NR_ITERATIONS
-    reciprocal_start: str = "exp"
-    truncation: str = "auto"
-    truncation_rounding: str = "unbiased"
-    puller: str = "puller"
-    rewarder: str = "rewarder"
-    binary_rewards: bool = True
-    mask_encoding: str = "integer"
-    overlap_reciprocal: bool = False
-    mask_factors: bool = False
-    allmax_lookup: bool = False
-    lookup_comparison: bool = False
-    goldschmidt: bool = False
-    dealt_exploration: bool = False
-    fused_input: bool = False
+    n_arms: int = option(Integer(low=2), 10, "|A|, the number of arms", "{owner}" + _PHRASE)
+    partition: tuple[int, ...] = option(
+        IntegerSequence(low=0, min_length=2, min_sum=1),
+        (10, 10),
+        "context features of each computing party, in context order (a party may hold none)",
+        "{name} must give >= 2 parties a non-negative number of features, at least one in all; got {value}",
+    )
+    epsilon: float = option(
+        Real(low=0, high=1), 0.01, "exploration probability ε; each opened action is log(|A|/ε)-DP", _BOUNDS
+    )
+    precision: int = option(Integer(low=1, high=MAX_PRECISION), 20, "L, fixed-point fractional bits", _PHRASE)
+    nr_iterations: int = option(Integer(low=0), NR_ITERATIONS, "Newton–Raphson iterations of the reciprocal", _PHRASE)
+    reciprocal_start: str = option(
+        Choice(RECIPROCAL_STARTS),
+        "exp",
+        "the reciprocal's initial value: the paper's exp (8 rounds) or linear (no round; with nr_iterations = 3, "
+        "25 communication rounds a learner round instead of 41)",
+        _one_of(RECIPROCAL_STARTS),
+    )
+    truncation: str = option(
+        Choice(TRUNCATIONS),
+        "auto",
+        "auto (local for 2 parties, Alg. 3 for more), local, wraps or exact",
+        _one_of(TRUNCATIONS),
+    )
+    truncation_rounding: str = option(
+        Choice(TRUNCATION_ROUNDINGS),
+        "unbiased",
+        "how each party rounds its share in a truncation (names the rounding in store keys)",
+        _one_of(TRUNCATION_ROUNDINGS),
+    )
+    puller: str = option(_PARTY, "puller", "p′, who learns a_t: a computing party (p0 …) or an outside one", _PHRASE)
+    rewarder: str = option(_PARTY, "rewarder", "p″, who inputs r_t: a computing party or an outside one", _PHRASE)
+    binary_rewards: bool = option(Boolean(), True, "rewards are 0/1 and enter as integers (r x exact)")
+    mask_encoding: str = option(
+        Choice(MASK_ENCODINGS),
+        "integer",
+        "the one-hot multiplies the updates as an integer (no truncation), or as CrypTen's fixed point",
+        _one_of(MASK_ENCODINGS),
+    )
+    overlap_reciprocal: bool = option(
+        Boolean(),
+        False,
+        "compute the reciprocal and u u^T/d alongside the argmax, riding on its openings (2 parties; the same "
+        "computation in fewer rounds, other randomness for a seed)",
+    )
+    mask_factors: bool = option(
+        Boolean(),
+        False,
+        "mask the factors of each update with the one-hot before the outer products, not the D×D products after "
+        "them (with overlap_reciprocal; a third fewer bytes, other randomness for a seed)",
+    )
+    allmax_lookup: bool = option(
+        Boolean(),
+        False,
+        "end each AllMax of the argmax in one masked lookup of the count of arms an arm beats, instead of a product "
+        "tree (3 rounds fewer for 10 arms; the same choice, other randomness for a seed)",
+    )
+    lookup_comparison: bool = option(
+        Boolean(),
+        False,
+        "compare by masked lookups of the dealer's tables, 3 rounds instead of 8 (with allmax_lookup, 2 parties; up "
+        "to 5 rounds fewer, the same choice, more dealer material, other randomness for a seed)",
+    )
+    goldschmidt: bool = option(
+        Boolean(),
+        False,
+        "the reciprocal by Goldschmidt's iteration: 1 + nr_iterations rounds instead of twice nr_iterations (other "
+        "numbers, within about 8e-6 at L = 20; other randomness for a seed)",
+    )
+    dealt_exploration: bool = option(
+        Boolean(),
+        False,
+        "the dealer deals the exploring arm's one-hot and 1 − y_t rides on the argmax's last lookup, so the "
+        "exploration mix needs no product (with allmax_lookup; 1 round fewer, the same choice, other randomness for "
+        "a seed)",
+    )
+    fused_input: bool = option(
+        Boolean(),
+        False,
+        "each computing party opens its block of the context minus the dealer's mask in the round of u = W^{-1}x "
+        "instead of secret-sharing it first (1 round fewer; other randomness for a seed)",
+    )
 
     def __post_init__(self) -> None:
-        owner = "MPCBanditConfig"
-        if not (isinstance(self.n_arms, int | np.integer) and not isinstance(self.n_arms, bool) and self.n_arms >= 2):
-            raise InvalidInputError(f"{owner}: n_arms must be an integer >= 2, got {self.n_arms!r}")
-        message = (
-            f"partition must give >= 2 parties a non-negative number of features, at least one in all; "
-            f"got {describe(self.partition)}"
-        )
-        try:
-            partition = check_integer_sequence(self.partition, "partition", low=0, min_length=2, owner=owner)
-        except InvalidInputError:
-            raise InvalidInputError(message) from None
-        if sum(partition) < 1:
-            raise InvalidInputError(message)
-        object.__setattr__(self, "partition", partition)
-        if not Real(low=0, high=1).accepts(self.epsilon):
-            raise InvalidInputError(f"epsilon must be in [0, 1], got {describe(self.epsilon)}")
-        if not Integer(low=1, high=MAX_PRECISION).accepts(self.precision):
-            raise InvalidInputError(f"precision must be an integer in [1, {MAX_PRECISION}], got {self.precision!r}")
-        if not Integer(low=0).accepts(self.nr_iterations):
-            raise InvalidInputError(f"nr_iterations must be an integer >= 0, got {self.nr_iterations!r}")
-        if not Choice(RECIPROCAL_STARTS).accepts(self.reciprocal_start):
-            raise InvalidInputError(
-                f"reciprocal_start must be one of {RECIPROCAL_STARTS}, got {describe(self.reciprocal_start)}"
-            )
-        if not Choice(("auto", *TRUNCATION_MODES)).accepts(self.truncation):
-            raise InvalidInputError(
-                f"truncation must be one of {('auto', *TRUNCATION_MODES)}, got {describe(self.truncation)}"
-            )
+        check_fields(self, "MPCBanditConfig", adopt=("partition",))
+        partition = self.partition
         if self.truncation == "local" and len(partition) != 2:
             raise InvalidInputError(
                 f"truncation='local' is for 2 parties, got {len(partition)} (partition {partition}): "
                 f"use one of 'auto', 'wraps', 'exact'"
             )
-        if self.truncation_rounding not in TRUNCATION_ROUNDINGS:
-            rounding = describe(self.truncation_rounding)
-            raise InvalidInputError(f"truncation_rounding must be one of {TRUNCATION_ROUNDINGS}, got {rounding}")
-        if self.mask_encoding not in MASK_ENCODINGS:
-            encoding = describe(self.mask_encoding)
-            raise InvalidInputError(f"mask_encoding must be one of {MASK_ENCODINGS}, got {encoding}")
-        validate(
-            owner,
-            {name: Boolean() for name in ("binary_rewards", *LATER_OPTIONS)},
-            vars(self),
-        )
         problem = (
             overlap_problem(self.overlap_reciprocal, len(partition), self.truncation)
             or mask_factors_problem(self.mask_factors, self.overlap_reciprocal, self.mask_encoding)
@@ -220,22 +249,6 @@ class MPCBanditConfig:
         )
         if problem:
             raise InvalidInputError(problem)
-        for role in ("puller", "rewarder"):
-            if not (isinstance(getattr(self, role), str) and getattr(self, role)):
-                raise InvalidInputError(f"{role} must be a non-empty party name, got {getattr(self, role)!r}")
-
-    def store_params(self, *, twin: bool = False) -> dict:
-        """The configuration as a results-store key: every field, except each of :data:`LATER_OPTIONS` while it
-        is off (off, the computation is bit for bit what it was before the option existed, so results stored
-        then keep their keys; on, it is in the key). ``twin``: the key of the float64 twin, which does not
-        truncate, so it leaves out ``truncation_rounding`` (and keeps the key it had before that field)."""
-        params = asdict(self)
-        for option in LATER_OPTIONS:
-            if not params[option]:
-                del params[option]
-        if twin:
-            del params["truncation_rounding"]
-        return params
 
     @property
     def context_norm_limit(self) -> float:
