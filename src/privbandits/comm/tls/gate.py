@@ -49,6 +49,20 @@ class Arrival:
     detail: str = ""
     names: Sequence[str] = ()
 
+    @property
+    def peer_link(self) -> Link:
+        """``link``, set for every arrival but one whose handshake failed."""
+        if self.link is None:
+            raise ValueError(f"the connection from {self.where} has no link: its handshake failed")
+        return self.link
+
+    @property
+    def first_frame(self) -> Frame:
+        """``frame``, set for a whole arrival (``failure`` None)."""
+        if self.frame is None:
+            raise ValueError(f"the connection from {self.where} sent no frame: it failed at its {self.failure}")
+        return self.frame
+
 
 class _Pending:
     __slots__ = ("sock", "where", "stop", "link", "events")
@@ -72,6 +86,12 @@ class Gate:
         self.arrived: deque[Arrival] = deque()
         self.closing: dict[int, float] = {}
         """Descriptors of refused connections, half-closed, with when they are closed at the latest."""
+
+    def next_arrival(self, expect: Collection[str], until: float | None) -> Arrival:
+        """:meth:`wait` with no links to watch: the next arrival."""
+        arrival = self.wait(expect, until)
+        assert arrival is not None, "wait gives None only for a watched link's data"
+        return arrival
 
     def wait(self, expect: Collection[str], until: float | None, watch: Sequence[Link] = ()) -> Arrival | None:
         """The next arrival (whole or refused) of a connection presenting one of the names in ``expect``; None as
@@ -171,7 +191,7 @@ class Gate:
 
     def _hand_over(self, pending: _Pending, arrival: Arrival) -> None:
         del self.pending[pending.sock]
-        pending.link.blocking()
+        arrival.peer_link.blocking()  # pending.link, authenticated
         self.arrived.append(arrival)
 
     def _drain(self, descriptor: int) -> None:
@@ -229,3 +249,10 @@ class Gate:
             os.close(descriptor)
         self.closing.clear()
         self.listener.close()
+
+
+def listening(gate: Gate | None) -> Gate:
+    """A network's ``gate``, which is None where its party accepts no connections."""
+    if gate is None:
+        raise RuntimeError("this party accepts no connections: it has no listener")
+    return gate

@@ -257,9 +257,10 @@ class TlsNetwork(Network):
         own timeout and holds up no one. A peer that dials again (its first try failed on its side) replaces
         its earlier link."""
         waiting = [peer for peer in self._accept if peer not in self._links]
+        assert self.gate is not None, "a party that accepts peers listens (made in __init__)"
         while waiting:
             try:
-                arrival = self.gate.wait(self._accept, stop)
+                arrival = self.gate.next_arrival(self._accept, stop)
             except TimeoutError:
                 last = "; ".join(self.refusals[-3:])
                 refused = f"; {self.refused} connection(s) refused, the last: {last}" if self.refused else ""
@@ -277,26 +278,33 @@ class TlsNetwork(Network):
     def _admit(self, arrival: Arrival, waiting: list[str]) -> Link | None:
         """The link of an arrival whose hello this party takes, answered with its own; else None, the refusal
         noted (and, to an authenticated peer, said in an ABORT frame)."""
-        where, link = arrival.where, arrival.link
+        where = arrival.where
         if arrival.failure == "handshake":
-            return self._refuse(f"TLS handshake with {where} failed: {arrival.detail}")
+            self._refuse(f"TLS handshake with {where} failed: {arrival.detail}")
+            return None
+        link = arrival.peer_link
         if arrival.failure == "certificate":
             expected = ", ".join(map(repr, waiting))
-            refusal = f"presented a certificate for {list(arrival.names)}; expected one of {expected}"
-            return self._refuse(f"{where} {refusal}", link)
+            presented = f"presented a certificate for {list(arrival.names)}; expected one of {expected}"
+            self._refuse(f"{where} {presented}", link)
+            return None
         if arrival.failure is not None:
             what = {"eof": "closed the connection during the hello", "timeout": "sent no hello in time"}
-            return self._refuse(f"{link.peer!r} at {where}: {what.get(arrival.detail, arrival.detail)}")
-        refusal = self._hello_refusal(arrival.frame)
+            self._refuse(f"{link.peer!r} at {where}: {what.get(arrival.detail, arrival.detail)}")
+            return None
+        frame = arrival.first_frame
+        refusal = self._hello_refusal(frame)
         if refusal is not None:
-            return self._refuse(f"{link.peer!r} at {where}: {refusal}", link, refusal)
-        self.count_wire(CONTROL, link.peer, self.local, HEADER_BYTES + len(arrival.frame.payload))
+            self._refuse(f"{link.peer!r} at {where}: {refusal}", link, refusal)
+            return None
+        self.count_wire(CONTROL, link.peer, self.local, HEADER_BYTES + len(frame.payload))
         try:
             link.set_timeout(self.handshake_timeout)
             self.count_wire(CONTROL, self.local, link.peer, link.send(FrameType.HELLO, 0, self._hello()))
         except OSError as exc:
             link.shut()
-            return self._refuse(f"{link.peer!r} at {where}: {exc}")
+            self._refuse(f"{link.peer!r} at {where}: {exc}")
+            return None
         return link
 
     def _refuse(self, reason: str, link: Link | None = None, told: str | None = None) -> None:

@@ -62,7 +62,7 @@ class RoundChecks:
     """
 
     _n_users: int
-    _shape: tuple[int, int]
+    _shape: tuple[int, int] | None  # None: fixed by the first round (the local baselines)
     _contexts: np.ndarray | None
 
     def _passes(self, user: object, contexts: object) -> bool:

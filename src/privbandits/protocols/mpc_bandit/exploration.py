@@ -79,11 +79,11 @@ def _sequence(seed: SeedLike) -> np.random.SeedSequence:
     return seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
 
 
-def exploration_words(draw: ExplorationDraw, precision: int, dealt: bool = False) -> dict[str, np.ndarray]:
+def exploration_words(draw: ExplorationDraw, precision: int, dealt: bool = False) -> dict[str, np.ndarray | np.uint64]:
     """The dealer's secrets of one round, by dealer kind: the coin y_t, the uniforms v_a at the
     scores' 2L fractional bits, the tie-breaking permutation γ, and with ``dealt`` (``dealt_exploration``)
     the one-hot of the arm exploration picks times y_t and the factor 1 − y_t."""
-    words = {
+    words: dict[str, np.ndarray | np.uint64] = {
         "bernoulli": np.uint64(draw.coin),
         "uniform": draw.uniforms * np.uint64(1 << precision),
         "permutation": draw.permutation,

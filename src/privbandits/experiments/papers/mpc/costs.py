@@ -17,7 +17,8 @@ import numpy as np
 
 from privbandits.comm import ROUND
 from privbandits.experiments.tasks import Task
-from privbandits.mpc import Dealer, Engine
+from privbandits.mpc import Engine
+from privbandits.mpc.dealer import AnyDealer, Dealer
 from privbandits.protocols.mpc_bandit import MPCBanditConfig, PlaintextEpsilonGreedy, PrivateEpsilonGreedy
 
 _MODULE = "privbandits.experiments.papers.mpc.costs"
@@ -25,7 +26,7 @@ OPERATIONS = ("add", "mul", "reciprocal", "argmax")
 """The secure operations of Table 1, in its order."""
 
 
-def _clock_dealer(dealer: Dealer) -> list[float]:
+def _clock_dealer(dealer: AnyDealer) -> list[float]:
     """Wrap ``dealer``'s public methods (on this instance) to add their wall time to the returned
     one-element list: the offline work that the engine does on demand inside the round."""
     spent = [0.0]
