@@ -20,7 +20,7 @@ from typing import cast
 
 import numpy as np
 
-from privbandits.comm import InMemoryNetwork, Network, Traffic
+from privbandits.comm import InMemoryNetwork, Network, Party, Traffic
 from privbandits.mpc import approximations, arithmetic, binary, comparison, truncation
 from privbandits.mpc.channel import Channel, Owner, PartyChannel
 from privbandits.mpc.dealer import AnyDealer, Dealer
@@ -124,6 +124,14 @@ class Engine:
             return self._input_rngs[owner]
         except KeyError:
             raise ValueError(f"no input seed for {owner!r} (input_seeds has {sorted(self._input_rngs)})") from None
+
+    @property
+    def party(self) -> Party:
+        """This holder's own :class:`~privbandits.comm.Party` (in its own process: ``local``); the simulator's
+        engine plays every party and has none."""
+        if not isinstance(self.channel, PartyChannel):
+            raise ValueError("the simulator's engine plays every party: it has no Party of its own")
+        return self.channel.party
 
     @property
     def n_parties(self) -> int:

@@ -21,6 +21,7 @@ import time
 from collections import deque
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from privbandits.comm.frames import Frame, FrameError
 from privbandits.comm.tls.context import certificate_names
@@ -31,6 +32,15 @@ MAX_PENDING = 64
 LINGER_S = 1.0
 """Seconds a connection refused at its TLS handshake is kept half-closed, its input read and discarded, so the
 peer reads the alert rather than a reset (closing with its unread bytes would reset the connection)."""
+
+
+class Watched(Protocol):
+    """What a gate watches beside its connections (a :class:`Link`, or a worker's pipe): its ``sock`` to select
+    on, and whether it has data to read."""
+
+    sock: Any
+
+    def has_data(self) -> bool: ...
 
 
 @dataclass
@@ -93,7 +103,7 @@ class Gate:
         assert arrival is not None, "wait gives None only for a watched link's data"
         return arrival
 
-    def wait(self, expect: Collection[str], until: float | None, watch: Sequence[Link] = ()) -> Arrival | None:
+    def wait(self, expect: Collection[str], until: float | None, watch: Sequence[Watched] = ()) -> Arrival | None:
         """The next arrival (whole or refused) of a connection presenting one of the names in ``expect``; None as
         soon as a link in ``watch`` has data to read; TimeoutError at ``until`` (monotonic; None: no limit)."""
         with selectors.DefaultSelector() as selector:
@@ -123,7 +133,7 @@ class Gate:
                         return None
         return self.arrived.popleft()
 
-    def _select(self, selector: selectors.BaseSelector, watch: Sequence[Link], timeout: float | None):
+    def _select(self, selector: selectors.BaseSelector, watch: Sequence[Watched], timeout: float | None):
         for key in list(selector.get_map().values()):
             selector.unregister(key.fileobj)
         selector.register(self.listener, selectors.EVENT_READ, None)

@@ -257,8 +257,8 @@ class TlsNetwork(Network):
         own timeout and holds up no one. A peer that dials again (its first try failed on its side) replaces
         its earlier link."""
         waiting = [peer for peer in self._accept if peer not in self._links]
-        assert self.gate is not None, "a party that accepts peers listens (made in __init__)"
         while waiting:
+            assert self.gate is not None, "a party that waits for peers listens (made in __init__)"
             try:
                 arrival = self.gate.next_arrival(self._accept, stop)
             except TimeoutError:

@@ -31,11 +31,12 @@ import ssl
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
+from typing import cast
 
 from privbandits.comm.codec import MessageDecodeError, decode
 from privbandits.comm.frames import Frame, FrameError, FrameType
 from privbandits.comm.tls.context import HandshakeError, PeerLost, transient
-from privbandits.comm.tls.gate import Arrival, Gate, listening
+from privbandits.comm.tls.gate import Arrival, Gate, Watched, listening
 from privbandits.comm.tls.link import Link
 from privbandits.comm.tls.network import RETRY_S, TlsNetwork
 
@@ -220,10 +221,10 @@ class RejoinGate(Gate):
 
     network: RejoinNetwork
 
-    def wait(self, expect: Collection[str], until: float | None, watch: Sequence[Link] = ()) -> Arrival | None:
+    def wait(self, expect: Collection[str], until: float | None, watch: Sequence[Watched] = ()) -> Arrival | None:
         network = self.network
         if network.linked:
-            return network.wait_any(list(watch), expect, until)
+            return network.wait_any(cast(list[Link], list(watch)), expect, until)  # a RejoinNetwork watches its links
         while True:  # setting up: a device that connects already (its host's link is not back yet) is dropped
             arrival = Gate.wait(self, expect, until, watch)  # unanswered, so it sends again once its host is linked
             if arrival is None or arrival.failure is not None or arrival.first_frame.type is FrameType.HELLO:
@@ -327,7 +328,8 @@ class RejoinNetwork(TlsNetwork):
 
     def _readmit(self, peer: str, stop: float) -> Link:
         while True:
-            arrival = Gate.next_arrival(listening(self.gate), self._accept, stop)
+            arrival = Gate.wait(listening(self.gate), self._accept, stop)  # the gate's own wait, watching no link
+            assert arrival is not None, "None only for a watched link's data"
             new = self._sort(arrival, ())
             if isinstance(new, tuple):
                 if new[0] == peer:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from math import isfinite
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,6 +21,10 @@ from privbandits.validation import (
     check_reward,
     describe,
 )
+
+if TYPE_CHECKING:
+    from privbandits.protocols.fclub.driver import FederatedClusteredBandit
+    from privbandits.protocols.fclub_baselines import LocalBaselineBandit
 
 
 def check_server_of_user(server_of_user: np.ndarray, owner: str) -> np.ndarray:
@@ -129,7 +134,7 @@ class FCLUBOutcome:
     regret: np.ndarray
     communication: np.ndarray
     seconds: float
-    bandit: object
+    bandit: FederatedClusteredBandit | LocalBaselineBandit
 
     @property
     def ms_per_round(self) -> float:

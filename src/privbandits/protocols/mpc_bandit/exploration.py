@@ -67,15 +67,16 @@ class PrivateSeeds(NamedTuple):
     ``dealer`` seeds the dealer's correlated randomness and ``exploration`` its store of
     exploration samples (coins, uniforms, permutations), both the dealer's secrets;
     ``inputs[owner]`` seeds the generator ``owner`` draws the shares of its inputs from.
-    The simulator given the same seeds plays exactly as the parties' processes.
+    The simulator given the same seeds plays exactly as the parties' processes. A computing party in its own
+    process holds neither of the dealer's seeds (None).
     """
 
-    dealer: SeedLike
-    exploration: SeedLike
+    dealer: SeedLike | None
+    exploration: SeedLike | None
     inputs: Mapping[str, SeedLike]
 
 
-def _sequence(seed: SeedLike) -> np.random.SeedSequence:
+def _sequence(seed: SeedLike | None) -> np.random.SeedSequence:
     return seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
 
 
