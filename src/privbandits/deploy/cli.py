@@ -10,10 +10,14 @@ its own (``python -m privbandits.deploy.cli deploy|party ...``), which is how
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from privbandits.deploy.deployment import Deployment
 
 deploy_app = typer.Typer(
     help=(
@@ -102,6 +106,7 @@ def data(deployment: DeploymentArgument) -> None:
     from rich.console import Console
 
     spec = _load(deployment)
+    write_synthetic_data: Callable[[Deployment[Any]], dict[str, Path]]  # the protocol's, as its name says
     if spec.protocol.name == "vertical-o3m":
         from privbandits.deploy.vertical import write_synthetic_data
     elif spec.protocol.name == "p2b":

@@ -175,7 +175,7 @@ def _code_population(
         local_sums = np.zeros((n_rounds, n_arms))
         for u in range(first * block, min(n_users, (first + 1) * block)):
             used = _code_play(
-                base_counts, base_sums, slot_codes, np.int64(0), local_counts, local_sums, Y[u], R[u],
+                base_counts, base_sums, slot_codes, 0, local_counts, local_sums, Y[u], R[u],
                 arms[u], alpha, tolerance, random, uniforms[u if random else 0],
             )  # fmt: skip
             local_counts[:used] = 0

@@ -25,7 +25,7 @@ from privbandits.experiments.papers.fclub.runs import Setting, run_task, with_da
 from privbandits.experiments.tasks import Task
 
 PRESET = "preset"
-_DC = {
+_DC: dict[str, tuple[dict[str, Any], str]] = {
     PRESET: ({}, "(a) + (b): the preset"),
     "neither": ({"shared_statistics_defect": False, "merge_rule": "components"}, "neither (a) nor (b)"),
     "a": ({"merge_rule": "components"}, "(a) only: the double count"),
