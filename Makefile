@@ -43,7 +43,7 @@ test: $(VENV)/.installed-test
 	wait $$mypy; checked=$$?; echo "mypy:"; cat $$typed; rm -f $$typed; \
 	[ $$tests -eq 0 ] && [ $$checked -eq 0 ]
 
-## typecheck: mypy on src/ (settings in pyproject.toml's [tool.mypy]); ends with the count of errors
+## typecheck: mypy on src/ and the tests' typed surface (settings in pyproject.toml's [tool.mypy]); ends with the count of errors
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy
 
