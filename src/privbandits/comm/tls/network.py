@@ -27,7 +27,7 @@ from privbandits.comm.tls.context import (
     server_context,
     transient,
 )
-from privbandits.comm.tls.gate import Arrival, Gate
+from privbandits.comm.tls.gate import Arrival, Gate, listening
 from privbandits.comm.tls.link import Link
 
 log = logging.getLogger(__name__)
@@ -258,9 +258,8 @@ class TlsNetwork(Network):
         its earlier link."""
         waiting = [peer for peer in self._accept if peer not in self._links]
         while waiting:
-            assert self.gate is not None, "a party that waits for peers listens (made in __init__)"
             try:
-                arrival = self.gate.next_arrival(self._accept, stop)
+                arrival = listening(self.gate).next_arrival(self._accept, stop)  # made in __init__ as it accepts
             except TimeoutError:
                 last = "; ".join(self.refusals[-3:])
                 refused = f"; {self.refused} connection(s) refused, the last: {last}" if self.refused else ""

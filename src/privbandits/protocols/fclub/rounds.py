@@ -7,12 +7,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from math import isfinite
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from privbandits.envs.clustered import ClusteredLinearBandit
 from privbandits.linear._kernels import finite_row_norms
+from privbandits.protocols.fclub.accounting import Communication
 from privbandits.validation import (
     CallOrderError,
     InvalidInputError,
@@ -21,10 +21,6 @@ from privbandits.validation import (
     check_reward,
     describe,
 )
-
-if TYPE_CHECKING:
-    from privbandits.protocols.fclub.driver import FederatedClusteredBandit
-    from privbandits.protocols.fclub_baselines import LocalBaselineBandit
 
 
 def check_server_of_user(server_of_user: np.ndarray, owner: str) -> np.ndarray:
@@ -66,6 +62,7 @@ class RoundChecks:
     (:meth:`_check_finite`).
     """
 
+    communication: Communication
     _n_users: int
     _shape: tuple[int, int] | None  # None: fixed by the first round (the local baselines)
     _contexts: np.ndarray | None
@@ -134,7 +131,7 @@ class FCLUBOutcome:
     regret: np.ndarray
     communication: np.ndarray
     seconds: float
-    bandit: FederatedClusteredBandit | LocalBaselineBandit
+    bandit: RoundChecks
 
     @property
     def ms_per_round(self) -> float:
