@@ -372,7 +372,7 @@ def check_arm(arm: object, n_arms: int, name: str = "arm") -> int:
     """An arm index: an integer in ``[0, n_arms)``; a bool, a float, -1 or ``n_arms`` are refused."""
     if type(arm) is int or (isinstance(arm, np.integer)):
         if 0 <= arm < n_arms:
-            return arm
+            return cast(int, arm)  # a numpy integer is returned as given: it indexes and computes as an int
         raise InvalidInputError(f"{name} must be an integer in [0, n_arms) = [0, {n_arms}), got {arm!r}")
     raise InvalidInputError(f"{name} must be an integer in [0, n_arms) = [0, {n_arms}), got {describe(arm)}")
 
@@ -381,7 +381,7 @@ def check_index(value: object, upper: int, name: str, upper_name: str) -> int:
     """An integer in ``[0, upper)`` (a user id, a model index), as :func:`check_arm` for another range."""
     if type(value) is int or (isinstance(value, np.integer)):
         if 0 <= value < upper:
-            return value
+            return cast(int, value)  # as in check_arm
     raise InvalidInputError(f"{name} must be an integer in [0, {upper_name}) = [0, {upper}), got {describe(value)}")
 
 

@@ -113,9 +113,9 @@ def fclub_privatizer(epsilon: float = 1.0, delta: float = 0.1, horizon: int = 6,
                      noise_variance: str = "squared_log") -> MechanismAudit:  # fmt: skip
     """FCLUB's privatizer PVT at a local server (paper Alg. 5, Thm 3): one depth-ν tree, its first 2^(ν−1)
     releases (the first datum enters all ν nodes); ν and σ from the run's :class:`Calibration`."""
-    from privbandits.protocols.fclub_config import Calibration, FCLUBConfig
+    from privbandits.protocols.fclub_config import Calibration, FCLUBConfig, NoiseVariance
 
-    config = FCLUBConfig(epsilon=epsilon, delta=delta, horizon=horizon, noise_variance=noise_variance)
+    config = FCLUBConfig(epsilon=epsilon, delta=delta, horizon=horizon, noise_variance=NoiseVariance(noise_variance))
     calibration = Calibration(config, dim, 1, 1)
     depth = calibration.depth(1)
     return _tree_audit(

@@ -376,3 +376,8 @@ class Party:
     def peek(self, kinds: tuple[str, ...], sender: str | None = None) -> tuple[str, str]:
         """``(sender, kind)`` of the next message of any of ``kinds``, left waiting (see :meth:`Network.peek`)."""
         return self.network.peek(self.name, kinds, sender)
+
+
+def named_kinds(kinds: str | tuple[str, ...]) -> str:
+    """``'a'`` for one kind, ``'a' or 'b'`` for several (how a wait names what it waits for)."""
+    return repr(kinds) if isinstance(kinds, str) else " or ".join(repr(kind) for kind in kinds)

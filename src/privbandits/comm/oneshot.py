@@ -34,7 +34,7 @@ from privbandits.comm.messages import Message
 from privbandits.comm.network import ProtocolError
 from privbandits.comm.tls import TlsNetwork
 from privbandits.comm.tls.context import HandshakeError, TransportError, transient
-from privbandits.comm.tls.gate import Arrival
+from privbandits.comm.tls.gate import Arrival, listening
 from privbandits.comm.tls.link import Link
 from privbandits.comm.tls.network import RETRY_S
 
@@ -139,7 +139,7 @@ def device_waiting(network: TlsNetwork, peer: str, timeout: float, parties: Coll
     ``network.dropped``) and do not end the wait: ``peer`` is named lost if neither comes within ``timeout``."""
     link = network.link(peer)
     expect = [peer] if parties is None else parties
-    gate, until = network.gate, time.monotonic() + timeout
+    gate, until = listening(network.gate), time.monotonic() + timeout
     while True:
         if link.queue or link.has_data():
             return False
@@ -160,31 +160,33 @@ def device_waiting(network: TlsNetwork, peer: str, timeout: float, parties: Coll
 def accept_own(network: TlsNetwork, parties: Collection[str]) -> Delivery | None:
     """The next device connection on this party's listener: its message if it is one message from a device of
     one of ``parties`` (then :meth:`Delivery.ack` it once stored), else None, the reason in ``network.dropped``."""
-    gate = network.gate
-    return _take(network, gate.arrived.popleft() if gate.arrived else gate.wait(parties, None), parties)
+    gate = listening(network.gate)
+    return _take(network, gate.arrived.popleft() if gate.arrived else gate.next_arrival(parties, None), parties)
 
 
 def _take(network: TlsNetwork, arrival: Arrival, parties: Collection[str]) -> Delivery | None:
     got = screen(arrival, parties, network.local, network.handshake_timeout)
     if isinstance(got, str):
-        return _drop(network, arrival.link, got)
-    count_delivered(network, got, HEADER_BYTES + len(arrival.frame.payload))
-    return Delivery(got, arrival.link.peer, arrival.link, network)
+        _drop(network, arrival.link, got)
+        return None
+    count_delivered(network, got, HEADER_BYTES + len(arrival.first_frame.payload))
+    return Delivery(got, arrival.peer_link.peer, arrival.peer_link, network)
 
 
 def screen(arrival: Arrival, parties: Collection[str], local: str, timeout: float) -> Envelope | str:
     """The message of ``arrival`` if it is one message from a device of one of ``parties`` to ``local``, else why
     the connection is dropped."""
     problem = screen_connection(arrival, parties, timeout)
-    return problem if problem is not None else screen_message(arrival.frame, arrival.link.peer, local)
+    return problem if problem is not None else screen_message(arrival.first_frame, arrival.peer_link.peer, local)
 
 
 def screen_connection(arrival: Arrival, parties: Collection[str], timeout: float) -> str | None:
     """Why ``arrival`` is dropped before its message is read (its handshake, certificate or frame failed), or None
     (it needs no protocol's messages: a device front end's worker process runs it)."""
-    where, link = arrival.where, arrival.link
+    where = arrival.where
     if arrival.failure == "handshake":
         return f"a device connection from {where} failed its handshake: {arrival.detail}"
+    link = arrival.peer_link
     if arrival.failure == "certificate" or link.peer not in parties:
         names = list(arrival.names) if arrival.failure else [link.peer]
         return f"a device connection from {where} presented {names}; expected one of {sorted(parties)}"

@@ -145,7 +145,7 @@ def _remove_noise(msg, nodes: dict[int, np.ndarray], earlier: list[int], calibra
         # d·g/2 of the count; of the nodes that close, the true one leaves a Gram matrix that is PSD (a sum of xxᵀ)
         close = np.flatnonzero(residual <= d * grid_step(calibration.noise_std(depth)) / 2 + 1e-9)
         for k in close if close.size else [int(np.argmin(residual))]:
-            gram = msg.gram - shift * np.eye(d) - drawn[[k, *earlier], :d, :d].sum(axis=0)
+            gram = msg.gram - shift * np.eye(d) - drawn[[int(k), *earlier], :d, :d].sum(axis=0)
             smallest = float(np.linalg.eigvalsh(gram)[0]) - float(residual[k])
             if smallest > best[0]:
                 best = (smallest, int(k), depth)

@@ -129,7 +129,7 @@ def issue(ca: Issued, party: str, *, days: int = DEFAULT_DAYS) -> Issued:
         )
         .add_extension(x509.SubjectAlternativeName([x509.DNSName(party)]), critical=False)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.certificate.public_key()), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.key.public_key()), critical=False)
         .sign(ca.key, None)
     )
     return Issued(certificate, key)

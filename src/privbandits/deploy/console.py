@@ -14,7 +14,10 @@ import re
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from privbandits.comm import LinkCounts
 
 EVERY_S = 1.0
 """Seconds between progress lines when stderr is not a terminal (``--progress``)."""
@@ -73,7 +76,9 @@ class PartyConsole:
         self._print(linked_line(self.name, self.addresses, set(network.parties)))
 
     def _bytes(self) -> tuple[int, int]:
-        links = list(self.network.wire.links.items()) if self.network is not None else []
+        links: list[tuple[tuple[str, str, str], LinkCounts]] = (
+            list(self.network.wire.links.items()) if self.network is not None else []
+        )
         sent = sum(counts.bytes for (_, sender, _), counts in links if sender == self.name)
         received = sum(counts.bytes for (_, _, receiver), counts in links if receiver == self.name)
         return sent, received

@@ -258,7 +258,7 @@ def run_in_memory(deployment: Deployment[MPCProtocol], network: Network | None =
     arms = []
     start = time.perf_counter()
     for t in range(protocol.rounds):
-        arms.append(learner.step(contexts[t], lambda arm, t=t: rewards[t, arm]))
+        arms.append(learner.step(contexts[t], rewards[t].__getitem__))
     seconds = time.perf_counter() - start
     chosen = np.asarray(arms, dtype=np.int64)
     return Run(chosen, rewards[np.arange(len(chosen)), chosen], seconds), network, learner
@@ -380,6 +380,7 @@ def _run_dealer(deployment: Deployment[MPCProtocol], name: str, network: TlsNetw
 
 
 def _run_computing(deployment: Deployment[MPCProtocol], name: str, network: TlsNetwork, resume: bool) -> dict:
+    from privbandits.mpc.dealer import RemoteDealer
     from privbandits.mpc.sharing import ArithmeticShares
     from privbandits.protocols.mpc_bandit import PrivateEpsilonGreedy, PrivateSeeds
 
@@ -396,11 +397,12 @@ def _run_computing(deployment: Deployment[MPCProtocol], name: str, network: TlsN
     engine, rng = learner.engine, learner.engine.input_rng(name)
     done = 0
     if resume:
-        done, (arrays, meta) = _offer_and_agree(deployment, engine.channel.party)
+        done, (arrays, meta) = _offer_and_agree(deployment, engine.party)
         learner.inverse = ArithmeticShares(arrays["inverse"], meta["scale"], engine.leads)
         learner.b = ArithmeticShares(arrays["b"], meta["scale"], engine.leads)
         rng.bit_generator.state = meta["rng"]
         learner.rounds = done
+        assert isinstance(engine.dealer, RemoteDealer), "a computing party in its own process has a RemoteDealer"
         engine.dealer.skip_to(done)
 
     def save() -> None:
@@ -442,7 +444,7 @@ def _run_environment(deployment, name, network, resume, on_round) -> dict:
     done = 0
     log = checkpoint.decision_log(deployment, name)
     if resume:
-        done, (_, meta) = _offer_and_agree(deployment, party.engine.channel.party)
+        done, (_, meta) = _offer_and_agree(deployment, party.engine.party)
         arms = log.restore(done)
         rng.bit_generator.state = meta["rng"]
         party.rounds, party.invalid_openings = done, meta["invalid_openings"]
@@ -460,7 +462,7 @@ def _run_environment(deployment, name, network, resume, on_round) -> dict:
     start, cpu = time.perf_counter(), time.process_time()
     every = deployment.checkpoint_every
     for t in range(done, protocol.rounds):
-        arms.append(party.play(lambda arm, t=t: data.rewards[t, arm]))
+        arms.append(party.play(data.rewards[t].__getitem__))
         if (t + 1) % every == 0 or t + 1 == protocol.rounds:
             save()
         if on_round is not None:

@@ -272,7 +272,8 @@ def _parties():
             reports not queued, and each queued one's canonical place (host, user) by its id."""
             from privbandits.deploy.p2b_front import canonical
 
-            held, places = [], {}
+            held: list = []
+            places: dict[str, tuple] = {}
             seen: set[str] = set()  # the devices heard in this batch (over TLS each sends one report)
             for host in self.hosts:
                 index = 0

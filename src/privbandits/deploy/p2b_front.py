@@ -46,6 +46,7 @@ from collections.abc import Collection
 
 from privbandits.comm import ProtocolError, TlsNetwork, frames
 from privbandits.comm.frames import HEADER_BYTES, FrameType
+from privbandits.comm.tls.gate import listening
 from privbandits.deploy.p2b_rejoin import report_id
 
 STOP = "stop"
@@ -124,7 +125,7 @@ def serial_reports(shuffler, host: str, kind: str):
 class _Open:
     """The batch the front end takes reports for."""
 
-    def __init__(self, shuffler, phase: str, kind: str, durable: bool) -> None:
+    def __init__(self, shuffler, phase: str | None, kind: str, durable: bool) -> None:
         self.shuffler, self.phase, self.kind, self.durable = shuffler, phase, kind, durable
         self.held: list[tuple[tuple, object]] = []
         """Reports not stored in the queue (the raw baseline's), with their canonical place."""
@@ -151,7 +152,7 @@ class Front:
     def start(self) -> Front:
         """Start the workers on the network's listener (the shuffler process accepts no device itself)."""
         network = self.network
-        gate, network.gate = network.gate, None
+        gate, network.gate = listening(network.gate), None
         # forked: every worker shares the listener's TLS context, and so its session-ticket key (a ticket one
         # worker issued resumes at any); each closes its copies of the party links and of the shuffler's pipes
         context = multiprocessing.get_context("fork")
@@ -248,6 +249,7 @@ class Front:
                 else:
                     answers.setdefault(pipe, []).append((token, *verdict))
             if storing:
+                assert batch is not None, "a report is stored only into an open batch"
                 for pipe, token, verdict in self._store(batch, storing):
                     answers.setdefault(pipe, []).append((token, *verdict))
         for pipe, verdicts in answers.items():
@@ -371,10 +373,12 @@ def _serve(listener, pipe, inherited: list, hosts: Collection[str], local: str, 
     (it first closes the ``inherited`` sockets and pipes of the shuffler: a shuffler that dies is seen at once)."""
     from privbandits.comm.oneshot import screen_connection
     from privbandits.comm.tls.gate import Gate
+    from privbandits.comm.tls.link import Link
 
     for thing in inherited:
         thing.close()
     gate = Gate(listener, context, timeout=timeout, max_payload=max_payload, max_pending=MAX_PENDING)
+    waiting: dict[int, Link]
     watch, waiting, token = _Watch(pipe), {}, 0
     try:
         while True:
@@ -396,8 +400,8 @@ def _serve(listener, pipe, inherited: list, hosts: Collection[str], local: str, 
                 pipe.send(("dropped", problem))
                 continue
             token += 1
-            waiting[token] = arrival.link
-            pipe.send(("report", token, arrival.link.peer, arrival.frame))
+            waiting[token] = arrival.peer_link
+            pipe.send(("report", token, arrival.peer_link.peer, arrival.frame))
     except (BrokenPipeError, ConnectionResetError):
         return
     finally:

@@ -94,6 +94,13 @@ class PartyData:
     def index(self) -> dict[int, int]:
         return {int(user): row for row, user in enumerate(self.users)}
 
+    @property
+    def reward_table(self) -> np.ndarray:
+        """``rewards``, which the active party's file holds (a passive party's has none)."""
+        if self.rewards is None:
+            raise DeploymentError("this party's file holds no rewards: only the active party's does")
+        return self.rewards
+
 
 def load_party_data(path: Path, *, role: str, n_arms: int, block: int) -> PartyData:
     """Read and check a party's ``.npz`` file (shapes, dtypes, unique users, finite values)."""
@@ -247,7 +254,7 @@ class Run:
 def _run_summary(active: PartyData, arms: list[int], seconds: float) -> Run:
     n = len(arms)
     chosen = np.asarray(arms, dtype=np.int64)
-    rewards = active.rewards[np.arange(n), chosen]
+    rewards = active.reward_table[np.arange(n), chosen]
     regret = None
     if active.expected_rewards is not None:
         best = active.expected_rewards[:n].max(axis=1)
@@ -301,7 +308,7 @@ def run_in_memory(deployment: Deployment[VerticalProtocol], network: Network | N
             present.append(row is not None)
             contexts[:, starts[j] : starts[j + 1]] = 0.0 if row is None else data[name].features[row]
         arm = bandit.select(contexts, user=user, present=present)
-        bandit.update(contexts, arm, float(active.rewards[t, arm]))
+        bandit.update(contexts, arm, float(active.reward_table[t, arm]))
         arms.append(arm)
     return _run_summary(active, arms, time.perf_counter() - start), network
 
@@ -460,7 +467,7 @@ def _run_active(deployment, name, network, resume, on_round) -> dict:
                 for other in passive:
                     party.absorb(other)
                 arm = party.choose()
-            party.learn(arm, float(data.rewards[t, arm]))
+            party.learn(arm, float(data.reward_table[t, arm]))
             arms.append(arm)
             if (t + 1) % every == 0 or t + 1 == rounds:
                 _save_active(deployment, name, learner, arms, log)

@@ -15,7 +15,7 @@ import re
 import types
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -23,6 +23,8 @@ from pydantic import BaseModel, ValidationError
 class OptionError(ValueError):
     """A ``KEY=VALUE`` option that cannot be used; the message is one line."""
 
+
+Model = TypeVar("Model", bound=BaseModel)
 
 _SEQUENCES = (list, tuple, set, frozenset)
 _TRUE, _FALSE = {"true", "yes", "on", "1"}, {"false", "no", "off", "0"}
@@ -192,7 +194,7 @@ def typed_overrides(model: type[BaseModel], raw: dict[str, str], where: str) -> 
     return typed
 
 
-def apply_overrides(model: type[BaseModel], base: dict[str, Any], raw: dict[str, str], where: str) -> BaseModel:
+def apply_overrides(model: type[Model], base: dict[str, Any], raw: dict[str, str], where: str) -> Model:
     """``model`` validated from ``base`` with ``raw`` options on top; OptionError on any problem."""
     typed = typed_overrides(model, raw, where)
     try:

@@ -78,10 +78,11 @@ class Reproduction:
         """Options from ``base`` (default: the defaults) with ``raw`` ``KEY=VALUE`` strings on top."""
         return apply_overrides(self.options_model(), base or {}, raw, self.name)
 
-    def tasks(self, options: Options) -> list[Task]:
+    def tasks(self, options: BaseModel) -> list[Task]:
+        """The grid of ``options`` (an instance of :meth:`options_model`, as :meth:`parse` makes)."""
         return list(resolve(self.grid)(options))
 
-    def build_report(self, options: Options, points: dict[str, dict[str, Any]], out: Path):
+    def build_report(self, options: BaseModel, points: dict[str, dict[str, Any]], out: Path):
         return resolve(self.report)(options, points, out)
 
 
@@ -101,10 +102,11 @@ class ConfigReproduction:
         """The config (or ``base``) with ``raw`` overrides: ``horizon=1000``, ``seeds=0,1``, ``policies.0.alpha=2``."""
         if base is None and not raw and self.path is not None:
             return load_config(self.path)
-        if base is None and self.path is None:
-            raise ConfigError(f"experiment {self.name!r} has no config file and no remembered config")
-        data = base if base is not None else _read_toml(self.path)
-        data = override_config(data, raw, self.name)
+        if base is None:
+            if self.path is None:
+                raise ConfigError(f"experiment {self.name!r} has no config file and no remembered config")
+            base = _read_toml(self.path)
+        data = override_config(base, raw, self.name)
         try:
             return parse_config(data, source=str(self.path or self.name))
         except ConfigError as exc:
@@ -113,15 +115,23 @@ class ConfigReproduction:
             problems = str(exc).split("\n")[1:]
             raise OptionError("; ".join(line.strip() for line in problems)) from None
 
-    def tasks(self, config: ExperimentConfig) -> list[Task]:
+    def tasks(self, config: BaseModel) -> list[Task]:
         from privbandits.experiments.runner import run_tasks_of
 
-        return run_tasks_of(config)
+        return run_tasks_of(_experiment(config))
 
-    def build_report(self, config: ExperimentConfig, points: dict[str, dict[str, Any]], out: Path):
+    def build_report(self, config: BaseModel, points: dict[str, dict[str, Any]], out: Path):
         from privbandits.experiments.config_report import config_report
 
-        return config_report(config, points, out)
+        return config_report(_experiment(config), points, out)
+
+
+def _experiment(options: BaseModel) -> ExperimentConfig:
+    """A :class:`ConfigReproduction`'s options: an experiment config (what its :meth:`~ConfigReproduction.parse`
+    makes)."""
+    if not isinstance(options, ExperimentConfig):
+        raise TypeError(f"a TOML experiment's options are an ExperimentConfig, got {type(options).__name__}")
+    return options
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,10 @@ def file_identity(path: str | Path | None) -> dict[str, str] | None:
     return {"path": str(path), "sha256": _content_hash(str(path), stat.st_size, stat.st_mtime_ns)}
 
 
+@overload
+def identity_path(identity: Mapping[str, str]) -> Path: ...
+@overload
+def identity_path(identity: None) -> None: ...
 def identity_path(identity: Mapping[str, str] | None) -> Path | None:
     """The path inside a :func:`file_identity` (``None`` stays ``None``)."""
     return None if identity is None else Path(identity["path"])

@@ -232,6 +232,7 @@ class PartyChannel:
     def gather(self, shares: np.ndarray) -> np.ndarray:
         """All parties' shares in party order, opened to every party in 1 round."""
         rows = self._broadcast(shares)
+        assert self.index is not None, "only a computing party gathers"
         rows.insert(self.index, shares[0])
         return np.stack(rows)
 
@@ -271,6 +272,7 @@ class PartyChannel:
             raise ValueError(f"unknown receiver {receiver!r}; parties on the network: {sorted(self.network.parties)}")
         if self.local != receiver:
             if self.index is not None:
+                assert shares is not None, "a computing party reveals its shares"
                 self._endpoint.send(receiver, Words(np.ascontiguousarray(shares[0])))
             return None
         value = shares[0].copy() if shares is not None else np.zeros(shape, dtype=WORD)

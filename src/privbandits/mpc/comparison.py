@@ -25,7 +25,7 @@ class Kept(NamedTuple):
     into its result at no cost: the dealer deals its one-hot times the factor. ``factor`` is its value where the
     dealer runs in this process (a placeholder elsewhere), ``kind`` its name in the dealer's replayed schedule."""
 
-    factor: np.ndarray
+    factor: np.typing.ArrayLike
     kind: str
 
 
@@ -109,9 +109,10 @@ def _tabled_allmax(ctx: Engine, x: ArithmeticShares, distinct: bool, kept: Kept 
         first, second = np.nonzero(~np.eye(size, dtype=bool))
     less = tables.ltz(ctx, (x[..., first] - x[..., second]).shares, width).astype(WORD)  # [x_i < x_j] per pair
     wins = np.zeros((*less.shape[:-1], size), dtype=WORD)  # shares of Σ_j [x_i ≥ x_j], up to the constant below
-    np.subtract.at(wins, (..., first), less)
+    # ignored below: numpy's stub types ufunc.at's indices without tuples (Ellipsis), which numpy accepts
+    np.subtract.at(wins, (..., first), less)  # type: ignore[arg-type]
     if distinct:
-        np.add.at(wins, (..., second), less)
+        np.add.at(wins, (..., second), less)  # type: ignore[arg-type]  # as above
     beaten = np.bincount(first, minlength=size).astype(WORD)  # comparisons made with i first
     if ctx.leads:
         wins[0] += beaten

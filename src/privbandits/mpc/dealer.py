@@ -20,7 +20,7 @@ import math
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 from functools import cache
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import Any, NamedTuple, TypeAlias, TypeVar, cast
 
 import numpy as np
 
@@ -264,7 +264,7 @@ class Dealer:
 
         return self._pooled("zero_xor", ("zero_xor", shape), math.prod(shape), make)[0]
 
-    def deal(self, kind: str, words: np.ndarray, scale: int) -> ArithmeticShares:
+    def deal(self, kind: str, words: np.typing.ArrayLike, scale: int) -> ArithmeticShares:
         """Shares of secrets the dealer drew elsewhere, counted under ``kind`` (e.g. Alg. 1's
         exploration samples from a seeded stream that a plaintext twin replays)."""
         shares = self._share(np.asarray(words, dtype=WORD))
@@ -304,7 +304,11 @@ class Dealer:
         return self._pooled("permutation", key, size * math.prod(batch), make)[0]
 
     def rotated_onehot(
-        self, shape: tuple[int, ...], size: int, factor: np.ndarray | None = None, factor_kind: str | None = None
+        self,
+        shape: tuple[int, ...],
+        size: int,
+        factor: np.typing.ArrayLike | None = None,
+        factor_kind: str | None = None,
     ) -> RotatedOneHot:
         """Per element of ``shape``, ``[r]`` with r uniform in 0..size−1 and ``[e_r]`` (integers); with a secret
         ``factor`` (integers broadcast to ``shape``, the dealer's own, e.g. 1 − y_t), ``[factor·e_r]`` instead,
@@ -402,7 +406,7 @@ class Call(NamedTuple):
 class RecordingDealer:
     """A :class:`Dealer` that records every call made on it (the schedule :func:`replay` repeats)."""
 
-    def __init__(self, dealer: Dealer) -> None:
+    def __init__(self, dealer: AnyDealer) -> None:
         self.dealer = dealer
         self.calls: list[Call] = []
 
@@ -422,7 +426,7 @@ class RecordingDealer:
         return recorded
 
 
-def replay(dealer: Dealer, calls: Sequence[Call], words_for: Callable[[str], np.ndarray]) -> list[Any]:
+def replay(dealer: Dealer, calls: Sequence[Call], words_for: Callable[[str], np.typing.ArrayLike]) -> list[Any]:
     """The material of ``calls`` made again on ``dealer``; a ``deal`` call takes its secrets from
     ``words_for(kind)`` (e.g. this round's exploration samples) instead of the recorded ones, and a call
     with a ``factor_kind`` its factor from ``words_for(factor_kind)``."""
@@ -528,7 +532,7 @@ class RemoteDealer:
     def zero_xor(self, shape: tuple[int, ...]) -> BinaryShares:
         return self._binary("zero_xor", shape)
 
-    def deal(self, kind: str, words: np.ndarray, scale: int) -> ArithmeticShares:
+    def deal(self, kind: str, words: np.typing.ArrayLike, scale: int) -> ArithmeticShares:
         """This party's share of secrets the dealer drew (``words`` is a placeholder: only its shape is read)."""
         return self._arithmetic(kind, np.shape(words), scale)
 
@@ -542,7 +546,11 @@ class RemoteDealer:
         return self._arithmetic("permutation", (*batch, size))
 
     def rotated_onehot(
-        self, shape: tuple[int, ...], size: int, factor: np.ndarray | None = None, factor_kind: str | None = None
+        self,
+        shape: tuple[int, ...],
+        size: int,
+        factor: np.typing.ArrayLike | None = None,
+        factor_kind: str | None = None,
     ) -> RotatedOneHot:
         kind = "rotated_onehot"
         return RotatedOneHot(self._arithmetic(kind, shape), self._arithmetic(kind, (*shape, size)))
@@ -554,3 +562,8 @@ class RemoteDealer:
         words = lookup.table_words(name)
         table = BinaryShares(self._take("lookup_table", count * words).reshape(1, *shape, words), self.lead)
         return LookupMaterial(mask, table)
+
+
+AnyDealer: TypeAlias = Dealer | RemoteDealer | RecordingDealer
+"""What an :class:`~privbandits.mpc.Engine` draws its correlated randomness from: the dealer itself, its answers
+in a computing party's own process, or a recording of its calls."""

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
+from typing import cast
 
 import numpy as np
 
-from privbandits.comm import InMemoryNetwork, Network, Traffic
+from privbandits.comm import InMemoryNetwork, Network, Party, Traffic
 from privbandits.mpc import approximations, arithmetic, binary, comparison, truncation
 from privbandits.mpc.channel import Channel, Owner, PartyChannel
-from privbandits.mpc.dealer import Dealer
+from privbandits.mpc.dealer import AnyDealer, Dealer
 from privbandits.mpc.fixed_point import DEFAULT_PRECISION, decode, encode
 from privbandits.mpc.overlap import Alongside, Steps
 from privbandits.mpc.sharing import ArithmeticShares, BinaryShares
@@ -75,7 +76,7 @@ class Engine:
         seed: int | np.random.SeedSequence | None = None,
         network: Network | None = None,
         local: str | None = None,
-        dealer: Dealer | None = None,
+        dealer: AnyDealer | None = None,
         input_seeds: Mapping[str, int | Sequence[int] | np.random.SeedSequence] | None = None,
     ) -> None:
         if isinstance(parties, int):
@@ -93,6 +94,7 @@ class Engine:
             raise ValueError(f"local truncation is for 2 parties, got {len(parties)}: use 'wraps' or 'exact'")
         self.network = network if network is not None else InMemoryNetwork()
         self.local = local
+        self.channel: Channel | PartyChannel
         if local is None:
             self.channel = Channel(self.network, list(parties))
             self.rows: tuple[int, ...] = tuple(range(len(parties)))
@@ -110,7 +112,9 @@ class Engine:
             if input_seeds is None
             else {owner: np.random.default_rng(owner_seed) for owner, owner_seed in input_seeds.items()}
         )
-        self.dealer = dealer if dealer is not None else Dealer(len(parties), np.random.default_rng(dealer_seed))
+        self.dealer: AnyDealer = (
+            dealer if dealer is not None else Dealer(len(parties), np.random.default_rng(dealer_seed))
+        )
 
     def input_rng(self, owner: str) -> np.random.Generator:
         """The generator ``owner`` draws its input shares from."""
@@ -120,6 +124,14 @@ class Engine:
             return self._input_rngs[owner]
         except KeyError:
             raise ValueError(f"no input seed for {owner!r} (input_seeds has {sorted(self._input_rngs)})") from None
+
+    @property
+    def party(self) -> Party:
+        """This holder's own :class:`~privbandits.comm.Party` (in its own process: ``local``); the simulator's
+        engine plays every party and has none."""
+        if not isinstance(self.channel, PartyChannel):
+            raise ValueError("the simulator's engine plays every party: it has no Party of its own")
+        return self.channel.party
 
     @property
     def n_parties(self) -> int:
@@ -166,10 +178,12 @@ class Engine:
         if not 0 <= scale <= self.precision:
             raise ValueError(f"input scale must be in [0, {self.precision}] fractional bits, got {scale}")
         secrets = [(encode(values, scale), owner or self.names[0]) for values, owner in inputs]
-        return [
+        shared = [
             None if shares is None else ArithmeticShares(shares, scale, self.leads)
             for shares in self.channel.distribute(secrets, self.input_rng)
         ]
+        # None only at a holder that does not compute (the puller in its own process), which discards the result
+        return cast(list[ArithmeticShares], shared)
 
     def open(self, x: ArithmeticShares) -> np.ndarray:
         """The plaintext (float64) of ``[x]``, revealed to every computing party; 1 round."""
@@ -183,7 +197,11 @@ class Engine:
         In a party's own process: a computing party that is not ``receiver`` gets None; a
         receiver that holds no shares passes ``x=None`` with the value's ``scale`` and ``shape``.
         """
-        words = self.channel.reveal_to(None if x is None else x.shares, receiver, shape)
+        if x is not None:
+            words = self.channel.reveal_to(x.shares, receiver, shape)
+        else:
+            assert isinstance(self.channel, PartyChannel), "only a party in its own process receives without shares"
+            words = self.channel.reveal_to(None, receiver, shape)
         return None if words is None else decode(words, scale if x is None else x.scale)
 
     def open_binary(self, x: BinaryShares) -> np.ndarray:

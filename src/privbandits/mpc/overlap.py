@@ -117,7 +117,7 @@ class Rider:
                 f"not {ctx.truncation!r}: each request must finish in the opening it rides"
             )
         self.ctx, self.steps = ctx, steps
-        self.result: ArithmeticShares | None = None
+        self._result: ArithmeticShares | None = None
         self.done = False
         self.rides = 0
         """Requests that shared an opening (each saved a round)."""
@@ -128,9 +128,16 @@ class Rider:
         try:
             request = next(self.steps) if product is None else self.steps.send(product)
         except StopIteration as stop:
-            self.result, self.done, self._pending = stop.value, True, None
+            self._result, self.done, self._pending = stop.value, True, None
             return
         self._pending = _Pending(self.ctx, request)
+
+    @property
+    def result(self) -> ArithmeticShares:
+        """The steps' return value (an error before they are done)."""
+        if self._result is None:
+            raise RuntimeError("the steps are not done: their result is not ready")
+        return self._result
 
     def _waiting(self) -> _Pending:
         if self._pending is None:
@@ -169,7 +176,7 @@ class Rider:
             run += 1
         if not self.done:
             channel.rider = self
-        return self.result
+        return self._result
 
 
 class Alongside:

@@ -135,13 +135,13 @@ class ArithmeticShares(_Shared):
             shares[0] = words
         return self._like(shares)
 
-    def _pair(self, other: object) -> tuple[np.ndarray, np.ndarray]:
+    def _pair(self, other: ArithmeticShares | np.typing.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """Both operands' shares broadcast to their common secret shape."""
         operand = self._operand(other)
         shape = common_shape(self.shape, operand.shape)
         return expand(self.shares, shape), expand(operand.shares, shape)
 
-    def _operand(self, other: object) -> ArithmeticShares:
+    def _operand(self, other: ArithmeticShares | np.typing.ArrayLike) -> ArithmeticShares:
         if isinstance(other, ArithmeticShares):
             if other.scale != self.scale or other.n_parties != self.n_parties or other.lead != self.lead:
                 raise ValueError(
@@ -160,7 +160,7 @@ class ArithmeticShares(_Shared):
             shares[0] += encode(constant, self.scale)
         return self._like(shares)
 
-    def __add__(self, other: object) -> ArithmeticShares:
+    def __add__(self, other: ArithmeticShares | np.typing.ArrayLike) -> ArithmeticShares:
         if type(other) is float or type(other) is int:
             return self._shifted(other)
         mine, theirs = self._pair(other)
@@ -168,13 +168,13 @@ class ArithmeticShares(_Shared):
 
     __radd__ = __add__
 
-    def __sub__(self, other: object) -> ArithmeticShares:
+    def __sub__(self, other: ArithmeticShares | np.typing.ArrayLike) -> ArithmeticShares:
         if type(other) is float or type(other) is int:
             return self._shifted(-other)
         mine, theirs = self._pair(other)
         return self._like(mine - theirs)
 
-    def __rsub__(self, other: object) -> ArithmeticShares:
+    def __rsub__(self, other: ArithmeticShares | np.typing.ArrayLike) -> ArithmeticShares:
         if type(other) is float or type(other) is int:
             return self._shifted(other, negate=True)
         mine, theirs = self._pair(other)

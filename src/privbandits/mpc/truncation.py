@@ -73,6 +73,7 @@ def _divide_with_wraps(ctx: Engine, shares: np.ndarray, bits: int, *, exact: boo
     if ctx.leads:
         theta[0] += count_wraps(gathered, signed=signed).view(WORD)
     if exact:
+        assert pair.binary is not None, "dealt with binary=exact"
         eta = bit_to_arithmetic(ctx, less_than_public(ctx, reconstruct(gathered), pair.binary))
         theta -= eta.shares
     quotient = share_quotients(ctx, shares, bits, signed=signed)

@@ -247,15 +247,16 @@ class LocalBaselineBandit(RoundChecks):
         self.config = config
         self._n_users, self._shape = len(server_of_user), None
         self.communication = Communication()
-        self._route: list[tuple[_ServerClusters, int]] = [None] * len(server_of_user)
+        route: dict[int, tuple[_ServerClusters, int]] = {}
         self.servers = []
         kind = _ServerSclub if config.kind is LocalBaseline.SCLUB else _ServerClub
         for ell in range(int(np.max(server_of_user)) + 1):
             users = np.flatnonzero(server_of_user == ell)
             server = kind(len(users), dim, config, rng)
             self.servers.append((users, server))
-            for i, user in enumerate(users):
-                self._route[user] = (server, i)
+            for i, user in enumerate(users.tolist()):
+                route[user] = (server, i)
+        self._route = [route[user] for user in range(len(server_of_user))]
         self.t = 0
         self._user, self._contexts, self._arm = -1, None, -1
 
@@ -288,6 +289,7 @@ class LocalBaselineBandit(RoundChecks):
         """Once per :meth:`select`, with a finite reward."""
         if self._contexts is None or not (isinstance(reward, float) and math.isfinite(reward)):
             reward = self._check_update(reward)
+        assert self._contexts is not None, "_check_update refuses an update without a selection"
         server, i = self._route[self._user]
         x, self._contexts = self._contexts[self._arm], None
         server.observe(i, x, reward, self.t)

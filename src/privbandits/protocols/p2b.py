@@ -171,7 +171,7 @@ def choose_reports(
     keys = rng.random(rewards.shape)  # a uniform choice among eligible tuples = the largest key among them
     positive, negative = rewards > 0, rewards == 0  # NaN is neither
     has_positive, has_negative = positive.any(axis=1), negative.any(axis=1)
-    use_negative = wants_negative | ~has_positive
+    use_negative = np.asarray(wants_negative | ~has_positive)  # an array (numpy's stubs: maybe a scalar)
     eligible = np.where(use_negative[:, None], negative, positive)
     chosen = np.argmax(np.where(eligible, keys, -1.0), axis=1)
     sends = takes_part & np.where(use_negative, has_negative, True)
@@ -602,8 +602,8 @@ def simulate(
     )
 
     # P2B: encoded contexts, thresholding shuffler (§5.1 setting 3).
-    early_codes = encoder.encode(early.contexts.reshape(-1, dim)).reshape(early.n_users, -1)
-    late_codes = encoder.encode(late.contexts.reshape(-1, dim)).reshape(late.n_users, -1)
+    early_codes = np.asarray(encoder.encode(early.contexts.reshape(-1, dim))).reshape(early.n_users, -1)  # a batch
+    late_codes = np.asarray(encoder.encode(late.contexts.reshape(-1, dim))).reshape(late.n_users, -1)
     scalar = config.representation is Representation.SCALAR_CODE
     devices = DeviceHost("devices", network, prefix="device", mechanism=DEVICES)
     shuffler = Shuffler(

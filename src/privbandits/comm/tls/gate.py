@@ -27,6 +27,7 @@ import time
 from collections import deque
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from privbandits.comm.frames import Frame, FrameError
 from privbandits.comm.tls.context import certificate_names
@@ -41,6 +42,15 @@ _PRE_SHARED_KEY = 41
 LINGER_S = 1.0
 """Seconds a connection refused at its TLS handshake is kept half-closed, its input read and discarded, so the
 peer reads the alert rather than a reset (closing with its unread bytes would reset the connection)."""
+
+
+class Watched(Protocol):
+    """What a gate watches beside its connections (a :class:`Link`, or a worker's pipe): its ``sock`` to select
+    on, and whether it has data to read."""
+
+    sock: Any
+
+    def has_data(self) -> bool: ...
 
 
 @dataclass
@@ -58,6 +68,20 @@ class Arrival:
     failure: str | None = None
     detail: str = ""
     names: Sequence[str] = ()
+
+    @property
+    def peer_link(self) -> Link:
+        """``link``, set for every arrival but one whose handshake failed."""
+        if self.link is None:
+            raise ValueError(f"the connection from {self.where} has no link: its handshake failed")
+        return self.link
+
+    @property
+    def first_frame(self) -> Frame:
+        """``frame``, set for a whole arrival (``failure`` None)."""
+        if self.frame is None:
+            raise ValueError(f"the connection from {self.where} sent no frame: it failed at its {self.failure}")
+        return self.frame
 
 
 def offers_resumption(data: bytes) -> bool | None:
@@ -111,7 +135,13 @@ class Gate:
         self._selector: selectors.BaseSelector | None = None
         """Kept from one wait to the next (made at the first, so a process forked before it makes its own)."""
 
-    def wait(self, expect: Collection[str], until: float | None, watch: Sequence[Link] = ()) -> Arrival | None:
+    def next_arrival(self, expect: Collection[str], until: float | None) -> Arrival:
+        """:meth:`wait` with no links to watch: the next arrival."""
+        arrival = self.wait(expect, until)
+        assert arrival is not None, "wait gives None only for a watched link's data"
+        return arrival
+
+    def wait(self, expect: Collection[str], until: float | None, watch: Sequence[Watched] = ()) -> Arrival | None:
         """The next arrival (whole or refused) of a connection presenting one of the names in ``expect``; None as
         soon as a link in ``watch`` has data to read; TimeoutError at ``until`` (monotonic; None: no limit)."""
         selector = self._select_on()
@@ -187,30 +217,31 @@ class Gate:
             self._select_on().register(raw, selectors.EVENT_READ, pending)
             self._advance(pending, expect)
 
-    def _wrap(self, pending: _Pending) -> bool:
-        """Start TLS on ``pending`` once its first bytes are here (False while none are), with no new session
-        ticket for a client that resumes a session (see the module doc)."""
+    def _wrap(self, pending: _Pending) -> ssl.SSLSocket | None:
+        """Start TLS on ``pending`` once its first bytes are here (None while none are), with no new session
+        ticket for a client that resumes a session (see the module doc); its TLS socket."""
         raw = pending.sock
         try:
             hello = raw.recv(HELLO_BYTES, socket.MSG_PEEK)
         except (BlockingIOError, InterruptedError):
-            return False
+            return None
         except OSError:
             hello = b""  # the handshake reports the socket's error
         self.context.num_tickets = 0 if offers_resumption(hello) else self.tickets
         selector = self._select_on()
         selector.unregister(pending.fd)
-        pending.sock = self.context.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
-        selector.register(pending.sock, pending.events, pending)
-        return True
+        pending.sock = sock = self.context.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
+        selector.register(sock, pending.events, pending)
+        return sock
 
     def _advance(self, pending: _Pending, expect: Collection[str]) -> None:
         """Drive one connection's handshake, then its first frame, as far as what has arrived allows."""
-        if not isinstance(pending.sock, ssl.SSLSocket) and not self._wrap(pending):
+        sock = pending.sock if isinstance(pending.sock, ssl.SSLSocket) else self._wrap(pending)
+        if sock is None:
             return
         if pending.link is None:
             try:
-                pending.sock.do_handshake()
+                sock.do_handshake()
             except ssl.SSLWantReadError:
                 self._watch(pending, selectors.EVENT_READ)
                 return
@@ -220,8 +251,8 @@ class Gate:
             except (ssl.SSLError, OSError) as exc:
                 self._fail(pending, "handshake", str(exc) or type(exc).__name__)
                 return
-            names = certificate_names(pending.sock)
-            pending.link = Link(names[0] if len(names) == 1 else repr(names), pending.sock, self.max_payload)
+            names = certificate_names(sock)
+            pending.link = Link(names[0] if len(names) == 1 else repr(names), sock, self.max_payload)
             if len(names) != 1 or names[0] not in expect:  # a party of the deployment: the caller may say why
                 self._hand_over(pending, Arrival(pending.where, pending.link, None, "certificate", names=names))
                 return
@@ -242,7 +273,7 @@ class Gate:
 
     def _hand_over(self, pending: _Pending, arrival: Arrival) -> None:
         self._forget(pending)
-        pending.link.blocking()
+        arrival.peer_link.blocking()  # pending.link, authenticated
         self.arrived.append(arrival)
 
     def _drain(self, descriptor: int) -> None:
@@ -308,3 +339,10 @@ class Gate:
             self._selector.close()
             self._selector = None
         self.listener.close()
+
+
+def listening(gate: Gate | None) -> Gate:
+    """A network's ``gate``, which is None where its party accepts no connections."""
+    if gate is None:
+        raise RuntimeError("this party accepts no connections: it has no listener")
+    return gate

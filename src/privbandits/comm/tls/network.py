@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from privbandits.comm import frames
 from privbandits.comm.codec import Envelope, MessageDecodeError, decode_counted, encode_parts
 from privbandits.comm.frames import DEFAULT_MAX_FRAME_BYTES, HEADER_BYTES, FrameError, FrameType
-from privbandits.comm.network import Endpoint, Network, ProtocolError, Traffic
+from privbandits.comm.network import Endpoint, Network, ProtocolError, Traffic, named_kinds
 from privbandits.comm.tls.context import (
     HandshakeError,
     PeerLost,
@@ -27,7 +27,7 @@ from privbandits.comm.tls.context import (
     server_context,
     transient,
 )
-from privbandits.comm.tls.gate import Arrival, Gate
+from privbandits.comm.tls.gate import Arrival, Gate, listening
 from privbandits.comm.tls.link import Link
 
 log = logging.getLogger(__name__)
@@ -61,11 +61,6 @@ class _Batch:
             self.network._hold(False)
         # else the session is failing: held frames stay, and an abort writes them before its ABORT frame
         # (sequence order), so peers read the abort rather than a gap
-
-
-def _named(kinds: str | tuple[str, ...]) -> str:
-    """``'a'`` for one kind, ``'a' or 'b'`` for several (how a wait names what it waits for)."""
-    return repr(kinds) if isinstance(kinds, str) else " or ".join(repr(kind) for kind in kinds)
 
 
 class TlsNetwork(Network):
@@ -259,7 +254,7 @@ class TlsNetwork(Network):
         waiting = [peer for peer in self._accept if peer not in self._links]
         while waiting:
             try:
-                arrival = self.gate.wait(self._accept, stop)
+                arrival = listening(self.gate).next_arrival(self._accept, stop)  # made in __init__ as it accepts
             except TimeoutError:
                 last = "; ".join(self.refusals[-3:])
                 refused = f"; {self.refused} connection(s) refused, the last: {last}" if self.refused else ""
@@ -277,26 +272,33 @@ class TlsNetwork(Network):
     def _admit(self, arrival: Arrival, waiting: list[str]) -> Link | None:
         """The link of an arrival whose hello this party takes, answered with its own; else None, the refusal
         noted (and, to an authenticated peer, said in an ABORT frame)."""
-        where, link = arrival.where, arrival.link
+        where = arrival.where
         if arrival.failure == "handshake":
-            return self._refuse(f"TLS handshake with {where} failed: {arrival.detail}")
+            self._refuse(f"TLS handshake with {where} failed: {arrival.detail}")
+            return None
+        link = arrival.peer_link
         if arrival.failure == "certificate":
             expected = ", ".join(map(repr, waiting))
-            refusal = f"presented a certificate for {list(arrival.names)}; expected one of {expected}"
-            return self._refuse(f"{where} {refusal}", link)
+            presented = f"presented a certificate for {list(arrival.names)}; expected one of {expected}"
+            self._refuse(f"{where} {presented}", link)
+            return None
         if arrival.failure is not None:
             what = {"eof": "closed the connection during the hello", "timeout": "sent no hello in time"}
-            return self._refuse(f"{link.peer!r} at {where}: {what.get(arrival.detail, arrival.detail)}")
-        refusal = self._hello_refusal(arrival.frame)
+            self._refuse(f"{link.peer!r} at {where}: {what.get(arrival.detail, arrival.detail)}")
+            return None
+        frame = arrival.first_frame
+        refusal = self._hello_refusal(frame)
         if refusal is not None:
-            return self._refuse(f"{link.peer!r} at {where}: {refusal}", link, refusal)
-        self.count_wire(CONTROL, link.peer, self.local, HEADER_BYTES + len(arrival.frame.payload))
+            self._refuse(f"{link.peer!r} at {where}: {refusal}", link, refusal)
+            return None
+        self.count_wire(CONTROL, link.peer, self.local, HEADER_BYTES + len(frame.payload))
         try:
             link.set_timeout(self.handshake_timeout)
             self.count_wire(CONTROL, self.local, link.peer, link.send(FrameType.HELLO, 0, self._hello()))
         except OSError as exc:
             link.shut()
-            return self._refuse(f"{link.peer!r} at {where}: {exc}")
+            self._refuse(f"{link.peer!r} at {where}: {exc}")
+            return None
         return link
 
     def _refuse(self, reason: str, link: Link | None = None, told: str | None = None) -> None:
@@ -453,13 +455,14 @@ class TlsNetwork(Network):
             frame = link.read(deadline)
         except TimeoutError:
             raise self.lost_peer(
-                link.peer, f"no {_named(kind)} message within the {self.deadline:g} s deadline"
+                link.peer, f"no {named_kinds(kind)} message within the {self.deadline:g} s deadline"
             ) from None
         except EOFError:
-            raise self.lost_peer(link.peer, f"connection closed while waiting for a {_named(kind)} message") from None
+            what = f"connection closed while waiting for a {named_kinds(kind)} message"
+            raise self.lost_peer(link.peer, what) from None
         except OSError as exc:
             raise self.lost_peer(
-                link.peer, f"connection failed while waiting for a {_named(kind)} message: {exc}"
+                link.peer, f"connection failed while waiting for a {named_kinds(kind)} message: {exc}"
             ) from None
         if frame.type is FrameType.DATA:
             try:
@@ -485,7 +488,7 @@ class TlsNetwork(Network):
         if frame.type is FrameType.CLOSE:
             link.ended = "close"
             raise self.lost_peer(
-                link.peer, f"it closed the session while {self.local!r} waited for a {_named(kind)} message"
+                link.peer, f"it closed the session while {self.local!r} waited for a {named_kinds(kind)} message"
             )
         if frame.type is FrameType.ABORT:
             link.ended = "abort"
@@ -563,7 +566,7 @@ class TlsNetwork(Network):
         if not links:  # nobody can send any more: say so now rather than at the deadline
             where = self.where()
             raise PeerLost(
-                f"no {_named(kinds)} message can come in {where}: every peer has ended the session",
+                f"no {named_kinds(kinds)} message can come in {where}: every peer has ended the session",
                 peer="any",
                 round=where,
             )
@@ -580,7 +583,7 @@ class TlsNetwork(Network):
                         peers = ", ".join(sorted(repr(link.peer) for link in links))  # links are in connection order
                         where = self.where()
                         raise PeerLost(
-                            f"no {_named(kinds)} message from any of {peers} within the {self.deadline:g} s "
+                            f"no {named_kinds(kinds)} message from any of {peers} within the {self.deadline:g} s "
                             f"deadline in {where}",
                             peer=links[0].peer if len(links) == 1 else "any",
                             round=where,

@@ -31,11 +31,12 @@ import ssl
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
+from typing import cast
 
 from privbandits.comm.codec import MessageDecodeError, decode
 from privbandits.comm.frames import Frame, FrameError, FrameType
 from privbandits.comm.tls.context import HandshakeError, PeerLost, transient
-from privbandits.comm.tls.gate import Arrival, Gate
+from privbandits.comm.tls.gate import Arrival, Gate, Watched, listening
 from privbandits.comm.tls.link import Link
 from privbandits.comm.tls.network import RETRY_S, TlsNetwork
 
@@ -220,16 +221,16 @@ class RejoinGate(Gate):
 
     network: RejoinNetwork
 
-    def wait(self, expect: Collection[str], until: float | None, watch: Sequence[Link] = ()) -> Arrival | None:
+    def wait(self, expect: Collection[str], until: float | None, watch: Sequence[Watched] = ()) -> Arrival | None:
         network = self.network
         if network.linked:
-            return network.wait_any(list(watch), expect, until)
+            return network.wait_any(cast(list[Link], list(watch)), expect, until)  # a RejoinNetwork watches its links
         while True:  # setting up: a device that connects already (its host's link is not back yet) is dropped
             arrival = Gate.wait(self, expect, until, watch)  # unanswered, so it sends again once its host is linked
-            if arrival is None or arrival.failure is not None or arrival.frame.type is FrameType.HELLO:
+            if arrival is None or arrival.failure is not None or arrival.first_frame.type is FrameType.HELLO:
                 return arrival
-            network.note_dropped(f"a device of {arrival.link.peer!r} connected before its host linked again")
-            arrival.link.shut()
+            network.note_dropped(f"a device of {arrival.peer_link.peer!r} connected before its host linked again")
+            arrival.peer_link.shut()
 
 
 class RejoinNetwork(TlsNetwork):
@@ -246,6 +247,7 @@ class RejoinNetwork(TlsNetwork):
         self.keep_listening = self.keep_listening or bool(self._accept)
         if self.gate is not None:
             self.gate.__class__ = RejoinGate
+            assert isinstance(self.gate, RejoinGate)  # for the checker: the line above made it one
             self.gate.network = self
         self.journals = {peer: Journal() for peer in [*self._dial, *self._accept]}
         self.linked = self.closing = self.aborting = False
@@ -267,7 +269,7 @@ class RejoinNetwork(TlsNetwork):
 
     def close_sockets(self) -> None:
         while self.kept:
-            self.kept.popleft().link.shut()
+            self.kept.popleft().peer_link.shut()
         super().close_sockets()
 
     def abort(self, reason: str, *, lost: str | None = None, round: str | None = None) -> None:
@@ -290,6 +292,12 @@ class RejoinNetwork(TlsNetwork):
             detail = f": {exc}" if isinstance(exc, HandshakeError) else ""
             raise self.lost_peer(peer, f"{why}; it did not come back within {self.rejoin_s:g} s{detail}") from None
         self._resume(link, new)
+
+    def _replay_link(self, peer: str) -> ReplayLink:
+        """``peer``'s link, a :class:`ReplayLink` once connected (:meth:`connect`)."""
+        link = self._links[peer]
+        assert isinstance(link, ReplayLink), "peers come back only once linked"
+        return link
 
     def _resume(self, link: ReplayLink, new: Link) -> None:
         link.replace(new)
@@ -320,22 +328,23 @@ class RejoinNetwork(TlsNetwork):
 
     def _readmit(self, peer: str, stop: float) -> Link:
         while True:
-            arrival = Gate.wait(self.gate, self._accept, stop)
+            arrival = Gate.wait(listening(self.gate), self._accept, stop)  # the gate's own wait, watching no link
+            assert arrival is not None, "None only for a watched link's data"
             new = self._sort(arrival, ())
             if isinstance(new, tuple):
                 if new[0] == peer:
                     return new[1]
-                self._resume(self._links[new[0]], new[1])
+                self._resume(self._replay_link(new[0]), new[1])
 
     def _sort(self, arrival: Arrival, expect: Collection[str]) -> Arrival | tuple[str, Link] | None:
         """A peer's new connection: (peer, link), its hello answered; a device's connection for one of ``expect``:
         the arrival; anything else is handled here (refused, given to ``on_stray`` or kept): None."""
-        link = arrival.link
-        if arrival.failure is None and arrival.frame.type is FrameType.HELLO and link.peer in self._accept:
-            admitted = self._admit(arrival, [link.peer])
-            return None if admitted is None else (admitted.peer, admitted)
-        if arrival.failure is None and arrival.frame.type is FrameType.DATA:
-            if link.peer in expect and self._phase_of(arrival) in (self.current_phase, None):
+        if arrival.failure is None and arrival.first_frame.type is FrameType.HELLO:
+            if (peer := arrival.peer_link.peer) in self._accept:
+                admitted = self._admit(arrival, [peer])
+                return None if admitted is None else (admitted.peer, admitted)
+        if arrival.failure is None and arrival.first_frame.type is FrameType.DATA:
+            if arrival.peer_link.peer in expect and self._phase_of(arrival) in (self.current_phase, None):
                 return arrival
             if self.on_stray is not None and self.on_stray(arrival):
                 return None
@@ -351,7 +360,7 @@ class RejoinNetwork(TlsNetwork):
         """The phase a device's message was sent in (None if it does not decode: the caller drops it, saying why);
         one of another phase (sent again by a restarted host, or early) is not the current wait's."""
         try:
-            return decode(arrival.frame.payload).phase
+            return decode(arrival.first_frame.payload).phase
         except MessageDecodeError:
             return None
 
@@ -367,29 +376,30 @@ class RejoinNetwork(TlsNetwork):
                 rejoins, until = len(self.rejoins), max(until, time.monotonic() + self.deadline)
             self.waited_until = until
             for index, kept in enumerate(self.kept):
-                if kept.link.peer in expect and self._phase_of(kept) in (self.current_phase, None):
+                if kept.peer_link.peer in expect and self._phase_of(kept) in (self.current_phase, None):
                     del self.kept[index]
                     return kept
             if any(link.has_data() for link in watch):
                 return None
             others = [link for link in self._links.values() if link not in watch and not link.ended]
             quiet = [link for link in others if not link.has_data()]
-            arrival = Gate.wait(self.gate, {*self._accept, *expect}, until, [*watch, *quiet])
+            gate = listening(self.gate)
+            arrival = Gate.wait(gate, {*self._accept, *expect}, until, [*watch, *quiet])
             handed = []  # the others handed over in the same pass: sorted here too, kept in order; a device's
-            while self.gate.arrived:  # for this wait (or a failed one, dropped by the taker) is the next taken
-                later = self._sort(self.gate.arrived.popleft(), expect)
+            while gate.arrived:  # for this wait (or a failed one, dropped by the taker) is the next taken
+                later = self._sort(gate.arrived.popleft(), expect)
                 if isinstance(later, tuple):
-                    self._resume(self._links[later[0]], later[1])
+                    self._resume(self._replay_link(later[0]), later[1])
                 elif later is not None:
                     handed.append(later)
-            self.gate.arrived.extend(handed)
+            gate.arrived.extend(handed)
             if arrival is None:
                 if self._look_after([*watch, *quiet], watch):
                     return None
                 continue
             got = self._sort(arrival, expect)
             if isinstance(got, tuple):
-                self._resume(self._links[got[0]], got[1])
+                self._resume(self._replay_link(got[0]), got[1])
             elif got is not None:
                 return got
 

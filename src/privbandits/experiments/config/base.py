@@ -9,7 +9,7 @@ default files are found with :func:`_shared`; :func:`by_kind` maps ``kind`` tags
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -56,6 +56,9 @@ def existing_path(value: str, what: str = "file or folder") -> str:
     return str(path.resolve())
 
 
-def by_kind(models: tuple[type[BaseModel], ...]) -> dict[str, type[BaseModel]]:
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def by_kind(models: tuple[type[Model], ...]) -> dict[str, type[Model]]:
     """Config classes keyed by their ``kind`` tag, in declaration order."""
-    return {model.model_fields["kind"].annotation.__args__[0]: model for model in models}
+    return {get_args(model.model_fields["kind"].annotation)[0]: model for model in models}

@@ -38,6 +38,10 @@ class _EnvBase(_Strict):
     def context_dim(self) -> int:
         raise NotImplementedError
 
+    def shape(self) -> tuple[int, tuple[int, ...]]:
+        """A replayed log's (logged events, partition of the context) (``replay``)."""
+        raise NotImplementedError
+
 
 class LinearGaussianEnvConfig(_EnvBase):
     """Vertical O3M paper §5.1: fresh unit-norm Gaussian contexts per arm, unit-norm θ*, Gaussian noise."""
@@ -223,6 +227,7 @@ class PooledUsersEnvConfig(_EnvBase):
     def _sizes(self) -> PooledUsersEnvConfig:
         if self.n_servers > self.n_users:
             raise ValueError(f"n_servers: must be <= n_users = {self.n_users} (got {self.n_servers})")
+        assert self.path is not None, "filled in by _file"
         import numpy as np
 
         try:
@@ -321,7 +326,8 @@ class MultiLabelPopulationEnvConfig(_EnvBase):
     population: ClassVar[bool] = True
     data_paths: ClassVar[tuple[str, ...]] = ("paths",)
 
-    _files = field_validator("paths")(MultiLabelEnvConfig._files.__func__)
+    # the function itself, validated again here; mypy types a classmethod read from its class as a bound method
+    _files = field_validator("paths")(MultiLabelEnvConfig._files.__func__)  # type: ignore[attr-defined]
 
     @property
     def users(self) -> int:

@@ -9,13 +9,17 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic_core import ErrorDetails
 
 from privbandits.experiments.config.base import by_kind
 from privbandits.experiments.config.environments import ENVIRONMENT_CONFIGS
 from privbandits.experiments.config.experiment import ExperimentConfig
 from privbandits.experiments.config.policies import POLICY_CONFIGS
 
-_TAGS = {"environment": by_kind(ENVIRONMENT_CONFIGS), "policies": by_kind(POLICY_CONFIGS)}
+_TAGS: dict[str, dict[str, type[BaseModel]]] = {
+    "environment": by_kind(ENVIRONMENT_CONFIGS),
+    "policies": by_kind(POLICY_CONFIGS),
+}
 _TYPE_NAMES = {
     "int": "an integer",
     "float": "a number",
@@ -33,6 +37,7 @@ def _split_location(loc: tuple[Any, ...]) -> tuple[str, type[BaseModel]]:
     Pydantic inserts the discriminator value (e.g. ``'linucb'``) into locations
     inside tagged unions; it is dropped from the path and used to find the class.
     """
+    model: type[BaseModel]
     path, model = "", ExperimentConfig
     for i, part in enumerate(loc):
         section = loc[0]
@@ -50,7 +55,7 @@ def _split_location(loc: tuple[Any, ...]) -> tuple[str, type[BaseModel]]:
     return path or "(top level)", model
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: ErrorDetails) -> str:
     """One line per validation problem: the key, what is allowed, what was given."""
     raw_loc = tuple(error["loc"])
     where, model = _split_location(raw_loc)
@@ -60,7 +65,7 @@ def _describe(error: dict[str, Any]) -> str:
     if kind == "missing":
         return f"{where}: required key is missing"
     if kind in ("union_tag_invalid", "union_tag_not_found"):
-        allowed = ", ".join(repr(tag) for tag in _TAGS[raw_loc[0]])
+        allowed = ", ".join(repr(tag) for tag in _TAGS[str(raw_loc[0])])
         got = f" (got {ctx['tag']!r})" if "tag" in ctx else " (got nothing)"
         return f"{where}.kind: must be one of {allowed}{got}"
     if kind == "literal_error":

@@ -7,7 +7,7 @@ stored: at their defaults they are left out of the run spec, so those runs keep 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_serializer, model_validator
 
@@ -17,6 +17,8 @@ from privbandits.linear.defaults import DEFAULT_TIE_TOLERANCE
 
 
 class _Labelled(_Strict):
+    if TYPE_CHECKING:  # each subclass's tag field (declared here for the checker only: it is no field of the base)
+        kind: str
     label: str | None = Field(None, min_length=1, max_length=80)
     needs: ClassVar[str] = "stream"
     """What the policy plays on: 'stream' (contexts), 'users' (user + items) or 'population'."""
@@ -100,14 +102,14 @@ class _VerticalBase(_Strict):
 class VerticalLinUCBConfig(_VerticalBase, LinUCBConfig):
     """VFUCB: LinUCB at the active party on O3M-masked contexts from all parties (lossless)."""
 
-    kind: Literal["vfucb"]
+    kind: Literal["vfucb"]  # type: ignore[assignment]  # its own tag: pydantic's union tells the subclass by it
     layout: Literal["shared"] = "shared"
 
 
 class VerticalLinTSConfig(_VerticalBase, LinTSConfig):
     """VFTS: LinTS at the active party on O3M-masked contexts (same distribution as LinTS)."""
 
-    kind: Literal["vfts"]
+    kind: Literal["vfts"]  # type: ignore[assignment]  # its own tag: pydantic's union tells the subclass by it
     layout: Literal["shared"] = "shared"
 
 
@@ -204,10 +206,10 @@ class _LocalBaselineBase(_Labelled):
 
     def protocol_config(self, horizon: int):
         """The :class:`~privbandits.protocols.fclub_baselines.BaselineConfig` of a run."""
-        from privbandits.protocols.fclub_baselines import BaselineConfig
+        from privbandits.protocols.fclub_baselines import BaselineConfig, LocalBaseline
 
         options = self.model_dump(exclude={"kind", "label"})
-        return BaselineConfig(kind=self.baseline, horizon=horizon, **options)
+        return BaselineConfig(kind=LocalBaseline(self.baseline), horizon=horizon, **options)
 
 
 class CLUBConfig(_LocalBaselineBase):
@@ -254,7 +256,7 @@ class PlaintextMPCEpsilonGreedyConfig(_Labelled):
 class MPCEpsilonGreedyConfig(PlaintextMPCEpsilonGreedyConfig):
     """The MPC paper's private ε-greedy learner (Alg. 1): per-arm ridge statistics secret-shared among the parties."""
 
-    kind: Literal["mpc_epsilon_greedy"]
+    kind: Literal["mpc_epsilon_greedy"]  # type: ignore[assignment]  # its own tag: pydantic's union tells the subclass by it
     partition: Annotated[list[Annotated[int, Field(ge=0)]] | None, Listed] = Field(
         None, min_length=2, description="features per computing party (None: two parties, halves)"
     )

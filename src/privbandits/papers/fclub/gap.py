@@ -25,7 +25,7 @@ from privbandits.papers.fclub.reference import REFERENCE_CODE_RUNS, REFERENCE_CO
 from privbandits.papers.fclub.runs import Setting, run_task, with_data
 
 PRESET = "preset"
-_DC = {
+_DC: dict[str, tuple[dict[str, Any], str]] = {
     PRESET: ({}, "(a) + (b): the preset"),
     "neither": ({"shared_statistics_defect": False, "merge_rule": "components"}, "neither (a) nor (b)"),
     "a": ({"merge_rule": "components"}, "(a) only: the double count"),

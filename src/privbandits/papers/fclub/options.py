@@ -6,7 +6,7 @@ importing the protocols.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Final, Literal, get_args
 
 from pydantic import DirectoryPath, Field, FilePath, field_validator
 
@@ -15,11 +15,11 @@ from privbandits.experiments.reproduction import Options
 FULL_HORIZON = 2**17 - 2
 """The spec's horizon (§8 A22): 16 whole phases, the reference code's effective T (MovieLens used 2^18 − 2)."""
 
-FAITHFUL = "CDP-FCLUB-DC (faithful)"
+FAITHFUL: Final = "CDP-FCLUB-DC (faithful)"
 Algorithm = Literal[
     "CDP-FCLUB-DC", "CDP-FCLUB-DC (faithful)", "FCLUB-DC", "FCLUB", "Homo-DC", "Homo", "SCLUB", "CLUB", "LinUCB"
 ]
-ALGORITHMS: tuple[str, ...] = get_args(Algorithm)
+ALGORITHMS: tuple[Algorithm, ...] = get_args(Algorithm)
 COMMUNICATING = ("FCLUB", "FCLUB-DC", "CDP-FCLUB-DC", FAITHFUL)
 
 MIN_HORIZON = 14
@@ -116,7 +116,7 @@ class Table3Options(Options):
 
 GAP_HORIZON = 2**14 - 2
 """Issue 15's horizon: 13 whole phases, T = 16,382 (the reference code's rounds for T in [8192, 16383))."""
-GAP_ALGORITHMS = ("FCLUB-DC", "CDP-FCLUB-DC", "FCLUB", "Homo-DC")
+GAP_ALGORITHMS: tuple[GapAlgorithm, ...] = ("FCLUB-DC", "CDP-FCLUB-DC", "FCLUB", "Homo-DC")
 GapAlgorithm = Literal["FCLUB-DC", "CDP-FCLUB-DC", "FCLUB", "Homo-DC"]
 
 

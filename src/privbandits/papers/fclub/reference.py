@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
+
+class _Runs(TypedDict):
+    """The reference code's runs: their horizon, and per algorithm each seed's regret and communication."""
+
+    horizon: int
+    regret: dict[str, list[float]]
+    communication: dict[str, list[int]]
+
 PAPER_TABLE3 = {  # spec §6.5, ms per round; rows presumably synthetic and MovieLens
     "synthetic": {"CDP-FCLUB-DC": 1.707, "FCLUB-DC": 1.814, "FCLUB": 58.870, "SCLUB": 3.805, "CLUB": 0.779,
                   "LinUCB": 0.647, "Homo-DC": 1.277, "Homo": 29.265},
@@ -25,7 +35,7 @@ REFERENCE_CODE_SOURCE = (
     "communication = its own counter at the end. Rerun: python benchmarks/fclub_reference_gap.py --reference DIR."
 )
 
-REFERENCE_CODE_RUNS = {  # measured by benchmarks/fclub_reference_gap.py (issue 15), seeds 0-9
+REFERENCE_CODE_RUNS: _Runs = {  # measured by benchmarks/fclub_reference_gap.py (issue 15), seeds 0-9
     "horizon": 2**14 - 2,
     "regret": {
         "FCLUB-DC": [423.4, 497.2, 552.9, 471.6, 553.4, 443.6, 562.1, 355.9, 453.8, 451.3],

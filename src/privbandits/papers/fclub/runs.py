@@ -34,7 +34,7 @@ from privbandits.papers.fclub.options import ALGORITHMS, FAITHFUL
 from privbandits.privacy.noise import NOISE_SAMPLER
 from privbandits.protocols.fclub.driver import run_fclub
 from privbandits.protocols.fclub.rounds import FCLUBOutcome
-from privbandits.protocols.fclub_baselines import BaselineConfig, run_baseline
+from privbandits.protocols.fclub_baselines import BaselineConfig, LocalBaseline, run_baseline
 from privbandits.protocols.fclub_config import FCLUBConfig
 
 KINDS = ("synthetic", "movielens-100k", "movielens", "movielens-reference", "reference-synthetic")
@@ -168,7 +168,7 @@ def run_algorithm(
     """
     env = setting.environment()
     if name in _BASELINES:
-        baseline = BaselineConfig(kind=_BASELINES[name], horizon=horizon)
+        baseline = BaselineConfig(kind=LocalBaseline(_BASELINES[name]), horizon=horizon)
         return run_baseline(baseline, env, setting.n_servers, seed), env
     config = fclub_config(name, setting, horizon, overrides)
     with warnings.catch_warnings():
@@ -204,6 +204,7 @@ def summarise(outcome: FCLUBOutcome, env: ClusteredLinearBandit, n_servers: int,
     ``kinds``, the protocol's messages by kind)."""
     rounds = kept_rounds(horizon) - 1
     counts = outcome.bandit.communication
+    traffic = getattr(outcome.bandit, "traffic", None)  # the protocol's, measured (the baselines send nothing)
     extra = {"communication_kinds": {k: v for k, v in asdict(counts).items() if k != "synchronous"}} if kinds else {}
     return (
         extra
@@ -211,7 +212,7 @@ def summarise(outcome: FCLUBOutcome, env: ClusteredLinearBandit, n_servers: int,
             "regret": outcome.regret[rounds].round(3).tolist(),
             "communication": outcome.communication[rounds].tolist(),
             "reference_communication": counts.reference,
-            "bytes": getattr(outcome.bandit, "traffic", None) and outcome.bandit.traffic.total().bytes,
+            "bytes": traffic and traffic.total().bytes,
             "ms_per_round": outcome.ms_per_round,
             "clusters_found": clusters_found(outcome, env, n_servers),
             "rho_exceeded": getattr(getattr(outcome.bandit, "repairs", None), "rho_exceeded", 0),

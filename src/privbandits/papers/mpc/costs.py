@@ -18,7 +18,8 @@ import numpy as np
 from privbandits.comm import ROUND
 from privbandits.experiments.later_options import mpc_store_params
 from privbandits.experiments.tasks import Task
-from privbandits.mpc import Dealer, Engine
+from privbandits.mpc import Engine
+from privbandits.mpc.dealer import AnyDealer, Dealer
 from privbandits.protocols.mpc_bandit import MPCBanditConfig, PlaintextEpsilonGreedy, PrivateEpsilonGreedy
 
 _MODULE = "privbandits.papers.mpc.costs"
@@ -26,7 +27,7 @@ OPERATIONS = ("add", "mul", "reciprocal", "argmax")
 """The secure operations of Table 1, in its order."""
 
 
-def _clock_dealer(dealer: Dealer) -> list[float]:
+def _clock_dealer(dealer: AnyDealer) -> list[float]:
     """Wrap ``dealer``'s public methods (on this instance) to add their wall time to the returned
     one-element list: the offline work that the engine does on demand inside the round."""
     spent = [0.0]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -203,7 +204,7 @@ def membership(
     result: dict[str, Any] = {"at": at, "per_arm": [], "reward_gap": [], "data": data_info(bandit)}
     for t, index in enumerate(order, start=1):
         label = bandit.train.labels[index]
-        learner.step(bandit.train.features[index], lambda arm, label=label: float(arm == label))
+        learner.step(bandit.train.features[index], _reward_for(label))
         if t in at:
             seen = order[:t]
             members = (bandit.train.features[seen], eye[bandit.train.labels[seen]])
@@ -218,3 +219,8 @@ def membership_task(label: str, epsilon: float, *, seed: int, checkpoints: int, 
     config = mpc_store_params(MPCBanditConfig(epsilon=epsilon), twin=True)
     params = {"config": config, "seed": seed, "checkpoints": checkpoints, **data}
     return Task(f"{_MODULE}:membership", params, label)
+
+
+def _reward_for(label: int) -> Callable[[int], float]:
+    """The pull of a round whose true class is ``label``: reward 1 for that arm, 0 for any other."""
+    return lambda arm: float(arm == label)

@@ -14,7 +14,8 @@ from pydantic import AfterValidator, BeforeValidator, DirectoryPath, Field, File
 
 from privbandits.experiments.reproduction import Options
 
-MULTILABEL_NAMES = ("mediamill", "tmc2007_500")
+MultiLabelName = Literal["mediamill", "tmc2007_500"]
+MULTILABEL_NAMES: tuple[MultiLabelName, ...] = ("mediamill", "tmc2007_500")
 """The multi-label data sets of Fig. 6, in plotting order."""
 
 CRITEO_STAND_IN_INTERACTIONS = 300
@@ -55,7 +56,7 @@ Dimension = Annotated[int, Field(ge=2)]
 Seed = Annotated[int, Field(ge=0)]
 Mapping = Literal["linear", "softmax"]
 MultiLabelPaths = Annotated[
-    dict[Literal["mediamill", "tmc2007_500"], tuple[FilePath, ...]] | None, BeforeValidator(_paths)
+    dict[MultiLabelName, tuple[FilePath, ...]] | None, BeforeValidator(_paths)
 ]
 
 

@@ -39,7 +39,7 @@ def _settings(outcome: P2BOutcome) -> dict[str, float]:
     }
 
 
-def _release(outcome: P2BOutcome) -> dict[str, int]:
+def _release(outcome: P2BOutcome) -> dict[str, float]:
     """What the shuffler released of the encoded tuples shared."""
     return {
         "released": outcome.release["released"],
@@ -98,17 +98,18 @@ def multilabel_point(
 
 # -- Criteo (Fig. 7) and the Open Bandit Dataset sample --------------------------------------------
 @lru_cache(maxsize=2)
-def _criteo(path: tuple[str, str] | None, stand_in: tuple[int, int] | None, seed: int) -> UserInteractions:
+def _criteo(path: tuple[str, str] | None, stand_in: tuple[int, ...] | None, seed: int) -> UserInteractions:
     from privbandits.datasets.p2b_criteo import criteo_interactions, criteo_stand_in
 
     if path is not None:
         return criteo_interactions(path[0])
+    assert stand_in is not None, "a stand-in's sizes where no file is given"
     users, interactions = stand_in
     return criteo_stand_in(seed, n_users=users, n_interactions=interactions)
 
 
 def _criteo_data(path: Identity, stand_in: list[int] | None, seed: int) -> UserInteractions:
-    return _criteo(_frozen(path), None if path else tuple(stand_in), seed)
+    return _criteo(_frozen(path), None if path or stand_in is None else tuple(stand_in), seed)
 
 
 def criteo_summary(*, path: Identity, stand_in: list[int] | None, seed: int) -> dict[str, Any]:

@@ -87,6 +87,7 @@ CLASSIFICATION_TITLES = {
 def _classification(options: MapOptions) -> MapEnvironment:
     """The classification panel on the options' resolved ``data`` (digits and IDX-folder specs as before ``data``
     existed, so their stored runs stay valid; MNIST-5k's file enters its specs by path and SHA-256)."""
+    env: dict[str, Any]
     if options.data == "mnist":
         env = {"kind": "mnist", "path": str(options.mnist), "pca_components": 20}
     elif options.data == "mnist5k":

@@ -53,11 +53,11 @@ def _fmt(value: float) -> str:
 def _lossless(env: MapEnvironment, options: MapOptions) -> list[Point]:
     layout = "shared" if env.per_arm else "disjoint"
     seeds, alpha = options.seeds, options.alpha
-    linucb = {"kind": "linucb", "alpha": alpha, "layout": layout, "label": "LinUCB (non-private)"}
+    linucb: dict[str, Any] = {"kind": "linucb", "alpha": alpha, "layout": layout, "label": "LinUCB (non-private)"}
     partition = list(env.partition)
-    vf = {"kind": "vfucb", "alpha": alpha, "partition": partition, "label": "O3M VFUCB"}
+    vf: dict[str, Any] = {"kind": "vfucb", "alpha": alpha, "partition": partition, "label": "O3M VFUCB"}
     sa = vf | {"secure_aggregation": True, "label": "O3M VFUCB + secure aggregation"}
-    random = {"kind": "random", "label": "Uniform random"}
+    random: dict[str, Any] = {"kind": "random", "label": "Uniform random"}
     return [
         Point(random["label"], "Uniform random (uses no data)", "random", 0.0, random, seeds),
         Point(linucb["label"], "LinUCB (non-private)", "none", math.inf, linucb, seeds),

@@ -53,15 +53,17 @@ def _transcript_run(contexts: np.ndarray, partition: list[int], secure: bool, se
     return policy
 
 
-def _received(policy: VerticalFederatedBandit, sender: str | None, kind: str) -> np.ndarray:
+def _received(
+    policy: VerticalFederatedBandit, sender: str | None, kind: type[MaskedContexts] | type[AggregationShare]
+) -> np.ndarray:
     """The payload arrays of ``kind`` the active party received (from ``sender``), stacked by round."""
-    return np.stack(
-        [
-            e.message.blocks if kind == MaskedContexts.kind else e.message.share
-            for e in policy.network.transcript
-            if e.receiver == policy.active.name and e.message.kind == kind and (sender is None or e.sender == sender)
-        ]
-    )
+    assert isinstance(policy.network, InMemoryNetwork), "the audit's network records (InMemoryNetwork(record=True))"
+    received = [
+        e.message
+        for e in policy.network.transcript
+        if e.receiver == policy.active.name and isinstance(e.message, kind) and (sender is None or e.sender == sender)
+    ]
+    return np.stack([m.blocks if isinstance(m, MaskedContexts) else m.share for m in received])
 
 
 def _known_plaintext_curve(raw: np.ndarray, view: np.ndarray, truth: np.ndarray, d_j: int) -> dict[str, list[float]]:
@@ -88,13 +90,13 @@ def attack(rounds: int, dim: int, n_arms: int, n_parties: int, seed: int) -> dic
     secure = _transcript_run(gaussian, partition, secure=True, seed=seed)
     ica_run = _transcript_run(uniform, partition, secure=False, seed=seed)
     raw = gaussian[:, :, block].reshape(-1, d_j)
-    seen = _received(plain, "passive2", MaskedContexts.kind).reshape(-1, dim)
-    shares = _received(secure, None, AggregationShare.kind).reshape(rounds, n_parties - 1, n_arms, dim)
+    seen = _received(plain, "passive2", MaskedContexts).reshape(-1, dim)
+    shares = _received(secure, None, AggregationShare).reshape(rounds, n_parties - 1, n_arms, dim)
     sums = from_fixed_point(shares.sum(axis=1, dtype=np.uint64)).reshape(-1, dim)  # the AP's only view: the sum
     secure_block = secure.mask[:, block]
     others = gaussian[:, :, partition[0] :].reshape(-1, dim - partition[0])
     joint = recover_mask_block(others[: dim - partition[0]], sums[: dim - partition[0]])
-    ica_seen = _received(ica_run, "passive2", MaskedContexts.kind).reshape(-1, dim)
+    ica_seen = _received(ica_run, "passive2", MaskedContexts).reshape(-1, dim)
     return {
         "d_j": d_j,
         "pairs": len(raw),

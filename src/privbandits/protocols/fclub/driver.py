@@ -66,22 +66,20 @@ class FederatedClusteredBandit(RoundChecks):
         n_servers = int(server_of_user.max()) + 1
         self.config, self.dim, self.n_arms, self.bounds = config, dim, n_arms, DataBounds(config.private)
         self._n_users, self._shape = len(server_of_user), (n_arms, dim)
-        sizes = (config, dim, len(server_of_user), n_servers)
-        self.calibration = Calibration(*sizes)
+        given = (config, dim, len(server_of_user), n_servers)
+        self.calibration = Calibration(*given)
         self.network = network if network is not None else InMemoryNetwork()
         self.server_of_user = server_of_user
         names = [f"local{ell}" for ell in range(n_servers)]
         seeds = rng.spawn(n_servers)
         self.servers = [
-            LocalServer(name, self.network, np.flatnonzero(server_of_user == ell), dim, Calibration(*sizes), seeds[ell])
+            LocalServer(name, self.network, np.flatnonzero(server_of_user == ell), dim, Calibration(*given), seeds[ell])
             for ell, name in enumerate(names)
         ]
         self._by_name = dict(zip(names, self.servers, strict=True))
-        self._route = [None] * len(server_of_user)  # user -> (its server, its index there)
-        for server in self.servers:
-            for i, user in enumerate(server.users):
-                self._route[user] = (server, i)
-        self.global_server = GlobalServer(self.network, names, dim, Calibration(*sizes))
+        route = {user: (server, i) for server in self.servers for i, user in enumerate(server.users)}
+        self._route = [route[user] for user in range(len(server_of_user))]  # user -> (its server, its index there)
+        self.global_server = GlobalServer(self.network, names, dim, Calibration(*given))
         self.communication = Communication(synchronous=config.synchronous)
         self._count_idle = config.rebuild_local_copies and not config.synchronous
         self.event_hook = event_hook
@@ -124,6 +122,7 @@ class FederatedClusteredBandit(RoundChecks):
         """
         if self._contexts is None or not (isinstance(reward, float) and isfinite(reward)):
             reward = self._check_update(reward)
+        assert self._contexts is not None, "_check_update refuses an update without a selection"
         server, i = self._route[self._user]
         x, reward = self.bounds.apply(self._contexts[self._arm], reward)  # ‖x‖ ≤ 1, |y| ≤ 1 when private (§4.2)
         self._contexts = None

@@ -5,6 +5,7 @@ as a whole: :mod:`privbandits.protocols.fclub`."""
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -39,8 +40,8 @@ class _GlobalCluster:
 class _Member:
     """Global-side record of a local cluster: its global cluster, download buffer and log det S^ℓ_j."""
 
-    def __init__(self, dim: int) -> None:
-        self.cluster: _GlobalCluster | None = None
+    def __init__(self, dim: int, cluster: _GlobalCluster) -> None:
+        self.cluster = cluster
         self.dS, self.du, self.dT = np.zeros((dim, dim)), np.zeros(dim), 0
         self.pending = False
         self.logdet_local = 0.0
@@ -48,6 +49,7 @@ class _Member:
 
     def track(self, gram: np.ndarray) -> None:
         """``S^ℓ_j += gram`` where S^ℓ_j is kept explicitly."""
+        assert self.local is not None, "track is called only where S^ℓ_j is kept"
         self.local += gram
         self.logdet_local = _logdet(self.local)
 
@@ -120,7 +122,7 @@ class GlobalServer(Party):
     def receive_phase_batch(self, server: str) -> None:
         """One server's phase uploads, up to the one marked ``last``."""
         while True:
-            msg = self.receive(PhaseUpload.kind, server)
+            msg = self.receive(PhaseUpload, server)
             self.uploads[(server, msg.cluster)] = msg
             if self.config.private:  # a release of the server's privatizer (raw with noise only in the trigger)
                 self._received.append((msg.kind, server, msg.cluster))
@@ -191,14 +193,14 @@ class GlobalServer(Party):
         self.members = {}
         for group in sorted(partition, key=sorted):
             members = sorted(group)
-            gram = sum(self.uploads[k].gram for k in members)
-            moment = sum(self.uploads[k].moment for k in members)
+            gram = sum((self.uploads[k].gram for k in members), np.zeros((self.dim, self.dim)))
+            moment = sum((self.uploads[k].moment for k in members), np.zeros(self.dim))
             count = sum(self.uploads[k].count for k in members)
             cluster = _GlobalCluster(members, gram, moment, count)
             cluster.shared = push and self.config.shared_statistics_defect
             for key in members:
-                member = self.members[key] = _Member(self.dim)
-                member.cluster, member.logdet_local = cluster, cluster.logdet
+                member = self.members[key] = _Member(self.dim, cluster)
+                member.logdet_local = cluster.logdet
                 if rebuild:
                     member.local = (gram if push else self.uploads[key].gram).copy()
                     member.logdet_local = _logdet(member.local)
@@ -210,7 +212,7 @@ class GlobalServer(Party):
 
         Returns the local clusters whose download is due (Eq. 6), for :meth:`send_download`.
         """
-        msg = self.receive(Upload.kind, server)
+        msg = self.receive(Upload, server)
         if self._private:  # a release of the server's privatizer (raw with noise only in the trigger)
             self._received.append((msg.kind, server, msg.cluster))
         key = (server, msg.cluster)
@@ -294,10 +296,10 @@ class GlobalServer(Party):
     def receive_download_check(self, server: str) -> None:
         """A :class:`DownloadCheck`: count, in ``idle_downloads``, the members of its global cluster that pass
         Eq. 6 with nothing to download (the reference code's per-round check)."""
-        msg = self.receive(DownloadCheck.kind, server)
+        msg = self.receive(DownloadCheck, server)
         self.idle_downloads += self._idle((server, msg.cluster), ())
 
-    def _idle(self, key: tuple[str, int], skip) -> int:
+    def _idle(self, key: tuple[str, int], skip: Collection[tuple[str, int]]) -> int:
         """How many members of ``key``'s global cluster (not in ``skip``) pass Eq. 6 with nothing to download:
         the downloads the reference code counts every round (its check carries an empty buffer)."""
         cluster = self.members[key].cluster

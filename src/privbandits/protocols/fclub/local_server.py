@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import cast
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -38,7 +39,8 @@ class _LocalCluster:
     def __init__(self, uid: int, users: np.ndarray, dim: int, with_own_buffer: bool) -> None:
         self.uid, self.users = uid, users
         self.key = frozenset(users.tolist())
-        zeros, vector = np.zeros((dim, dim)), np.zeros(dim)
+        zeros: np.ndarray = np.zeros((dim, dim))
+        vector = np.zeros(dim)
         self.S, self.u, self.T = zeros.copy(), vector.copy(), 0
         self.S_inv, self.theta, self.logdet_S = zeros.copy(), vector.copy(), 0.0
         self.raw_S, self.raw_u, self.raw_T = zeros.copy(), vector.copy(), 0
@@ -196,7 +198,7 @@ class LocalServer(Party):
         Returns whether the cluster holds the shared copy of ``shared_statistics_defect`` (the reference code
         counts no download for it).
         """
-        return self.absorb_download(self.receive(Download.kind, GLOBAL))
+        return self.absorb_download(self.receive(Download, GLOBAL))
 
     def absorb_download(self, msg: Download) -> bool:
         """:meth:`receive_download` of a download already received (a deployment's that crossed a phase start)."""
@@ -241,7 +243,8 @@ class LocalServer(Party):
             ]
         previous = {c.key: c for c in self.clusters.values()}
         reset = cfg.lifecycle is Lifecycle.RESET_EVERY_PHASE
-        self.clusters, self.cluster_of = {}, [None] * n
+        cluster_of: list[_LocalCluster | None] = [None] * n
+        self.clusters, self.cluster_of = {}, cast(list[_LocalCluster], cluster_of)  # the groups below cover every user
         last = len(self._groups) - 1
         for label, (members, key) in enumerate(self._groups):
             cluster = previous.get(key)
@@ -262,7 +265,7 @@ class LocalServer(Party):
     def end_phase(self) -> int:
         """The end of a detection: the global server's :class:`PhaseEnd`, then, if it announces a renewal, one
         :class:`Renewal` per local cluster. Returns how many renewals were received."""
-        if not self.receive(PhaseEnd.kind, GLOBAL).renewal:
+        if not self.receive(PhaseEnd, GLOBAL).renewal:
             return 0
         for _ in range(len(self.clusters)):
             self.receive_renewal()
@@ -314,7 +317,7 @@ class LocalServer(Party):
 
     def receive_renewal(self) -> None:
         """Lines 13–16: take the global statistics, draw a new H, start the upload buffer (see :meth:`end_phase`)."""
-        msg = self.receive(Renewal.kind, GLOBAL)
+        msg = self.receive(Renewal, GLOBAL)
         cluster = self.clusters[msg.cluster]
         cluster.S[:] = msg.gram
         cluster.u[:] = msg.moment
@@ -346,11 +349,13 @@ class LocalServer(Party):
         noise is a multiple of the grid step, so an unsnapped sum would show the data's bits below it in clear."""
         if not self._noisy or self.config.noise_in_trigger_only:
             return gram, moment
+        assert cluster.async_tree is not None, "with noise, _new_trees made the trees"
         std = cluster.async_tree.std
         return snap(gram, std), snap(moment, std)
 
-    def _draw(self, cluster: _LocalCluster, tree: TreeMechanism, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    def _draw(self, cluster: _LocalCluster, tree: TreeMechanism | None, kind: str) -> tuple[np.ndarray, np.ndarray]:
         """The next release of ``tree``, split into (H, h) (§4.2); counts ‖H‖_op > ρ events."""
+        assert tree is not None, "drawn only with noise, where _new_trees made the trees"
         noise = tree.release()
         self.release_counts[cluster.tree_ids[kind]] = (tree.releases, tree.std)
         d = self.dim

@@ -12,6 +12,7 @@ import numpy as np
 
 from privbandits.envs.clustered import ClusteredLinearBandit
 from privbandits.linear._kernels import finite_row_norms
+from privbandits.protocols.fclub.accounting import Communication
 from privbandits.validation import (
     CallOrderError,
     InvalidInputError,
@@ -61,8 +62,9 @@ class RoundChecks:
     (:meth:`_check_finite`).
     """
 
+    communication: Communication
     _n_users: int
-    _shape: tuple[int, int]
+    _shape: tuple[int, int] | None  # None: fixed by the first round (the local baselines)
     _contexts: np.ndarray | None
 
     def _passes(self, user: object, contexts: object) -> bool:
@@ -129,7 +131,7 @@ class FCLUBOutcome:
     regret: np.ndarray
     communication: np.ndarray
     seconds: float
-    bandit: object
+    bandit: RoundChecks
 
     @property
     def ms_per_round(self) -> float:

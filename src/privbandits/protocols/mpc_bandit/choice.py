@@ -63,7 +63,9 @@ def _argmax(engine: Engine, values: ArithmeticShares, gamma: ArithmeticShares, *
     return engine.argmax(values, gamma, packed=packed, **options)
 
 
-def plaintext_choice(scores: np.ndarray, coin: np.ndarray, uniforms: np.ndarray, gamma: np.ndarray) -> np.ndarray:
+def plaintext_choice(
+    scores: np.ndarray, coin: np.typing.ArrayLike, uniforms: np.ndarray, gamma: np.ndarray
+) -> np.ndarray:
     """:func:`private_choice` in float64, as arm indices: the maximum of s̃ with the largest γ."""
     noisy = np.where(np.asarray(coin, dtype=bool)[..., None], uniforms, scores)
     return np.argmax(np.where(noisy == noisy.max(axis=-1, keepdims=True), gamma, 0), axis=-1)

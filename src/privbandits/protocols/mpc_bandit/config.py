@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -301,12 +302,12 @@ def _check_reward(reward: object, config: MPCBanditConfig) -> float:
     """The pulled arm's reward: 0 or 1 under ``binary_rewards``, else finite with |r| <= ``reward_limit``."""
     if config.binary_rewards:
         if isinstance(reward, bool | np.bool_ | int | float | np.integer | np.floating) and reward in (0, 1):
-            return reward
+            return cast(float, reward)  # as given: the engine encodes a bool or numpy number as its value
         raise InvalidInputError(f"binary_rewards is set, so rewards must be 0 or 1, got {describe(reward)}")
     limit = config.reward_limit
-    if not (Real().accepts(reward) and abs(reward) <= limit):
+    if not (Real().accepts(reward) and abs(cast(float, reward)) <= limit):
         raise InvalidInputError(
             f"reward must be a finite real number with |reward| <= 2^(63 - 2L) = {limit:g} at L = {config.precision}, "
             f"got {describe(reward)}"
         )
-    return reward
+    return cast(float, reward)  # a real number (Real accepted it), as given

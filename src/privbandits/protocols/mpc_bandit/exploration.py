@@ -67,23 +67,24 @@ class PrivateSeeds(NamedTuple):
     ``dealer`` seeds the dealer's correlated randomness and ``exploration`` its store of
     exploration samples (coins, uniforms, permutations), both the dealer's secrets;
     ``inputs[owner]`` seeds the generator ``owner`` draws the shares of its inputs from.
-    The simulator given the same seeds plays exactly as the parties' processes.
+    The simulator given the same seeds plays exactly as the parties' processes. A computing party in its own
+    process holds neither of the dealer's seeds (None).
     """
 
-    dealer: SeedLike
-    exploration: SeedLike
+    dealer: SeedLike | None
+    exploration: SeedLike | None
     inputs: Mapping[str, SeedLike]
 
 
-def _sequence(seed: SeedLike) -> np.random.SeedSequence:
+def _sequence(seed: SeedLike | None) -> np.random.SeedSequence:
     return seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
 
 
-def exploration_words(draw: ExplorationDraw, precision: int, dealt: bool = False) -> dict[str, np.ndarray]:
+def exploration_words(draw: ExplorationDraw, precision: int, dealt: bool = False) -> dict[str, np.ndarray | np.uint64]:
     """The dealer's secrets of one round, by dealer kind: the coin y_t, the uniforms v_a at the
     scores' 2L fractional bits, the tie-breaking permutation γ, and with ``dealt`` (``dealt_exploration``)
     the one-hot of the arm exploration picks times y_t and the factor 1 − y_t."""
-    words = {
+    words: dict[str, np.ndarray | np.uint64] = {
         "bernoulli": np.uint64(draw.coin),
         "uniform": draw.uniforms * np.uint64(1 << precision),
         "permutation": draw.permutation,

@@ -51,6 +51,7 @@ from privbandits.protocols.mpc_bandit.exploration import (
     ExplorationDraw,
     ExplorationStream,
     PrivateSeeds,
+    SeedLike,
     _seeds,
     _sequence,
     exploration_words,
@@ -112,11 +113,13 @@ class PrivateEpsilonGreedy:
         names = tuple(parties) if parties is not None else config.parties
         if len(names) != len(config.partition):
             raise ValueError(f"{len(config.partition)} partition blocks need as many parties, got {list(names)}")
+        engine_seed: int | np.random.SeedSequence
+        engine_dealer: Dealer | RemoteDealer | None = None
+        inputs: dict[str, SeedLike] | None = None
         if seeds is None:
             if local is not None:
                 raise ValueError("a party in its own process needs its own seeds (seeds=PrivateSeeds(...))")
             engine_seed, exploration_seed = _seeds(seed)
-            engine_options = {"seed": engine_seed}
         else:
             engine_seed, exploration_seed = 0, _sequence(seeds.exploration)
             inputs = dict(seeds.inputs)
@@ -125,11 +128,19 @@ class PrivateEpsilonGreedy:
             else:
                 if local not in names or dealer is None:
                     raise ValueError(f"local must be one of the computing parties {list(names)}, with a dealer")
+                if network is None:
+                    raise ValueError("a party in its own process needs its network (network=...)")
                 engine_dealer = RemoteDealer(network, local, dealer, len(names), lead=local == names[0])
                 inputs = {local: inputs[local]} if local in inputs else {}
-            engine_options = {"seed": 0, "dealer": engine_dealer, "input_seeds": inputs, "local": local}
         self.engine = engine = Engine(
-            names, precision=config.precision, truncation=config.truncation, network=network, **engine_options
+            names,
+            precision=config.precision,
+            truncation=config.truncation,
+            network=network,
+            seed=engine_seed,
+            local=local,
+            dealer=engine_dealer,
+            input_seeds=inputs,
         )
         # p′ and p″ outside P: the simulator plays them too, and they input through their own Party objects
         # (its channel sends only as the computing parties); a party in its own process only needs their names
@@ -176,7 +187,9 @@ class PrivateEpsilonGreedy:
         """Play one round on context ``x`` (D,); ``pull(arm)`` is the environment, whose
         reward only p″ sees. Returns a_t as learned by p′."""
         x = _check_context(x, self.config.dim, self._norm_limit)
-        return self.play({name: x[start:stop] for name, start, stop in self._blocks}, pull)
+        arm = self.play({name: x[start:stop] for name, start, stop in self._blocks}, pull)
+        assert arm is not None, "the simulator hosts p′"
+        return arm
 
     def play(self, blocks: Mapping[str, np.ndarray], pull: Callable[[int], float] | None = None) -> int | None:
         """One round (Alg. 1) from each party's block x_{t,p} (``blocks[name]``).
@@ -201,6 +214,7 @@ class PrivateEpsilonGreedy:
             denominator = 1.0 + engine.truncate(quadratic.sum(axis=-1), precision)
             # 3.–4. exploration with the dealer's coin, uniforms and tie-breaking permutation
             words = exploration_words(draw, precision, config.dealt_exploration)
+            choice: tuple[ArithmeticShares | Kept, ...]
             if config.dealt_exploration:
                 gamma = dealer.deal("permutation", words["permutation"], 0)
                 explored = dealer.deal("exploring_arm", words["exploring_arm"], 0)
@@ -241,10 +255,10 @@ class PrivateEpsilonGreedy:
         with engine.alongside(_outer_steps(self._reciprocal(denominator, u), u)) if overlap else nullcontext() as rider:
             onehot = self._choose(choice)
             # a_t is opened to p′ only
-            arm = engine.open_to((onehot * self._arm_index).sum(), config.puller)
+            opened = engine.open_to((onehot * self._arm_index).sum(), config.puller)
             if rider is not None:  # two of the steps left run while p′ pulls and p″ inputs
                 rider.finish(limit=2)
-            arm, reward = self._pull(arm, pull)
+            arm, reward = self._pull(opened, pull)
             if rider is not None:
                 rewarded = engine.mul(reward, context)  # one more step rides on it; the rest run after
         # 6. Sherman–Morrison (Eq. 1) and b updates on every arm; the mask o multiplies last,
@@ -276,10 +290,10 @@ class PrivateEpsilonGreedy:
         a, d = config.n_arms, config.dim
         with engine.alongside(self._reciprocal(denominator, u)) as rider:  # 1/d_a and u_a/d_a ride on the argmax
             onehot = self._choose(choice)
-            arm = engine.open_to((onehot * self._arm_index).sum(), config.puller)  # to p′ only
+            opened = engine.open_to((onehot * self._arm_index).sum(), config.puller)  # to p′ only
         with engine.alongside(_one(Matmul(onehot[:, None], context[None, :]))) as masked_context:
             scaled = engine.matmul(onehot[:, None, None], rider.result[:, None, :])  # o_a u_a/d_a; o_a x alongside
-        arm, reward = self._pull(arm, pull)
+        arm, reward = self._pull(opened, pull)
         # one round: o_a (u_a/d_a) u_a^T and r_t o_a x, untruncated (twice the scale) ...
         with engine.alongside(_one(Matmul(_integers(scaled).reshape(a, d, 1), u[:, None, :]))) as outer:
             rewarded = engine.matmul(_integers(reward).reshape(1, 1), masked_context.result.reshape(1, a * d))
@@ -292,10 +306,12 @@ class PrivateEpsilonGreedy:
         """Step 5: p′ (where this process hosts it) records the opening and pulls a_t; p″ shares r_t. A refused
         reward voids the round: the opening stays in the ledger and the traffic, the model is not touched."""
         reward = 0.0  # a placeholder where p″ is another process
+        pulled = None
         if arm is not None:
-            arm = self._opened(int(arm))
-            reward = _check_reward(pull(arm), self.config)
-        return arm, self.engine.input(reward, self._rewarder, scale=self._reward_scale)
+            assert pull is not None, "the process that hosts p′ pulls"
+            pulled = self._opened(int(arm))
+            reward = _check_reward(pull(pulled), self.config)
+        return pulled, self.engine.input(reward, self._rewarder, scale=self._reward_scale)
 
     def _opened(self, arm: int) -> int:
         """p′'s side of an opening: the ledger entry (η of Theorem 1), and the index as an arm."""
@@ -338,7 +354,7 @@ def _one(request: Mul | Matmul) -> Steps:
     return (yield request)
 
 
-def _share_initial_model(engine: Engine, config: MPCBanditConfig, puller: Owner) -> list[ArithmeticShares | None]:
+def _share_initial_model(engine: Engine, config: MPCBanditConfig, puller: Owner) -> list[ArithmeticShares]:
     """Setup (Alg. 1): p′ (its name, or its own Party where the simulator plays it) initialises
     W_a^{-1} = I, b_a = 0 and shares them."""
     a, d = config.n_arms, config.dim

@@ -64,7 +64,9 @@ class PullerRewarder:
         """One round: learn a_t, ``pull`` it, share the reward; returns a_t."""
         config, engine = self.config, self.engine
         with engine.phase(ROUND):
-            arm = int(engine.open_to(None, config.puller, scale=0, shape=()))
+            opened = engine.open_to(None, config.puller, scale=0, shape=())
+            assert opened is not None, "opened to this party (the puller)"
+            arm = int(opened)
             record_opening(self, arm)
             arm %= config.n_arms
             engine.input(_check_reward(pull(arm), config), config.rewarder, scale=self._reward_scale)
