@@ -48,7 +48,7 @@ typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy
 
 ## declarations: rewrite what is generated from the options the classes declare: README.md's input-requirement
-## tables and the experiment config's snapshot of the protocols' options (src/privbandits/experiments/config/declared.py)
+## tables and the light snapshot of the protocols' options that configs and deployment files read (src/privbandits/declared.py)
 declarations: $(VENV)/.installed-test
 	$(BIN)/python -m privbandits.experiments.requirements README.md
 	$(BIN)/python -m privbandits.experiments.config_snapshot

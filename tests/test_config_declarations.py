@@ -125,7 +125,7 @@ def _disagreements(model, declarer) -> list[str]:
 
 
 def test_the_experiment_configs_snapshot_is_what_the_declarations_write():
-    assert TARGET.read_text(encoding="utf-8") == snapshot(), "stale config/declared.py: run `make declarations`"
+    assert TARGET.read_text(encoding="utf-8") == snapshot(), "stale privbandits/declared.py: run `make declarations`"
 
 
 @pytest.mark.parametrize(("model", "declarer"), PAIRS, ids=[model.__name__ for model, _ in PAIRS])

@@ -51,6 +51,7 @@ from pydantic import Field, SerializeAsAny, ValidationError, field_validator, mo
 from pydantic_core import PydanticCustomError, PydanticKnownError
 from typing_extensions import TypeIs, TypeVar
 
+from privbandits.declared import declared  # the protocols' declared options, without importing the protocols
 from privbandits.deploy.deployment_p2b import P2BProtocol
 from privbandits.deploy.deployment_parts import (  # what every protocol section builds on
     BUNDLE_FILES,
@@ -66,11 +67,6 @@ from privbandits.deploy.deployment_parts import (
     parse_address as parse_address,  # re-exported
 )
 from privbandits.deploy.registry import PROTOCOLS
-from privbandits.linear.policies import LinTS, LinUCB
-from privbandits.options import REQUIRED, options_of
-from privbandits.protocols.fclub_config import FCLUBConfig
-from privbandits.protocols.mpc_bandit.config import MPCBanditConfig
-from privbandits.protocols.vertical import VerticalFederatedBandit
 
 
 class VerticalProtocol(ProtocolSection):
@@ -82,11 +78,11 @@ class VerticalProtocol(ProtocolSection):
     n_arms: int = Field(ge=1)
     rounds: int = Field(ge=1)
     seed: int = Field(0, ge=0)
-    alpha: float = LinUCB.OPTIONS["alpha"].field(default=0.5)  # β_t = 0.5 in the paper's experiments
-    v: float = LinTS.OPTIONS["v"].field()
-    reg: float = LinUCB.OPTIONS["reg"].field()
-    secure_aggregation: bool = VerticalFederatedBandit.OPTIONS["secure_aggregation"].field()
-    allow_single_feature_parties: bool = VerticalFederatedBandit.OPTIONS["allow_single_feature_parties"].field()
+    alpha: float = declared("LinUCB", "alpha", default=0.5)  # β_t = 0.5 in the paper's experiments
+    v: float = declared("LinTS", "v")
+    reg: float = declared("LinUCB", "reg")
+    secure_aggregation: bool = declared("VerticalFederatedBandit", "secure_aggregation")
+    allow_single_feature_parties: bool = declared("VerticalFederatedBandit", "allow_single_feature_parties")
     prefetch: int = Field(
         1,
         ge=1,
@@ -145,11 +141,6 @@ class VerticalProtocol(ProtocolSection):
                 raise ValueError(f"parties.{name}.data: the {entry.role} party needs its local data file")
 
 
-_MPC = options_of(MPCBanditConfig)
-"""The protocol's declared options: the file's fields of the same names take their bounds, defaults and
-descriptions from them (the choices' Literal types are checked against them in tests)."""
-
-
 class MPCProtocol(ProtocolSection):
     """The private multi-party ε-greedy bandit (spec ``mpc-bandit.md``, Alg. 1).
 
@@ -161,22 +152,22 @@ class MPCProtocol(ProtocolSection):
 
     name: Literal["mpc-epsilon-greedy"]
     partition: list[int] = Field(min_length=2, description="context features of each computing party, in file order")
-    n_arms: int = _MPC["n_arms"].field(default=REQUIRED)
+    n_arms: int = declared("MPCBanditConfig", "n_arms", required=True)
     rounds: int = Field(ge=1)
     seed: int = Field(0, ge=0, description="the synthetic data of `deploy data` (never a party's secrets)")
-    epsilon: float = _MPC["epsilon"].field()
-    precision: int = _MPC["precision"].field()
-    nr_iterations: int = _MPC["nr_iterations"].field()
-    reciprocal_start: Literal["exp", "linear"] = _MPC["reciprocal_start"].field()
-    truncation: Literal["auto", "local", "wraps", "exact"] = _MPC["truncation"].field()
-    binary_rewards: bool = _MPC["binary_rewards"].field()
-    overlap_reciprocal: bool = _MPC["overlap_reciprocal"].field()
-    mask_factors: bool = _MPC["mask_factors"].field()
-    allmax_lookup: bool = _MPC["allmax_lookup"].field()
-    lookup_comparison: bool = _MPC["lookup_comparison"].field()
-    goldschmidt: bool = _MPC["goldschmidt"].field()
-    dealt_exploration: bool = _MPC["dealt_exploration"].field()
-    fused_input: bool = _MPC["fused_input"].field()
+    epsilon: float = declared("MPCBanditConfig", "epsilon")
+    precision: int = declared("MPCBanditConfig", "precision")
+    nr_iterations: int = declared("MPCBanditConfig", "nr_iterations")
+    reciprocal_start: Literal["exp", "linear"] = declared("MPCBanditConfig", "reciprocal_start")
+    truncation: Literal["auto", "local", "wraps", "exact"] = declared("MPCBanditConfig", "truncation")
+    binary_rewards: bool = declared("MPCBanditConfig", "binary_rewards")
+    overlap_reciprocal: bool = declared("MPCBanditConfig", "overlap_reciprocal")
+    mask_factors: bool = declared("MPCBanditConfig", "mask_factors")
+    allmax_lookup: bool = declared("MPCBanditConfig", "allmax_lookup")
+    lookup_comparison: bool = declared("MPCBanditConfig", "lookup_comparison")
+    goldschmidt: bool = declared("MPCBanditConfig", "goldschmidt")
+    dealt_exploration: bool = declared("MPCBanditConfig", "dealt_exploration")
+    fused_input: bool = declared("MPCBanditConfig", "fused_input")
 
     ROLES: ClassVar[tuple[str, ...]] = ("dealer", "computing", "environment")
     REPORTER: ClassVar[str] = "environment"
@@ -229,9 +220,6 @@ class MPCProtocol(ProtocolSection):
                 raise ValueError(f"parties.{name}.data: the {entry.role} party needs its file ({what})")
 
 
-_FCLUB = options_of(FCLUBConfig)
-
-
 class FCLUBProtocol(ProtocolSection):
     """FCLUB (spec ``fclub.md``): local servers, the global server and the users (:mod:`privbandits.deploy.fclub`).
 
@@ -254,13 +242,13 @@ class FCLUBProtocol(ProtocolSection):
     name: Literal["fclub"]
     variant: Literal["cdp-fclub-dc", "fclub-dc", "fclub", "homo-dc", "homo"] = "cdp-fclub-dc"
     preset: Literal["paper", "reference"] = "paper"
-    horizon: int = _FCLUB["horizon"].field(default=REQUIRED)
+    horizon: int = declared("FCLUBConfig", "horizon", required=True)
     n_users: int = Field(40, ge=1, description="n, users of all local servers together")
     n_clusters: int = Field(4, ge=1, description="m, the users' true clusters")
     dim: int = Field(10, ge=1, description="d")
     n_arms: int = Field(10, ge=1, description="K, arms per round")
     construction: Literal["reference", "paper"] = "reference"
-    epsilon: float = _FCLUB["epsilon"].field(allow_inf_nan=False)
+    epsilon: float = declared("FCLUBConfig", "epsilon", allow_inf_nan=False)
     seed: int = Field(
         0, ge=0, description="the environment, and with reproducible = true the local servers', as run_fclub(seed=...)"
     )
@@ -295,6 +283,7 @@ class FCLUBProtocol(ProtocolSection):
             raise ValueError(f"n_clusters = {self.n_clusters} exceeds n_users = {self.n_users}")
         from dataclasses import fields
 
+        from privbandits.protocols.fclub_config import FCLUBConfig
         from privbandits.validation import InvalidInputError
 
         known = sorted(f.name for f in fields(FCLUBConfig) if f.name not in ("horizon", "epsilon"))
@@ -311,6 +300,8 @@ class FCLUBProtocol(ProtocolSection):
         """The algorithm's :class:`~privbandits.protocols.fclub_config.FCLUBConfig`: the preset with ``options``,
         as the experiments build it (m_bound = the true clusters)."""
         options = {"horizon": self.horizon, "epsilon": self.epsilon, "m_bound": self.n_clusters, **self.options}
+        from privbandits.protocols.fclub_config import FCLUBConfig
+
         return FCLUBConfig.from_preset(self.variant, self.preset, **options)
 
     def check_parties(self, parties: dict[str, PartyEntry]) -> None:

@@ -6,13 +6,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from privbandits.declared import declared  # P2BConfig's declared options, without importing the protocol
 from privbandits.deploy.deployment_parts import PartyEntry, ProtocolSection, _roles
-from privbandits.options import options_of
-from privbandits.protocols.p2b_config import P2BConfig
-
-_P2B = options_of(P2BConfig)
-"""The protocol's declared options: the file's fields of the same names take their bounds, defaults and
-descriptions from them."""
 
 
 class P2BProtocol(ProtocolSection):
@@ -48,14 +43,14 @@ class P2BProtocol(ProtocolSection):
         "reward to the server (through the shuffler, no thresholding) and late users play warm from that model; "
         "off, devices never send raw contexts and the server publishes only the private model",
     )
-    participation: float = _P2B["participation"].field()
-    negative_rate: float = _P2B["negative_rate"].field()
-    threshold: int = _P2B["threshold"].field()
-    alpha: float = _P2B["alpha"].field()
-    early_fraction: float = _P2B["early_fraction"].field()
-    representation: Literal["one_hot", "scalar_code"] = _P2B["representation"].field()
-    tie_break: Literal["random", "lowest"] = _P2B["tie_break"].field()
-    omega: float | None = _P2B["omega"].field()
+    participation: float = declared("P2BConfig", "participation")
+    negative_rate: float = declared("P2BConfig", "negative_rate")
+    threshold: int = declared("P2BConfig", "threshold")
+    alpha: float = declared("P2BConfig", "alpha")
+    early_fraction: float = declared("P2BConfig", "early_fraction")
+    representation: Literal["one_hot", "scalar_code"] = declared("P2BConfig", "representation")
+    tie_break: Literal["random", "lowest"] = declared("P2BConfig", "tie_break")
+    omega: float | None = declared("P2BConfig", "omega")
     batch_size: int | None = Field(
         None, ge=1, description="the shuffler closes a batch once it holds this many reports; later ones are refused"
     )

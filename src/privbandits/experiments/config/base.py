@@ -11,7 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TypeVar, get_args
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict
+
+from privbandits.declared import declared as declared  # re-exported: the config's fields read it
 
 
 class ConfigError(ValueError):
@@ -20,14 +22,6 @@ class ConfigError(ValueError):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
-
-
-def declared(owner: str, name: str, **changes: Any) -> Any:
-    """A ``Field`` with the default, bounds and description that class ``owner`` declares for its option ``name``
-    (from :mod:`.declared`, the declarations' generated snapshot), ``changes`` over them."""
-    from privbandits.experiments.config.declared import DECLARED
-
-    return Field(**(DECLARED[owner][name] | changes))
 
 
 def _listed(value: Any) -> Any:
