@@ -1,8 +1,9 @@
 """A computing party of the private ε-greedy bandit that stalls (alive, silent) stops the session in time.
 
 SIGSTOP keeps its process and sockets open, so no connection closes: the others learn of it only
-from their receive deadline. Every other party must exit with the lost-peer code within the
-deadline + 5 s, each naming the stalled party, and leave no result file.
+from their receive deadline. Every other party must exit with the lost-peer code within the longest
+receive deadline among them (the dealer and the environment wait twice ``deadline_s``) + 5 s, each
+naming the stalled party, and leave no result file.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from test_deploy_mpc import make_deployment
 
 from privbandits.deploy.deployment import load_deployment
 from privbandits.deploy.local import start_parties, wait_parties
-from privbandits.deploy.party import EXIT_LOST
+from privbandits.deploy.party import EXIT_LOST, protocol_of
 
 
 def test_a_stalled_computing_party_is_named_by_every_other_party_within_the_deadline(tmp_path):
@@ -31,7 +32,7 @@ def test_a_stalled_computing_party_is_named_by_every_other_party_within_the_dead
                 break
         os.kill(by_name["c1"].process.pid, signal.SIGSTOP)
         stalled = time.monotonic()
-        while any(process.poll() is None for process in others) and time.monotonic() - stalled < deadline + 10:
+        while any(process.poll() is None for process in others) and time.monotonic() - stalled < 2 * deadline + 10:
             time.sleep(0.05)
         elapsed = time.monotonic() - stalled
     finally:
@@ -40,7 +41,9 @@ def test_a_stalled_computing_party_is_named_by_every_other_party_within_the_dead
             if party.process.poll() is None:
                 party.process.kill()
         wait_parties(parties, deadline)
-    assert elapsed < deadline + 5.0
+    longest = max(protocol_of(spec).receive_deadline(spec, name) for name in ("dealer", "c0", "env"))
+    assert longest == 2 * deadline  # the dealer's and the environment's (c0's is deadline)
+    assert elapsed < longest + 5.0
     for name in ("dealer", "c0", "env"):
         party = by_name[name]
         assert party.process.returncode == EXIT_LOST, (name, party.stderr)
