@@ -25,7 +25,7 @@ MAGIC = b"PBF1"
 HEADER = struct.Struct(">4sB3xQII")
 HEADER_BYTES = HEADER.size
 DEFAULT_MAX_FRAME_BYTES = 64 << 20
-"""Largest payload a link accepts by default (64 MiB; a d = 1000 mask block is 8 MB)."""
+"""Largest payload a link accepts by default (64 MiB; a d = 1000 mask block, d² float64 words, fits)."""
 
 
 class FrameType(enum.IntEnum):

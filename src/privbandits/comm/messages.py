@@ -2,10 +2,10 @@
 
 A protocol declares each message it sends with :func:`message`, which makes
 the class a slotted dataclass (not frozen: its arrays could be mutated anyway,
-and frozen construction costs 4x more per message in the hot loop) and registers it under a ``kind`` name
+and frozen construction costs several times more per message in the hot loop) and registers it under a ``kind`` name
 so that :mod:`privbandits.comm.codec` can rebuild it from bytes. The size a
 message costs on the wire is :meth:`Message.payload_bytes`: the bytes of its
-arrays plus 8 bytes per number, the count every paper's cost model uses
+arrays plus one float64 word per number, the count every paper's cost model uses
 (float64 elements); framing overhead is left to the transport.
 """
 

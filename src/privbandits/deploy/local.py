@@ -6,7 +6,7 @@ temporary folder, and starts ``python -m privbandits.deploy.cli party run RESOLV
 NAME --listen-fd FD`` per party with the socket inherited. The active party prints one
 ``progress t T`` line per round on stdout; the launcher turns them into a progress bar.
 If a party fails, the others exit on their own within the deadline (they are told which
-peer was lost); any still running after deadline + 5 s are killed.
+peer was lost); any still running after deadline + :data:`GRACE_S` are killed.
 
 All parties share this machine's cores, which separate hosts would not. Two things keep the
 parties that exchange messages every round from waiting on the others' work: a protocol's
@@ -245,12 +245,13 @@ def wait_parties(
     on_progress: Callable[[int, int], None] | None = None,
     survivable: Collection[str] = (),
 ) -> dict[str, int]:
-    """Wait for every party; after the first failure give the rest deadline + 5 s, then kill them.
+    """Wait for every party; after the first failure give the rest deadline + :data:`GRACE_S`, then kill them.
 
     A failure of a ``survivable`` party (one the protocol goes on without) starts no countdown; the end of every
     other party does (a survivable party stalled, e.g. stopped, would otherwise be waited for forever). A party
     that exits with a set-up code (:data:`SETUP_EXITS`: its files, data or links are unusable) means the
-    session cannot take place: the rest get 5 s, not the deadline, to say so themselves before they are killed."""
+    session cannot take place: the rest get :data:`GRACE_S`, not the deadline, to say so themselves before they are
+    killed."""
     active = next((party for party in parties if party.process.stdout is not None), None)
     if active is not None and (stdout := active.process.stdout) is not None:  # not None: active was picked so
 

@@ -222,7 +222,7 @@ def learner_rng(deployment: Deployment[VerticalProtocol], name: str | None) -> n
 
 def warm_up(protocol: VerticalProtocol) -> None:
     """One round on a throwaway learner, so that timed rounds leave out the kernels' one-time
-    compile or cache load (about 0.3 s on first use in a process)."""
+    compile or cache load (on first use in a process)."""
     learner = make_learner(protocol)
     contexts = np.zeros((protocol.n_arms, protocol.dim))
     learner.update(contexts, learner.select(contexts), 0.0)

@@ -1,8 +1,8 @@
 """Party processes forked from one process that imported the party code once (``deploy local``).
 
 Starting ``python -m privbandits.deploy.cli party run …`` per party costs each party the same
-imports (numpy, the TLS and certificate code, the protocol's modules): about 0.35 s of CPU a
-party, most of what a short local session spends. :class:`ForkServer` starts one server process
+imports (numpy, the TLS and certificate code, the protocol's modules): most of the CPU a short local
+session spends (``benchmarks/party_start.py`` measures it). :class:`ForkServer` starts one server process
 with the launcher's child environment, imports that code in it, and forks each party from it.
 Every party is still a process of its own, with its own memory, its own inherited listening
 socket, its own stdout and stderr pipes, and it runs exactly the ``party run`` command line it
@@ -273,7 +273,8 @@ def _run_cli(argv: list[str]) -> int:
 
 def _warm_numba() -> None:
     """Load numba's typing and target registries here once, if the parties' code imported numba: each forked
-    party would otherwise load them at its first kernel call (0.2–0.5 s CPU a party; the refresh is 0.23 s)."""
+    party would otherwise load them again at its first kernel call (``benchmarks/party_start.py`` measures what
+    forking saves)."""
     if "numba" not in sys.modules:
         return
     from numba.core.registry import cpu_target

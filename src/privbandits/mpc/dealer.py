@@ -3,7 +3,7 @@
 A third party outside the computing parties draws every secret below from its own
 generator and hands each party its share before the online phase, so nothing here
 crosses the online network. :attr:`Dealer.issued` counts, per kind, the bytes the
-dealer sends (all parties' shares, 8 bytes a word): the offline cost.
+dealer sends (all parties' shares, each word a full element of Z_2^64): the offline cost.
 
 With parties in separate processes the dealer is a process too. What a round asks of the
 dealer does not depend on any data (the protocol's control flow is oblivious), so the

@@ -10,7 +10,7 @@ f(I). One round, whatever f is (Ishai, Kushilevitz, Meldgaard, Orlandi and Paski
 :func:`ltz` gives ``[x < 0]`` for additive shares x = x0 + x1 (mod 2^64) of 2 parties in 3 such
 rounds instead of the 8 of A2B and a daBit (:func:`~privbandits.mpc.comparison.ltz`). The sign bit of
 x is m0 ⊕ m1 ⊕ [A > B], with m_p the top bit of x_p, A the low 63 bits of x0 and B = 2^63 − 1 − (the
-low 63 bits of x1): the carry into bit 63 of x0 + x1. Party 0 knows A and m0, party 1 B and m1, so
+low 63 bits of x1): the carry into bit 63 of x0 + x1. Party 0 knows A and m0, party 1 knows B and m1, so
 the 16 digit pairs (a_j, b_j) of 4 bits each are XOR shares of the 8-bit I_j = a_j·16 + b_j without
 any round. Round 1 looks up (gt_j, eq_j) = ([a_j > b_j], [a_j = b_j]) of every digit (the top one with
 m0 ⊕ m1 XORed into gt); round 2 combines each group of 4 digits into its (gt, eq) with

@@ -54,7 +54,7 @@ def analytic_gaussian_std(epsilon: float, delta: float, sensitivity: float, comp
 
 @functools.lru_cache(maxsize=4096)
 def _unit_sigma(epsilon: float, delta: float) -> float:
-    """dp-accounting's analytic σ at sensitivity 1 (a search of ~0.1 s, so each (ε, δ) is searched once)."""
+    """dp-accounting's analytic σ at sensitivity 1 (a numerical search, so each (ε, δ) is searched once)."""
     import dp_accounting
 
     return float(dp_accounting.get_sigma_gaussian(epsilon, delta))

@@ -35,21 +35,21 @@ MAX_PRECISION = 9
 """Largest q: 10^q grid units must stay exact in float64 and in int64 sums."""
 
 MAX_GRID_ROWS = 5_000_000
-"""Largest grid :func:`simplex_grid` enumerates (5·10^6 rows; 400 MB at d = 10)."""
+"""Largest grid :func:`simplex_grid` enumerates (5·10^6 rows of d float64 words)."""
 
 MAX_ENUMERATE = 1_000_000
 """Largest grid :func:`fit_encoder` clusters whole; larger grids are sampled (§9.8).
 
-Whole-grid fits grow with n·k: on 2 cores d = 10, k = 1024 (92,378 points) takes
-about 20 s but d = 13, k = 1024 (646,646 points) about 4 minutes, once per cache."""
+Whole-grid fits grow with n·k: d = 13, k = 1024 has seven times the points of d = 10, k = 1024 (646,646
+against 92,378); either is fitted once per cache (``benchmarks/p2b_scale.py`` prints the fit's time)."""
 
 SAMPLE_SIZE = 500_000
 """Grid points drawn to fit (and, separately, to count) a sampled encoder."""
 
 KMEANS_N_INIT = 1
 """k-means++ restarts. The reference uses sklearn's former default of 10; one
-restart fits d = 10, k = 1024 (92,378 points) in about 20 s instead of about 3 minutes,
-and the encoder only needs a reasonable partition, not the best of ten."""
+restart does a tenth of the work of the reference's ten, and the encoder only needs a reasonable partition, not
+the best of ten."""
 
 KMEANS_MAX_ITER = 300
 """Lloyd iterations at most (the reference's value; d = 10, k = 1024 converges in about 60)."""
@@ -69,7 +69,7 @@ count as ties; ties go to the lowest code, whatever the floating-point noise."""
 
 GRID_TABLE_MAX = 200_000
 """Largest grid whose every point's code :class:`ContextEncoder` tabulates (on first use) to encode grid
-contexts by lookup: d = 10, q = 1 (92,378 points) takes about 0.3 s once, then O(d) per context."""
+contexts by lookup: d = 10, q = 1 (92,378 points) is tabulated once, then O(d) per context."""
 
 ON_GRID_TOLERANCE = 1e-9
 """A context whose entries are within this many grid units (10^-q) of a grid point is that grid point."""
@@ -435,7 +435,7 @@ class ContextEncoder:
 
         Takes one context (d,) and returns an int, or a batch (m×d) and returns
         int64 codes (m,). Contexts off the grid are searched in a compiled
-        kernel, about 4·10^5 per second per core at d = 10, k = 1024. Grid
+        kernel (``benchmarks/p2b_scale.py`` times it). Grid
         contexts (within :data:`ON_GRID_TOLERANCE` units) of a grid of at most
         :data:`GRID_TABLE_MAX` points get their grid point's code from a table
         (built on first use) by :func:`grid_rank`: the same codes, in O(d).

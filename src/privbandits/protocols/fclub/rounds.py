@@ -68,7 +68,7 @@ class RoundChecks:
     _contexts: np.ndarray | None
 
     def _passes(self, user: object, contexts: object) -> bool:
-        """The common round's fast test (about 0.2 µs): a Python int user in range and C float64 contexts of the
+        """The common round's fast test: a Python int user in range and C float64 contexts of the
         fixed shape (finiteness: see the class). Anything else goes to :meth:`_check_select`, which converts or
         names it."""
         return (
