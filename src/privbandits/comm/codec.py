@@ -1,9 +1,9 @@
 """Bytes on the wire: encode an :class:`Envelope` and decode it back, checked.
 
-Layout: a 4-byte big-endian header length; a UTF-8 JSON header (sender, receiver, phase,
+Layout: the header's length as a big-endian u32; a UTF-8 JSON header (sender, receiver, phase,
 message kind, the name and type of each number field, the dtype and shape of each array
-field, then the other scalar fields' values), padded with spaces to a multiple of 8 bytes
-with the length; the numbers as 8-byte little-endian words (``<i8`` for an int in the int64
+field, then the other scalar fields' values), padded with spaces to a multiple of ``_ALIGN``
+bytes with the length; the numbers as little-endian 64-bit words (``<i8`` for an int in the int64
 range, ``<f8`` for a float, bit for bit); then the raw C-order bytes of the arrays in header
 order. Strings, booleans, None and larger ints travel as JSON in the header.
 
@@ -33,7 +33,7 @@ _ALLOWED_DTYPES = {"<f8", "<i8", "<u8", "|b1", "<f4", "<i4", "|u1"}
 _LITTLE_ENDIAN = {np.dtype(name): name for name in _ALLOWED_DTYPES}
 """The allowed dtypes as arrays carry them on a little-endian machine (an array of one goes out as it is)."""
 _WORD = {"<i8": "q", "<f8": "d"}
-"""The number fields' types and their struct codes (8 bytes each)."""
+"""The number fields' types and their struct codes (64-bit words)."""
 _INT64 = (-(2**63), 2**63)
 
 

@@ -1,6 +1,6 @@
 """Frames on a stream link: a fixed header, then the codec's bytes (never pickle).
 
-Header (24 bytes, big-endian): magic ``PBF1``, frame type, 3 reserved zero bytes,
+Header (:data:`HEADER`, big-endian): magic ``PBF1``, frame type, 3 reserved zero bytes,
 the per-link sequence number (u64), the sender's Lamport depth (u32) and the
 payload length (u32). Each direction of a link numbers its frames 0, 1, 2, ...;
 the receiver expects exactly the next number, so a replayed, reordered or dropped
@@ -25,7 +25,7 @@ MAGIC = b"PBF1"
 HEADER = struct.Struct(">4sB3xQII")
 HEADER_BYTES = HEADER.size
 DEFAULT_MAX_FRAME_BYTES = 64 << 20
-"""Largest payload a link accepts by default (64 MiB; a d = 1000 mask block, d² float64 words, fits)."""
+"""Largest payload a link accepts by default (a d = 1000 mask block, d² float64 words, fits)."""
 
 
 class FrameType(enum.IntEnum):
@@ -60,7 +60,7 @@ def pack(frame_type: FrameType, seq: int, depth: int, payload: bytes) -> bytes:
 
 
 def unpack_header_from(buffer: bytes | bytearray, offset: int, max_payload: int) -> tuple[FrameType, int, int, int]:
-    """``(type, seq, depth, length)`` of the 24-byte header at ``buffer[offset:]`` (a link's read-ahead buffer);
+    """``(type, seq, depth, length)`` of the header at ``buffer[offset:]`` (a link's read-ahead buffer);
     :class:`FrameError` if it is not one."""
     magic, raw_type, seq, depth, length = HEADER.unpack_from(buffer, offset)
     if magic != MAGIC:
