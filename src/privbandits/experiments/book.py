@@ -82,8 +82,12 @@ def _target(reproduction) -> str:
 
 def rerun_command(reproduction, options: BaseModel) -> str:
     """``privbandits run NAME -o KEY=VALUE ...``: the command that gives this section's numbers."""
+    from privbandits.experiments.reproduction import Options
+
+    changed = changed_options(reproduction, options)
+    shown = options.shown_options(changed) if isinstance(options, Options) else changed
     parts = [f"privbandits run {_target(reproduction)}"]
-    parts += [f"-o {key}={value}" for key, value in changed_options(reproduction, options).items()]
+    parts += [f"-o {key}={value}" for key, value in shown.items()]
     return " ".join(parts)
 
 
@@ -109,7 +113,8 @@ def parse_also(text: str) -> tuple[str, list[str]]:
 
 
 def write_book(sections: list[str], path: Path, also: list[str] | tuple[str, ...] = ()) -> Path:
-    """The book: a preamble naming the command that wrote it, then the sections in the given order (atomically)."""
+    """The book: a preamble naming the command that wrote it, then the sections in the given order (atomically);
+    a section given twice (an ``--also`` for the options a reproduction was last run with) is written once."""
     from privbandits.experiments.paper import atomic_path
 
     command = " ".join(["privbandits report --book docs/results.md", *(f'--also "{text}"' for text in also)])
@@ -120,7 +125,7 @@ def write_book(sections: list[str], path: Path, also: list[str] | tuple[str, ...
         "other number is fixed by the seeds.\n"
     )
     with atomic_path(path) as partial:
-        partial.write_text("\n".join([preamble, *sections]))
+        partial.write_text("\n".join([preamble, *dict.fromkeys(sections)]))
     return path
 
 

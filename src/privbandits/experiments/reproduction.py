@@ -43,6 +43,11 @@ class Options(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
+    def shown_options(self, changed: dict[str, str]) -> dict[str, str]:
+        """The changed options (``-o`` key: value) a rerun command shows: all of them, unless the options know
+        one is implied by another (a data set's folder resolved from the data cache, say)."""
+        return changed
+
 
 class ReportError(RuntimeError):
     """A report asked for units that are not in the store."""

@@ -52,3 +52,19 @@ def cached_mnist(values: Any) -> Any:
         return {**values, "mnist": str(cached_folder("mnist"))}
     except DataError as error:  # present but not the pinned files
         raise ValueError(str(error)) from None
+
+
+def from_cache(folder: Any) -> bool:
+    """Whether ``folder`` is the data cache's full-MNIST folder (what ``data = mnist`` alone reads)."""
+    from pathlib import Path
+
+    from privbandits.datasets.cache import folder as cache_folder
+
+    return Path(folder).resolve() == cache_folder("mnist").resolve()
+
+
+def shown_source(source: str) -> str:
+    """A data set's description with the data cache's location written ``<data cache>``, not this machine's path."""
+    from privbandits.datasets.cache import cache_dir
+
+    return source.replace(str(cache_dir()), "<data cache>")

@@ -37,9 +37,12 @@ def stand_in_note(data: dict[str, Any]) -> str:
             "(then data=auto picks it), or `privbandits data fetch fashion-mnist` and data=fashion for 60,000 rounds. "
             f"Sweeps are {data['train']} rounds, not the paper's 60,000, so absolute rewards differ."
         )
+    from privbandits.papers.data_choice import shown_source
+
     scale = "the paper's scale" if data["train"] >= 60_000 else "the paper sweeps 60,000 MNIST training images"
+    source = shown_source(data["source"])
     return (
-        f"DATA: {data['source']}; {data['train']:,} training rounds, {data['test']:,} held out ({scale}). "
+        f"DATA: {source}; {data['train']:,} training rounds, {data['test']:,} held out ({scale}). "
         "Preprocessing as the paper: pixels / 255, PCA to 20 fitted on the training part, unit norm."
     )
 

@@ -74,6 +74,14 @@ class DataOptions(Options):
 
         return resolve_data(value, info.data.get("mnist") is not None)
 
+    def shown_options(self, changed: dict[str, str]) -> dict[str, str]:
+        """``mnist=`` is left out where ``data = mnist`` alone gives the same folder (the data cache's MNIST)."""
+        from privbandits.papers.data_choice import from_cache
+
+        if self.data == "mnist" and self.mnist is not None and from_cache(self.mnist):
+            return {key: value for key, value in changed.items() if key != "mnist"}
+        return changed
+
 
 class Fig2Options(DataOptions):
     """Fig. 2: reward during training, private learner vs plaintext twin."""
