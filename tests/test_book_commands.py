@@ -38,3 +38,12 @@ def test_a_section_given_twice_is_written_once(tmp_path):
     first, second = "## `privbandits run a`\n\none\n", "## `privbandits run b`\n\ntwo\n"
     book = write_book([first, second, first], tmp_path / "book.md", ["a"])
     assert list(book_sections(book.read_text())) == ["a", "b"]
+
+
+def test_an_option_path_through_a_link_to_the_default_is_not_shown_as_changed(tmp_path):
+    from privbandits.experiments.book import _changed
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "data")
+    assert _changed("folder", tmp_path / "data", tmp_path / "link") == {}
+    assert _changed("folder", tmp_path / "data", tmp_path) == {"folder": str(tmp_path)}

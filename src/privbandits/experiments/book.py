@@ -57,7 +57,14 @@ def _changed(key: str, default: Any, value: Any) -> dict[str, str]:
             for index, (old, new) in enumerate(zip(default, value, strict=True))
             for name, text in _changed(f"{key}.{index}", old, new).items()
         }
-    return {} if default == value else {key: _option_text(value)}
+    return {} if _same(default, value) else {key: _option_text(value)}
+
+
+def _same(default: Any, value: Any) -> bool:
+    """Equal, or two paths to the same file (a folder reached through a link is the default folder)."""
+    if isinstance(default, Path) and isinstance(value, Path):
+        return default.resolve() == value.resolve()
+    return default == value
 
 
 def changed_options(reproduction, options: BaseModel) -> dict[str, str]:
