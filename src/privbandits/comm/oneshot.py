@@ -90,7 +90,7 @@ def _connect(network: TlsNetwork, sender: str, receiver: str, stop: float, sessi
         except (OSError, HandshakeError) as exc:
             if not transient(exc) or time.monotonic() + pause >= stop or _link_ended(network, receiver):
                 raise network.lost_peer(receiver, f"{sender!r} could not connect: {exc}") from None
-        getattr(network, "check_links", lambda: None)()  # a receiver that died: its party link says so (rejoin)
+        network.check_links()  # a receiver that died: its party link says so (rejoin)
         time.sleep(pause)
         pause = min(2 * pause, RETRY_S[1])
 

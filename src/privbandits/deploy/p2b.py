@@ -90,7 +90,7 @@ from typing import Any
 
 import numpy as np
 
-from privbandits.comm import Message, Network, ProtocolError, TlsNetwork, message
+from privbandits.comm import Message, ProtocolError, TlsNetwork, message
 from privbandits.deploy import entropy, p2b_rejoin
 from privbandits.deploy.deployment import Deployment, DeploymentError, P2BProtocol
 from privbandits.deploy.p2b_data import Block, HostData, load_host
@@ -194,9 +194,8 @@ def _parties():
         """Reports the shuffler refused because their batch had closed (by size or time)."""
 
         def send_report(self, user: int, receiver: str, report: Message) -> None:
-            if own_connections(self.network):
-                rejoin_s = getattr(self.network, "rejoin_s", 0.0)
-                if not p2b_rejoin.send_report(self, user, receiver, report, rejoin_s):
+            if self.network.connection_per_sender:
+                if not p2b_rejoin.send_report(self, user, receiver, report, self.network.rejoin_s):
                     self.refused += 1  # its batch had closed: the device's report is lost, the device goes on
                     return
             else:
@@ -304,7 +303,7 @@ def _parties():
             from privbandits.deploy.p2b_front import serial_reports
             from privbandits.protocols.p2b import CloseBatch
 
-            if own_connections(self.network):
+            if self.network.connection_per_sender:
                 yield from serial_reports(self, host, kind)
                 return
             while (got := self.receive_one_of((kind, CloseBatch.kind), host)).kind != CloseBatch.kind:
@@ -369,13 +368,6 @@ def _parties():
                 self.send(host, ModelRelease(*self.releases[version - 1]))
 
     return HostedDevices, CanonicalShuffler, PublishingServer
-
-
-def own_connections(network: Network) -> bool:
-    """Whether devices send on connections of their own (over TLS) or on their host's link (in memory)."""
-    from privbandits.comm import TlsNetwork
-
-    return isinstance(network, TlsNetwork)
 
 
 def keeps_listening(deployment: Deployment[P2BProtocol], name: str) -> bool:
@@ -501,7 +493,7 @@ def _front(deployment: Deployment[P2BProtocol], network: TlsNetwork):
     from privbandits.deploy.p2b_front import Front, worker_count
 
     workers = worker_count(_protocol(deployment))
-    if not own_connections(network) or workers == 0:
+    if not network.connection_per_sender or workers == 0:
         return None
     return Front(network, deployment.names("device_host"), workers).start()
 
@@ -606,7 +598,7 @@ def _send_reports(host, shuffler: str, log, seen, protocol: P2BProtocol, rng, bl
     padded[first : first + len(block.early)] = log.rewards
     users, chosen = choose_reports(padded, protocol.participation, protocol.negative_rate, rng)
     local = users - first
-    if own_connections(host.network):
+    if host.network.connection_per_sender:
         host.receive(BatchOpen.kind, shuffler)  # the shuffler takes the hosts' devices in turn
     payloads = seen[local, chosen]
     arms, rewards = log.arms[local, chosen].tolist(), log.rewards[local, chosen].astype(np.int64).tolist()
