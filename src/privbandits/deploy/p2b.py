@@ -236,7 +236,9 @@ def _parties():
             self.replaying = False
             """Whether the open batch was released before a restart (every report of it is then a duplicate)."""
 
-        def _collect(self, kind: str) -> list[Message]:
+        def collect_batch(self, kind: str) -> list[Message]:
+            """The protocol's extension point: every host's devices' reports of ``kind`` (through the queue for
+            encoded ones), in the canonical order, until each host closes the batch or it closes by size or time."""
             from privbandits.protocols.p2b import EncodedReport
 
             durable = self.queue is not None and kind == EncodedReport.kind
@@ -355,7 +357,8 @@ def _parties():
         def receive(self, kind: str | type[Message], sender: str | None = None) -> Any:  # typed as Party.receive is
             return super().receive(kind, self.shuffler if sender is None else sender)
 
-        def _publish(self, model, first: np.ndarray, second: np.ndarray, audience: str) -> None:
+        def publish(self, model, first: np.ndarray, second: np.ndarray, audience: str) -> None:
+            """The protocol's extension point: the release is kept for the hosts' fetches (:meth:`serve`)."""
             self.published.append(model)
             self.releases.append((first, second))
 
