@@ -24,8 +24,9 @@ from privbandits.comm.oneshot import send_own
 from privbandits.deploy.certs import write_development_pki
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
-from privbandits.deploy.p2b import SHARE_ENCODED, BatchOpen, _parties
+from privbandits.deploy.p2b import SHARE_ENCODED, BatchOpen
 from privbandits.deploy.p2b_front import Front
+from privbandits.deploy.p2b_parties import CanonicalShuffler
 from privbandits.privacy.ledger import PrivacyLedger
 from privbandits.protocols.p2b import CloseBatch, EncodedReport
 from privbandits.protocols.p2b_queue import SqliteReportQueue
@@ -54,7 +55,6 @@ def session(pki, tmp_path):
 
 
 def shuffler_of(nets, front, queue, batch_size=None):
-    _, CanonicalShuffler, _ = _parties()
     return CanonicalShuffler("shuffler", nets["shuffler"], hosts=HOSTS, queue=queue, key=bytes(range(32)),
                              batch_size=batch_size, front=front, threshold=None, participation=0.5, n_codes=None,
                              rng=np.random.default_rng(0), ledger=PrivacyLedger())  # fmt: skip
