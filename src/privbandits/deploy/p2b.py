@@ -89,12 +89,14 @@ from pathlib import Path
 
 import numpy as np
 
-from privbandits.comm import Message, TlsNetwork, message
+from privbandits.comm import TlsNetwork
 from privbandits.deploy import entropy, p2b_rejoin
 from privbandits.deploy.deployment import Deployment, DeploymentError, P2BProtocol
 from privbandits.deploy.p2b_data import Block, HostData, load_host
 from privbandits.deploy.p2b_data import p2b_protocol as _protocol
 from privbandits.deploy.p2b_data import write_synthetic_data as write_synthetic_data  # `deploy data`
+from privbandits.deploy.p2b_messages import BatchOpen
+from privbandits.deploy.p2b_messages import FetchModel as FetchModel  # re-exported
 from privbandits.deploy.p2b_rejoin import rejoin as rejoin  # the parties' networks: lost peers may come back
 from privbandits.protocols.p2b import P2BConfig  # at import (1.5 CPU-s): the zygote loads it once for every party
 
@@ -104,21 +106,6 @@ RAW_WARNING = (
     "WARNING: raw_baseline = true: every participating device sends a raw context, action and reward to the "
     "server (the non-private baseline, no privacy for them)"
 )
-
-
-@message("deploy.p2b.fetch_model")
-class FetchModel(Message):
-    """Device host → server: send me model ``version`` (numbered in the order published: the raw baseline's
-    first if it runs, then the private one) once it is published (the server answers with a
-    :class:`~privbandits.protocols.p2b.ModelRelease`)."""
-
-    version: int
-
-
-@message("deploy.p2b.batch_open")
-class BatchOpen(Message):
-    """Shuffler → a device host: its devices may now send this batch's reports (hosts take turns, in deployment
-    order, so the batch's arrival order is canonical)."""
 
 
 N_STREAMS = 9

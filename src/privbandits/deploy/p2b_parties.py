@@ -14,7 +14,7 @@ import numpy as np
 
 from privbandits.comm import Message, ProtocolError
 from privbandits.deploy import p2b_rejoin
-from privbandits.deploy.p2b import FetchModel
+from privbandits.deploy.p2b_messages import FetchModel
 from privbandits.protocols.p2b import DeviceHost, EncodedBatch, ModelRelease, RawBatch, Server, Shuffler
 
 
