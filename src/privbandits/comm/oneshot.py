@@ -15,8 +15,9 @@ sends anything but one message from one of the expected parties' devices is drop
 garbage connections hold up no device and no message of the party link. A device whose connection
 fails before its message left (the receiver busy or dropping it) tries again until the deadline.
 
-Part of the TLS transport: these functions use :class:`~privbandits.comm.TlsNetwork`'s internal API
-(:meth:`~privbandits.comm.TlsNetwork.open_link`, ``gate``, ``lost_peer``, ``count_wire``, ``link``).
+Part of the TLS transport: these functions use its internal API, listed in :mod:`privbandits.comm.tls`
+(:meth:`~privbandits.comm.TlsNetwork.open_link`, ``gate``, ``lost_peer``, ``count_wire``, ``link``, ``Link``), and
+no private member of another class.
 """
 
 from __future__ import annotations
