@@ -103,27 +103,35 @@ def test_a_state_with_missing_or_unknown_fields_is_refused_naming_them_and_nothi
     assert np.isnan(record.regret).all() and (record.arms == -1).all()  # untouched
 
 
+def assert_restored(spec, local, glob, events, record, clock, legacy: bool) -> dict:
+    """Each party's checkpoint at t = 7 loaded and restored into fresh objects, which equal the saved ones; the
+    loaded checkpoints by party."""
+    loaded = {name: load(spec, name, 7, network()) for name in ("local0", "global", "users")}
+    assert {name: got.legacy for name, got in loaded.items()} == dict.fromkeys(loaded, legacy)
+    copy, copy_events = fresh_local(local, InMemoryNetwork()), _LocalEvents()
+    loaded["local0"].restore({"server": copy, "events": copy_events})
+    assert_same_local(copy, local)
+    assert vars(copy_events) == vars(events)
+    copy_glob = fresh_global(glob, InMemoryNetwork())
+    loaded["global"].restore({"glob": copy_glob})
+    assert_same_global(copy_glob, glob)
+    copy_record, copy_clock = _Record(5), _Clock()
+    loaded["users"].restore({"record": copy_record, "clock": copy_clock})
+    assert np.array_equal(copy_record.arms, record.arms) and np.array_equal(copy_record.rewards, record.rewards)
+    assert np.array_equal(copy_record.regret, record.regret, equal_nan=True)
+    assert vars(copy_clock) == vars(clock) == {"phase": 1, "next_start": 3}
+    return loaded
+
+
 def test_a_checkpoint_round_trips_each_party_objects_declared_state(tmp_path):
     spec = small(tmp_path)
     local, glob, events, record, clock = played()
     save(spec, "local0", 7, {"server": local, "events": events}, network())
     save(spec, "global", 7, {"glob": glob, "downloads": {"local0": [1]}, "changed": [3], "crossed": 0}, network())
     save(spec, "users", 7, {"record": record, "clock": clock, "lost": {}}, network())
-    net = network()
-    copy, copy_events = fresh_local(local, net), _LocalEvents()
-    load(spec, "local0", 7, net).restore({"server": copy, "events": copy_events})
-    assert_same_local(copy, local)
-    assert vars(copy_events) == vars(events)
-    copy_glob = fresh_global(glob, network())
-    loaded = load(spec, "global", 7, network())
-    loaded.restore({"glob": copy_glob})
-    assert_same_global(copy_glob, glob)
-    assert (loaded["downloads"], loaded["changed"], loaded["crossed"]) == ({"local0": [1]}, [3], 0)
-    copy_record, copy_clock = _Record(5), _Clock()
-    load(spec, "users", 7, network()).restore({"record": copy_record, "clock": copy_clock})
-    assert np.array_equal(copy_record.arms, record.arms)
-    assert np.array_equal(copy_record.regret, record.regret, equal_nan=True)
-    assert vars(copy_clock) == vars(clock) == {"phase": 1, "next_start": 3}
+    loaded = assert_restored(spec, local, glob, events, record, clock, legacy=False)
+    session = loaded["global"]
+    assert (session["downloads"], session["changed"], session["crossed"]) == ({"local0": [1]}, [3], 0)
 
 
 def test_a_checkpoint_of_format_1_still_loads_into_the_same_state(tmp_path):
@@ -132,21 +140,8 @@ def test_a_checkpoint_of_format_1_still_loads_into_the_same_state(tmp_path):
     save_format_1(spec, "local0", 7, {"server": old_attributes(local, OLD_NOT_SAVED | {"_rows"}), "events": events})
     save_format_1(spec, "global", 7, {"glob": old_attributes(glob), "downloads": {}, "changed": [], "crossed": 2})
     save_format_1(spec, "users", 7, {"record": record, "clock": clock, "lost": {"local1": "gone"}})
-    net = network()
-    copy, copy_events = fresh_local(local, net), _LocalEvents()
-    load(spec, "local0", 7, net).restore({"server": copy, "events": copy_events})
-    assert_same_local(copy, local)
-    assert vars(copy_events) == vars(events)
-    copy_glob = fresh_global(glob, network())
-    loaded = load(spec, "global", 7, network())
-    assert loaded.legacy and loaded["crossed"] == 2
-    loaded.restore({"glob": copy_glob})
-    assert_same_global(copy_glob, glob)
-    copy_record, copy_clock = _Record(5), _Clock()
-    loaded = load(spec, "users", 7, network())
-    loaded.restore({"record": copy_record, "clock": copy_clock})
-    assert np.array_equal(copy_record.rewards, record.rewards) and vars(copy_clock) == vars(clock)
-    assert loaded["lost"] == {"local1": "gone"}
+    loaded = assert_restored(spec, local, glob, events, record, clock, legacy=True)
+    assert loaded["global"]["crossed"] == 2 and loaded["users"]["lost"] == {"local1": "gone"}
 
 
 def test_a_checkpoint_whose_fields_differ_or_of_an_unknown_format_is_refused_naming_the_file(tmp_path):
