@@ -377,14 +377,13 @@ def p2b_deployment(folder: Path, n_users: int) -> Path:
 def shuffler_in_process(n_reports: int, protocol, durable: Path | None) -> float:
     """Seconds for ``n_reports`` encoded reports from a device host through the deployment's shuffler on the
     in-memory network, until the server has the batch (with the durable queue if ``durable``)."""
-    from privbandits.deploy.p2b import _parties
+    from privbandits.deploy.p2b_parties import CanonicalShuffler, HostedDevices
     from privbandits.privacy.ledger import PrivacyLedger
     from privbandits.protocols.p2b import EncodedBatch, EncodedReport
     from privbandits.protocols.p2b_queue import SqliteReportQueue
 
     rng = np.random.default_rng(0)
     network = InMemoryNetwork()
-    HostedDevices, CanonicalShuffler, _ = _parties()
     host, server = HostedDevices("hosta", network), Party("server", network)
     counts = {"n_codes": protocol.n_codes, "n_arms": protocol.n_actions}
     queue = None if durable is None else SqliteReportQueue(durable, **counts)

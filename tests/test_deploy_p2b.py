@@ -515,9 +515,9 @@ def test_the_shuffler_closes_a_batch_by_size_or_time_and_refuses_later_reports(t
 
 def test_the_server_refuses_a_fetch_of_a_model_version_it_has_not_published():
     from privbandits.comm import InMemoryNetwork, Party, ProtocolError
-    from privbandits.deploy.p2b import SHARE_RAW, FetchModel, _parties
+    from privbandits.deploy.p2b import SHARE_RAW, FetchModel
+    from privbandits.deploy.p2b_parties import PublishingServer
 
-    _, _, PublishingServer = _parties()
     network = InMemoryNetwork(serialize=True)
     server = PublishingServer("server", network, 3, participation=0.5, shuffler="shuffler", hosts=["hosta"])
     host = Party("hosta", network)

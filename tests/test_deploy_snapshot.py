@@ -14,7 +14,6 @@ import pytest
 
 from privbandits.comm import InMemoryNetwork, Party
 from privbandits.deploy import snapshot
-from privbandits.deploy.fclub_resume import NOT_SAVED, attributes
 from privbandits.envs.clustered import ClusteredLinearBandit
 from privbandits.protocols.fclub import FederatedClusteredBandit, LocalServer, Repairs, Upload, play
 from privbandits.protocols.fclub.global_server import _GlobalCluster, _Member
@@ -33,14 +32,12 @@ def _bandit(horizon: int) -> tuple[FederatedClusteredBandit, ClusteredLinearBand
 
 
 def _copy(server: LocalServer, network) -> LocalServer:
-    arrays, tree = snapshot.encode({"server": attributes(server, NOT_SAVED | {"_rows"})})
+    arrays, tree = snapshot.encode({"server": server.state()})
     tree = json.loads(json.dumps(tree))  # as a checkpoint stores it
     state = snapshot.decode({k: v.copy() for k, v in arrays.items()}, tree)["server"]
     fresh = LocalServer(server.name, network, server.users, server.dim, Calibration(server.config, 5, 12, 2),
                         np.random.default_rng(0))  # fmt: skip
-    for key, value in state.items():
-        setattr(fresh, key, value)
-    fresh._rows = list(zip(fresh.V, fresh.b, strict=True))
+    fresh.restore(state)
     return fresh
 
 
@@ -88,7 +85,7 @@ def test_a_checkpoint_that_names_the_classes_of_the_single_fclub_module_still_de
     its classes ``privbandits.protocols.fclub:NAME``, which the package still serves."""
     bandit, _ = _bandit(300)
     local, glob = bandit.servers[0], bandit.global_server
-    state = {"local": attributes(local, NOT_SAVED | {"_rows"}), "global": attributes(glob)}
+    state = {"local": local.state(), "global": glob.state()}
     arrays, tree = snapshot.encode(state)
     text = json.dumps(tree)
     moved = set(re.findall(r'"privbandits\.protocols\.fclub\.\w+:(\w+)"', text))

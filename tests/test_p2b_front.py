@@ -24,8 +24,9 @@ from privbandits.comm.oneshot import send_own
 from privbandits.deploy.certs import write_development_pki
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
-from privbandits.deploy.p2b import SHARE_ENCODED, BatchOpen, _parties
+from privbandits.deploy.p2b import SHARE_ENCODED, BatchOpen
 from privbandits.deploy.p2b_front import Front
+from privbandits.deploy.p2b_parties import CanonicalShuffler
 from privbandits.privacy.ledger import PrivacyLedger
 from privbandits.protocols.p2b import CloseBatch, EncodedReport
 from privbandits.protocols.p2b_queue import SqliteReportQueue
@@ -54,7 +55,6 @@ def session(pki, tmp_path):
 
 
 def shuffler_of(nets, front, queue, batch_size=None):
-    _, CanonicalShuffler, _ = _parties()
     return CanonicalShuffler("shuffler", nets["shuffler"], hosts=HOSTS, queue=queue, key=bytes(range(32)),
                              batch_size=batch_size, front=front, threshold=None, participation=0.5, n_codes=None,
                              rng=np.random.default_rng(0), ledger=PrivacyLedger())  # fmt: skip
@@ -90,7 +90,7 @@ def test_many_devices_at_once_every_acknowledged_report_in_the_batch_once_in_can
     forged = [{"hosta-device4": EncodedReport(7, 2, 1)}, {}]
     jobs = [Background(lambda i=i: host_sends(nets[HOSTS[i]], devices[i], again[i], forged[i])) for i in range(2)]
     with nets["shuffler"].phase(SHARE_ENCODED):
-        batch = shuffler._collect(EncodedReport.kind)
+        batch = shuffler.collect_batch(EncodedReport.kind)
     results = [job.result() for job in jobs]
     assert all(all(result["answers"].values()) and all(result["resent"]) for result in results)
     assert results[0]["forged"] == [False]  # another report under a stored one's name: refused, not stored
@@ -118,7 +118,7 @@ def test_once_released_the_key_is_forgotten_and_a_replay_is_taken_as_duplicates(
     for attempt in range(2):
         jobs = [Background(lambda i=i: host_sends(nets[HOSTS[i]], devices[i], [], {})) for i in range(2)]
         with nets["shuffler"].phase(SHARE_ENCODED):
-            batch = shuffler._collect(EncodedReport.kind)
+            batch = shuffler.collect_batch(EncodedReport.kind)
             assert all(all(job.result()["answers"].values()) for job in jobs)
         assert len(batch) == 16
         shuffler._mark_released()  # what sending the EncodedBatch to the server does once it is sent
@@ -158,7 +158,7 @@ def test_the_serial_front_end_gives_the_same_batch(pki, tmp_path):
         again = [list(devices[0])[:2], []]
         jobs = [Background(lambda i=i: host_sends(nets[HOSTS[i]], devices[i], again[i], {})) for i in range(2)]
         with nets["shuffler"].phase(SHARE_ENCODED):
-            batch = shuffler._collect(EncodedReport.kind)
+            batch = shuffler.collect_batch(EncodedReport.kind)
         assert all(all(job.result()["answers"].values()) for job in jobs)
         expected = [*devices[0].values(), *devices[1].values()]
         assert [(r.code, r.action, r.reward) for r in batch] == [(r.code, r.action, r.reward) for r in expected]
@@ -175,7 +175,7 @@ def test_a_full_batch_refuses_the_later_devices_and_counts_them(session):
     devices = [reports_of(0, range(0, 20)), reports_of(1, range(20, 40))]
     jobs = [Background(lambda i=i: host_sends(nets[HOSTS[i]], devices[i], [], {})) for i in range(2)]
     with nets["shuffler"].phase(SHARE_ENCODED):
-        batch = shuffler._collect(EncodedReport.kind)
+        batch = shuffler.collect_batch(EncodedReport.kind)
     answers = {device: ok for job in jobs for device, ok in job.result()["answers"].items()}
     stored = sorted(device for device, ok in answers.items() if ok)
     assert len(batch) == len(stored) == 25 and shuffler.refused == [15] and shuffler.collected == 25

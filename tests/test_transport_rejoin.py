@@ -166,3 +166,23 @@ def test_a_peer_away_past_the_budget_is_lost_naming_it(pki):
         assert lost.value.peer == "b"
     finally:
         session.end()
+
+
+def test_each_network_declares_what_it_offers_beyond_send_and_receive(pki):
+    """A party asks the network, not its class (``comm.Network``): whether its devices may connect on their own,
+    how long a lost peer is waited for, and ``check_links`` (a no-op but where lost peers may come back)."""
+    from privbandits.comm import InMemoryNetwork, TlsNetwork
+
+    memory = InMemoryNetwork()
+    assert (memory.connection_per_sender, memory.rejoin_s, memory.check_links()) == (False, 0.0, None)
+    addrs, listeners = addresses(["a", "b"])
+    listeners["b"].close()
+    plain = TlsNetwork("a", addrs, pki["a"], listener=listeners["a"])
+    rejoining = RejoinNetwork("b", addrs, pki["b"], rejoin_s=2.5, backoff_s=0.2)
+    try:
+        assert (plain.connection_per_sender, plain.rejoin_s, plain.check_links()) == (True, 0.0, None)
+        assert (rejoining.connection_per_sender, rejoining.rejoin_s) == (True, 2.5)
+        assert type(rejoining).check_links is not TlsNetwork.check_links  # it looks after its links
+    finally:
+        plain.close_sockets()
+        rejoining.close_sockets()

@@ -18,6 +18,7 @@ deploy
     Deployments: each party of a protocol in its own process over mutually authenticated TCP.
 
 Modules: :mod:`~privbandits.validation` (the declarative checks at every public boundary),
+:mod:`~privbandits.checkpointed` (the state a party object's checkpoint holds, declared by its class),
 :mod:`~privbandits.api` and :mod:`~privbandits.cli` (the Python entry point and the ``privbandits``
 command; ``data_cli`` its ``data`` group).
 

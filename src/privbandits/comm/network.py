@@ -27,7 +27,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
-from typing import overload
+from typing import ClassVar, overload
 
 from privbandits.comm.codec import Envelope, decode, encode
 from privbandits.comm.messages import M, Message
@@ -127,7 +127,19 @@ class _PhaseBlock:
 
 
 class Network(ABC):
-    """Delivers envelopes between registered parties and keeps the traffic ledger."""
+    """Delivers envelopes between registered parties and keeps the traffic ledger.
+
+    What a transport offers beyond ``send`` / ``receive`` is declared here, so a party asks the network rather
+    than its class: :attr:`connection_per_sender`, :attr:`rejoin_s` and :meth:`check_links`.
+    """
+
+    connection_per_sender: ClassVar[bool] = False
+    """Whether a party may send as one of the senders it hosts (a P2B device) on a connection of its own, one per
+    sender (:mod:`~privbandits.comm.oneshot`): True for the TLS transport; False in memory, where every sender of a
+    party shares the party's queue."""
+    rejoin_s: float = 0.0
+    """Seconds this network waits for a lost peer to come back before it counts as lost: 0 (lost at once) but on
+    the rejoining TLS network (:class:`~privbandits.comm.tls.rejoin.RejoinNetwork`)."""
 
     def __init__(self) -> None:
         self.traffic = Traffic()
@@ -186,6 +198,11 @@ class Network(ABC):
     def flush(self) -> None:
         """Write what :meth:`batch` holds now, rather than when the party next waits (e.g. requests sent ahead,
         so that their receivers start on them while this party works). In memory nothing is held."""
+        return None
+
+    def check_links(self) -> None:
+        """Look after this party's links now (it is about to do something that is no wait on them): a network whose
+        lost peers may come back links again with one whose link ended. Here (and in memory) nothing to do."""
         return None
 
     def _open_phase(self, name: str) -> None:

@@ -15,8 +15,9 @@ sends anything but one message from one of the expected parties' devices is drop
 garbage connections hold up no device and no message of the party link. A device whose connection
 fails before its message left (the receiver busy or dropping it) tries again until the deadline.
 
-Part of the TLS transport: these functions use :class:`~privbandits.comm.TlsNetwork`'s internal API
-(:meth:`~privbandits.comm.TlsNetwork.open_link`, ``gate``, ``lost_peer``, ``count_wire``, ``link``).
+Part of the TLS transport: these functions use its internal API, listed in :mod:`privbandits.comm.tls`
+(:meth:`~privbandits.comm.TlsNetwork.open_link`, ``gate``, ``lost_peer``, ``count_wire``, ``link``, ``Link``), and
+no private member of another class.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def _connect(network: TlsNetwork, sender: str, receiver: str, stop: float, sessi
         except (OSError, HandshakeError) as exc:
             if not transient(exc) or time.monotonic() + pause >= stop or _link_ended(network, receiver):
                 raise network.lost_peer(receiver, f"{sender!r} could not connect: {exc}") from None
-        getattr(network, "check_links", lambda: None)()  # a receiver that died: its party link says so (rejoin)
+        network.check_links()  # a receiver that died: its party link says so (rejoin)
         time.sleep(pause)
         pause = min(2 * pause, RETRY_S[1])
 

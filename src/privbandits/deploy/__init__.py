@@ -15,6 +15,8 @@ entropy
 vertical, mpc, p2b, fclub
     Each protocol's parties as processes (``run_party``), its synthetic data files and the
     in-memory run it must equal (``run_in_memory``); its ``DEPLOYABLE``, what the registry runs.
+p2b_parties, p2b_messages
+    P2B's deployed parties (the protocol's, through its extension points) and the messages they add.
 p2b_data, p2b_front, p2b_outcome, p2b_rejoin, p2b_load
     P2B's data files; the shuffler's device front end; the outcome from the result files and
     the in-memory run; restarting one party while the others run; a load generator.

@@ -35,6 +35,7 @@ class DeployedGlobal(GlobalServer):
     """The global server of a deployment: goes on without a lost local server."""
 
     network: TlsNetwork  # deployed: a transport's, which can drop a lost peer
+    SAVED = (*GlobalServer.SAVED, "lost", "undelivered", "uploads_digest")
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -99,8 +100,8 @@ class _GlobalRun:
 
     def state(self) -> dict:
         """What a checkpoint holds: the global server's state (not its links or configuration) and the session's."""
-        glob = fclub_resume.attributes(self.glob)
-        return {"glob": glob, "downloads": self.downloads, "changed": self.changed, "crossed": self.crossed_uploads}
+        return {"glob": self.glob, "downloads": self.downloads, "changed": self.changed,
+                "crossed": self.crossed_uploads}  # fmt: skip
 
     def resume(self, resume: bool) -> None:
         """Resumed: the state of the agreed phase start put back; else an earlier session's checkpoints cleared."""
@@ -109,8 +110,7 @@ class _GlobalRun:
             return
         self.resumed_at = t = fclub_resume.agree(self.deployment, self.name, self.glob)
         state = fclub_resume.load(self.deployment, self.name, t, self.network)
-        for key, value in state["glob"].items():
-            setattr(self.glob, key, value)
+        state.restore({"glob": self.glob})
         self.downloads, self.changed, self.crossed_uploads = state["downloads"], state["changed"], state["crossed"]
 
     def loop(self, deployment: Deployment[FCLUBProtocol]) -> None:

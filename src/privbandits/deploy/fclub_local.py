@@ -5,10 +5,12 @@ the rules for messages that cross a phase start in :mod:`privbandits.deploy.fclu
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
+from privbandits.checkpointed import Checkpointed
 from privbandits.comm import ProtocolError, TlsNetwork
 from privbandits.deploy import fclub_resume
 from privbandits.deploy.deployment import Deployment, FCLUBProtocol
@@ -38,8 +40,10 @@ from privbandits.protocols.fclub.local_server import LocalServer
 from privbandits.protocols.fclub_messages import ASYNC, CHECK, DETECT, GLOBAL, PHASE_END, Download, PhaseEnd
 
 
-class _LocalEvents:
+class _LocalEvents(Checkpointed):
     """What a local server counts, with the round of each event it can date (for the communication series)."""
+
+    SAVED = ("counts", "phases", "upload_rounds", "crossings")
 
     def __init__(self) -> None:
         self.counts = dict.fromkeys(("phase_uploads", "renewals", "uploads", "downloads", "shared_updates",
@@ -100,7 +104,7 @@ def run_local_server(
         "ledger": server.ledger.rows(),
         "privatizers": {key: list(value) for key, value in privatizers.items()},
         "max_nodes_per_datum": per_datum,
-        "repairs": vars(server.repairs),
+        "repairs": dataclasses.asdict(server.repairs),
     }
 
 
@@ -132,13 +136,8 @@ def _detect(server, events: _LocalEvents, network: TlsNetwork, free: bool = Fals
     return t
 
 
-SKIPPED = fclub_resume.NOT_SAVED | {"_rows"}
-"""A local server's attributes a checkpoint leaves out: those of every party, and its per-user views of its
-statistics (rebuilt from them)."""
-
-
 def _state(server: LocalServer, events: _LocalEvents) -> dict:
-    return {"server": fclub_resume.attributes(server, SKIPPED), "events": events}
+    return {"server": server, "events": events}
 
 
 def _resume(
@@ -155,9 +154,7 @@ def _resume(
         fclub_resume.start_afresh(deployment, name)
         return 0
     t = fclub_resume.agree(deployment, name, server)
-    state = fclub_resume.load(deployment, name, t, network)
-    server.restore(state["server"])
-    vars(events).update(vars(state["events"]))
+    fclub_resume.load(deployment, name, t, network).restore({"server": server, "events": events})
     return t
 
 

@@ -16,14 +16,24 @@ which phases it holds (:class:`Saved`), the users pick the latest phase every pa
 from round t; the users replay their environment to round t (it is drawn from the file's seed). A party
 killed between two phase starts thus costs the rounds since the last phase start every party saved, and in
 lock-step the session ends as the uninterrupted one would (tests/test_deploy_fclub_resume.py).
+
+What a checkpoint holds of each party object is what its class declares
+(:class:`~privbandits.checkpointed.Checkpointed`: ``SAVED``, and ``NOT_SAVED`` for its links and configuration);
+restoring refuses a checkpoint whose fields differ, naming the file and the fields. Checkpoints are written in
+:data:`FORMAT` 2 (each object's declared state); those of format 1, written before the classes declared it (each
+object whole, or every attribute but the links and configuration, the party's name included), still load: their
+fields are the declared ones and the name, which is dropped.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from privbandits.checkpointed import Checkpointed, StateMismatch
 from privbandits.comm import Message, TlsNetwork, message
 from privbandits.deploy import checkpoint, snapshot
 from privbandits.deploy.deployment import Deployment, DeploymentError, FCLUBProtocol
@@ -46,13 +56,33 @@ class ResumeAt(Message):
     t: int
 
 
-NOT_SAVED = frozenset({"network", "endpoint", "_sender", "cal", "config"})
-"""A party object's attributes a checkpoint leaves out: its links and its configuration (rebuilt from the file)."""
+FORMAT = 2
+"""The checkpoints' format: 2, each party object's declared state; 1 (no ``format`` in the file), written before."""
 
 
-def attributes(party: object, skip: frozenset[str] = NOT_SAVED) -> dict[str, object]:
-    """The attributes of ``party`` a checkpoint holds."""
-    return {key: value for key, value in vars(party).items() if key not in skip}
+class Loaded(dict):
+    """A party's checkpoint of one phase start, decoded: its values by name, the file's ``path`` and ``legacy``
+    (format 1). :meth:`restore` puts its saved objects' states back."""
+
+    def __init__(self, values: Mapping[str, Any], path: Path, legacy: bool) -> None:
+        super().__init__(values)
+        self.path, self.legacy = path, legacy
+
+    def restore(self, into: Mapping[str, Checkpointed]) -> None:
+        """Each object of ``into`` restored from the value of its name; :class:`DeploymentError` naming the file and
+        the fields when they are not those the object's class declares (nothing of that object changed)."""
+        for key, target in into.items():
+            if key not in self:
+                raise DeploymentError(f"{self.path} holds no {key!r} (it holds {sorted(self)}): start afresh")
+            state = self[key]
+            if not isinstance(state, dict):  # format 1 saved some objects whole
+                state = dict(snapshot.attributes(state))
+            if self.legacy:  # format 1 held a party's name too
+                state = {name: value for name, value in state.items() if name not in target.NOT_SAVED}
+            try:
+                target.restore(state)
+            except StateMismatch as exc:
+                raise DeploymentError(f"{self.path} ({key!r}): {exc}; start the session afresh") from None
 
 
 def is_phase_start(t: int) -> bool:
@@ -81,14 +111,19 @@ def start_afresh(deployment: Deployment[FCLUBProtocol], name: str) -> None:
 def save(
     deployment: Deployment[FCLUBProtocol], name: str, t: int, state: dict[str, object], network: TlsNetwork
 ) -> None:
-    """Party ``name``'s ``state`` at the phase start ``t``, with its traffic counters, atomically."""
-    arrays, tree = snapshot.encode(state)
-    meta = {"digest": deployment.protocol_digest(), "t": t, "state": tree,
+    """Party ``name``'s ``state`` at the phase start ``t`` (of each :class:`Checkpointed` object, its declared state),
+    with its traffic counters, atomically."""
+    arrays, tree = snapshot.encode({key: _saved(value) for key, value in state.items()})
+    meta = {"format": FORMAT, "digest": deployment.protocol_digest(), "t": t, "state": tree,
             "traffic": network.traffic.rows(), "received": network.received.rows()}  # fmt: skip
     checkpoint.save(_path(deployment, name, t), arrays, meta)
 
 
-def load(deployment: Deployment[FCLUBProtocol], name: str, t: int, network: TlsNetwork) -> dict[str, Any]:
+def _saved(value: object) -> object:
+    return value.state() if isinstance(value, Checkpointed) else value
+
+
+def load(deployment: Deployment[FCLUBProtocol], name: str, t: int, network: TlsNetwork) -> Loaded:
     """Party ``name``'s state at the phase start ``t``; its traffic counters are added to ``network``'s."""
     path = _path(deployment, name, t)
     saved = checkpoint.load(path)
@@ -97,13 +132,15 @@ def load(deployment: Deployment[FCLUBProtocol], name: str, t: int, network: TlsN
     arrays, meta = saved
     if meta.get("digest") != deployment.protocol_digest():
         raise DeploymentError(f"{path} was written for another deployment (its digest differs)")
+    if meta.get("format", 1) not in (1, FORMAT):
+        raise DeploymentError(f"{path} has checkpoint format {meta['format']!r}; this version reads 1 and {FORMAT}")
     for ledger, rows in ((network.traffic, meta["traffic"]), (network.received, meta["received"])):
         for phase, sender, receiver, messages, size, rounds in rows:
             counts = ledger.links[(phase, sender, receiver)]
             counts.messages += messages
             counts.bytes += size
             counts.rounds += rounds
-    return snapshot.decode(arrays, meta["state"])
+    return Loaded(snapshot.decode(arrays, meta["state"]), path, legacy="format" not in meta)
 
 
 def agree(deployment: Deployment[FCLUBProtocol], name: str, party) -> int:

@@ -15,6 +15,7 @@ from contextlib import nullcontext
 
 import numpy as np
 
+from privbandits.checkpointed import Checkpointed
 from privbandits.comm import Message, Party, PeerLost, ProtocolError, TlsNetwork
 from privbandits.deploy import fclub_resume
 from privbandits.deploy.deployment import Deployment, FCLUBProtocol
@@ -60,8 +61,10 @@ class _Reachable:
                     self.lose(server, exc)
 
 
-class _Record:
+class _Record(Checkpointed):
     """What the users score, per round: the arm, its reward and its pseudo-regret (NaN: the round went unserved)."""
+
+    SAVED = ("regret", "rewards", "arms")
 
     def __init__(self, horizon: int) -> None:
         self.regret, self.rewards = np.full(horizon, np.nan), np.zeros(horizon)
@@ -133,8 +136,10 @@ class _Pipeline:
         self.pending[server] = deque()  # its rounds go unserved
 
 
-class _Clock:
+class _Clock(Checkpointed):
     """The public phase schedule of §3.2: phase s starts at round t = 2^s − 1."""
+
+    SAVED = ("phase", "next_start")
 
     def __init__(self) -> None:
         self.phase, self.next_start = 0, 1
@@ -222,8 +227,7 @@ def _resume(
         return 0
     t = fclub_resume.agree(deployment, name, users)
     saved = fclub_resume.load(deployment, name, t, network)
-    for key in ("record", "clock"):
-        vars(state[key]).update(vars(saved[key]))
+    saved.restore({"record": state["record"], "clock": state["clock"]})
     state["lost"].update(saved["lost"])
     for _ in range(t - 1):
         env.next_round()

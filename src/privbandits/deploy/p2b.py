@@ -1,7 +1,7 @@
 """P2B as separate party processes: device hosts, the trusted shuffler and the server (issue 17, step 2).
 
-Each party runs the party classes of :mod:`privbandits.protocols.p2b` on its own
-:class:`~privbandits.comm.TlsNetwork`:
+Each party runs the party classes of :mod:`privbandits.protocols.p2b` (subclassed through their extension points
+in :mod:`privbandits.deploy.p2b_parties`) on its own :class:`~privbandits.comm.TlsNetwork`:
 
 * ``device_host`` (one or more): simulates the devices of its own users and holds only
   their data (``.npz``: ``early_contexts`` (n_e, t, d), ``early_rewards`` (n_e, t, K) of
@@ -86,16 +86,17 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from privbandits.comm import Message, Network, ProtocolError, TlsNetwork, message
+from privbandits.comm import TlsNetwork
 from privbandits.deploy import entropy, p2b_rejoin
 from privbandits.deploy.deployment import Deployment, DeploymentError, P2BProtocol
 from privbandits.deploy.p2b_data import Block, HostData, load_host
 from privbandits.deploy.p2b_data import p2b_protocol as _protocol
 from privbandits.deploy.p2b_data import write_synthetic_data as write_synthetic_data  # `deploy data`
+from privbandits.deploy.p2b_messages import BatchOpen
+from privbandits.deploy.p2b_messages import FetchModel as FetchModel  # re-exported
 from privbandits.deploy.p2b_rejoin import rejoin as rejoin  # the parties' networks: lost peers may come back
 from privbandits.protocols.p2b import P2BConfig  # at import (1.5 CPU-s): the zygote loads it once for every party
 
@@ -105,21 +106,6 @@ RAW_WARNING = (
     "WARNING: raw_baseline = true: every participating device sends a raw context, action and reward to the "
     "server (the non-private baseline, no privacy for them)"
 )
-
-
-@message("deploy.p2b.fetch_model")
-class FetchModel(Message):
-    """Device host → server: send me model ``version`` (numbered in the order published: the raw baseline's
-    first if it runs, then the private one) once it is published (the server answers with a
-    :class:`~privbandits.protocols.p2b.ModelRelease`)."""
-
-    version: int
-
-
-@message("deploy.p2b.batch_open")
-class BatchOpen(Message):
-    """Shuffler → a device host: its devices may now send this batch's reports (hosts take turns, in deployment
-    order, so the batch's arrival order is canonical)."""
 
 
 N_STREAMS = 9
@@ -181,203 +167,6 @@ def receive_deadline(deployment: Deployment[P2BProtocol], name: str) -> float:
 
 
 # -- the parties in a process -----------------------------------------------------------------------
-def _parties():
-    """The deployment subclasses of the protocol's parties (defined on first use)."""
-    from privbandits.protocols.p2b import DeviceHost, EncodedBatch, ModelRelease, RawBatch, Server, Shuffler
-
-    class HostedDevices(DeviceHost):
-        """A device host: over TLS each device's report leaves on a connection of its own (the host's certificate,
-        the device's name ``HOST-deviceUSER`` as sender), acknowledged by the shuffler once stored (or refused once
-        the batch has closed); in memory on the host's link."""
-
-        refused = 0
-        """Reports the shuffler refused because their batch had closed (by size or time)."""
-
-        def send_report(self, user: int, receiver: str, report: Message) -> None:
-            if own_connections(self.network):
-                rejoin_s = getattr(self.network, "rejoin_s", 0.0)
-                if not p2b_rejoin.send_report(self, user, receiver, report, rejoin_s):
-                    self.refused += 1  # its batch had closed: the device's report is lost, the device goes on
-                    return
-            else:
-                self.send(receiver, report)
-            self.sent += 1
-
-        fetched = 0
-        """Models fetched so far (the next fetch asks for version fetched + 1)."""
-
-        def receive_model(self, model, server: str):
-            self.fetched += 1
-            self.send(server, FetchModel(self.fetched))
-            release = self.receive(ModelRelease, server)
-            return model(release.first, release.second)
-
-    class CanonicalShuffler(Shuffler):
-        """The shuffler of several device hosts: a batch is every host's reports up to its CloseBatch,
-        taken host by host in deployment order (canonical), then shuffled with the shuffler's own stream."""
-
-        def __init__(self, *args, hosts: list[str], queue=None, key: bytes = b"", batch_id: int = 0,
-                     batch_size: int | None = None, batch_window_s: float | None = None, front=None,
-                     order: dict[str, int] | None = None, forget_key=lambda: b"", **kwargs):  # fmt: skip
-            super().__init__(*args, **kwargs)
-            self.hosts, self.queue, self.key, self.batch_id, self.order = hosts, queue, key, batch_id, order or {}
-            self.batch_size, self.batch_window_s, self.front = batch_size, batch_window_s, front
-            self.forget_key = forget_key
-            self.collected, self.opened_at = 0, 0.0  # the open batch's reports, and when it opened
-            self.refused: list[int] = []
-            """Per batch, the reports refused after it closed (by size or time)."""
-            self.released: list[Message] = []
-            self.batch_ids: list[int] = []
-            self.first_report_at: float | None = None
-            """When the open batch's first report arrived (``time.perf_counter``)."""
-            self.closed: dict[str, set[str]] = {}
-            """Per host, the phases whose batch it has closed."""
-            self.duplicates = self.replayed = 0
-            """Reports received again: in the open batch (or its queue), and for a batch already closed."""
-            self.replaying = False
-            """Whether the open batch was released before a restart (every report of it is then a duplicate)."""
-
-        def _collect(self, kind: str) -> list[Message]:
-            from privbandits.protocols.p2b import EncodedReport
-
-            durable = self.queue is not None and kind == EncodedReport.kind
-            self.first_report_at = None
-            self.collected, self.opened_at = 0, time.monotonic()
-            self.refused.append(0)
-            # released before a restart: its key may be gone, so every report resent for it is taken as a duplicate
-            self.replaying = durable and self.queue.released(self.batch_id)
-            if self.front is not None:  # every host's devices at once, stored in groups
-                batch = self.front.collect(self, kind, durable)
-                held = [report for _, report in sorted(batch.held, key=lambda item: item[0])]
-                places = batch.ids
-            else:
-                held, places = self._collect_serially(kind, durable)
-            ids = {rid: rank for rank, rid in enumerate(sorted(places, key=places.get))}  # canonical ranks
-            if not durable:
-                return held
-            # the batch is formed in the queue (identities and arrival order dropped there); put back in the
-            # canonical order (host by host, users ascending) by the keyed ids only this shuffler computes, those
-            # a restarted shuffler's queue held from before too. One whose batch was formed before the stop gets
-            # that same batch back
-            batch = self.queue.close_batch(self.batch_id)
-            self.batch_ids.append(batch.batch_id)
-            rows = zip(batch.report_ids, batch.codes, batch.actions, batch.rewards, strict=True)
-            last = len(self.order) + len(ids)
-            rank = {rid: self.order.get(rid, len(self.order) + ids.get(rid, last)) for rid in batch.report_ids}
-            return [EncodedReport(*row[1:]) for row in sorted(rows, key=lambda row: rank[row[0]])]
-
-        def _collect_serially(self, kind: str, durable: bool) -> tuple[list, dict]:
-            """Each host's devices in turn (over TLS one connection at a time, ``workers = 0``), each encoded report
-            persisted with its sender's identity before it is acknowledged; in memory from the hosts' links. The
-            reports not queued, and each queued one's canonical place (host, user) by its id."""
-            from privbandits.deploy.p2b_front import canonical
-
-            held: list = []
-            places: dict[str, tuple] = {}
-            seen: set[str] = set()  # the devices heard in this batch (over TLS each sends one report)
-            for host in self.hosts:
-                index = 0
-                for identity, received, delivery in self._reports(host, kind):
-                    if self.first_report_at is None:  # the batch's throughput is timed from here
-                        self.first_report_at = time.perf_counter()
-                    if (delivery is not None and identity in seen) or self.replaying:
-                        self.duplicates += 1  # sent again (its acknowledgement lost, or its host restarted)
-                    elif durable:  # persisted with its sender's identity before anything else happens to it
-                        device = identity if delivery is not None else f"{host}/{index}"  # in memory: by index
-                        report_id = p2b_rejoin.report_id(self.key, device)
-                        places[report_id] = canonical(self.hosts, host, device) if delivery else (0, len(places), "")
-                        report = (received.code, received.action, received.reward)
-                        if not self.queue.accept(report_id, identity, *report):
-                            self.duplicates += 1  # accepted before a restart (or in the batch already formed)
-                        index += 1
-                    else:
-                        held.append(received)
-                    seen.add(identity)
-                    if delivery is not None:
-                        delivery.ack()  # stored: the device may go
-            return held, places
-
-        def _reports(self, host: str, kind: str):
-            """``(identity, report, delivery)`` of ``host``'s devices until it closes the batch: over TLS each from
-            its device's own connection (:func:`~privbandits.deploy.p2b_front.serial_reports`), in memory from the
-            host's link."""
-            from privbandits.deploy.p2b_front import serial_reports
-            from privbandits.protocols.p2b import CloseBatch
-
-            if own_connections(self.network):
-                yield from serial_reports(self, host, kind)
-                return
-            while (got := self.receive_one_of((kind, CloseBatch.kind), host)).kind != CloseBatch.kind:
-                yield host, got, None
-
-        def send(self, receiver: str, message: Message) -> None:
-            if isinstance(message, EncodedBatch | RawBatch):
-                self.released.append(message)
-            super().send(receiver, message)
-            if self.queue is not None and isinstance(message, EncodedBatch):
-                self._mark_released()
-
-        def _mark_released(self) -> None:
-            """The encoded batch went out: marked released in the queue, and the report-id key forgotten (nothing
-            left that could link a batched report's id to its device; a replay needs it no more)."""
-            self.queue.mark_released(self.batch_ids[-1])
-            self.key, self.order = self.forget_key(), {}
-
-        def replay(self, kind: str, server: str, saved: tuple) -> None:
-            """A batch this shuffler released before it was restarted (``saved``: the batch, its release details,
-            ledger rows and refusals, from its checkpoint): each host opens and closes it again, its devices'
-            reports acknowledged and not taken, and the batch goes to the server again (skipped there if it has
-            it)."""
-            batch, details, rows, refused = saved
-            self.first_report_at = None
-            self.refused.append(refused)
-            if self.front is not None:  # the front end acknowledges them
-                self.replayed += len(self.front.collect(self, kind, False).held)
-            else:
-                for host in self.hosts:
-                    for _, _, delivery in self._reports(host, kind):
-                        self.replayed += 1
-                        delivery.ack()
-            if isinstance(batch, EncodedBatch):
-                self.batch_ids.append(self.batch_id)
-            self.send(server, batch)
-            self.last_release = dict(details)
-            self.ledger.record_rows(rows)
-
-    class PublishingServer(Server):
-        """The server of a deployment: batches only from the shuffler; models, versioned 1, 2, ... in the order
-        published, to each device host that fetches them."""
-
-        def __init__(self, *args, shuffler: str, hosts: list[str], **kwargs) -> None:
-            super().__init__(*args, **kwargs)
-            self.shuffler, self.hosts = shuffler, hosts
-            self.releases: list[tuple[np.ndarray, np.ndarray]] = []
-
-        def receive(self, kind: str | type[Message], sender: str | None = None) -> Any:  # typed as Party.receive is
-            return super().receive(kind, self.shuffler if sender is None else sender)
-
-        def _publish(self, model, first: np.ndarray, second: np.ndarray, audience: str) -> None:
-            self.published.append(model)
-            self.releases.append((first, second))
-
-        def serve(self, version: int) -> None:
-            """Answer every host's fetch of model ``version`` (published)."""
-            for host in self.hosts:
-                asked = super().receive(FetchModel, host).version
-                if asked != version:
-                    raise ProtocolError(f"{host!r} fetched model version {asked}; version {version} is published")
-                self.send(host, ModelRelease(*self.releases[version - 1]))
-
-    return HostedDevices, CanonicalShuffler, PublishingServer
-
-
-def own_connections(network: Network) -> bool:
-    """Whether devices send on connections of their own (over TLS) or on their host's link (in memory)."""
-    from privbandits.comm import TlsNetwork
-
-    return isinstance(network, TlsNetwork)
-
-
 def keeps_listening(deployment: Deployment[P2BProtocol], name: str) -> bool:
     """The shuffler keeps its listener open after set-up: devices connect to it, one connection per report."""
     return deployment.parties[name].role == "shuffler"
@@ -419,10 +208,10 @@ _FIELDS = {"raw": ("contexts", "actions", "rewards"), "encoded": ("codes", "acti
 
 
 def _run_shuffler(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwork, resume: bool = False) -> dict:
+    from privbandits.deploy.p2b_parties import CanonicalShuffler
     from privbandits.privacy.ledger import PrivacyLedger
 
     protocol = _protocol(deployment)
-    _, CanonicalShuffler, _ = _parties()
     streams, server = streams_of(deployment, name, resume=resume), deployment.names("server")[0]
     queue = open_queue(deployment, name, resume=resume)
     key, batch_id, saved = _shuffler_state(deployment, name, queue, resume)
@@ -501,7 +290,7 @@ def _front(deployment: Deployment[P2BProtocol], network: TlsNetwork):
     from privbandits.deploy.p2b_front import Front, worker_count
 
     workers = worker_count(_protocol(deployment))
-    if not own_connections(network) or workers == 0:
+    if not network.connection_per_sender or workers == 0:
         return None
     return Front(network, deployment.names("device_host"), workers).start()
 
@@ -541,9 +330,9 @@ def open_queue(deployment: Deployment[P2BProtocol], name: str, *, resume: bool =
 def _run_server(
     deployment: Deployment[P2BProtocol], name: str, network: TlsNetwork, on_round, resume: bool = False
 ) -> dict:
+    from privbandits.deploy.p2b_parties import PublishingServer
 
     protocol = _protocol(deployment)
-    _, _, PublishingServer = _parties()
     shuffler, hosts = deployment.names("shuffler")[0], deployment.names("device_host")
     server = PublishingServer(
         name,
@@ -606,7 +395,7 @@ def _send_reports(host, shuffler: str, log, seen, protocol: P2BProtocol, rng, bl
     padded[first : first + len(block.early)] = log.rewards
     users, chosen = choose_reports(padded, protocol.participation, protocol.negative_rate, rng)
     local = users - first
-    if own_connections(host.network):
+    if host.network.connection_per_sender:
         host.receive(BatchOpen.kind, shuffler)  # the shuffler takes the hosts' devices in turn
     payloads = seen[local, chosen]
     arms, rewards = log.arms[local, chosen].tolist(), log.rewards[local, chosen].astype(np.int64).tolist()
@@ -639,13 +428,13 @@ def _raw_baseline(host, data: HostData, protocol: P2BProtocol, streams, shuffler
 
 
 def _run_host(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwork, resume: bool = False) -> dict:
+    from privbandits.deploy.p2b_parties import HostedDevices
     from privbandits.linear.population import CodeModel, DisjointModel
     from privbandits.protocols.p2b import DEVICES, RAW_DEVICES, private_inputs
 
     protocol = _protocol(deployment)
     data = load_host(deployment, name)
     encoder = encoder_of(protocol)
-    HostedDevices, _, _ = _parties()
     streams = streams_of(deployment, name, resume=resume)
     shuffler, server = deployment.names("shuffler")[0], deployment.names("server")[0]
     early, late, block = data.early, data.late, data.block

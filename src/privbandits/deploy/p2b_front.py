@@ -91,7 +91,7 @@ def serial_reports(shuffler, host: str, kind: str):
     half-way loses only its own report; a report for a batch its host has already closed (a restarted host's
     devices replay) is acknowledged and counted in ``shuffler.replayed``, not taken."""
     from privbandits.comm.oneshot import accept_own, device_waiting
-    from privbandits.deploy.p2b import BatchOpen
+    from privbandits.deploy.p2b_messages import BatchOpen
     from privbandits.protocols.p2b import CloseBatch
 
     network = shuffler.network
@@ -181,7 +181,7 @@ class Front:
     def collect(self, shuffler, kind: str, durable: bool) -> _Open:
         """Open a batch of ``kind`` for every host's devices at once, and take reports until every host has closed
         it (a host is lost when neither it nor any of its devices sends within the deadline)."""
-        from privbandits.deploy.p2b import BatchOpen
+        from privbandits.deploy.p2b_messages import BatchOpen
         from privbandits.protocols.p2b import CloseBatch
 
         batch = _Open(shuffler, self.network.current_phase, kind, durable)

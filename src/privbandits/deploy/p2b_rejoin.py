@@ -57,8 +57,7 @@ def send_report(host, user: int, receiver: str, report: Message, rejoin_s: float
 
     network, stop = host.network, None
     while True:
-        if hasattr(network, "check_links"):
-            network.check_links()  # a party link that ended is rejoined first
+        network.check_links()  # a party link that ended is rejoined first
         try:
             return send_own(network, f"{host.prefix}{user}", receiver, report)
         except PeerLost:

@@ -56,11 +56,12 @@ class _Encoder:
         if type(value) is dict:
             return {"dict": [[self(key), self(item)] for key, item in value.items()]}
         if type(value).__module__.startswith("privbandits."):
-            return {"object": _name(type(value)), "state": {key: self(item) for key, item in _attributes(value)}}
+            return {"object": _name(type(value)), "state": {key: self(item) for key, item in attributes(value)}}
         raise TypeError(f"cannot checkpoint a {type(value).__name__}")
 
 
-def _attributes(value: Any):  # an instance, or a slotted dataclass
+def attributes(value: Any):
+    """``(name, value)`` of an object's attributes: an instance's, or a slotted dataclass's fields."""
     if hasattr(value, "__dict__"):
         return vars(value).items()
     return ((field.name, getattr(value, field.name)) for field in dataclasses.fields(value))

@@ -180,7 +180,12 @@ def choose_reports(
 
 
 class Shuffler(Party):
-    """The trusted shuffler: anonymise, shuffle, threshold (crowd-blending), release (§2.5)."""
+    """The trusted shuffler: anonymise, shuffle, threshold (crowd-blending), release (§2.5).
+
+    Extension point: :meth:`collect_batch` says where a batch's reports come from (here, one device host's link,
+    up to its :class:`CloseBatch`); a subclass may override it (a deployment's shuffler takes several hosts'
+    devices, each on a connection of its own, through a durable queue). What is released is decided here.
+    """
 
     def __init__(
         self,
@@ -214,8 +219,9 @@ class Shuffler(Party):
         self.last_release: dict[str, float] = {}
         self._held: list[Message] = []
 
-    def _collect(self, kind: str) -> list[Message]:
-        """The reports of ``kind`` received until the device host closes the batch (senders are not kept).
+    def collect_batch(self, kind: str) -> list[Message]:
+        """The reports of ``kind`` received until the device host closes the batch (senders are not kept), in the
+        order the release shuffles. Extension point: a subclass may override it (see the class docstring).
 
         Reports are held as they arrive; if the close has not come yet (a protocol error here,
         in one process) they stay held for the next call, so no accepted report is lost.
@@ -237,7 +243,7 @@ class Shuffler(Party):
         The batch is every report received before the device host's :class:`CloseBatch`;
         a batch with a malformed report is refused whole (nothing released, nothing drawn).
         """
-        reports = cast("list[EncodedReport]", self._collect(EncodedReport.kind))  # every one of that kind
+        reports = cast("list[EncodedReport]", self.collect_batch(EncodedReport.kind))  # every one of that kind
         n_reports = len(reports)
         # checked before any draw: a malformed report is refused, not truncated to an integer
         codes = _batch_array([r.code for r in reports], "code", self.n_codes, f"in [0, n_codes) = [0, {self.n_codes})")
@@ -267,7 +273,7 @@ class Shuffler(Party):
 
     def release_raw(self, server: str) -> None:
         """Non-private baseline: forward one batch of raw tuples anonymised and shuffled, nothing dropped (§5.1)."""
-        reports = cast("list[RawReport]", self._collect(RawReport.kind))  # every one of that kind
+        reports = cast("list[RawReport]", self.collect_batch(RawReport.kind))  # every one of that kind
         n_reports = len(reports)
         actions = _batch_array([r.action for r in reports], "action", None, ">= 0")
         rewards = _batch_array([r.reward for r in reports], "reward", 2, "0 or 1")
@@ -280,6 +286,10 @@ class Shuffler(Party):
 
 class Server(Party):
     """The analyzer: fits the central disjoint LinUCB model on the batch it receives and publishes it (§2.6).
+
+    Extension point: :meth:`publish` says how a fitted model reaches the new agents (here, sent at once as a
+    :class:`ModelRelease`); a subclass may override it (a deployment's server keeps each release for the device
+    hosts that fetch it). How a model is fitted is decided here.
 
     ``participation`` and ``omega`` are the protocol's public parameters p and Ω: with them
     the server states, in its own ledger, the guarantee of each encoded batch it receives
@@ -317,7 +327,10 @@ class Server(Party):
                     delta = crowd_blending.delta(self.participation, crowd, self.omega)
         self.ledger.record(LedgerEntry(mechanism, epsilon, delta, PRIVACY_UNIT, details))
 
-    def _publish(self, model: CodeModel | DisjointModel, first: np.ndarray, second: np.ndarray, audience: str) -> None:
+    def publish(self, model: CodeModel | DisjointModel, first: np.ndarray, second: np.ndarray, audience: str) -> None:
+        """Make ``model`` (its two arrays ``first``, ``second``: A and b, or counts and reward sums) known to
+        ``audience``, and keep it in :attr:`published`. Extension point: a subclass may override it (see the class
+        docstring)."""
         self.published.append(model)
         self.send(audience, ModelRelease(first, second))
 
@@ -326,14 +339,14 @@ class Server(Party):
         batch = self.receive(EncodedBatch)
         model = CodeModel.fit(batch.codes, batch.actions, batch.rewards, self.n_arms, n_codes)
         self._record(SERVER_ENCODED, batch.codes, len(batch.codes))
-        self._publish(model, model.counts, model.reward_sums, audience)
+        self.publish(model, model.counts, model.reward_sums, audience)
 
     def publish_scalar_code_model(self, audience: str) -> None:
         """Reference-compatible mode (§4.5): fit 1-D LinUCB on the code values of the encoded batch."""
         batch = self.receive(EncodedBatch)
         model = DisjointModel.fit(batch.codes[:, None].astype(float), batch.actions, batch.rewards, self.n_arms)
         self._record(SERVER_ENCODED, batch.codes, len(batch.codes))
-        self._publish(model, model.A, model.b, audience)
+        self.publish(model, model.A, model.b, audience)
 
     def publish_linear_model(self, audience: str, dim: int) -> None:
         """Fit ``A_a = I + Σ x xᵀ``, ``b_a = Σ r x`` on a raw (or scalar-code) batch and send it to ``audience``."""
@@ -341,7 +354,7 @@ class Server(Party):
         contexts = batch.contexts if len(batch.contexts) else np.empty((0, dim))
         model = DisjointModel.fit(contexts, batch.actions, batch.rewards, self.n_arms)
         self._record(SERVER_RAW, None, len(batch.actions))
-        self._publish(model, model.A, model.b, audience)
+        self.publish(model, model.A, model.b, audience)
 
 
 class NewAgents(Party):

@@ -33,8 +33,11 @@ Modules: :mod:`~privbandits.comm.tls.context` (errors, credentials, contexts, th
 socket), :mod:`~privbandits.comm.tls.link` (one link's framing), :mod:`~privbandits.comm.tls.gate`
 (the listener), :mod:`~privbandits.comm.tls.network` (:class:`TlsNetwork`), :mod:`~privbandits.comm.tls.rejoin`
 (:class:`~privbandits.comm.tls.rejoin.RejoinNetwork`: links that survive a peer's restart, its messages replayed).
-The transport's internal API, used by :mod:`privbandits.comm.oneshot`: ``Link``, ``TlsNetwork.gate``,
-``open_link``, ``link``, ``lost_peer``, ``count_wire``, ``note_dropped``, ``current_phase``.
+The transport's internal API, used by :mod:`privbandits.comm.oneshot` (and the P2B device front end), no private
+member of another class: ``Link`` (``peer``, ``sock``, ``queue``, ``send``, ``read``, ``has_data``, ``set_timeout``,
+``shut``), the gate's ``arrived``, ``wait`` and ``next_arrival``, and ``TlsNetwork``'s ``gate``, ``open_link``,
+``link``, ``lost_peer``, ``count_wire``, ``note_dropped``, ``current_phase``, besides what every
+:class:`~privbandits.comm.Network` declares (``check_links``, ``connection_per_sender``, ``rejoin_s``).
 
 The ledger: :attr:`Network.traffic` counts, as in :class:`~privbandits.comm.InMemoryNetwork`,
 the payload bytes, messages and rounds of the messages *this* party sends (the union of

@@ -88,6 +88,7 @@ class TlsNetwork(Network):
         Keep the listener open after :meth:`connect`, for devices' one-message connections
         (:mod:`privbandits.comm.oneshot`).
     """
+    connection_per_sender = True  # devices send on connections of their own (comm.oneshot): Network's declaration
 
     def __init__(
         self,

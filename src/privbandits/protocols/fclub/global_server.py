@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection
+from typing import ClassVar
 
 import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
+from privbandits.checkpointed import PARTY, Checkpointed
 from privbandits.comm import Network, Party
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
 from privbandits.protocols.fclub.numerics import _logdet
@@ -54,7 +56,7 @@ class _Member:
         self.logdet_local = _logdet(self.local)
 
 
-class GlobalServer(Party):
+class GlobalServer(Party, Checkpointed):
     """The global server: merges local clusters (Eq. 4), keeps global statistics and download buffers.
 
     It knows the local servers' names and the run's public constants; everything else arrives as
@@ -68,6 +70,12 @@ class GlobalServer(Party):
         Eq. 6 checks that passed with nothing to download (``rebuild_local_copies``, asynchronous: the
         reference code's count).
     """
+
+    SAVED: ClassVar[tuple[str, ...]] = ("servers", "dim", "members", "partition", "uploads", "_layout", "_renewal",
+                                        "_count_idle", "_private", "_received", "changed_phases", "idle_downloads")
+    """What a resumed deployment's checkpoint holds (:mod:`privbandits.deploy.fclub_resume`)."""
+    NOT_SAVED = PARTY | {"cal", "config"}
+    """Its links and configuration (rebuilt from the deployment file)."""
 
     def __init__(self, network: Network, servers: list[str], dim: int, calibration: Calibration) -> None:
         super().__init__(GLOBAL, network)

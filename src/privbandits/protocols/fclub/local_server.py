@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping
 from typing import cast
 
 import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
+from privbandits.checkpointed import PARTY, Checkpointed
 from privbandits.comm import Network, Party
 from privbandits.linear._kernels import cholesky_inverse, shared_ucb_scores
 from privbandits.linear.tiebreak import break_ties
@@ -67,7 +69,7 @@ class _LocalCluster:
         detection every round, most clusters send the same sums round after round)."""
 
 
-class LocalServer(Party):
+class LocalServer(Party, Checkpointed):
     """Local server ℓ: serves its users, detects local clusters, uploads cluster statistics.
 
     It learns about the others only from messages: the global statistics from
@@ -92,6 +94,13 @@ class LocalServer(Party):
     repairs : Repairs
         Its own numerical events.
     """
+
+    SAVED = ("users", "dim", "ledger", "repairs", "rng", "tie_rng", "V", "b", "counts", "graph", "_labels", "_groups",
+             "clusters", "cluster_of", "lineage", "release_counts", "_next_uid", "_v", "_eye", "_noisy", "_with_own",
+             "_log_upload", "_refresh_every", "_threshold", "_ridge_free", "_ridge")  # fmt: skip
+    """What a resumed deployment's checkpoint holds (:mod:`privbandits.deploy.fclub_resume`)."""
+    NOT_SAVED = PARTY | {"cal", "config", "_rows"}
+    """Its links and configuration (rebuilt from the deployment file), and the per-user views of ``V`` and ``b``."""
 
     def __init__(
         self,
@@ -129,11 +138,10 @@ class LocalServer(Party):
         self._ridge = self.config.ridge * self._eye if self._ridge_free else 0.0  # added where S is inverted
 
     # -- rounds --------------------------------------------------------------------
-    def restore(self, attributes: dict[str, object]) -> None:
-        """Put back a snapshot of this server's attributes (a resumed deployment's checkpoint,
-        :mod:`privbandits.deploy.fclub_resume`) and rebuild the per-user views of ``V`` and ``b`` made from them."""
-        for key, value in attributes.items():
-            setattr(self, key, value)
+    def restore(self, state: Mapping[str, object]) -> None:
+        """Put back a :meth:`~privbandits.checkpointed.Checkpointed.state` of this server (a resumed deployment's
+        checkpoint, :mod:`privbandits.deploy.fclub_resume`) and rebuild the per-user views of ``V`` and ``b``."""
+        super().restore(state)
         self._rows = list(zip(self.V, self.b, strict=True))
 
     def recommend(self, i: int, contexts: np.ndarray) -> int:
