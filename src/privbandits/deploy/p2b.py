@@ -152,7 +152,8 @@ def phases(protocol: P2BProtocol) -> tuple[str, ...]:
 
 PER_REPORT_S = 0.02
 """Seconds a batch may take per early user, on top of the deadlines of the parties that wait for a whole batch
-(each device's report is a TLS connection of its own: about 3 ms here, taken one at a time)."""
+(each device's report is a TLS connection of its own, taken one at a time; ``benchmarks/shuffler_throughput.py``
+measures what one costs)."""
 
 
 def receive_deadline(deployment: Deployment[P2BProtocol], name: str) -> float:

@@ -479,8 +479,8 @@ def _collector_paused() -> Iterator[None]:
 
     A share phase creates a few live objects per message (report, envelope,
     link counters) and none of them is cyclic garbage, yet every 700
-    allocations the collector would rescan them: at 2·10^5 messages that cost
-    2.0 of 5.6 seconds of a whole simulation.
+    allocations the collector would rescan them, a large share of a whole
+    simulation's time at 2·10^5 messages (``benchmarks/p2b_scale.py``).
     """
     was_enabled = gc.isenabled()
     gc.disable()

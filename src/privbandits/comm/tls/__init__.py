@@ -1,9 +1,9 @@
 """Parties as separate processes: a :class:`~privbandits.comm.Network` over mutually authenticated TCP.
 
 Each process runs one party and holds a :class:`TlsNetwork`: one TCP connection per
-peer, blocking sockets wrapped by the standard :mod:`ssl` module (measured on loopback:
-about 30 µs per round trip, an order of magnitude below asyncio streams or gRPC; bandit
-rounds are many small messages, so latency decides).
+peer, blocking sockets wrapped by the standard :mod:`ssl` module: bandit rounds are many small
+messages, so latency decides, and blocking sockets had the lowest round-trip time on loopback
+of the transports measured (asyncio streams, gRPC; ``benchmarks/network_latency.py``).
 
 Security of a link:
 

@@ -36,7 +36,7 @@ from privbandits.comm.tls.link import Link
 MAX_PENDING = 64
 """Connections a gate authenticates at once; one more drops the oldest pending one."""
 HELLO_BYTES = 4096
-"""How much of a new connection's first bytes is peeked at for its ClientHello (ours are about 500 bytes)."""
+"""How much of a new connection's first bytes is peeked at for its ClientHello (ours fit well within it)."""
 _PRE_SHARED_KEY = 41
 """The TLS 1.3 ClientHello extension that offers a session to resume (RFC 8446, 4.2.11)."""
 LINGER_S = 1.0
