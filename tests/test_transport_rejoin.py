@@ -175,6 +175,7 @@ def test_each_network_declares_what_it_offers_beyond_send_and_receive(pki):
 
     memory = InMemoryNetwork()
     assert (memory.connection_per_sender, memory.rejoin_s, memory.check_links()) == (False, 0.0, None)
+    assert (tuple(memory.rejoins), memory.on_stray) == ((), None)
     addrs, listeners = addresses(["a", "b"])
     listeners["b"].close()
     plain = TlsNetwork("a", addrs, pki["a"], listener=listeners["a"])
@@ -182,6 +183,8 @@ def test_each_network_declares_what_it_offers_beyond_send_and_receive(pki):
     try:
         assert (plain.connection_per_sender, plain.rejoin_s, plain.check_links()) == (True, 0.0, None)
         assert (rejoining.connection_per_sender, rejoining.rejoin_s) == (True, 2.5)
+        assert (tuple(plain.rejoins), tuple(rejoining.rejoins)) == ((), ())
+        assert (plain.on_stray, rejoining.on_stray) == (None, None)
         assert type(rejoining).check_links is not TlsNetwork.check_links  # it looks after its links
     finally:
         plain.close_sockets()

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import defaultdict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
-from typing import ClassVar, overload
+from typing import Any, ClassVar, overload
 
 from privbandits.comm.codec import Envelope, decode, encode
 from privbandits.comm.messages import M, Message
@@ -140,6 +140,13 @@ class Network(ABC):
     rejoin_s: float = 0.0
     """Seconds this network waits for a lost peer to come back before it counts as lost: 0 (lost at once) but on
     the rejoining TLS network (:class:`~privbandits.comm.tls.rejoin.RejoinNetwork`)."""
+    rejoins: Sequence[str] = ()
+    """The peers that came back after their link was lost, each with where this party was: only a network with
+    ``rejoin_s > 0`` ever has any."""
+    on_stray: Callable[[Any], bool] | None = None
+    """Called with a connection of a sender a party hosts (a P2B device) that arrives while the party waits for
+    something else; True if it took it. Only the rejoining TLS network calls it (it is set there by the P2B
+    shuffler); elsewhere it is never called."""
 
     def __init__(self) -> None:
         self.traffic = Traffic()

@@ -234,8 +234,7 @@ def _run_shuffler(deployment: Deployment[P2BProtocol], name: str, network: TlsNe
         ledger=PrivacyLedger(),
         order=p2b_rejoin.canonical_order(key, deployment),
     )
-    if hasattr(network, "on_stray"):
-        network.on_stray = p2b_rejoin.stray_handler(shuffler, network)
+    network.on_stray = p2b_rejoin.stray_handler(shuffler, network)  # called by a rejoining network only
     seconds, releases = {}, {}  # per batch, from its first report's arrival to its release; its release
     try:
         for phase in phases(protocol):

@@ -190,7 +190,7 @@ def run_party(
         refusals=network.refusals,
         dropped=network.dropped,
     )
-    if hasattr(network, "rejoins"):
-        result["rejoins"] = network.rejoins
+    if network.rejoin_s > 0:
+        result["rejoins"] = list(network.rejoins)
     write_json_atomic(deployment.result_path(name), result)
     return result
