@@ -184,3 +184,19 @@ def test_a_sigma_too_small_for_exact_sums_snaps_to_a_coarser_grid_at_the_cap():
     assert noise.grid >= grid_step(noise.std) and total / noise.grid < EXACT_STEPS <= 2 * total / noise.grid
     with pytest.raises(ValueError, match=r"^JointDPLinUCB: values up to 1e\+06 on a grid of step 1e-20 need 1e\+26"):
         check_exact(1e6, 1e-20, "JointDPLinUCB")
+
+
+def test_fclub_data_grid_is_the_coarsest_noise_grid_so_each_tree_shifts_by_whole_steps():
+    """With ν depending on the phase start, trees of several σ share one data grid: the deepest tree's, which
+    every other tree's noise grid divides (a datum snapped to it moves each release by whole noise steps), and
+    each σ is its form's σ scaled to the sensitivity on that grid."""
+    config = FCLUBConfig.for_variant("cdp-fclub-dc", horizon=5000, tree_depth="reference")
+    calibration = Calibration(config, 10, 40, 5)
+    depths = sorted({calibration.depth(t) for t in range(1, 5001)})
+    assert len(depths) >= 3
+    assert calibration.data_grid == grid_step(calibration.noise_std(depths[-1]))
+    sensitivity = calibration.effective_sensitivity()
+    assert sensitivity == 2 + calibration.data_grid * math.sqrt(10 * 13 / 2)
+    for depth in depths:
+        assert calibration.data_grid % grid_step(calibration.noise_std(depth)) == 0
+        assert calibration.noise_std(depth) == pytest.approx(calibration.form_std(depth) * sensitivity / 2, rel=1e-15)
