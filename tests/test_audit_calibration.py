@@ -46,11 +46,14 @@ def test_paper_sigma_is_never_below_the_analytic_sigma_at_the_papers_settings():
 
 def test_analytic_calibration_is_available_by_name_and_the_paper_stays_default():
     kwargs = {"epsilon": 1.0, "delta": 1e-5, "horizon": 100, "rng": 0}
-    assert JointDPLinUCB(3, 2, **kwargs).noise_std == joint_noise_std(1.0, 1e-5, 100)
+    assert JointDPLinUCB(3, 2, **kwargs).noise_std == joint_noise_std(1.0, 1e-5, 100, dim=2)
     joint = JointDPLinUCB(3, 2, calibration="analytic", **kwargs)
-    assert joint.noise_std == pytest.approx(analytic_gaussian_std(1.0, 1e-5, REPLACE_SENSITIVITY, joint.levels))
+    analytic = analytic_gaussian_std(1.0, 1e-5, REPLACE_SENSITIVITY, joint.levels)  # at Δ = 2, then the slack
+    assert joint.noise_std == pytest.approx(analytic / REPLACE_SENSITIVITY * joint.sensitivity, rel=1e-12)
     local = LocalDPLinUCB(3, 2, calibration="analytic", **kwargs)
-    assert local.noise_std == pytest.approx(analytic_gaussian_std(1.0, 1e-5, REPORT_SENSITIVITY))
+    analytic = analytic_gaussian_std(1.0, 1e-5, REPORT_SENSITIVITY)  # at Δ = √6, then the slack
+    sensitivity = local._details["effective_sensitivity"]
+    assert local.noise_std == pytest.approx(analytic / REPORT_SENSITIVITY * sensitivity, rel=1e-12)
     assert ShuffleDPLinUCB(3, 2, calibration="analytic", batch_size=10, **kwargs).noise_std == local.noise_std
     with pytest.raises(InvalidInputError, match="calibration must be one of 'paper', 'analytic', got 'tight'"):
         LocalDPLinUCB(3, 2, calibration="tight", **kwargs)
@@ -59,9 +62,11 @@ def test_analytic_calibration_is_available_by_name_and_the_paper_stays_default()
 def test_fclub_analytic_noise_variance():
     """FCLUB's noise_variance = "analytic": ν nodes of sensitivity 2 at exactly (ε, δ)."""
     config = FCLUBConfig(noise_variance="analytic")
-    std = Calibration(config, 3, 10, 2).noise_std(5)
-    assert std**2 == pytest.approx(node_variance(1.0, config.delta, 5, NoiseVariance.ANALYTIC))
-    assert pld_epsilon(std, 5, config.delta, REPLACE_SENSITIVITY) == pytest.approx(config.epsilon, abs=2e-3)
+    calibration = Calibration(config, 3, 10, 2)
+    std, sensitivity = calibration.noise_std(5), calibration.effective_sensitivity()
+    assert calibration.form_std(5) ** 2 == pytest.approx(node_variance(1.0, config.delta, 5, NoiseVariance.ANALYTIC))
+    assert std == pytest.approx(calibration.form_std(5) / REPLACE_SENSITIVITY * sensitivity, rel=1e-12)
+    assert pld_epsilon(std, 5, config.delta, sensitivity) == pytest.approx(config.epsilon, abs=2e-3)
 
 
 @pytest.mark.parametrize("name", ["dp_linucb.joint@analytic", "fclub.pvt@analytic"])

@@ -19,7 +19,9 @@ from privbandits.envs.synthetic import LinearGaussianBandit
 from privbandits.experiments.config import ConfigError, parse_config
 from privbandits.experiments.runner import run_single
 from privbandits.linear import LinUCB
+from privbandits.privacy.calibration import snapped_std
 from privbandits.privacy.ledger import PrivacyLedger
+from privbandits.privacy.noise import grid_step
 from privbandits.privacy.tree_mechanism import accounted_epsilon
 from privbandits.protocols.dp import JointDPLinUCB, LocalDPLinUCB, ShuffleDPLinUCB
 from privbandits.validation import CallOrderError
@@ -92,7 +94,11 @@ def test_joint_dp_noise_and_ledger_follow_shariff_sheffet(epsilon, delta):
     # Shariff & Sheffet 2018, §4.2 (Gaussian noise): σ²_noise = 16 m L̃⁴ ln(4/δ)² / ε², m = 1 + ⌈log₂ T⌉, with
     # L̃² = L² + B̃² = 1 + 1; Υ = σ_noise √(2m) (4√d + 2 ln(2T/α)) and the regulariser is shifted by 2Υ (α = 1/T).
     m = 1 + math.ceil(math.log2(horizon))
-    sigma = math.sqrt(16 * m * 2.0**2 * math.log(4 / delta) ** 2 / epsilon**2)
+    paper = math.sqrt(16 * m * 2.0**2 * math.log(4 / delta) ** 2 / epsilon**2)
+    # recalibrated for the data snapped to σ's grid: sensitivity min(2 + g√n, 2√2), n = (d+1)(d+2)/2
+    sigma = snapped_std(paper, 2.0, (dim + 1) * (dim + 2) // 2, 2 * math.sqrt(2))
+    sensitivity = min(2 + grid_step(sigma) * math.sqrt((dim + 1) * (dim + 2) / 2), 2 * math.sqrt(2))
+    assert sigma == pytest.approx(paper / 2 * sensitivity, rel=1e-12)
     upsilon = sigma * math.sqrt(2 * m) * (4 * math.sqrt(dim) + 2 * math.log(2 * horizon / (1 / horizon)))
     ledger = PrivacyLedger()
     learner = JointDPLinUCB(4, dim, epsilon=epsilon, delta=delta, horizon=horizon, rng=0, ledger=ledger)
@@ -111,9 +117,11 @@ def test_joint_dp_noise_and_ledger_follow_shariff_sheffet(epsilon, delta):
     (entry,) = ledger.entries  # one entry: the tree covers every release
     assert (entry.mechanism, entry.epsilon, entry.delta) == ("dp_linucb.joint.tree", epsilon, delta)
     assert entry.details["noise_std"] == pytest.approx(sigma, rel=1e-12) and entry.details["levels"] == m
-    # the same noise through dp-accounting (RDP): m Gaussian nodes of L2 sensitivity 2 per datum; the paper's
-    # calibration is conservative
-    assert entry.details["accounted_epsilon"] == pytest.approx(accounted_epsilon(sigma, m, delta))
+    # the same noise through dp-accounting (RDP): m Gaussian nodes of the snapped datum's sensitivity; the
+    # paper's calibration is conservative
+    assert entry.details["effective_sensitivity"] == pytest.approx(sensitivity, rel=1e-12)
+    assert entry.details["snapping_slack"] == pytest.approx(sensitivity - 2, rel=1e-12)
+    assert entry.details["accounted_epsilon"] == pytest.approx(accounted_epsilon(sigma, m, delta, sensitivity))
     assert entry.details["accounted_epsilon"] < epsilon
 
 
@@ -123,7 +131,9 @@ def test_local_dp_noise_and_ledger_follow_zheng_et_al(epsilon, delta):
     # Zheng et al. 2020 (arXiv:2006.00701, Alg. 5, LDP linear bandit): the user sends x xᵀ + B and r x + ξ with
     # B symmetric, upper triangle i.i.d. N(0, σ²), ξ ~ N(0, σ² I), σ = 4 √(2 ln(1.25/δ)) / ε; the server shifts
     # the regulariser by 2Υ_t, Υ_t = σ √t (4√d + 2 ln(2T/α)).
-    sigma = 4 * math.sqrt(2 * math.log(1.25 / delta)) / epsilon
+    n = dim * (dim + 1) // 2 + dim  # one report's snapped coordinates: sensitivity min(√6 + g√n, 2√2)
+    sigma = snapped_std(4 * math.sqrt(2 * math.log(1.25 / delta)) / epsilon, math.sqrt(6), n, 2 * math.sqrt(2))
+    sensitivity = min(math.sqrt(6) + grid_step(sigma) * math.sqrt(n), 2 * math.sqrt(2))
     learner = LocalDPLinUCB(3, dim, epsilon=epsilon, delta=delta, horizon=horizon, rng=0)
     assert learner.noise_std == pytest.approx(sigma, rel=1e-12)
     contexts = np.zeros((3, dim))
@@ -140,8 +150,8 @@ def test_local_dp_noise_and_ledger_follow_zheng_et_al(epsilon, delta):
     assert len(entries) == 4  # one per report
     assert {(e.mechanism, e.epsilon, e.delta) for e in entries} == {("dp_linucb.local", epsilon, delta)}
     assert entries[0].details["noise_std"] == pytest.approx(sigma, rel=1e-12)
-    # dp-accounting's ε for one report (L2 sensitivity √(2 + 4): upper triangle of x xᵀ, then r x)
-    assert entries[0].details["accounted_epsilon"] == pytest.approx(accounted_epsilon(sigma, 1, delta, math.sqrt(6)))
+    # dp-accounting's ε for one report (L2 sensitivity √(2 + 4): upper triangle of x xᵀ, then r x; + the slack)
+    assert entries[0].details["accounted_epsilon"] == pytest.approx(accounted_epsilon(sigma, 1, delta, sensitivity))
 
 
 def _fmt_epsilon(epsilon0: float, n: int, delta: float) -> float:
@@ -176,6 +186,7 @@ def test_shuffle_dp_noise_and_ledger_follow_amplification_by_shuffling(epsilon, 
         4 * math.sqrt(2 * math.log(1.25 / cal.delta0)) / cal.epsilon0,  # Zheng et al., as in the local test
         math.sqrt(6) * dp_accounting.get_sigma_gaussian(cal.epsilon0, cal.delta0),
     )
+    sigma0 = snapped_std(sigma0, math.sqrt(6), 4 * 5 // 2 + 4, 2 * math.sqrt(2))  # for the snapped report (d = 4)
     assert learner.noise_std == pytest.approx(sigma0, rel=1e-12)
     if not amplified:  # a batch the theorem cannot amplify gets exactly the local-DP noise
         assert learner.noise_std == LocalDPLinUCB(3, 4, epsilon=epsilon, delta=delta, horizon=50).noise_std
@@ -310,9 +321,9 @@ def test_a_config_names_the_calibration_and_the_paper_default_keeps_the_stored_s
     assert analytic.policies[0].model_dump()["calibration"] == "analytic"
     stds = [run_single(config, 0, 0).metrics["noise_std"] for config in (paper, analytic)]
     if kind == "joint_dp_linucb":
-        assert stds == [pytest.approx(joint_noise_std(2.0, 1e-5, 30, c)) for c in ("paper", "analytic")]
+        assert stds == [pytest.approx(joint_noise_std(2.0, 1e-5, 30, c, 5)) for c in ("paper", "analytic")]
     elif kind == "local_dp_linucb":
-        assert stds == [pytest.approx(local_noise_std(2.0, 1e-5, c)) for c in ("paper", "analytic")]
+        assert stds == [pytest.approx(local_noise_std(2.0, 1e-5, c, 5)) for c in ("paper", "analytic")]
     assert 0 < stds[1] < stds[0]
     with pytest.raises(ConfigError, match=r"policies\[0\]\.calibration: must be one of 'paper' or 'analytic' "
                        r"\(got 'tight'\)"):  # fmt: skip

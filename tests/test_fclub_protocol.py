@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -61,8 +63,9 @@ def test_global_statistics_equal_local_copy_plus_download_buffer_after_every_eve
 
 @pytest.mark.parametrize("lifecycle", [Lifecycle.PERSISTENT, Lifecycle.RESET_EVERY_PHASE])
 def test_noise_telescopes_after_c_uploads(lifecycle):
-    """§3.5/§9.3: contribution − raw data = (2 + 3c)ρI + H^{(c+1)}, the binary-mechanism prefix noise (up to
-    the data's rounding to the noise grid, at most half a grid step per send).
+    """§3.5/§9.3: contribution − data = (2 + 3c)ρI + H^{(c+1)}, the binary-mechanism prefix noise, where the data
+    are the sum of the snapped data (each datum snapped to the noise grid before it is summed) and the shifts are
+    on that grid too.
 
     One server and one cluster, so the global sum is that cluster's contribution.
     With a fresh tree per phase the k-th draw since renewal is the prefix [1..k]
@@ -77,13 +80,13 @@ def test_noise_telescopes_after_c_uploads(lifecycle):
         (cluster,) = server.clusters.values()
         glob = bandit.global_server.members[(server.name, cluster.uid)].cluster
         c, d = cluster.uploads_since_renewal, bandit.dim
-        rho = bandit.calibration.rho(cluster.depth)
-        uploaded_S = server.V.sum(axis=0) - cluster.raw_S
-        uploaded_u = server.b.sum(axis=0) - cluster.raw_u
-        noise_S = glob.S - uploaded_S - (2 + 3 * c) * rho * np.eye(d)
-        snapped = (c + 1) * grid_step(cluster.async_tree.std) / 2  # each of c + 1 sends rounds data to the grid
-        np.testing.assert_allclose(noise_S, cluster.H_bar, rtol=0, atol=1e-9 * np.abs(glob.S).max() + snapped)
-        np.testing.assert_allclose(glob.u - uploaded_u, cluster.h_bar, rtol=0, atol=1e-9 + snapped)
+        phase_shift, upload_shift = bandit.calibration.shifts(cluster.depth)
+        assert abs(phase_shift - 2 * bandit.calibration.rho(cluster.depth)) < grid_step(cluster.async_tree.std)
+        uploaded_S = server.V_grid.sum(axis=0) - cluster.grid_S
+        uploaded_u = server.b_grid.sum(axis=0) - cluster.grid_u
+        noise_S = glob.S - uploaded_S - (phase_shift + c * upload_shift) * np.eye(d)
+        np.testing.assert_allclose(noise_S, cluster.H_bar, rtol=0, atol=1e-12 * np.abs(glob.S).max())
+        np.testing.assert_allclose(glob.u - uploaded_u, cluster.h_bar, rtol=0, atol=1e-12 * np.abs(glob.u).max())
         tree = cluster.async_tree
         offset = 1 if lifecycle is Lifecycle.RESET_EVERY_PHASE else 0
         assert tree.releases == c + 1 + offset
@@ -280,7 +283,11 @@ def test_calibration_matches_the_spec_table(depth, rho, sigma):
     calibration = Calibration(FCLUBConfig(horizon=2**17 - 2, m_bound=4), dim=10, n_users=40, n_servers=5)
     assert calibration.depth(1) == 18
     assert calibration.rho(depth) == pytest.approx(rho, rel=0.02)
-    assert calibration.noise_std(depth) == pytest.approx(sigma, rel=0.02)
-    assert calibration.shifts(depth) == pytest.approx((2 * calibration.rho(depth), 3 * calibration.rho(depth)))
+    # the table's σ is for sensitivity 2; the data snapped to the grid add g√n (n = d(d+3)/2 = 65)
+    slack = calibration.data_grid * math.sqrt(65)
+    assert calibration.effective_sensitivity() == 2 + slack and 0 < slack < 2 * 102 / 4096 * math.sqrt(65)
+    assert calibration.noise_std(depth) == pytest.approx(sigma * (2 + slack) / 2, rel=0.02)
+    two, three = 2 * calibration.rho(depth), 3 * calibration.rho(depth)  # snapped toward zero to the data grid
+    assert calibration.shifts(depth) == pytest.approx((two, three), rel=0, abs=calibration.data_grid)
     b1 = Calibration(FCLUBConfig(m_bound=4, rho_formula="appendix_b1"), 10, 40, 5)
     assert b1.rho(depth) == pytest.approx(calibration.rho(depth) * np.sqrt(depth))  # √2·ν instead of √(2ν)

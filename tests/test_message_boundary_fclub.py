@@ -220,8 +220,8 @@ class SnoopingNetwork(InMemoryNetwork):
         server = next(s for s in self.bandit.servers if s.name == sender)
         tree = server.clusters[message.cluster].async_tree
         if tree is not None:
-            step, off = grid_step(tree.std), ~np.eye(len(message.moment), dtype=bool)  # the diagonal: + public shift
-            units = np.concatenate([message.gram[off], message.moment]) / step
+            step = grid_step(tree.std)  # the data grid (every tree of these runs has the same depth)
+            units = np.concatenate([message.gram.ravel(), message.moment]) / step  # the shifts are on it too
             if not np.array_equal(units, np.round(units)):
                 self.off_grid.append(f"{message.kind} of cluster {message.cluster} from {sender}")
 
@@ -270,7 +270,7 @@ def test_uploads_with_the_privatizer_on_carry_no_raw_statistics(options, seed):
 def test_privatized_uploads_lie_on_their_noise_grid_so_no_bit_below_it_is_the_datas(options):
     """The noise is a multiple of its grid step g (privacy/noise.py); an upload adds it to the statistics, so the
     statistics are snapped to g first: otherwise ``upload mod g`` is ``data mod g``, the data's low bits in clear.
-    Checked off the diagonal and in the moment (the diagonal also carries the public shift)."""
+    Checked in the whole Gram matrix (its public shift is snapped to g too) and in the moment."""
     network = snooped_run(FCLUBConfig.for_variant("cdp-fclub-dc", horizon=510, **options), 0, small_env(), N_SERVERS)
     assert len(network.uploads) > 10 and network.off_grid == []
 
@@ -281,7 +281,8 @@ def test_the_grid_check_finds_uploads_off_the_grid():
     network.bandit = types.SimpleNamespace(servers=[types.SimpleNamespace(
         name="s", clusters={0: types.SimpleNamespace(async_tree=types.SimpleNamespace(std=1.0))})])  # fmt: skip
     step = grid_step(1.0)
-    network._check_grid("s", Upload(0, np.array([[0.1, 3 * step], [3 * step, 0.2]]), np.array([5 * step, -step]), 1))
+    on_grid = np.array([[7 * step, 3 * step], [3 * step, 2 * step]])
+    network._check_grid("s", Upload(0, on_grid, np.array([5 * step, -step]), 1))
     network._check_grid("s", Upload(0, np.full((2, 2), 3 * step), np.array([5 * step, step / 2**20]), 1))
     assert network.off_grid == ["fclub.upload of cluster 0 from s"]
 

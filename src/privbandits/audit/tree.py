@@ -3,7 +3,9 @@
 Both release prefix sums of the augmented statistic ``Σ z zᵀ``, ``z = [x; y]``, through
 :class:`~privbandits.privacy.tree_mechanism.TreeMechanism`; they differ in the calibration
 of its node noise (joint DP: :func:`~privbandits.protocols.dp.joint.joint_noise_std`;
-FCLUB: :meth:`~privbandits.protocols.fclub_config.Calibration.noise_std`). The audit
+FCLUB: :meth:`~privbandits.protocols.fclub_config.Calibration.form_std`), both at the sensitivity 2 of the
+audit's pair (the learners' σ is larger by the slack of snapping their data to the grid, which this pair,
+on the grid already, does not need). The audit
 releases the first ``releases`` prefixes of one data stream, split as the learners split
 them: the Gram part ``[:d, :d]`` and the vector part ``[:d, d]`` (Σ y x).
 
@@ -121,7 +123,7 @@ def fclub_privatizer(epsilon: float = 1.0, delta: float = 0.1, horizon: int = 6,
     return _tree_audit(
         "fclub.pvt" if noise_variance == "squared_log" else f"fclub.pvt@{noise_variance}",
         "(ε, δ)-DP per privatizer (Thm 3)",
-        calibration.noise_std(depth),
+        calibration.form_std(depth),  # at sensitivity 2, as the pair: the runs' σ adds the snapping slack
         2 ** (depth - 1),
         dim,
         epsilon,

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from privbandits.deploy.deployment import Deployment, FCLUBProtocol, P2BProtocol
-from privbandits.privacy.noise import grid_step
 from privbandits.privacy.tree_mechanism import dyadic_cover, symmetric_gaussians
 
 N_STREAMS = 9
@@ -141,9 +140,10 @@ def _remove_noise(msg, nodes: dict[int, np.ndarray], earlier: list[int], calibra
         traces = np.trace(drawn[:, :d, :d], axis1=1, axis2=2)
         shift = calibration.shifts(depth)[0]
         residual = np.abs(np.trace(msg.gram) - d * shift - (traces + float(traces[earlier].sum())) - msg.count)
-        # the data is snapped to the noise grid g before the noise is added, so the true node leaves a trace within
-        # d·g/2 of the count; of the nodes that close, the true one leaves a Gram matrix that is PSD (a sum of xxᵀ)
-        close = np.flatnonzero(residual <= d * grid_step(calibration.noise_std(depth)) / 2 + 1e-9)
+        # each datum is snapped toward zero to the data grid g before it is summed, so the true node leaves a trace
+        # below the count by less than count·d·g; of the nodes that close, the true one leaves a Gram matrix that
+        # is PSD (a sum of snapped xxᵀ, each within g of a PSD one entrywise)
+        close = np.flatnonzero(residual <= msg.count * d * calibration.data_grid + 1e-9)
         for k in close if close.size else [int(np.argmin(residual))]:
             gram = msg.gram - shift * np.eye(d) - drawn[[int(k), *earlier], :d, :d].sum(axis=0)
             smallest = float(np.linalg.eigvalsh(gram)[0]) - float(residual[k])

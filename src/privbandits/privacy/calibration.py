@@ -9,6 +9,10 @@ sensitivity Δ is (ε, δ)-DP, for every ε > 0 (Balle & Wang, ICML 2018, Theore
 mechanism of sensitivity ``Δ √k`` (the releases are independent and the privacy loss of
 Gaussians adds in quadrature), so the analytic σ of a k-fold composition is exact too.
 
+Snapping: every release here is ``snapped data + g·Z`` (:mod:`~privbandits.privacy.noise`), and snapping one
+datum's n coordinates adds up to ``g·√n`` to its L2 sensitivity, with g = grid_step(σ) itself a function of
+σ. :func:`snapped_std` rescales any calibration linear in Δ (all of the above are) to ``Δ + g(σ)·√n``.
+
 Accounting: :func:`pld_epsilon` composes with privacy loss distributions (``dp-accounting``'s
 PLD accountant, tight up to its discretisation); :func:`rdp_epsilon` with Rényi DP, an upper
 bound kept as a cross-check (PLD ≤ RDP).
@@ -18,9 +22,13 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["GaussianCalibration", "analytic_gaussian_std", "gaussian_event", "pld_epsilon", "rdp_epsilon"]
+__all__ = [
+    "GaussianCalibration", "SnappedNoise", "analytic_gaussian_std", "effective_sensitivity", "gaussian_event",
+    "pld_epsilon", "rdp_epsilon", "snapped_noise", "snapped_std",
+]  # fmt: skip
 
 ANALYTIC_EPSILON_CAP = 1000.0
 """dp-accounting's σ search fails far beyond this ε; the σ at the cap is still (ε, δ)-DP for a larger ε."""
@@ -50,6 +58,69 @@ def analytic_gaussian_std(epsilon: float, delta: float, sensitivity: float, comp
     if math.isinf(epsilon):
         return 0.0
     return _unit_sigma(min(float(epsilon), ANALYTIC_EPSILON_CAP), float(delta)) * sensitivity * math.sqrt(compositions)
+
+
+def snapped_std(std: float, sensitivity: float, coordinates: int, cap: float) -> float:
+    """The σ calibrated as ``std`` is for sensitivity Δ, for data snapped to σ's grid instead: the fixed point of
+    ``σ = c·Δ_eff(σ)``, ``Δ_eff(σ) = min(Δ + grid_step(σ)·√n, cap)``, c = std/Δ (0 stays 0: nothing released).
+
+    n is the number of coordinates one datum's snapped contribution has; ``cap`` the triangle inequality's
+    bound (twice the largest datum's norm), which snapping toward zero never exceeds. Iterated from σ₀ = std:
+    f(σ) = c·Δ_eff(σ) is non-decreasing (grid_step is a non-decreasing step function, constant between powers
+    of two) and σ₁ = f(σ₀) ≥ σ₀, so the iterates never decrease; they stay ≤ c·cap, so grid_step(σ_k) takes
+    finitely many values, stops changing, and one step later σ_{k+1} = f(σ_k) = σ_k exactly: the calibration
+    at Δ_eff(σ). Each step that does not stop doubles the grid at least, so there are at most
+    log₂(cap/Δ) + 2 of them.
+    """
+    if not 0 < sensitivity <= cap:
+        raise ValueError(f"snapped_std: need 0 < sensitivity <= cap, got sensitivity={sensitivity}, cap={cap}")
+    if std == 0:
+        return 0.0
+    unit, sigma = std / sensitivity, std
+    while True:
+        following = unit * effective_sensitivity(sigma, sensitivity, coordinates, cap)
+        if following == sigma:
+            return sigma
+        sigma = following
+
+
+@dataclass(frozen=True)
+class SnappedNoise:
+    """A snapped release's noise: σ, the grid its data are snapped to (a power-of-two multiple of σ's, so a datum
+    shifts the release by whole noise steps) and the datum's effective L2 sensitivity there."""
+
+    std: float
+    grid: float
+    sensitivity: float
+
+
+def snapped_noise(
+    std: float, sensitivity: float, coordinates: int, cap: float, data_bound: float, noise_bound: float
+) -> SnappedNoise:
+    """:func:`snapped_std` and its grid, for sums whose data reach ``data_bound`` and whose noise reaches
+    ``noise_bound``·σ in magnitude: float64 sums them exactly only below 2⁵³ grid steps. Where σ's own grid is
+    finer than that (σ below about ``data_bound``·2⁻⁴¹: an ε far beyond any claim), the data are snapped to the
+    finest grid that is exact and σ is calibrated at the cap, which holds on every grid."""
+    from privbandits.privacy.noise import EXACT_STEPS, check_exact, grid_step
+
+    sigma = snapped_std(std, sensitivity, coordinates, cap)
+    if sigma == 0:
+        return SnappedNoise(0.0, 0.0, sensitivity)
+    if (data_bound + noise_bound * sigma) / grid_step(sigma) < EXACT_STEPS:
+        return SnappedNoise(sigma, grid_step(sigma), effective_sensitivity(sigma, sensitivity, coordinates, cap))
+    sigma = std / sensitivity * cap
+    total = data_bound + noise_bound * sigma
+    grid = max(grid_step(sigma), math.ldexp(1.0, math.frexp(total / EXACT_STEPS)[1]))  # the finest power of two
+    check_exact(total, grid, "snapped_noise")
+    return SnappedNoise(sigma, grid, cap)
+
+
+def effective_sensitivity(std: float, sensitivity: float, coordinates: int, cap: float) -> float:
+    """``min(Δ + g(std)·√n, cap)``: the L2 sensitivity of a datum whose n coordinates were snapped toward zero to
+    std's grid (:func:`~privbandits.privacy.noise.snap`); Δ when std = 0 (nothing snapped)."""
+    from privbandits.privacy.noise import snapping_slack
+
+    return min(sensitivity + snapping_slack(std, coordinates), cap) if std > 0 else sensitivity
 
 
 @functools.lru_cache(maxsize=4096)

@@ -5,7 +5,11 @@ low-order bits of ``value + noise`` (Mironov, CCS 2012). Here the noise is ``g·
 ``Z`` a discrete Gaussian on the integers and ``g = 2^(⌊log₂ σ⌋ − GRID_BITS)`` (so σ/g lies in
 ``[2^GRID_BITS, 2^(GRID_BITS+1))``), and a release snaps its value to the same grid first
 (:func:`snap`): ``snap(value) + g·Z`` is a multiple of g, computed exactly in float64, and its
-bits depend on the value only through the grid point.
+bits depend on the value only through the grid point. A running sum is released as the sum of its snapped
+increments (each datum snapped before it is accumulated, never the prefix: a snapped prefix rounds
+differently after every datum, so two neighbours would differ at every later release, not only in the tree
+nodes that hold the datum); the sum of grid multiples is exact while it stays below 2⁵³ steps
+(:func:`check_exact`).
 
 Sampling: Z's magnitude by table lookup (cumulative-distribution table) against 63 uniform
 bits, its sign from one more bit, one 64-bit word per sample, vectorised. The table holds
@@ -13,8 +17,11 @@ bits, its sign from one more bit, one 64-bit word per sample, vectorised. The ta
 precision, so each atom's probability is within 2⁻⁵² of the exact law's (total variation
 below about 1e-11 per draw, added to δ). A discrete Gaussian of parameter σ/g is
 ``Δ²/(2σ²)``-zCDP for integer shifts, like the continuous one (Canonne, Kamath & Steinke
-2020, Thm 4); snapping can move a neighbour by up to ``g·√n`` more in L2 for n coordinates
-(:func:`snapping_slack`), at most ``σ·√n / 2^GRID_BITS``.
+2020, Thm 4); snapping one datum's n coordinates toward zero can move a neighbour by up to ``g·√n`` more in L2
+(:func:`snapping_slack`: each snapped coordinate differs by less than its difference + g), at most
+``σ·√n / 2^GRID_BITS``, and never beyond the triangle inequality's bound (no snapped datum is larger than the
+datum), so every calibration of a snapped release is made at ``min(Δ + g·√n, cap)``
+(:func:`~privbandits.privacy.calibration.snapped_std`).
 
 The bits: ``rng=None`` reads OS entropy (``os.urandom``, what a deployment's party uses);
 a seeded ``numpy.random.Generator`` gives the same draws for the same seed (simulations and
@@ -30,14 +37,19 @@ import os
 
 import numpy as np
 
-__all__ = ["GRID_BITS", "NOISE_SAMPLER", "discrete_gaussian", "grid_step", "snap", "snapping_slack"]
+__all__ = [
+    "GRID_BITS", "NOISE_SAMPLER", "check_exact", "discrete_gaussian", "grid_step", "snap", "snap_to", "snapping_slack",
+]  # fmt: skip
 
 GRID_BITS = 12
 """σ/g ∈ [2^12, 2^13): the grid is at least 4096 times finer than the noise."""
 TAIL = 10.0
 """The table covers |Z| ≤ 10 σ/g; the discrete Gaussian's mass beyond is below 1e-21."""
-NOISE_SAMPLER = "discrete_gaussian/grid12"
-"""Names the sampler in run specs and ledger details (a new sampler is a new name)."""
+NOISE_SAMPLER = "discrete_gaussian/grid12/snapped-increments"
+"""Names the sampler in run specs and ledger details (a new sampler is a new name; ``snapped-increments``:
+data are snapped datum by datum and the σ calibrated for the slack, which moved every DP run's numbers)."""
+EXACT_STEPS = 2.0**53
+"""A sum of multiples of g is exact in float64 while every partial sum stays below this many steps."""
 
 _SIGN_BIT = np.uint64(1)
 _SHIFT = np.uint64(1)
@@ -51,9 +63,25 @@ def grid_step(std: float) -> float:
 
 
 def snap(value: np.ndarray, std: float) -> np.ndarray:
-    """``value`` rounded to the grid of noise ``std`` (ties to even): what a release adds its noise to."""
-    step = grid_step(std)
-    return np.round(np.asarray(value, dtype=np.float64) / step) * step
+    """``value`` rounded toward zero to the grid of noise ``std`` (:func:`snap_to`): what a release adds its noise
+    to, one datum at a time."""
+    return snap_to(value, grid_step(std))
+
+
+def snap_to(value: np.ndarray, step: float) -> np.ndarray:
+    """``value`` rounded toward zero to a multiple of ``step``: no coordinate grows, so every norm bound of the
+    data holds for the snapped data, and two values' snapped difference exceeds theirs by less than ``step``."""
+    return np.trunc(np.asarray(value, dtype=np.float64) / step) * step
+
+
+def check_exact(bound: float, step: float, what: str) -> None:
+    """Refuse a sum of multiples of ``step`` that can reach ``bound`` in magnitude, beyond which float64 would
+    round it (:data:`EXACT_STEPS`): the release would no longer be exactly on its grid."""
+    if not bound / step < EXACT_STEPS:
+        raise ValueError(
+            f"{what}: values up to {bound:g} on a grid of step {step:g} need {bound / step:.3g} steps; "
+            f"float64 sums them exactly only below 2^53 = {EXACT_STEPS:.3g}"
+        )
 
 
 def snapping_slack(std: float, coordinates: int) -> float:

@@ -12,7 +12,9 @@ use ``levels`` levels is ``levels`` Gaussian mechanisms per datum. Replacing one
 ``(x, y)`` (‖x‖ ≤ 1, |y| ≤ 1) moves ``z zᵀ`` by at most ``2√2`` in Frobenius norm;
 on the independent coordinates of symmetric noise (the upper triangle, the diagonal
 scaled by 1/√2) that is an L2 sensitivity of :data:`REPLACE_SENSITIVITY` = 2 with
-per-coordinate noise σ. :func:`accounted_epsilon` and :func:`accounted_delta`
+per-coordinate noise σ. The releases add the noise to a sum of data each snapped toward zero to σ's grid
+(:mod:`~privbandits.privacy.noise`), which adds ``g·√n`` to that sensitivity, n the upper triangle's entries
+(at most :data:`SNAPPED_CAP` in all). :func:`accounted_epsilon` and :func:`accounted_delta`
 compose these with ``dp-accounting`` (Rényi DP).
 """
 
@@ -29,6 +31,15 @@ from privbandits.privacy.noise import discrete_gaussian
 
 REPLACE_SENSITIVITY = 2.0
 """L2 sensitivity of ``z zᵀ`` under symmetric noise when one (x, y) is replaced (see module doc)."""
+SNAPPED_CAP = 2.0 * math.sqrt(2.0)
+"""The most a datum snapped toward zero can move ``z zᵀ`` in the same measure, whatever the grid: each snapped
+``z zᵀ`` has norm at most ‖z‖²/√2 ≤ √2 there (the diagonal scaled by 1/√2), so two differ by at most 2√2."""
+
+
+def augmented_coordinates(dim: int) -> int:
+    """Independent coordinates of ``z zᵀ``, z = [x; y] of d + 1 entries: its upper triangle, (d+1)(d+2)/2, the n
+    of one snapped datum's slack ``g·√n`` (:func:`~privbandits.privacy.calibration.snapped_std`)."""
+    return (dim + 1) * (dim + 2) // 2
 
 
 class NoiseVariance(StrEnum):

@@ -17,7 +17,9 @@ import numpy as np
 
 from privbandits.linear.tiebreak import TieBreak
 from privbandits.options import check_fields, option
-from privbandits.privacy.tree_mechanism import NoiseVariance, node_variance
+from privbandits.privacy.calibration import snapped_std
+from privbandits.privacy.noise import TAIL, check_exact, grid_step, snap_to
+from privbandits.privacy.tree_mechanism import REPLACE_SENSITIVITY, SNAPPED_CAP, NoiseVariance, node_variance
 from privbandits.validation import (
     Boolean,
     Choice,
@@ -350,6 +352,14 @@ class Calibration:
         self.log_min_threshold = math.log(min(config.upload_threshold, config.download_threshold))
         self._mL_over_alpha = self.m_bound * n_servers / self.alpha
         self._fixed_depth = self._depth_for(T)
+        self.snapped = config.private and not config.noise_in_trigger_only
+        self.coordinates = dim * (dim + 3) // 2  # one datum's x xᵀ (upper triangle) and y x
+        self.data_grid = 0.0
+        if self.snapped:
+            deepest = self.depth(T)  # ν never decreases with the phase start: the largest σ
+            self.data_grid = grid_step(snapped_std(self.form_std(deepest), REPLACE_SENSITIVITY, *self._slack()))
+            check_exact(T + 3 * self.rho(deepest) + 4 * TAIL * deepest * self.noise_std(deepest), self.data_grid,
+                        "FCLUB's privatized statistics")  # fmt: skip
 
     # -- privacy noise ---------------------------------------------------------------
     def _depth_for(self, t_phase: int) -> int:
@@ -367,10 +377,29 @@ class Calibration:
         """Tree depth ν for a privatizer created at phase start ``t_phase``."""
         return self._fixed_depth if self.config.tree_depth is not TreeDepth.REFERENCE else self._depth_for(t_phase)
 
-    def noise_std(self, depth: int) -> float:
-        """Per-node σ_noise of a depth-ν tree (§4.2)."""
+    def form_std(self, depth: int) -> float:
+        """σ of the configured printed form (``noise_variance``) for a depth-ν tree, at sensitivity 2: before the
+        snapping slack (what :meth:`noise_std` draws with unsnapped data; the audit's tree)."""
         cfg = self.config
         return math.sqrt(node_variance(cfg.epsilon, cfg.delta, depth, cfg.noise_variance))
+
+    def _slack(self) -> tuple[int, float]:
+        return self.coordinates, SNAPPED_CAP
+
+    def noise_std(self, depth: int) -> float:
+        """Per-node σ_noise of a depth-ν tree (§4.2): the form's σ at sensitivity Δ = 2, recalibrated for data
+        snapped to :attr:`data_grid` (:meth:`effective_sensitivity`) when the uploads are privatized."""
+        if not self.snapped:
+            return self.form_std(depth)
+        return self.form_std(depth) / REPLACE_SENSITIVITY * self.effective_sensitivity()  # as snapped_std
+
+    def effective_sensitivity(self) -> float:
+        """``min(2 + g√n, 2√2)`` of one datum snapped to :attr:`data_grid`, n = d(d+3)/2 (the upper triangle of
+        x xᵀ and y x); 2 when nothing is snapped. The grid is that of the deepest tree's σ, the coarsest, so every
+        tree's noise grid divides it (a datum shifts each tree's release by whole noise steps)."""
+        if not self.snapped:
+            return REPLACE_SENSITIVITY
+        return min(REPLACE_SENSITIVITY + self.data_grid * math.sqrt(self.coordinates), SNAPPED_CAP)
 
     def rho(self, depth: int) -> float:
         """ρ of §4.2 (Eq. 7 by default), the shift that keeps noisy Gram matrices positive definite."""
@@ -389,9 +418,9 @@ class Calibration:
     def shifts(self, depth: int) -> tuple[float, float]:
         """(phase-start shift, per-upload shift) of the uploaded Gram matrices: (2ρ, 3ρ) when the
         noise is uploaded, (λ, 0) otherwise (§3.4, §8 A16); (0, 0) with ``ridge_in_recommendation_only``."""
-        if self.config.private and not self.config.noise_in_trigger_only:
+        if self.snapped:  # on the data's grid, so a release (snapped data + noise + shift) is exact
             rho = self.rho(depth)
-            return 2 * rho, 3 * rho
+            return float(snap_to(np.array(2 * rho), self.data_grid)), float(snap_to(np.array(3 * rho), self.data_grid))
         return (0.0 if self.config.ridge_in_recommendation_only else self.config.ridge), 0.0
 
     # -- confidence radius -----------------------------------------------------------

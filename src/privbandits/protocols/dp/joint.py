@@ -7,10 +7,16 @@ import math
 import numpy as np
 
 from privbandits.privacy.bounds import CONTEXT_BOUND, REWARD_BOUND
-from privbandits.privacy.calibration import GaussianCalibration, analytic_gaussian_std
+from privbandits.privacy.calibration import GaussianCalibration, SnappedNoise, analytic_gaussian_std, snapped_noise
 from privbandits.privacy.ledger import LedgerEntry
-from privbandits.privacy.noise import snap
-from privbandits.privacy.tree_mechanism import REPLACE_SENSITIVITY, TreeMechanism, accounted_epsilon
+from privbandits.privacy.noise import TAIL, snap_to
+from privbandits.privacy.tree_mechanism import (
+    REPLACE_SENSITIVITY,
+    SNAPPED_CAP,
+    TreeMechanism,
+    accounted_epsilon,
+    augmented_coordinates,
+)
 from privbandits.protocols.dp.base import PrivateLinUCB, spectral_bound
 from privbandits.validation import CallOrderError
 
@@ -23,20 +29,37 @@ def tree_levels(horizon: int) -> int:
 
 
 def joint_noise_std(
-    epsilon: float, delta: float, horizon: int, calibration: GaussianCalibration | str = GaussianCalibration.PAPER
+    epsilon: float,
+    delta: float,
+    horizon: int,
+    calibration: GaussianCalibration | str = GaussianCalibration.PAPER,
+    dim: int | None = None,
 ) -> float:
     """σ_noise with σ² = 16 m L̃⁴ ln(4/δ)² / ε² (Shariff & Sheffet 2018 §4.2, Gaussian noise).
 
     ``L̃² = L² + B̃² = 2`` for ``‖x‖ ≤ 1`` and ``|r| ≤ 1``; every node of the tree gets
     ``(N̄ + N̄ᵀ)/√2`` with ``N̄_pq ~ N(0, σ²)``; 0 when ε = ∞. ``calibration="analytic"``:
-    the analytic Gaussian for m nodes of sensitivity 2 (:data:`REPLACE_SENSITIVITY`) instead.
+    the analytic Gaussian for m nodes of sensitivity 2 (:data:`REPLACE_SENSITIVITY`) instead. With ``dim``: the
+    same calibration for the learner's snapped data, at ``Δ + g√n`` (:func:`joint_noise`; None: at Δ, the
+    formula alone).
     """
     if math.isinf(epsilon):
         return 0.0
     if GaussianCalibration(calibration) is GaussianCalibration.ANALYTIC:
-        return analytic_gaussian_std(epsilon, delta, REPLACE_SENSITIVITY, tree_levels(horizon))
-    l_tilde_4 = (CONTEXT_BOUND**2 + REWARD_BOUND**2) ** 2
-    return math.sqrt(16.0 * tree_levels(horizon) * l_tilde_4) * math.log(4.0 / delta) / epsilon  # √ of the above
+        std = analytic_gaussian_std(epsilon, delta, REPLACE_SENSITIVITY, tree_levels(horizon))
+    else:
+        l_tilde_4 = (CONTEXT_BOUND**2 + REWARD_BOUND**2) ** 2
+        std = math.sqrt(16.0 * tree_levels(horizon) * l_tilde_4) * math.log(4.0 / delta) / epsilon  # √ of the above
+    return std if dim is None else joint_noise(std, horizon, dim).std
+
+
+def joint_noise(std: float, horizon: int, dim: int) -> SnappedNoise:
+    """``std`` (calibrated at sensitivity 2) recalibrated for the snapped ``z zᵀ`` of dimension d + 1: the
+    effective sensitivity ``min(2 + g√n, 2√2)``, n = (d+1)(d+2)/2, and the grid the data are snapped to
+    (:func:`~privbandits.privacy.calibration.snapped_noise`: |z zᵀ| ≤ 1 entrywise over T rounds, each
+    release's noise at most 2·TAIL·σ per node)."""
+    return snapped_noise(std, REPLACE_SENSITIVITY, augmented_coordinates(dim), SNAPPED_CAP, float(horizon),
+                         2 * TAIL * tree_levels(horizon))  # fmt: skip
 
 
 class JointDPLinUCB(PrivateLinUCB):
@@ -57,7 +80,9 @@ class JointDPLinUCB(PrivateLinUCB):
     The ledger gets one entry, at the first release, for the whole tree: the
     claimed (ε, δ) of the paper's calibration, with σ, m and the ε that
     ``dp-accounting`` (Rényi DP) gives the same noise at δ: one datum enters m
-    Gaussian nodes of L2 sensitivity 2 (see :mod:`~privbandits.privacy.tree_mechanism`).
+    Gaussian nodes of L2 sensitivity 2 plus the slack of its snapping (each z zᵀ is snapped to
+    σ's grid before it is summed, so the prefix released is exact and no other node differs;
+    :func:`joint_sensitivity`, recorded as ``snapping_slack`` and ``effective_sensitivity``).
 
     Differences from the paper: a constant width α (not β_t); the Gaussian noise of
     §4.2 only (not the Wishart noise of §4.1). The reference code of Chowdhury &
@@ -71,7 +96,9 @@ class JointDPLinUCB(PrivateLinUCB):
     def __init__(self, n_arms: int, dim: int, **kwargs) -> None:
         super().__init__(n_arms, dim, **kwargs)
         self.levels = tree_levels(self.horizon)
-        self._noise_std = joint_noise_std(self.epsilon, self.delta, self.horizon, self.noise_calibration)
+        formula = joint_noise_std(self.epsilon, self.delta, self.horizon, self.noise_calibration)
+        self.snapping = joint_noise(formula, self.horizon, self.dim)
+        self._noise_std, self.sensitivity = self.snapping.std, self.snapping.sensitivity
         self.upsilon = (
             spectral_bound(
                 self._noise_std * math.sqrt(2 * self.levels), self.dim, self.horizon, self.failure_probability
@@ -81,7 +108,7 @@ class JointDPLinUCB(PrivateLinUCB):
         )
         self.shift = 2.0 * self.upsilon if self.shift_regularizer else 0.0
         self.tree = TreeMechanism(self.dim + 1, self._noise_std, self.rng) if self.private else None
-        self._moments = np.zeros((self.dim + 1, self.dim + 1))  # exact Σ z zᵀ (never released as is)
+        self._moments = np.zeros((self.dim + 1, self.dim + 1))  # Σ of the snapped z zᵀ: exact on the grid
         self._refresh()
 
     @property
@@ -97,10 +124,11 @@ class JointDPLinUCB(PrivateLinUCB):
 
     def _report(self, x: np.ndarray, reward: float) -> None:
         z = np.append(x, reward)
-        self._moments += np.outer(z, z)
-        if self.tree is not None:  # snapped to the noise's grid, so the release's bits carry nothing finer (noise.py)
-            released = snap(self._moments, self._noise_std) + self.tree.release()
+        if self.tree is not None:  # each datum snapped to the noise's grid, never the prefix (noise.py): exact sums
+            self._moments += snap_to(np.outer(z, z), self.snapping.grid)
+            released = self._moments + self.tree.release()
         else:
+            self._moments += np.outer(z, z)
             released = self._moments
         if self.rounds == 0:
             self._record()
@@ -116,11 +144,13 @@ class JointDPLinUCB(PrivateLinUCB):
             "horizon": self.horizon,
             "regularizer_shift": self.shift,
             "sensitivity": REPLACE_SENSITIVITY,
+            "snapping_slack": self.sensitivity - REPLACE_SENSITIVITY,
+            "effective_sensitivity": self.sensitivity,
             "calibration": str(self.noise_calibration),
         }
         if self.private:
             details["accounted_epsilon"] = (
-                accounted_epsilon(self._noise_std, self.levels, self.delta)
+                accounted_epsilon(self._noise_std, self.levels, self.delta, self.sensitivity)
                 if self._noise_std > 1e-6 * REPLACE_SENSITIVITY
                 else math.inf  # beyond what the RDP accountant resolves
             )

@@ -11,7 +11,13 @@ from privbandits.privacy.amplification import amplified_delta, amplified_epsilon
 from privbandits.privacy.calibration import GaussianCalibration
 from privbandits.privacy.ledger import LedgerEntry
 from privbandits.protocols.dp.base import PrivateLinUCB, spectral_bound
-from privbandits.protocols.dp.local import REPORT_SENSITIVITY, LocalRandomizer, local_accounting, local_noise_std
+from privbandits.protocols.dp.local import (
+    REPORT_SENSITIVITY,
+    LocalRandomizer,
+    local_accounting,
+    local_noise_std,
+    report_noise,
+)
 from privbandits.validation import Integer, check
 
 PRIVACY_UNIT = "one user's (x, r) report (shuffle DP, central view of one batch)"
@@ -31,10 +37,18 @@ class ShuffleCalibration:
     central_epsilon: float
     central_delta: float
     amplified: bool
+    grid: float = 0.0
+    """The grid each report's data are snapped to (0: none given, σ₀'s own)."""
+    sensitivity: float = REPORT_SENSITIVITY
+    """A report's effective L2 sensitivity on that grid (with ``dim``: the snapping slack included)."""
 
 
 def shuffle_calibration(
-    epsilon: float, delta: float, batch_size: int, calibration: GaussianCalibration | str = GaussianCalibration.PAPER
+    epsilon: float,
+    delta: float,
+    batch_size: int,
+    calibration: GaussianCalibration | str = GaussianCalibration.PAPER,
+    dim: int | None = None,
 ) -> ShuffleCalibration:
     """Calibrate the local Gaussian randomizer of a batch of ``batch_size`` shuffled reports to central (ε, δ).
 
@@ -45,7 +59,8 @@ def shuffle_calibration(
     Zheng et al.'s, σ₀ = 4 √(2 ln(1.25/δ₀)) / ε₀, raised where needed to the analytic
     Gaussian (Balle & Wang 2018, via dp-accounting) for the report's sensitivity √6, since
     the classic formula does not hold for ε₀ > 1. ``calibration="analytic"``: the analytic
-    Gaussian alone.
+    Gaussian alone. With ``dim``: σ₀ for the snapped report of that dimension
+    (:func:`~privbandits.protocols.dp.local.snapped_report_std`).
     """
     if math.isinf(epsilon):
         return ShuffleCalibration(math.inf, 0.0, 0.0, math.inf, 0.0, False)
@@ -61,7 +76,11 @@ def shuffle_calibration(
     std = local_noise_std(epsilon0, delta0, GaussianCalibration.ANALYTIC)
     if GaussianCalibration(calibration) is GaussianCalibration.PAPER:
         std = max(local_noise_std(epsilon0, delta0), std)
-    return ShuffleCalibration(epsilon0, delta0, std, central, central_delta, amplified)
+    if dim is None:
+        return ShuffleCalibration(epsilon0, delta0, std, central, central_delta, amplified)
+    noise = report_noise(std, dim)
+    return ShuffleCalibration(epsilon0, delta0, noise.std, central, central_delta, amplified, noise.grid,
+                              noise.sensitivity)  # fmt: skip
 
 
 class Shuffler:
@@ -103,9 +122,9 @@ class ShuffleDPLinUCB(PrivateLinUCB):
         batch_size = check(batch_size, "batch_size", Integer(low=1), type(self).__name__)
         super().__init__(n_arms, dim, **kwargs)
         self.batch_size = batch_size
-        self.calibration = shuffle_calibration(self.epsilon, self.delta, batch_size, self.noise_calibration)
+        self.calibration = shuffle_calibration(self.epsilon, self.delta, batch_size, self.noise_calibration, dim)
         noise_rng, shuffle_rng = self.rng.spawn(2)
-        self.randomizer = LocalRandomizer(self.calibration.noise_std, noise_rng)
+        self.randomizer = LocalRandomizer(self.calibration.noise_std, noise_rng, self.calibration.grid)
         self.shuffler = Shuffler(shuffle_rng)
         self.pending: list[tuple[np.ndarray, np.ndarray]] = []
         self.released = 0  # reports in the released sums
@@ -117,10 +136,12 @@ class ShuffleDPLinUCB(PrivateLinUCB):
             "noise_std": cal.noise_std,
             "amplified": cal.amplified,
             "sensitivity": REPORT_SENSITIVITY,
+            "snapping_slack": cal.sensitivity - REPORT_SENSITIVITY,
+            "effective_sensitivity": cal.sensitivity,
             "calibration": str(self.noise_calibration),
         }
         if self.private:
-            self._details["accounted_local_epsilon"] = local_accounting(cal.noise_std, cal.delta0)
+            self._details["accounted_local_epsilon"] = local_accounting(cal.noise_std, cal.delta0, cal.sensitivity)
         self._refresh()
 
     @property

@@ -196,7 +196,8 @@ class FederatedClusteredBandit(RoundChecks):
         """The paper's (ε, δ) per privatizer beside the guarantee composed with dp-accounting (RDP).
 
         Per privatizer: its tree's levels used, as Gaussian mechanisms of sensitivity
-        :data:`~privbandits.privacy.tree_mechanism.REPLACE_SENSITIVITY`. Per datum: every
+        :data:`~privbandits.privacy.tree_mechanism.REPLACE_SENSITIVITY` plus the slack of snapping each datum
+        (:meth:`~privbandits.protocols.fclub_config.Calibration.effective_sensitivity`). Per datum: every
         node of every privatizer its user's data has gone through (new clusters after a
         split, phase-start trees), composed, for the worst user: the paper does not
         compose across privatizers (§4.5, §8 A9). Composed from each local server's
@@ -215,18 +216,20 @@ class FederatedClusteredBandit(RoundChecks):
         std = min((s for _, s in counts.values()), default=0.0) if guaranteed else 0.0
         worst_tree = max(levels.values(), default=0)
         per_datum = max((worst for _, worst in accounts), default=0)
+        sensitivity = self.calibration.effective_sensitivity()
+        snapping = f", {sensitivity:.6g} with the data's snapping" if sensitivity != REPLACE_SENSITIVITY else ""
         return PrivacyReport(
             claimed_epsilon=cfg.epsilon if guaranteed else math.inf,
             claimed_delta=cfg.delta,
             privatizers=len(counts),
             releases=sum(r for r, _ in counts.values()),
             max_levels_per_privatizer=worst_tree,
-            accounted_epsilon_per_privatizer=accounted_epsilon(std, max(worst_tree, 1), cfg.delta),
-            accounted_delta_per_privatizer=accounted_delta(std, max(worst_tree, 1), cfg.epsilon),
+            accounted_epsilon_per_privatizer=accounted_epsilon(std, max(worst_tree, 1), cfg.delta, sensitivity),
+            accounted_delta_per_privatizer=accounted_delta(std, max(worst_tree, 1), cfg.epsilon, sensitivity),
             max_nodes_per_datum=per_datum,
-            accounted_epsilon_per_datum=accounted_epsilon(std, max(per_datum, 1), cfg.delta),
-            accounted_delta_per_datum=accounted_delta(std, max(per_datum, 1), cfg.epsilon),
-            notes=notes + [f"sensitivity {REPLACE_SENSITIVITY} (replace one (x, y), ‖x‖ ≤ 1, |y| ≤ 1)"],
+            accounted_epsilon_per_datum=accounted_epsilon(std, max(per_datum, 1), cfg.delta, sensitivity),
+            accounted_delta_per_datum=accounted_delta(std, max(per_datum, 1), cfg.epsilon, sensitivity),
+            notes=notes + [f"sensitivity {REPLACE_SENSITIVITY} (replace one (x, y), ‖x‖ ≤ 1, |y| ≤ 1)" + snapping],
         )
 
     def privacy_metrics(self) -> dict[str, float]:

@@ -18,9 +18,9 @@ from privbandits.comm import Network, Party
 from privbandits.linear._kernels import cholesky_inverse, shared_ucb_scores
 from privbandits.linear.tiebreak import break_ties
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
-from privbandits.privacy.noise import snap
-from privbandits.privacy.tree_mechanism import TreeMechanism
-from privbandits.protocols.fclub.numerics import Repairs, _absorb, _spd_inverse
+from privbandits.privacy.noise import snap_to
+from privbandits.privacy.tree_mechanism import REPLACE_SENSITIVITY, TreeMechanism
+from privbandits.protocols.fclub.numerics import Repairs, _absorb, _absorb_snapped, _spd_inverse
 from privbandits.protocols.fclub_config import Calibration, Lifecycle, Recommendation
 from privbandits.protocols.fclub_messages import (
     GLOBAL,
@@ -46,6 +46,7 @@ class _LocalCluster:
         self.S, self.u, self.T = zeros.copy(), vector.copy(), 0
         self.S_inv, self.theta, self.logdet_S = zeros.copy(), vector.copy(), 0.0
         self.raw_S, self.raw_u, self.raw_T = zeros.copy(), vector.copy(), 0
+        self.grid_S, self.grid_u = zeros.copy(), vector.copy()  # the buffer's data snapped (sent when privatized)
         self.P, self.p = zeros.copy(), vector.copy()  # privacy part of the upload buffer (sent)
         self.P_trigger = self.P  # what Eq. 5 adds to the buffer (differs only with noise_in_trigger_only)
         self.M_inv, self.M_sign, self.M_logabs, self.sm_steps = zeros.copy(), 1.0, 0.0, 0
@@ -136,6 +137,9 @@ class LocalServer(Party, Checkpointed):
         self._threshold = self.config.upload_threshold
         self._ridge_free = self.config.ridge_in_recommendation_only
         self._ridge = self.config.ridge * self._eye if self._ridge_free else 0.0  # added where S is inverted
+        self._grid = calibration.data_grid  # > 0: privatized uploads, whose data are snapped datum by datum
+        rows = n if self._grid else 0
+        self.V_grid, self.b_grid = np.zeros((rows, dim, dim)), np.zeros((rows, dim))  # (V_i, b_i) snapped
 
     # -- rounds --------------------------------------------------------------------
     def restore(self, state: Mapping[str, object]) -> None:
@@ -168,6 +172,8 @@ class LocalServer(Party, Checkpointed):
         cluster.member_sums = None
         V, b = self._rows[i]
         c = _absorb(x, y, V, b, cluster.raw_S, cluster.raw_u, cluster.M_inv, self._v, cluster.R_inv, cluster.theta_R)
+        if self._grid:
+            _absorb_snapped(x, y, self._grid, self.V_grid[i], self.b_grid[i], cluster.grid_S, cluster.grid_u)
         cluster.raw_T += 1
         cluster.sm_steps += 1
         if abs(c) <= 1e-12 or cluster.sm_steps >= self._refresh_every:
@@ -185,7 +191,7 @@ class LocalServer(Party, Checkpointed):
 
     def upload(self, cluster: _LocalCluster) -> None:
         """Send the upload buffer, absorb it, and start the next one (Alg. 3 lines 4–10)."""
-        gram, moment = self._snapped(cluster, cluster.raw_S, cluster.raw_u)
+        gram, moment = (cluster.grid_S, cluster.grid_u) if self._grid else (cluster.raw_S, cluster.raw_u)
         sent = Upload(cluster.uid, gram + cluster.P, moment + cluster.p, cluster.raw_T)
         self.send(GLOBAL, sent)
         if self.config.noise_in_trigger_only:
@@ -285,10 +291,13 @@ class LocalServer(Party, Checkpointed):
         phase_shift, _ = self.cal.shifts(cluster.depth)
         if self.config.carry_synchronized_copies and cluster.renewed:
             gram, moment, count = carried_phase_statistics(cluster, phase_shift)
+            if self._grid:  # released statistics, put on the grid (post-processing) so the sum stays exact
+                gram, moment = snap_to(gram, self._grid), snap_to(moment, self._grid)
         else:
             if cluster.member_sums is None:
                 count = sum(self.counts[i] for i in members)
-                cluster.member_sums = (self.V[members].sum(axis=0), self.b[members].sum(axis=0), count)
+                V, b = (self.V_grid, self.b_grid) if self._grid else (self.V, self.b)  # exact sums on the grid
+                cluster.member_sums = (V[members].sum(axis=0), b[members].sum(axis=0), count)
             gram, moment, count = cluster.member_sums
             gram, moment = gram + phase_shift * self._eye, moment.copy()  # new arrays: the sums stay this server's
         trigger_only = self.config.noise_in_trigger_only
@@ -296,7 +305,6 @@ class LocalServer(Party, Checkpointed):
             kind, tree = ("async", cluster.async_tree) if cluster.phase_tree is None else ("phase", cluster.phase_tree)
             cluster.H_tilde, cluster.h_tilde = self._draw(cluster, tree, kind)  # the reference's phase-start release
         if self._noisy and not trigger_only:
-            gram, moment = self._snapped(cluster, gram, moment)
             gram += cluster.H_tilde
             moment += cluster.h_tilde
             self._record(cluster, kind)
@@ -352,15 +360,6 @@ class LocalServer(Party, Checkpointed):
                 for i in cluster.users:
                     self.lineage[i].add(tree_id)
 
-    def _snapped(self, cluster: _LocalCluster, gram: np.ndarray, moment: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Statistics about to carry privatized noise, rounded to that noise's grid (``privacy.noise.snap``): the
-        noise is a multiple of the grid step, so an unsnapped sum would show the data's bits below it in clear."""
-        if not self._noisy or self.config.noise_in_trigger_only:
-            return gram, moment
-        assert cluster.async_tree is not None, "with noise, _new_trees made the trees"
-        std = cluster.async_tree.std
-        return snap(gram, std), snap(moment, std)
-
     def _draw(self, cluster: _LocalCluster, tree: TreeMechanism | None, kind: str) -> tuple[np.ndarray, np.ndarray]:
         """The next release of ``tree``, split into (H, h) (§4.2); counts ‖H‖_op > ρ events."""
         assert tree is not None, "drawn only with noise, where _new_trees made the trees"
@@ -379,7 +378,10 @@ class LocalServer(Party, Checkpointed):
         """Ledger entry of a privatized release: the paper's per-privatizer claim (ε, δ) (Thm 3)."""
         tree_id = cluster.tree_ids[kind]
         releases, std = self.release_counts[tree_id]
-        details = {"privatizer": tree_id, "release": releases, "noise_std": std, "depth": cluster.depth}
+        sensitivity = self.cal.effective_sensitivity()
+        details = {"privatizer": tree_id, "release": releases, "noise_std": std, "depth": cluster.depth,
+                   "snapping_slack": sensitivity - REPLACE_SENSITIVITY,
+                   "effective_sensitivity": sensitivity}  # fmt: skip
         self.ledger.record(LedgerEntry("fclub.pvt", self.config.epsilon, self.config.delta, PRIVACY_UNIT, details))
 
     def _record_raw(self, cluster: _LocalCluster) -> None:
@@ -400,6 +402,8 @@ class LocalServer(Party, Checkpointed):
         _, upload_shift = self.cal.shifts(cluster.depth)
         cluster.raw_S[:] = 0.0
         cluster.raw_u[:] = 0.0
+        cluster.grid_S[:] = 0.0
+        cluster.grid_u[:] = 0.0
         cluster.raw_T = 0
         if self._noisy:
             difference = cluster.H - cluster.H_bar

@@ -43,6 +43,24 @@ def _absorb(x, y, V, b, raw_S, raw_u, M_inv, v, R_inv, theta_R):
     return c
 
 
+@numba.njit(cache=True)
+def _absorb_snapped(x, y, step, V, b, S, u):
+    """The released side of one observation, in place: ``V, b`` (the user's) and ``S, u`` (the upload buffer's)
+    gain ``xxᵀ, yx`` each entry snapped toward zero to a multiple of ``step`` (as :func:`privacy.noise.snap_to`),
+    so these sums are exact on the privatizers' grid (the raw sums of :func:`_absorb` serve the trigger and
+    the server's own estimates)."""
+    d = x.shape[0]
+    for i in range(d):
+        xi = x[i]
+        for j in range(d):
+            xx = np.trunc(xi * x[j] / step) * step
+            V[i, j] += xx
+            S[i, j] += xx
+        yx = np.trunc(y * xi / step) * step
+        b[i] += yx
+        u[i] += yx
+
+
 @dataclass
 class Repairs:
     """Numerical events (§8 A15): Gram matrices repaired to be positive definite, and
