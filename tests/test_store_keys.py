@@ -153,7 +153,7 @@ KEYS = {
     "environment digits": ("dd7974d51bfbca77e89039aef7f9a19c", "4119ddcd9997fc50"),
     "environment mnist": ("99fc17796b630d26f9c263b59614ced4", "f36a97859b5b7311"),
     "environment mnist5k": ("e3595a91e0ae292569c63eba23face9d", "2ce342bb4b7e0ea7"),
-    "environment clustered_users": ("eaf78b02c370eef77f507eabe74e0389", "7bd7c1a0836e2f24"),
+    "environment clustered_users": ("73ea5c13322258b55798eacdef4cb307", "205f8b834c7229f4"),
     "environment pooled_users": ("0695c0878c5b7f7f21c61f0174752f24", "f0eea8256b2d4865"),
     "environment kmeans_arms": ("83e3156b5c5d8991c0a8db817f4ed672", "e1326a3c780150d6"),
     "environment multilabel": ("dade093604f92a3fde941ae52202c4b4", "532b20661025e008"),
@@ -174,9 +174,9 @@ KEYS = {
     "policy mpc_epsilon_greedy": ("ae8e4d70f3d191ec1671d05359b40987", "5588c308cf06aa1b"),
     "policy plaintext_mpc_epsilon_greedy": ("91677a64620ea2182654524a32a99c11", "9d2659a77b908bb9"),
     "policy p2b": ("49f669f4933ff4f2165a890606582f44", "eb54fa581d329983"),
-    "policy joint_dp_linucb": ("bce691dfc43df9c3899576e3df0e7635", "c9d69faf4a8a8d4d"),
-    "policy local_dp_linucb": ("e8e6d0587ed4dd938ab682135ea933b2", "a4d6ebbca845edd0"),
-    "policy shuffle_dp_linucb": ("b91aba7303cf70464af2f54715f6af1a", "a22bbb76d34ccfde"),
+    "policy joint_dp_linucb": ("8668102cd638305c974429abd5984a01", "32cb824ff54a6884"),
+    "policy local_dp_linucb": ("65e0c84fb047e317071c619868ebac13", "481d3791ae7b7064"),
+    "policy shuffle_dp_linucb": ("0f9960c644956752d5ef7b181d8ef115", "69c722ffee817604"),
 }
 
 
@@ -245,14 +245,14 @@ READS_SHARED = {  # reproductions whose default units read ../shared/data (their
 
 # name: (units, the first unit's key, SHA-256 of every unit's key, one a line, 16 hex digits)
 UNITS = {
-    "example-fclub-vs-club": (9, "150319bd6ed79974d2bb3806b9eab248", "e0a56c793e7a5b12"),
+    "example-fclub-vs-club": (9, "55ea0c998050be7300342aea3839c822", "f146ff4b44546eaa"),
     "example-mpc-vs-twin-digits": (8, "10d6ec0cdc691cd09877c51e2aa4d494", "78a8e1eba0aa65f2"),
     "example-p2b-synthetic": (6, "bc967d0854e14838010bf0f6375ed074", "71120deb66d1751a"),
     "example-vfucb-obd-replay": (15, "abcc56a18e9338bbfb10012175f0225f", "422a4ac27b11d20f"),
-    "fclub-fig2": (270, "a5d6224391c3fa5da2880c5740c218f6", "1c3ea3f962791258"),
-    "fclub-fig3": (440, "2ba2dbfbb1f5ddb8d0d56638ff17d26c", "32562ead27bb686f"),
-    "fclub-fig4": (120, "997b70113b8545a1c3eff64a96c3e3da", "a10fc1f9fe623f43"),
-    "fclub-reference-gap": (200, "e498c373f4db1b92f6a8c2b0b2ef04a0", "ae190a5d7442bd5d"),
+    "fclub-fig2": (270, "03c2241fd9c80d75f0e00b653ac6eb8c", "407b20cefc884d77"),
+    "fclub-fig3": (440, "c7fcdf3412b440249512277207769cfa", "d95769ec4b4e7063"),
+    "fclub-fig4": (120, "997b70113b8545a1c3eff64a96c3e3da", "a8625368cd3f93d4"),
+    "fclub-reference-gap": (200, "e498c373f4db1b92f6a8c2b0b2ef04a0", "b89dcbded5cb36b5"),
     "fclub-table3": (1, "61690d09de75066acbb3b46bcadbeb58", "9499e3fb180e1f8e"),
     "mpc-fig2": (16, "58be8497816ea76e97d810bd8cb5e13e", "8c6f7c62818ed8ca"),
     # mpc-fig3 and mpc-fig6 key ε = |A|·exp(−η) (math.exp): the same on every correctly rounding libm
@@ -271,7 +271,7 @@ UNITS = {
     "p2b-fig6": (42, "a0a710e29ca068a5e75258812082b019", "f1d3faffe12978f0"),
     "p2b-fig6-reference": (42, "ffabcca0393751b638e54a69d2b27725", "c9bca1c177fafa5b"),
     "p2b-fig7": (63, "ca681985cbfb93395164f4bf24cef9ba", "40ba0eaa03f6dd9d"),
-    "privacy-map": (436, "db005463a929a2274d49a5c09f7388ea", "ffcefaad00689397"),
+    "privacy-map": (436, "db005463a929a2274d49a5c09f7388ea", "7f1d692a32eb03db"),
     "vertical-audit": (1, "22bb8e3dab75186ef63b281916ecc71d", "800affd67da97d4c"),
     "vertical-fig4": (30, "2928dc9118be1938e5517d940c5a4f8d", "a0778a4a1932e8f3"),
     "vertical-fig5": (35, "a530324738056f16c4342e4c2a863cc9", "6a9585e596b281b1"),
