@@ -81,8 +81,9 @@ $(VENV)/.installed-browser: pyproject.toml | $(BIN)/python
 	$(PIP_INSTALL) -e '.[test,browser]'
 	touch $@
 
-## test-browser: the results site in headless Chromium (installs Debian's chromium and playwright)
-test-browser: $(VENV)/.installed-browser
+## test-browser: the results site and the docs site (built first by `make docs`) in headless Chromium (installs
+## Debian's chromium and playwright); screenshots in test-output/
+test-browser: $(VENV)/.installed-browser docs
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -q chromium; } \
 		|| echo "chromium could not be installed (needs root and Debian's packages); the browser test will skip"
 	$(BIN)/python -m pytest -m browser
