@@ -125,9 +125,10 @@ def test_pip_install_dot_installs_the_command(tmp_path):
 
 
 @pytest.mark.slow
-def test_make_demo_prints_the_numbers_the_readme_quotes(tmp_path):
+def test_make_demo_prints_the_numbers_the_readme_quotes(tmp_path, monkeypatch):
     """What `make demo` runs (its recipe's last command), from a fresh folder: every number of the README's
     demo block is in what it prints."""
+    monkeypatch.chdir(tmp_path)  # a fresh results store: every run computed, none reused
     recipe = subprocess.run(["make", "-n", "demo"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     words = shlex.split(recipe.strip().splitlines()[-1])
     assert words[0].endswith("/privbandits") and words[1:3] == ["run", "vertical-fig4"]
