@@ -37,7 +37,7 @@ demo: $(VENV)/.installed-test
 # tests, it uses the CPU they leave idle (their start, the last tests of a worker) instead of adding its own time;
 # its report is printed after theirs.
 test: $(VENV)/.installed-test
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks docs/_tools
 	@typed=$$(mktemp); nice -n 19 $(BIN)/mypy > $$typed 2>&1 & mypy=$$!; \
 	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal; tests=$$?; \
 	wait $$mypy; checked=$$?; echo "mypy:"; cat $$typed; rm -f $$typed; \
