@@ -201,6 +201,25 @@ def test_the_api_lists_refuse_a_package_without_public_names(tmp_path, monkeypat
         api_reference.exports("empty")
 
 
+def test_the_usage_lines_name_arguments_as_the_help_does():
+    reference = cli_markdown()
+    assert "privbandits run [OPTIONS] NAMES...\n" in reference
+    assert "privbandits report [OPTIONS] [NAMES...]\n" in reference
+    assert "privbandits deploy [OPTIONS] COMMAND [ARGS]...\n" in reference
+
+
+def test_every_tutorial_runs_its_code_in_the_build():
+    """The tutorials' code blocks are markdown-exec blocks (run by `make docs`, whose strict build fails when one
+    raises), not static text that could go stale."""
+    config = (ROOT / "mkdocs.yml").read_text()
+    assert "\n  - markdown-exec\n" in config.split("\nplugins:\n")[1].split("\n\n")[0]
+    tutorials = sorted((DOCS / "tutorials").glob("*.md"))
+    assert len(tutorials) >= 4
+    for page in tutorials:
+        blocks = re.findall(r"^```python(.*)$", page.read_text(), re.M)
+        assert len(blocks) >= 2 and all('exec="on"' in options for options in blocks), page.name
+
+
 def test_the_performance_page_lists_every_benchmark_script_with_what_it_measures():
     listed = benchmarks_markdown()
     assert len(scripts()) >= 15

@@ -57,11 +57,21 @@ def _param_row(param: Any) -> str:
     return f"| {names} | {_cell(_kind(param))} | {shown} | {_cell(getattr(param, 'help', None) or '')} |"
 
 
+def _usage(command: Command, ctx: Any) -> list[str]:
+    """The usage line's words after the command: [OPTIONS], each argument (NAME, [NAME], NAME...), COMMAND."""
+    params = command.get_params(ctx)
+    words = ["[OPTIONS]"] if any(p.param_type_name == "option" for p in params) else []
+    for param in (p for p in params if p.param_type_name == "argument"):
+        word = param.name.upper() + ("..." if param.nargs == -1 else "")
+        words.append(word if param.required else f"[{word}]")
+    return [*words, "COMMAND [ARGS]..."] if _is_group(command) else words
+
+
 def _command(command: Command, path: list[str]) -> Iterator[str]:
     ctx = _context(command, path)
     level = "#" * min(len(path) + 1, 4)
     yield f"{level} `{' '.join(path)}`\n"
-    yield f"```text\n{' '.join(path)} {' '.join(command.collect_usage_pieces(ctx))}\n```\n"
+    yield f"```text\n{' '.join([*path, *_usage(command, ctx)])}\n```\n"
     if command.help:
         yield _cell(command.help) + "\n"
     params = [p for p in command.get_params(ctx) if not getattr(p, "hidden", False) and p.name != "help"]
