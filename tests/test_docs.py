@@ -26,6 +26,7 @@ sys.path.insert(0, str(DOCS / "_tools"))
 from api_reference import api_markdown, exports  # noqa: E402
 from benchmarks_list import benchmarks_markdown, scripts  # noqa: E402
 from cli_reference import cli_markdown, commands  # noqa: E402
+from semantics_table import semantics_markdown  # noqa: E402
 
 from privbandits.cli import app  # noqa: E402
 
@@ -218,6 +219,16 @@ def test_every_tutorial_runs_its_code_in_the_build():
     for page in tutorials:
         blocks = re.findall(r"^```python(.*)$", page.read_text(), re.M)
         assert len(blocks) >= 2 and all('exec="on"' in options for options in blocks), page.name
+
+
+def test_the_privacy_page_semantics_table_has_a_row_per_privacy_model_of_the_map():
+    from privbandits.papers.privacy_map.semantics import SEMANTICS
+
+    table = semantics_markdown().splitlines()
+    assert table[0] == "| notion | parameter | protects | from whom | span | trust |"
+    assert len(table) == 2 + len(SEMANTICS) and len(SEMANTICS) >= 8
+    assert all(f"| {row.notion} |" in "\n".join(table) for row in SEMANTICS.values())
+    assert "<!-- privacy-semantics -->" in (DOCS / "privacy.md").read_text()
 
 
 def test_the_performance_page_lists_every_benchmark_script_with_what_it_measures():
