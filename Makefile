@@ -10,7 +10,7 @@ JOBS   ?= 2
 export PYTHONDONTWRITEBYTECODE :=
 export PYTHONPYCACHEPREFIX ?= $(CURDIR)/.pycache
 
-.PHONY: demo test typecheck declarations test-bounds test-slow test-browser ray bench clean
+.PHONY: demo test typecheck declarations docs test-bounds test-slow test-browser ray bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,7 +37,7 @@ demo: $(VENV)/.installed-test
 # tests, it uses the CPU they leave idle (their start, the last tests of a worker) instead of adding its own time;
 # its report is printed after theirs.
 test: $(VENV)/.installed-test
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks docs/_tools
 	@typed=$$(mktemp); nice -n 19 $(BIN)/mypy > $$typed 2>&1 & mypy=$$!; \
 	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal; tests=$$?; \
 	wait $$mypy; checked=$$?; echo "mypy:"; cat $$typed; rm -f $$typed; \
@@ -47,16 +47,27 @@ test: $(VENV)/.installed-test
 typecheck: $(VENV)/.installed-test
 	$(BIN)/mypy
 
-## declarations: rewrite what is generated from the options the classes declare: README.md's input-requirement
-## tables and the light snapshot of the protocols' options that configs and deployment files read (src/privbandits/declared.py)
+## declarations: rewrite what is generated from the options the classes declare: the input-requirement tables
+## of docs/requirements.md and the light snapshot of the protocols' options that configs and deployment files read
+## (src/privbandits/declared.py)
 declarations: $(VENV)/.installed-test
-	$(BIN)/python -m privbandits.experiments.requirements README.md
+	$(BIN)/python -m privbandits.experiments.requirements docs/requirements.md
 	$(BIN)/python -m privbandits.experiments.config_snapshot
 
 ## test-bounds: the default suite with every dependency at its lowest declared version, at the newest
 ## the ranges allow, and the newest on Python 3.13/3.12 where installed (fresh environments in .bounds/)
 test-bounds:
 	PYTHON=$(PYTHON) JOBS=$(JOBS) .ci/test-bounds
+
+$(VENV)/.installed-docs: pyproject.toml | $(BIN)/python
+	$(PIP_INSTALL) -e '.[docs]'
+	touch $@
+
+## docs: the docs site (mkdocs-material) into site-docs/, in strict mode: a warning (a broken link or anchor, a
+## page outside the nav, a docstring mkdocstrings cannot parse) or a failing tutorial (their code runs in the
+## build) fails it. Open site-docs/index.html. NO_MKDOCS_2_WARNING: Material's banner about MkDocs 2, not a warning.
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site-docs
 
 $(VENV)/.installed-ray: pyproject.toml | $(BIN)/python
 	$(PIP_INSTALL) -e '.[test,ray]'
@@ -70,8 +81,9 @@ $(VENV)/.installed-browser: pyproject.toml | $(BIN)/python
 	$(PIP_INSTALL) -e '.[test,browser]'
 	touch $@
 
-## test-browser: the results site in headless Chromium (installs Debian's chromium and playwright)
-test-browser: $(VENV)/.installed-browser
+## test-browser: the results site and the docs site (built first by `make docs`) in headless Chromium (installs
+## Debian's chromium and playwright); screenshots in test-output/
+test-browser: $(VENV)/.installed-browser docs
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -q chromium; } \
 		|| echo "chromium could not be installed (needs root and Debian's packages); the browser test will skip"
 	$(BIN)/python -m pytest -m browser

@@ -1,4 +1,5 @@
-"""The README's Python example runs as written (a doctest, in a fresh folder)."""
+"""The README's and the docs' Python examples run as written (doctests, in a fresh folder), and every number
+they quote from a reproduction is in the generated results book (docs/results.md)."""
 
 from __future__ import annotations
 
@@ -6,27 +7,47 @@ import doctest
 import re
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+
+
+def quoting_pages() -> list[Path]:
+    """The README and every docs page but the book itself: where results blocks may quote the book."""
+    return [README, *sorted(path for path in DOCS.rglob("*.md") if path.name != "results.md")]
+
+
+def _doctest(path: Path) -> doctest.TestResults:
+    return doctest.testfile(
+        str(path), module_relative=False, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    )
 
 
 def test_readme_python_example_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the example writes results/ where it runs
-    outcome = doctest.testfile(
-        str(README), module_relative=False, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-    )
+    outcome = _doctest(README)
+    assert outcome.attempted >= 5 and outcome.failed == 0
+    assert (tmp_path / "results" / "results.sqlite").is_file()
+
+
+def test_the_experiments_page_python_example_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    outcome = _doctest(DOCS / "experiments.md")
     assert outcome.attempted >= 6 and outcome.failed == 0
     assert (tmp_path / "results" / "results.sqlite").is_file()
 
 
-BOOK = README.parent / "docs" / "results.md"
+BOOK = DOCS / "results.md"
 
 
-def test_every_number_the_readme_quotes_for_a_reproduction_is_in_the_generated_results():
+def test_every_number_the_readme_and_the_docs_quote_for_a_reproduction_is_in_the_generated_results():
     from privbandits.experiments.book import unbacked_numbers
 
-    readme = README.read_text()
-    assert readme.count("<!-- results ") >= 3  # the blocks this check reads are there
-    assert unbacked_numbers(readme, BOOK.read_text()) == []
+    book = BOOK.read_text()
+    texts = {path.relative_to(ROOT).as_posix(): path.read_text() for path in quoting_pages()}
+    assert "<!-- results vertical-fig4 -->" in texts["README.md"]  # the demo's numbers stay in the README
+    assert sum(text.count("<!-- results ") for text in texts.values()) >= 15  # the blocks this check reads are there
+    assert {name: unbacked_numbers(text, book) for name, text in texts.items()} == {name: [] for name in texts}
 
 
 def test_the_check_flags_a_number_the_results_lack_and_a_missing_section():

@@ -1,7 +1,8 @@
-"""The README's Deploy commands, as written, from where it says to run them (issue 28).
+"""The Deploy page's commands, as written, from where it says to run them (issue 28; the README's Deploy
+section moved to docs/deploy.md by issue 33, and the README's deployer example is the same block).
 
-The block is read from README.md and run in a temporary copy of the repository's
-``configs/deploy`` (the folder layout the README's paths assume); ``privbandits`` is this
+The block is read from docs/deploy.md's "Step by step" and run in a temporary copy of the repository's
+``configs/deploy`` (the folder layout the page's paths assume); ``privbandits`` is this
 interpreter's ``python -m privbandits.cli`` (the set-up lines and ``deploy local`` run its app in this
 process, cheaper than a process each). The ``party run`` line runs one party as written: the other parties
 run the same line for their names, each a process forked from one that imported the party code once, so the
@@ -28,13 +29,23 @@ from privbandits.deploy.deployment import load_deployment
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def deploy_block() -> list[str]:
-    """The commands of the first bash block of the README's Deploy section, comments dropped."""
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("\n## Deploy\n") :]
+def first_bash_block(path: Path, heading: str) -> list[str]:
+    """The commands of the first bash block under ``heading`` (a ``## `` line) of ``path``, comments dropped."""
+    text = path.read_text()
+    section = text[text.index(f"\n{heading}\n") :]
     section = section[: section.index("\n## ", 1)]
     block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
     return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def deploy_block() -> list[str]:
+    """The commands of the Deploy page's step-by-step block."""
+    return first_bash_block(ROOT / "docs" / "deploy.md", "## Step by step")
+
+
+def test_the_readme_deployer_example_is_the_block_this_file_runs():
+    readme = first_bash_block(ROOT / "README.md", "## For a deployer: every party its own process, over mutual TLS")
+    assert readme == deploy_block()
 
 
 def arguments(line: str) -> list[str]:
@@ -61,7 +72,7 @@ def test_the_readme_deploy_block_works_as_written(tmp_path, monkeypatch):
     assert [shlex.split(line)[1:3] for line in lines] == [
         ["deploy", "certs"], ["deploy", "data"], ["deploy", "local"], ["party", "run"]
     ]  # fmt: skip
-    monkeypatch.chdir(tmp_path)  # from where the README says to run them
+    monkeypatch.chdir(tmp_path)  # from where the page says to run them
     for line in lines[:3]:  # in this process: the party processes `deploy local` starts are what costs
         done = invoke(line)
         assert done.exit_code == 0, (line, done.stdout, done.stderr)

@@ -1,5 +1,6 @@
-"""The README's input-requirement tables are the declarations' (issue 32), and the declarations are what the
-classes use: their defaults are the signatures', their refusals quote their constraints."""
+"""The input-requirement tables of docs/requirements.md ("What each protocol requires", moved there from the
+README by issue 33) are the declarations' (issue 32), and the declarations are what the classes use: their
+defaults are the signatures', their refusals quote their constraints."""
 
 from __future__ import annotations
 
@@ -15,16 +16,16 @@ from privbandits.options import REQUIRED, Option, options_of
 from privbandits.protocols.mpc_bandit import MPCBanditConfig
 from privbandits.validation import Integer, InvalidInputError
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "requirements.md"
 
 
-def test_the_readme_tables_are_what_the_declarations_write():
-    text = README.read_text(encoding="utf-8")
-    assert write_tables(text) == text, "README.md's requirements tables are stale: run `make declarations`"
+def test_the_page_tables_are_what_the_declarations_write():
+    text = PAGE.read_text(encoding="utf-8")
+    assert write_tables(text) == text, "docs/requirements.md's tables are stale: run `make declarations`"
 
 
-def test_every_section_has_one_block_in_the_readme():
-    found = [name for name, _ in block_pattern(TAG).findall(README.read_text(encoding="utf-8"))]
+def test_every_section_has_one_block_on_the_page():
+    found = [name for name, _ in block_pattern(TAG).findall(PAGE.read_text(encoding="utf-8"))]
     assert sorted(found) == sorted(_sections())
 
 

@@ -1,9 +1,18 @@
-"""The static results site: built from the store, self-contained, and loadable by a real browser."""
+"""The static results site: built from the store, self-contained, and loadable by a real browser; and the docs
+site (`make docs`, issue 33), every page of which a real browser loads without a console error."""
 
 from __future__ import annotations
 
+import functools
+import http.server
 import importlib.util
+import os
 import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -143,3 +152,90 @@ def test_headless_chromium_loads_every_page_without_errors_or_broken_images(requ
         browser.close()
     assert problems == []
     assert (SCREENSHOT_DIR / f"{which}-index.png").stat().st_size > 1000
+
+
+DOCS_SITE = ROOT / "site-docs"
+NO_BROWSER = "browser test needs Debian's chromium and the playwright package: run `make test-browser`"
+
+
+@pytest.fixture(scope="module")
+def docs_site(tmp_path_factory) -> Path:
+    """The built docs site: site-docs/ as `make docs` (which `make test-browser` runs first) left it, else built
+    here in strict mode (needs the docs extra)."""
+    if (DOCS_SITE / "index.html").is_file():
+        return DOCS_SITE
+    if importlib.util.find_spec("mkdocs") is None:
+        pytest.skip("the docs site is not built and mkdocs is not installed: run `make docs` or `make test-browser`")
+    out = tmp_path_factory.mktemp("docs-site")
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)], cwd=ROOT,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, capture_output=True, text=True,
+                          timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+@contextmanager
+def served(folder: Path) -> Iterator[str]:
+    """``folder`` served as static files on 127.0.0.1 (the search's web worker cannot start from file://)."""
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, format, *args):  # noqa: A002 (the base class's name)
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.browser
+def test_headless_chromium_loads_every_docs_page_without_console_errors(request):
+    """Every page of the docs site loads with no console error, no failed request and nothing fetched from
+    outside; the index and one API page are screenshotted into test-output/."""
+    if CHROMIUM is None or importlib.util.find_spec("playwright") is None:
+        pytest.skip(NO_BROWSER)
+    from playwright.sync_api import sync_playwright
+
+    docs_site = request.getfixturevalue("docs_site")  # after the skip: building it takes a while
+
+    pages = sorted(p.relative_to(docs_site).as_posix() for p in docs_site.rglob("*.html") if p.name != "404.html")
+    assert len(pages) >= 30 and "api/linear.html" in pages and "tutorials/deploy-local.html" in pages
+    flags = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+    problems: list[str] = []
+    with served(docs_site) as base, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=flags)
+        tab = browser.new_page(viewport={"width": 1280, "height": 800})
+        where = {"page": ""}
+
+        def problem(text: str) -> None:
+            problems.append(f"{where['page']}: {text}")
+
+        tab.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base) else route.abort())
+        tab.on("console", lambda message: message.type == "error" and problem(message.text))
+        tab.on("pageerror", lambda error: problem(str(error)))
+        tab.on("requestfailed", lambda failed: problem(f"failed {failed.url} ({failed.failure})"))
+        for name in pages:
+            where["page"] = name
+            tab.goto(base + name, wait_until="networkidle")  # nothing pending (the favicon) is cut by the next goto
+            assert tab.title(), f"{name}: no title"
+            assert tab.locator("article h1").count() == 1, f"{name}: no heading"
+        SCREENSHOT_DIR.mkdir(exist_ok=True)
+        for name, shot in (("index.html", "docs-index.png"), ("api/linear.html", "docs-api-linear.png")):
+            tab.goto(base + name, wait_until="networkidle")
+            tab.screenshot(path=str(SCREENSHOT_DIR / shot), full_page=True)
+        browser.close()
+    assert problems == []
+    assert (SCREENSHOT_DIR / "docs-index.png").stat().st_size > 1000
+    assert (SCREENSHOT_DIR / "docs-api-linear.png").stat().st_size > 1000
+
+
+def test_the_docs_server_serves_the_folder_it_is_given(tmp_path):
+    import urllib.request
+
+    (tmp_path / "index.html").write_text("<title>x</title>")
+    with served(tmp_path) as base, urllib.request.urlopen(base + "index.html", timeout=10) as response:
+        assert response.read() == b"<title>x</title>"

@@ -1,11 +1,11 @@
-"""The README's input-requirement tables, written from the options the classes declare (issue 32).
+"""The docs' input-requirement tables, written from the options the classes declare (issue 32).
 
-Each ``<!-- requirements SECTION -->`` … ``<!-- /requirements -->`` block of ``README.md`` holds the table
+Each ``<!-- requirements SECTION -->`` … ``<!-- /requirements -->`` block of ``docs/requirements.md`` holds the table
 of :data:`SECTIONS`' classes' declared options (:mod:`privbandits.options`): every option, what it must be
 (the constraint's own phrase, the one its refusal quotes), its default and what it is. Rules that tie
 options together and each call's arguments stay in the prose around the blocks.
-``make declarations`` (``python -m privbandits.experiments.requirements README.md``) rewrites the blocks;
-``tests/test_readme_requirements.py`` fails while the README differs from what it would write.
+``make declarations`` (``python -m privbandits.experiments.requirements docs/requirements.md``) rewrites the
+blocks; ``tests/test_readme_requirements.py`` fails while the page differs from what it would write.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def table(classes: tuple[type, ...]) -> str:
 
 
 def section_table(section: str) -> str:
-    """The table of one README block."""
+    """The table of one requirements block."""
     sections = _sections()
     if section not in sections:
         raise ValueError(f"<!-- {TAG} {section} -->: unknown section; known: {', '.join(sections)}")
@@ -80,13 +80,13 @@ def section_table(section: str) -> str:
 
 
 def write_tables(text: str) -> str:
-    """``text`` (a README) with every requirements block rewritten from the declarations."""
+    """``text`` (a Markdown page) with every requirements block rewritten from the declarations."""
     return fill_blocks(text, TAG, section_table)
 
 
 def main(argv: list[str]) -> int:
     """Rewrite the requirements blocks of each named Markdown file in place."""
-    for name in argv or ["README.md"]:
+    for name in argv or ["docs/requirements.md"]:
         path = Path(name)
         text = path.read_text(encoding="utf-8")
         written = write_tables(text)

@@ -63,6 +63,8 @@ class Engine:
         own process uses). ``None``: one generator seeded from ``seed`` for every owner (the
         simulator's default).
 
+    Notes
+    -----
     Protocol methods (all need an open :meth:`phase`) take and return
     :class:`~privbandits.mpc.sharing.ArithmeticShares` or ``BinaryShares``.
     """
