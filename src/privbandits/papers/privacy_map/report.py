@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from privbandits.experiments.paper import Claim, PaperReport
+from privbandits.papers.data_choice import shown_source
 from privbandits.papers.privacy_map.environments import MapEnvironment, environments
 from privbandits.papers.privacy_map.grid import unit_label
 from privbandits.papers.privacy_map.options import MapOptions
@@ -303,8 +304,8 @@ NOTES = [
     "O3M has no ε: it is lossless (VFUCB plays LinUCB's arms, checked above), so it sits at ε = ∞ beside LinUCB; "
     "what it leaks is shown by `privbandits run vertical-audit` (geometry of each passive party's vectors; all of "
     "them from d_j known pairs; with secure aggregation, only the passive parties' joint geometry).",
-    "The MPC learner: utility is its float64 twin (same exploration draws, proven equal in distribution; README "
-    "'Secure multi-party ε-greedy'), on every seed; the secret-shared learner itself runs on private_mpc_seeds, "
+    "The MPC learner: utility is its float64 twin (same exploration draws, proven equal in distribution; docs "
+    "page protocols/mpc.md), on every seed; the secret-shared learner itself runs on private_mpc_seeds, "
     "which gives its measured ms and bytes per round and the twin check (claim above). With unbiased truncation "
     "it also tracks the twin over the paper's 60,000 Fashion-MNIST rounds (mpc-fig2 -o data=fashion). Its η needs "
     "ε ≤ 1, so η ≥ log |A| = 2.30.",
@@ -319,12 +320,19 @@ NOTES = [
     "P2B runs only on a population (its protocol is not a stream of rounds); its panel shows the late users' mean "
     "reward warm-started from P2B's released codes at each p, from raw contexts (non-private, at the largest p) "
     "and cold (nothing shared, ε = 0), all read from the same runs.",
-    "The DP baselines use their papers' noise constants (README 'DP LinUCB baselines'); where the table says "
-    "'no better than uniform random', the noise swamps the signal at this horizon. -o epsilons=…,100,1000 extends "
-    "the axis to where they start to learn; their ε there is no longer a meaningful protection.",
-    "Clustered users: LinUCB and the DP baselines ignore the user (one shared θ); FCLUB learns per cluster. At the "
-    "paper's calibration CDP-FCLUB-DC's noise is large (README 'FCLUB'), which the map shows.",
+    "Where the table says 'no better than uniform random', the noise swamps the signal at this horizon; "
+    "-o epsilons=…,100,1000 extends the axis to where the DP baselines start to learn, though their ε there is no "
+    "longer a meaningful protection.",
+    "Clustered users: LinUCB and the DP baselines ignore the user (one shared θ); FCLUB learns per cluster.",
 ]
+CALIBRATION_NOTES = {
+    "analytic": "Noise: the DP baselines and CDP-FCLUB-DC use the analytic Gaussian (Balle & Wang 2018), the "
+    "smallest σ that meets (ε, δ), at the sensitivity each release has once its data are snapped to the noise "
+    "grid (docs page privacy.md); -o calibration=paper gives each paper's formula instead.",
+    "paper": "Noise: the DP baselines and CDP-FCLUB-DC use each paper's formula (docs pages protocols/dp-baselines.md "
+    "and protocols/fclub.md), several times the σ the guarantee needs, at the snapped data's sensitivity.",
+}
+"""The note on the map's noise calibration, by ``calibration`` option."""
 
 
 def _stored_environment(panel: Panel, points: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -343,16 +351,18 @@ def data_note(panel: Panel, points: dict[str, dict[str, Any]]) -> str:
     )
     if env["kind"] == "mnist5k":
         file, held = env["path"], env["held_out"]
+        where = shown_source(file["path"])
         what = (
-            f"real MNIST-5k ({file['path']}, SHA-256 {file['sha256']}), its train split: {1 - held:.0%} of the "
+            f"real MNIST-5k ({where}, SHA-256 {file['sha256']}), its train split: {1 - held:.0%} of the "
             f"images (4,000 of the real file's 5,000; {held:.0%} held out with split seed {env['split_seed']}, as "
             f"the MPC reproductions split it); pixels / 255, PCA {env['pca_components']} fitted on the train split, "
             f"unit norm. {rounds}."
         )
     elif env["kind"] == "mnist":
         file = env["path"]
+        where = shown_source(file["path"])
         what = (
-            f"MNIST from the IDX folder {file['path']} (content SHA-256 {file['sha256']}), its {env['split']} split; "
+            f"MNIST from the IDX folder {where} (content SHA-256 {file['sha256']}), its {env['split']} split; "
             f"pixels / 255, PCA {env['pca_components']} fitted on the training images, unit norm. {rounds}."
         )
     else:
@@ -378,5 +388,6 @@ def report(options: MapOptions, points: dict[str, dict[str, Any]], out: Path) ->
     paper.tables["Systems left out where the config checks refuse them"] = refused_rows(panels)
     paper.add_figure(map_figure([(panel.env, panel.rows) for panel in panels]), out / "privacy-map.png")
     data = [data_note(panel, points) for panel in panels if panel.env.key == "classification" and panel.rows]
-    paper.notes += [*best_sentences(options, panels), *data, *skipped, *NOTES]
+    notes = [*NOTES, CALIBRATION_NOTES[options.calibration]]
+    paper.notes += [*best_sentences(options, panels), *data, *skipped, *notes]
     return paper
