@@ -86,7 +86,8 @@ def test_auto_runs_real_mnist5k_when_cached_and_says_so(mnist5k, tmp_path):
     assert options.data == "mnist5k" and len(summary.computed) == 2
     assert not any("STAND-IN" in note for note in paper.notes)
     note = next(note for note in paper.notes if note.startswith("DATA:"))
-    assert "MNIST-5k" in note and "64 training rounds, 16 held out" in note and str(mnist5k) in note
+    assert "MNIST-5k" in note and "64 training rounds, 16 held out" in note
+    assert "at <data cache>/mnist5k/mnist_5k.csv.gz" in note and str(mnist5k) not in note  # not this machine's path
     level = paper.claims[1]
     assert level.paper.startswith(f"≈ {PAPER_REWARD_LEVEL}") and "MNIST-5k" in level.ours and "64 rounds" in level.ours
     assert level.verdict in ("reproduced", "partly", "not reproduced")

@@ -98,7 +98,8 @@ class LocalServer(Party, Checkpointed):
 
     SAVED = ("users", "dim", "ledger", "repairs", "rng", "tie_rng", "V", "b", "counts", "graph", "_labels", "_groups",
              "clusters", "cluster_of", "lineage", "release_counts", "_next_uid", "_v", "_eye", "_noisy", "_with_own",
-             "_log_upload", "_refresh_every", "_threshold", "_ridge_free", "_ridge")  # fmt: skip
+             "_log_upload", "_refresh_every", "_threshold", "_ridge_free", "_ridge", "_grid", "V_grid",
+             "b_grid")  # fmt: skip
     """What a resumed deployment's checkpoint holds (:mod:`privbandits.deploy.fclub_resume`)."""
     NOT_SAVED = PARTY | {"cal", "config", "_rows"}
     """Its links and configuration (rebuilt from the deployment file), and the per-user views of ``V`` and ``b``."""
