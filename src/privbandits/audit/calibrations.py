@@ -91,7 +91,10 @@ SIGMA_TITLE = "Calibration: the paper's σ against the analytic Gaussian"
 SIGMA_NOTE = (
     '`calibration = "analytic"` (DP LinUCB baselines) and `noise_variance = "analytic"` (FCLUB) select the '
     "analytic Gaussian (Balle & Wang 2018); the paper's formula stays the default. The last two columns are "
-    "the ε the paper's σ really gives at δ."
+    "the ε the paper's σ really gives at δ. Both σ are at the bare sensitivity Δ; a learner calibrates at the "
+    "sensitivity its data have once snapped to the noise grid, min(Δ + g·√n, 2√2) "
+    "(privbandits.privacy.calibration.snapped_std), so its σ is larger by a factor that depends on its dimension "
+    "and is at most √2."
 )
 COMPOSITION_TITLE = "Accounting: PLD against RDP"
 
