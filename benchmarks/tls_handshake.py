@@ -1,0 +1,149 @@
+"""CPU per mutual-TLS 1.3 handshake, both sides in one process: what one P2B report's connection costs at least.
+
+Issue 34 asks for 2,000 accepted reports/s through the shuffler on a 2-core machine with one connection per
+report, i.e. at most 1,000 µs of CPU per report for the shuffler and the devices together. This measures the
+handshake alone (no report, no storage, no network), over socket pairs, with the deployment's own credentials
+(``deploy.certs``: Ed25519) and contexts (``comm.tls``: TLS 1.3, client certificate required):
+
+* full handshakes with the standard library's ``ssl`` (the system OpenSSL), as the deployment does them;
+* resumed ones (the client offers the ticket of its previous session; the server issues one ticket), as a device
+  that reports again would;
+* full handshakes through pyOpenSSL, i.e. the OpenSSL bundled with ``cryptography`` (usually newer), where
+  pyOpenSSL is installed (it is not a dependency: ``pip install pyOpenSSL``).
+
+Each line gives CPU per handshake (both sides; ``time.process_time``) and the ceiling it puts on reports per second
+per core. Run ``python benchmarks/tls_handshake.py [--handshakes 400]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import ssl
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from _smoke import parse_args
+
+from privbandits.comm.tls import TlsCredentials, client_context, server_context
+from privbandits.deploy.certs import write_bundles
+
+WARM_UP = 10
+
+
+def _pair(server: Callable[[socket.socket], object], client: Callable[[socket.socket], object]) -> tuple:
+    """Run one handshake: the server side in a thread, the client here; both results."""
+    left, right = socket.socketpair()
+    out: dict[str, object] = {}
+    thread = threading.Thread(target=lambda: out.setdefault("server", server(left)))
+    thread.start()
+    mine = client(right)
+    thread.join()
+    return out["server"], mine
+
+
+def stdlib_full(credentials: dict[str, TlsCredentials]) -> Callable[[], bool]:
+    serving, dialing = server_context(credentials["shuffler"]), client_context(credentials["device"])
+    serving.num_tickets = 0
+
+    def one() -> bool:
+        server, client = _pair(lambda s: serving.wrap_socket(s, server_side=True), dialing.wrap_socket)
+        client.close()
+        server.close()
+        return False
+
+    return one
+
+
+def stdlib_resumed(credentials: dict[str, TlsCredentials]) -> Callable[[], bool]:
+    serving, dialing = server_context(credentials["shuffler"]), client_context(credentials["device"])
+    serving.num_tickets = 1
+    previous: dict[str, ssl.SSLSession | None] = {"session": None}
+
+    def serve(sock: socket.socket) -> ssl.SSLSocket:
+        wrapped = serving.wrap_socket(sock, server_side=True)
+        wrapped.sendall(b"k")  # the client reads its ticket with this byte
+        return wrapped
+
+    def one() -> bool:
+        server, client = _pair(serve, lambda s: dialing.wrap_socket(s, session=previous["session"]))
+        client.recv(1)
+        reused = client.session_reused
+        previous["session"] = previous["session"] or client.session
+        client.close()
+        server.close()
+        return reused
+
+    return one
+
+
+def pyopenssl_full(credentials: dict[str, TlsCredentials]) -> Callable[[], bool]:
+    from OpenSSL import SSL  # optional: not a dependency
+
+    def context(party: TlsCredentials, server: bool) -> SSL.Context:
+        made = SSL.Context(SSL.TLS_METHOD)
+        made.set_min_proto_version(SSL.TLS1_3_VERSION)
+        made.use_certificate_chain_file(str(party.certificate))
+        made.use_privatekey_file(str(party.key))
+        made.load_verify_locations(str(party.ca))
+        made.set_verify(SSL.VERIFY_PEER | SSL.VERIFY_FAIL_IF_NO_PEER_CERT, lambda *args: bool(args[-1]))
+        if server:
+            made.set_options(SSL.OP_NO_TICKET)
+        return made
+
+    serving, dialing = context(credentials["shuffler"], True), context(credentials["device"], False)
+
+    def side(ctx: SSL.Context, accept: bool) -> Callable[[socket.socket], object]:
+        def run(sock: socket.socket) -> object:
+            connection = SSL.Connection(ctx, sock)
+            connection.set_accept_state() if accept else connection.set_connect_state()
+            connection.do_handshake()
+            return connection
+
+        return run
+
+    def one() -> bool:
+        server, client = _pair(side(serving, True), side(dialing, False))
+        for connection in (client, server):
+            connection.sock_shutdown(socket.SHUT_RDWR)  # type: ignore[attr-defined]
+        return False
+
+    return one
+
+
+def measure(one: Callable[[], bool], count: int) -> tuple[float, int]:
+    """(CPU µs per handshake, how many were resumed) over ``count`` handshakes after a warm-up."""
+    for _ in range(WARM_UP):
+        one()
+    start = time.process_time()
+    reused = sum(one() for _ in range(count))
+    return 1e6 * (time.process_time() - start) / count, reused
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--handshakes", type=int, default=400, help="timed handshakes per kind")
+    args = parse_args(parser, handshakes=5)
+    with tempfile.TemporaryDirectory() as folder:
+        bundles = write_bundles(Path(folder), ["shuffler", "device"])
+        credentials = {name: TlsCredentials(**files) for name, files in bundles.parties.items()}
+        kinds = [(f"full, stdlib ssl ({ssl.OPENSSL_VERSION})", stdlib_full), ("resumed, stdlib ssl", stdlib_resumed)]
+        try:
+            from OpenSSL import SSL
+
+            version = SSL.OpenSSL_version(SSL.OPENSSL_VERSION).decode()
+            kinds.append((f"full, pyOpenSSL ({version})", pyopenssl_full))
+        except ImportError:
+            print("pyOpenSSL is not installed: its row is left out (pip install pyOpenSSL)")
+        for name, make in kinds:
+            micros, reused = measure(make(credentials), args.handshakes)
+            resumed = f", {reused}/{args.handshakes} resumed" if make is stdlib_resumed else ""
+            print(f"{name}: {micros:,.0f} µs CPU per handshake (both sides){resumed}; "
+                  f"at most {1e6 / micros:,.0f} per second per core")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
