@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "privbandits"
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
-GENERATED_PAGES = ("results.md",)
+GENERATED_PAGES = ("results.md", "benchmark-runs.md")
 """Docs pages written whole by a command (``privbandits report --book``): every number in them is generated."""
 GENERATED_TAGS = ("results", "requirements")
 """Marked blocks (:mod:`privbandits.experiments.marked_blocks`) whose bodies are generated or checked against
