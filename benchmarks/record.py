@@ -54,7 +54,8 @@ def record(script: str, options: list[str], page: Path = PAGE, root: Path = ROOT
         raise SystemExit(f"script: no benchmark benchmarks/{script}")
     command = " ".join(["python", f"benchmarks/{script}", *options])
     where = machine()
-    done = subprocess.run([sys.executable, str(root / "benchmarks" / script), *options], cwd=root,
+    wide = {**os.environ, "COLUMNS": "160"}  # rich's tables would wrap at 80 columns in a pipe
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / script), *options], cwd=root, env=wide,
                           capture_output=True, text=True, check=False)  # fmt: skip
     if done.returncode != 0:
         raise SystemExit(f"{command} failed (exit {done.returncode}); nothing recorded:\n{done.stderr[-2000:]}")
