@@ -59,6 +59,9 @@ def test_the_check_flags_a_number_the_results_lack_and_a_missing_section():
     assert unbacked_numbers(good, book) == []
     assert unbacked_numbers(good.replace("104.38", "104.39"), book) == ["demo: 104.39"]
     assert unbacked_numbers(good.replace("demo", "other"), book) == ["other: no section in the book"]
+    counted = book.replace("|\n", "| 1960 of 4000 |\n")
+    assert unbacked_numbers(good.replace("over 2", "1,960 of 4,000, over 2"), counted) == []  # commas aside
+    assert unbacked_numbers(good.replace("over 2", "1,961 of 4,000, over 2"), counted) == ["demo: 1,961"]
 
 
 def test_the_book_rebuilds_from_the_store_with_the_rerun_command(tmp_path):

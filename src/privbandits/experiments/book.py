@@ -10,8 +10,9 @@ marked blocks::
     ... 104.38 ± 14.87 ...
     <!-- /results -->
 
-and :func:`unbacked_numbers` lists every decimal number of such a block that the book's
-section for that reproduction does not contain (``tests/test_readme.py`` asserts none).
+and :func:`unbacked_numbers` lists every decimal number, and every whole number of three or more digits, of
+such a block that the book's section for that reproduction does not contain, thousands commas aside
+(``tests/test_readme.py`` asserts none).
 
 A reproduction's section shows the options it was last run with. ``--also "NAME -o KEY=VALUE"``
 adds a section for other stored options of it (e.g. ``mpc-fig2 -o data=fashion`` beside the
@@ -31,6 +32,14 @@ from privbandits.experiments.marked_blocks import block_pattern
 
 _BLOCK = block_pattern("results", r"[\w./-]+(?: -o [\w.=,-]+)*")
 _DECIMAL = re.compile(r"(?<![\w.])\d[\d,]*\.\d+")
+_WHOLE = re.compile(r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d{3,})(?![\w,]|\.\d)")
+"""A whole number of three or more digits (``4,000``, ``1960``): counts, totals, bytes."""
+_GROUPING = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+
+
+def _ungrouped(text: str) -> str:
+    """``text`` with the thousands commas of its numbers removed (the book writes 1960 where prose writes 1,960)."""
+    return _GROUPING.sub("", text)
 _SECTION = re.compile(r"^## `privbandits run ([^`]+)`", re.MULTILINE)
 
 
@@ -153,7 +162,8 @@ def _section_of(sections: dict[str, str], name: str) -> str | None:
 
 
 def unbacked_numbers(readme: str, book: str) -> list[str]:
-    """Each decimal number quoted in a README results block that its book section lacks."""
+    """Each number (decimal, or whole of three or more digits) quoted in a results block that its book section
+    lacks, thousands commas aside."""
     sections = book_sections(book)
     problems = []
     for name, block in _BLOCK.findall(readme):
@@ -161,5 +171,7 @@ def unbacked_numbers(readme: str, book: str) -> list[str]:
         if text is None:
             problems.append(f"{name}: no section in the book")
             continue
-        problems += [f"{name}: {number}" for number in _DECIMAL.findall(block) if number not in text]
+        plain = _ungrouped(text)
+        numbers = _DECIMAL.findall(block) + _WHOLE.findall(block)
+        problems += [f"{name}: {number}" for number in numbers if _ungrouped(number) not in plain]
     return problems
