@@ -127,3 +127,18 @@ def test_only_runs_that_draw_dp_noise_name_the_sampler_in_their_store_key():
     assert _spec({"kind": "fclub"}, clustered)["fclub_uploads"] == "snapped"
     assert "fclub_uploads" not in _spec({"kind": "joint_dp_linucb", "epsilon": 1.0})
     assert "fclub_uploads" not in _spec({"kind": "fclub", "variant": "fclub-dc"}, clustered)
+
+
+@pytest.mark.parametrize("std", [3.7, 0.02, 1234.5])
+def test_the_guided_search_gives_searchsorted_magnitudes_for_every_word_even_at_the_edges(std):
+    """The sampler's bucketed search is the plain binary search over the whole table, word for word: random words,
+    every threshold and the word below it, and every bucket boundary (the draws, so the noise, are unchanged)."""
+    from privbandits.privacy.noise import GUIDE_BITS, _magnitudes, _table
+
+    scale = std / grid_step(std)
+    table = _table(scale)
+    random = np.random.default_rng(5).bit_generator.random_raw(200_000) >> np.uint64(1)
+    boundaries = np.arange(1 << GUIDE_BITS, dtype=np.uint64) << np.uint64(63 - GUIDE_BITS)
+    edges = np.concatenate([table[:-1], table[:-1] - np.uint64(1), boundaries, boundaries - np.uint64(1)])
+    for words in (random, edges[edges < np.uint64(2**63)]):
+        assert np.array_equal(_magnitudes(scale, words), np.searchsorted(table, words, side="right"))

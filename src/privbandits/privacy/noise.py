@@ -104,6 +104,38 @@ def _table(scale: float) -> np.ndarray:
     return thresholds
 
 
+GUIDE_BITS = 16
+"""The guide of a table splits the 63-bit words into 2^16 equal buckets and holds, per bucket boundary, the
+magnitude a word there would get: a draw then searches only its bucket's few thresholds, where a binary search
+over the whole table (up to ``TAIL·2^17`` entries) missed the cache at nearly every step."""
+
+
+@functools.lru_cache(maxsize=8)
+def _guide(scale: float) -> np.ndarray:
+    """Per bucket boundary ``j·2^(63 − GUIDE_BITS)``, j = 0 … 2^GUIDE_BITS, the magnitude ``searchsorted`` gives."""
+    starts = np.arange((1 << GUIDE_BITS) + 1, dtype=np.uint64) << np.uint64(63 - GUIDE_BITS)
+    return np.searchsorted(_table(scale), starts, side="right")
+
+
+def _magnitudes(scale: float, words: np.ndarray) -> np.ndarray:
+    """``searchsorted(_table(scale), words, side="right")`` for 63-bit ``words``, searching only each word's bucket
+    (the same numbers: the thresholds are sorted, so a word's magnitude lies between its bucket's two ends)."""
+    table, guide = _table(scale), _guide(scale)
+    bucket = (words >> np.uint64(63 - GUIDE_BITS)).astype(np.intp)
+    low, high = guide[bucket], guide[bucket + 1]
+    found = low.copy()
+    open_ = np.flatnonzero(low < high)  # a bucket with no threshold inside decides at once
+    low, high, words = low[open_], high[open_], words[open_]
+    while open_.size:  # binary search of [low, high) for the first threshold above the word
+        middle = (low + high) >> 1
+        above = table[middle] <= words
+        low, high = np.where(above, middle + 1, low), np.where(above, high, middle)
+        done = low >= high
+        found[open_[done]] = low[done]
+        open_, low, high, words = open_[~done], low[~done], high[~done], words[~done]
+    return found
+
+
 def _words(rng: np.random.Generator | None, size: int) -> np.ndarray:
     """``size`` uniform 64-bit words: from OS entropy when ``rng`` is None, else from the seeded generator
     (its bit generator's raw 64-bit output; MT19937's raw words are 32-bit, so through ``integers``)."""
@@ -117,7 +149,7 @@ def _words(rng: np.random.Generator | None, size: int) -> np.ndarray:
 def discrete_integers(rng: np.random.Generator | None, scale: float, shape: tuple[int, ...]) -> np.ndarray:
     """Integer discrete Gaussian draws of parameter ``scale`` (``P(k) ∝ e^{-k²/(2 scale²)}``), as float64."""
     words = _words(rng, math.prod(shape))
-    magnitude = np.searchsorted(_table(scale), words >> _SHIFT, side="right").astype(np.float64)
+    magnitude = _magnitudes(scale, words >> _SHIFT).astype(np.float64)
     return np.copysign(magnitude, (words & _SIGN_BIT).astype(np.float64) - 0.5).reshape(shape)
 
 
