@@ -107,7 +107,10 @@ def _table(scale: float) -> np.ndarray:
 GUIDE_BITS = 16
 """The guide of a table splits the 63-bit words into 2^16 equal buckets and holds, per bucket boundary, the
 magnitude a word there would get: a draw then searches only its bucket's few thresholds, where a binary search
-over the whole table (up to ``TAIL·2^17`` entries) missed the cache at nearly every step."""
+over the whole table (up to ``TAIL·2^17`` entries) missed the cache at nearly every step. Below
+:data:`GUIDED_FROM` draws the plain search is faster (the guided one's steps are whole-array operations)."""
+GUIDED_FROM = 2048
+"""Draws in one call from which the guided search is used."""
 
 
 @functools.lru_cache(maxsize=8)
@@ -120,7 +123,10 @@ def _guide(scale: float) -> np.ndarray:
 def _magnitudes(scale: float, words: np.ndarray) -> np.ndarray:
     """``searchsorted(_table(scale), words, side="right")`` for 63-bit ``words``, searching only each word's bucket
     (the same numbers: the thresholds are sorted, so a word's magnitude lies between its bucket's two ends)."""
-    table, guide = _table(scale), _guide(scale)
+    table = _table(scale)
+    if words.size < GUIDED_FROM:
+        return np.searchsorted(table, words, side="right")
+    guide = _guide(scale)
     bucket = (words >> np.uint64(63 - GUIDE_BITS)).astype(np.intp)
     low, high = guide[bucket], guide[bucket + 1]
     found = low.copy()

@@ -20,7 +20,7 @@ from privbandits.linear.tiebreak import break_ties
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
 from privbandits.privacy.noise import snap_to
 from privbandits.privacy.tree_mechanism import REPLACE_SENSITIVITY, TreeMechanism
-from privbandits.protocols.fclub.numerics import Repairs, _absorb, _absorb_snapped, _spd_inverse
+from privbandits.protocols.fclub.numerics import Repairs, _absorb, _absorb_on_grid, _spd_inverse
 from privbandits.protocols.fclub_config import Calibration, Lifecycle, Recommendation
 from privbandits.protocols.fclub_messages import (
     GLOBAL,
@@ -101,7 +101,7 @@ class LocalServer(Party, Checkpointed):
              "_log_upload", "_refresh_every", "_threshold", "_ridge_free", "_ridge", "_grid", "V_grid",
              "b_grid")  # fmt: skip
     """What a resumed deployment's checkpoint holds (:mod:`privbandits.deploy.fclub_resume`)."""
-    NOT_SAVED = PARTY | {"cal", "config", "_rows"}
+    NOT_SAVED = PARTY | {"cal", "config", "_rows", "_grid_rows"}
     """Its links and configuration (rebuilt from the deployment file), and the per-user views of ``V`` and ``b``."""
 
     def __init__(
@@ -141,6 +141,7 @@ class LocalServer(Party, Checkpointed):
         self._grid = calibration.data_grid  # > 0: privatized uploads, whose data are snapped datum by datum
         rows = n if self._grid else 0
         self.V_grid, self.b_grid = np.zeros((rows, dim, dim)), np.zeros((rows, dim))  # (V_i, b_i) snapped
+        self._grid_rows = list(zip(self.V_grid, self.b_grid, strict=True))  # per-user views, made once
 
     # -- rounds --------------------------------------------------------------------
     def restore(self, state: Mapping[str, object]) -> None:
@@ -148,6 +149,7 @@ class LocalServer(Party, Checkpointed):
         checkpoint, :mod:`privbandits.deploy.fclub_resume`) and rebuild the per-user views of ``V`` and ``b``."""
         super().restore(state)
         self._rows = list(zip(self.V, self.b, strict=True))
+        self._grid_rows = list(zip(self.V_grid, self.b_grid, strict=True))
 
     def recommend(self, i: int, contexts: np.ndarray) -> int:
         """Arm of the UCB for this server's user ``i`` on its cluster's statistics (§3.7)."""
@@ -172,9 +174,11 @@ class LocalServer(Party, Checkpointed):
         self.counts[i] += 1
         cluster.member_sums = None
         V, b = self._rows[i]
-        c = _absorb(x, y, V, b, cluster.raw_S, cluster.raw_u, cluster.M_inv, self._v, cluster.R_inv, cluster.theta_R)
-        if self._grid:
-            _absorb_snapped(x, y, self._grid, self.V_grid[i], self.b_grid[i], cluster.grid_S, cluster.grid_u)
+        raw = (x, y, V, b, cluster.raw_S, cluster.raw_u, cluster.M_inv, self._v, cluster.R_inv, cluster.theta_R)
+        if self._grid:  # the released side too, snapped datum by datum
+            c = _absorb_on_grid(*raw, self._grid, *self._grid_rows[i], cluster.grid_S, cluster.grid_u)
+        else:
+            c = _absorb(*raw)
         cluster.raw_T += 1
         cluster.sm_steps += 1
         if abs(c) <= 1e-12 or cluster.sm_steps >= self._refresh_every:

@@ -61,6 +61,14 @@ def _absorb_snapped(x, y, step, V, b, S, u):
         u[i] += yx
 
 
+@numba.njit(cache=True)
+def _absorb_on_grid(x, y, V, b, raw_S, raw_u, M_inv, v, R_inv, theta_R, step, V_grid, b_grid, grid_S, grid_u):
+    """:func:`_absorb` and :func:`_absorb_snapped` of one observation in one call (one dispatch a round)."""
+    c = _absorb(x, y, V, b, raw_S, raw_u, M_inv, v, R_inv, theta_R)
+    _absorb_snapped(x, y, step, V_grid, b_grid, grid_S, grid_u)
+    return c
+
+
 @dataclass
 class Repairs:
     """Numerical events (§8 A15): Gram matrices repaired to be positive definite, and
