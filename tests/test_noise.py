@@ -140,5 +140,5 @@ def test_the_guided_search_gives_searchsorted_magnitudes_for_every_word_even_at_
     random = np.random.default_rng(5).bit_generator.random_raw(200_000) >> np.uint64(1)
     boundaries = np.arange(1 << GUIDE_BITS, dtype=np.uint64) << np.uint64(63 - GUIDE_BITS)
     edges = np.concatenate([table[:-1], table[:-1] - np.uint64(1), boundaries, boundaries - np.uint64(1)])
-    for words in (random, edges[edges < np.uint64(2**63)], random[:100]):  # guided, and plain below GUIDED_FROM
+    for words in (random, edges[edges < np.uint64(2**63)], random[:100]):
         assert np.array_equal(_magnitudes(scale, words), np.searchsorted(table, words, side="right"))

@@ -35,6 +35,7 @@ import functools
 import math
 import os
 
+import numba
 import numpy as np
 
 __all__ = [
@@ -107,39 +108,38 @@ def _table(scale: float) -> np.ndarray:
 GUIDE_BITS = 16
 """The guide of a table splits the 63-bit words into 2^16 equal buckets and holds, per bucket boundary, the
 magnitude a word there would get: a draw then searches only its bucket's few thresholds, where a binary search
-over the whole table (up to ``TAIL·2^17`` entries) missed the cache at nearly every step. Below
-:data:`GUIDED_FROM` draws the plain search is faster (the guided one's steps are whole-array operations)."""
-GUIDED_FROM = 2048
-"""Draws in one call from which the guided search is used."""
+over the whole table (up to ``TAIL·2^17`` entries) missed the cache at nearly every step."""
 
 
 @functools.lru_cache(maxsize=8)
 def _guide(scale: float) -> np.ndarray:
     """Per bucket boundary ``j·2^(63 − GUIDE_BITS)``, j = 0 … 2^GUIDE_BITS, the magnitude ``searchsorted`` gives."""
     starts = np.arange((1 << GUIDE_BITS) + 1, dtype=np.uint64) << np.uint64(63 - GUIDE_BITS)
-    return np.searchsorted(_table(scale), starts, side="right")
+    return np.searchsorted(_table(scale), starts, side="right").astype(np.int64)
+
+
+@numba.njit(cache=True)
+def _guided_search(table, guide, words, shift):  # pragma: no cover - compiled
+    """For each word, the number of thresholds ≤ it, searched between its bucket's two guide entries."""
+    found = np.empty(words.shape[0], dtype=np.int64)
+    for index in range(words.shape[0]):
+        word = words[index]
+        bucket = word >> shift
+        low, high = guide[bucket], guide[bucket + 1]
+        while low < high:  # the first threshold above the word
+            middle = (low + high) >> 1
+            if table[middle] <= word:
+                low = middle + 1
+            else:
+                high = middle
+        found[index] = low
+    return found
 
 
 def _magnitudes(scale: float, words: np.ndarray) -> np.ndarray:
     """``searchsorted(_table(scale), words, side="right")`` for 63-bit ``words``, searching only each word's bucket
     (the same numbers: the thresholds are sorted, so a word's magnitude lies between its bucket's two ends)."""
-    table = _table(scale)
-    if words.size < GUIDED_FROM:
-        return np.searchsorted(table, words, side="right")
-    guide = _guide(scale)
-    bucket = (words >> np.uint64(63 - GUIDE_BITS)).astype(np.intp)
-    low, high = guide[bucket], guide[bucket + 1]
-    found = low.copy()
-    open_ = np.flatnonzero(low < high)  # a bucket with no threshold inside decides at once
-    low, high, words = low[open_], high[open_], words[open_]
-    while open_.size:  # binary search of [low, high) for the first threshold above the word
-        middle = (low + high) >> 1
-        above = table[middle] <= words
-        low, high = np.where(above, middle + 1, low), np.where(above, high, middle)
-        done = low >= high
-        found[open_[done]] = low[done]
-        open_, low, high, words = open_[~done], low[~done], high[~done], words[~done]
-    return found
+    return _guided_search(_table(scale), _guide(scale), words, np.uint64(63 - GUIDE_BITS))
 
 
 def _words(rng: np.random.Generator | None, size: int) -> np.ndarray:

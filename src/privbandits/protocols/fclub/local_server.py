@@ -174,11 +174,13 @@ class LocalServer(Party, Checkpointed):
         self.counts[i] += 1
         cluster.member_sums = None
         V, b = self._rows[i]
-        raw = (x, y, V, b, cluster.raw_S, cluster.raw_u, cluster.M_inv, self._v, cluster.R_inv, cluster.theta_R)
+        S, u, M_inv, R_inv = cluster.raw_S, cluster.raw_u, cluster.M_inv, cluster.R_inv
         if self._grid:  # the released side too, snapped datum by datum
-            c = _absorb_on_grid(*raw, self._grid, *self._grid_rows[i], cluster.grid_S, cluster.grid_u)
+            V_grid, b_grid = self._grid_rows[i]
+            c = _absorb_on_grid(x, y, V, b, S, u, M_inv, self._v, R_inv, cluster.theta_R,
+                                self._grid, V_grid, b_grid, cluster.grid_S, cluster.grid_u)  # fmt: skip
         else:
-            c = _absorb(*raw)
+            c = _absorb(x, y, V, b, S, u, M_inv, self._v, R_inv, cluster.theta_R)
         cluster.raw_T += 1
         cluster.sm_steps += 1
         if abs(c) <= 1e-12 or cluster.sm_steps >= self._refresh_every:

@@ -50,13 +50,17 @@ def _absorb_snapped(x, y, step, V, b, S, u):
     so these sums are exact on the privatizers' grid (the raw sums of :func:`_absorb` serve the trigger and
     the server's own estimates)."""
     d = x.shape[0]
+    scale = 1.0 / step  # exact: the step is a power of two, so multiplying by it is dividing by the step
     for i in range(d):
         xi = x[i]
-        for j in range(d):
-            xx = np.trunc(xi * x[j] / step) * step
+        for j in range(i, d):  # x xᵀ is symmetric: each off-diagonal entry computed once, added to both sides
+            xx = np.trunc(xi * x[j] * scale) * step
             V[i, j] += xx
             S[i, j] += xx
-        yx = np.trunc(y * xi / step) * step
+            if j != i:
+                V[j, i] += xx
+                S[j, i] += xx
+        yx = np.trunc(y * xi * scale) * step
         b[i] += yx
         u[i] += yx
 
