@@ -93,7 +93,7 @@ def learners(rounds: int) -> dict[str, Callable[[int], float]]:
             run_baseline(BaselineConfig(kind="linucb", horizon=rounds), environment(), N_SERVERS, seed).ms_per_round
         ),
         "CDP-FCLUB-DC": lambda seed: run_fclub(cdp, environment(), N_SERVERS, seed).ms_per_round,
-        "CDP-FCLUB-DC (reference-compatible)": lambda seed: (
+        "CDP-FCLUB-DC (reference-compatible, no DP guarantee)": lambda seed: (
             run_fclub(FCLUBConfig.reference_compatible(horizon=rounds), environment(), N_SERVERS, seed).ms_per_round
         ),
         "FCLUB-DC": lambda seed: (
