@@ -12,7 +12,7 @@ export PYTHONPYCACHEPREFIX ?= $(CURDIR)/.pycache
 
 .PHONY: demo test typecheck declarations docs test-bounds test-slow test-browser ray bench clean
 
-# The environment's installer is uv (from the registry, into the environment) where it installs, else pip: the
+# The environment's installer is uv (from the registry, into the environment), and pip if uv is missing or fails: the
 # test dependencies took 19.3 s with pip from a warm pip cache here and 4.1 s with uv from a cold one, a twelfth of
 # `make test`'s budget on a fresh clone. Neither byte-compiles what it installs (pip: --no-compile took the install
 # from 25 to 17 s); the modules a run imports are compiled once, into PYTHONPYCACHEPREFIX.
@@ -21,9 +21,9 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv \
 		|| echo "uv could not be installed from the registry: installing with pip (slower)"
 
-PIP_INSTALL := sh -c 'if "$$0" -m uv --version >/dev/null 2>&1; \
-	then exec "$$0" -m uv pip install --quiet --python "$$0" "$$@"; \
-	else exec "$$0" -m pip install --quiet --no-compile "$$@"; fi' $(BIN)/python
+PIP_INSTALL := sh -c '"$$0" -m uv --version >/dev/null 2>&1 && "$$0" -m uv pip install --quiet --python "$$0" "$$@" \
+	|| { echo "installing with pip (uv is missing or failed)"; exec "$$0" -m pip install --quiet --no-compile "$$@"; }' \
+	$(BIN)/python
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(PIP_INSTALL) -e '.[test]'
