@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
 from privbandits.experiments.config import ConfigError, ExperimentConfig, load_config, parse_config
 from privbandits.experiments.overrides import (
@@ -47,6 +47,20 @@ class Options(BaseModel):
         """The changed options (``-o`` key: value) a rerun command shows: all of them, unless the options know
         one is implied by another (a data set's folder resolved from the data cache, say)."""
         return changed
+
+
+def _distinct(values: tuple) -> tuple:
+    """Refuse an empty list and repeated values (each value is its own unit of work and point of the report)."""
+    if not values:
+        raise ValueError("must list at least one value")
+    repeated = sorted({str(v) for v in values if values.count(v) > 1})
+    if repeated:
+        raise ValueError(f"values must be distinct (repeated: {', '.join(repeated)})")
+    return values
+
+
+Distinct = AfterValidator(_distinct)
+"""For a tuple option of a reproduction: ``Annotated[tuple[X, ...], Distinct]``."""
 
 
 class ReportError(RuntimeError):

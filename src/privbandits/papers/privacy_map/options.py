@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, DirectoryPath, Field, ValidationInfo, field_validator, model_validator
+from pydantic import DirectoryPath, Field, ValidationInfo, field_validator, model_validator
 
-from privbandits.experiments.reproduction import Options
+from privbandits.experiments.reproduction import Distinct, Options
 from privbandits.papers.data_choice import cached_mnist
 
 Environment = Literal["linear_gaussian", "clustered_users", "classification", "obd", "p2b_population"]
@@ -26,19 +26,6 @@ Seed = Annotated[int, Field(ge=0)]
 Epsilon = Annotated[float, Field(gt=0)]
 Exploration = Annotated[float, Field(gt=0, le=1)]
 Participation = Annotated[float, Field(gt=0, lt=1)]
-
-
-def _distinct(values: tuple) -> tuple:
-    """Refuse an empty list and repeated values (each value is its own point of the map)."""
-    if not values:
-        raise ValueError("must list at least one value")
-    repeated = sorted({str(v) for v in values if values.count(v) > 1})
-    if repeated:
-        raise ValueError(f"values must be distinct (repeated: {', '.join(repeated)})")
-    return values
-
-
-Distinct = AfterValidator(_distinct)
 
 
 class MapOptions(Options):

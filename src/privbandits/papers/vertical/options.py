@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import (
-    AfterValidator,
     ConfigDict,
     DirectoryPath,
     Field,
@@ -21,23 +20,10 @@ from pydantic import (
 )
 from pydantic.dataclasses import dataclass
 
-from privbandits.experiments.reproduction import Options
+from privbandits.experiments.reproduction import Distinct, Options
 
 PositiveInt = Annotated[int, Field(ge=1)]
 Seed = Annotated[int, Field(ge=0)]
-
-
-def _distinct(values: tuple) -> tuple:
-    """Refuse an empty list and repeated values (each value is its own unit of work and row of the report)."""
-    if not values:
-        raise ValueError("must list at least one value")
-    repeated = sorted({str(v) for v in values if values.count(v) > 1})
-    if repeated:
-        raise ValueError(f"values must be distinct (repeated: {', '.join(repeated)})")
-    return values
-
-
-Distinct = AfterValidator(_distinct)
 
 
 @dataclass(frozen=True, config=ConfigDict(extra="forbid"))
