@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from markdown_prose import prose as markdown_prose
 from typer.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -284,15 +285,13 @@ NOT_MEASURED = [
     ("docs/protocols/vertical.md", "Theorem 4.2", "the paper's theorem"),
     ("docs/protocols/vertical.md", "at ε = 0.5 per release", "the benchmark's parameter"),
 ]
-_GENERATED = re.compile(r"<!-- (results|requirements)[^>]*-->.*?<!-- /\1 -->", re.S)
-_FENCED = re.compile(r"^```.*?^```", re.S | re.M)
 _DECIMAL = re.compile(r"(?<![\w.])\d[\d,]*\.\d+")
 
 
 def unlisted_decimals(text: str, allowed: list[str]) -> tuple[list[str], list[str]]:
     """The decimals a page states outside generated blocks, fenced code and its allowed phrases, and the allowed
     phrases it no longer contains (a stale entry fails as well)."""
-    prose = " ".join(_FENCED.sub("", _GENERATED.sub("", text)).split())
+    prose = " ".join(markdown_prose(text).split())
     unused = [phrase for phrase in allowed if phrase not in prose]
     for phrase in allowed:
         prose = prose.replace(phrase, " ")

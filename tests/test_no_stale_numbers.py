@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from privbandits.experiments.marked_blocks import block_pattern
+from markdown_prose import prose
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "privbandits"
@@ -30,9 +29,6 @@ README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 GENERATED_PAGES = ("results.md", "benchmark-runs.md")
 """Docs pages written whole by a command (``privbandits report --book``): every number in them is generated."""
-GENERATED_TAGS = ("results", "requirements")
-"""Marked blocks (:mod:`privbandits.experiments.marked_blocks`) whose bodies are generated or checked against
-generated files; the rest of a Markdown file is prose."""
 
 _PLAIN = r"\d+(?:[,_]\d{3})*(?:\.\d+)?(?:\s*·\s*10\^\d+|e[+-]?\d+)?"
 NUMBER = rf"(?<![\w.^·/]){_PLAIN}(?:\s*(?:–|-|to)\s*{_PLAIN})?"
@@ -114,15 +110,6 @@ def docstring_hits(path: str, source: str) -> Iterator[Hit]:
             yield from stale_numbers(path, node.value.value, node.lineno)
 
 
-_FENCED = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
-
-
-def prose(markdown: str) -> str:
-    """``markdown`` with the bodies of its generated blocks and its fenced code blanked (code is run, not read: a
-    format such as ``{name:30s}`` is no timing), their lines kept, so line numbers hold."""
-    for tag in GENERATED_TAGS:
-        markdown = block_pattern(tag, r"[^>]*?").sub(lambda block: "\n" * block.group(0).count("\n"), markdown)
-    return _FENCED.sub(lambda block: "\n" * block.group(0).count("\n"), markdown)
 
 
 def _relative(path: Path) -> str:
