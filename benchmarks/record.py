@@ -21,6 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from privbandits.experiments.book import headed_sections
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "benchmark-runs.md"
 PREAMBLE = (
@@ -34,9 +36,7 @@ _SECTION = re.compile(r"^## `(python benchmarks/[^`]+)`$", re.MULTILINE)
 
 def sections(text: str) -> dict[str, str]:
     """``{command: its section}`` of the page, in order."""
-    starts = [(match.group(1), match.start()) for match in _SECTION.finditer(text)]
-    ends = [start for _, start in starts[1:]] + [len(text)]
-    return {command: text[start:end].rstrip() + "\n" for (command, start), end in zip(starts, ends, strict=True)}
+    return {command: section.rstrip() + "\n" for command, section in headed_sections(text, _SECTION).items()}
 
 
 def machine() -> str:

@@ -147,9 +147,14 @@ def write_book(sections: list[str], path: Path, also: list[str] | tuple[str, ...
 
 def book_sections(book: str) -> dict[str, str]:
     """``{rerun command after 'privbandits run ': its section's text}`` of a book, in the book's order."""
-    starts = [(match.group(1), match.start()) for match in _SECTION.finditer(book)]
-    ends = [start for _, start in starts[1:]] + [len(book)]
-    return {command: book[start:end] for (command, start), end in zip(starts, ends, strict=True)}
+    return headed_sections(book, _SECTION)
+
+
+def headed_sections(text: str, heading: re.Pattern[str]) -> dict[str, str]:
+    """``{heading's first group: the text from that heading to the next}`` for every match of ``heading``."""
+    starts = [(match.group(1), match.start()) for match in heading.finditer(text)]
+    ends = [start for _, start in starts[1:]] + [len(text)]
+    return {key: text[start:end] for (key, start), end in zip(starts, ends, strict=True)}
 
 
 def _section_of(sections: dict[str, str], name: str) -> str | None:
