@@ -361,18 +361,17 @@ def test_the_launcher_stops_the_rest_soon_after_a_party_could_not_set_up(monkeyp
 # ---------------------------------------------------------------- deploy local's summary
 
 
-def test_the_local_summary_folds_each_hosts_devices_into_one_row():
-    traffic = [["share", f"hosta-device{u}", "shuffler", 1, 10, 1] for u in range(500)]
-    traffic += [["share", f"hostb-device{u}", "shuffler", 1, 12, 1] for u in range(300)]
-    wire = [["share", f"hosta-device{u}", "shuffler", 1, 40, 1] for u in range(500)]
+def test_the_local_summary_has_a_row_per_hosts_devices_and_wire_bytes_as_their_sender_counted_them():
     results = {
-        "hosta": {"traffic": traffic[:500], "wire": wire},
-        "hostb": {"traffic": traffic[500:], "wire": []},
+        "hosta": {"traffic": [["share", "hosta devices", "shuffler", 500, 5000, 1]],
+                  "wire": [["share", "hosta devices", "shuffler", 500, 20000, 1],
+                           ["control", "shuffler", "hosta devices", 500, 3000, 1]]},
+        "hostb": {"traffic": [["share", "hostb devices", "shuffler", 300, 3600, 1]], "wire": []},
         "shuffler": {
             "traffic": [["batch", "shuffler", "server", 1, 999, 1]],
-            "wire": [["batch", "shuffler", "server", 1, 1100, 1]],
+            "wire": [["batch", "shuffler", "server", 1, 1100, 1], ["share", "hosta devices", "shuffler", 500, 1, 1]],
         },
-    }
+    }  # fmt: skip
     assert link_summary(results) == [
         ("batch", "shuffler", "server", 1, 999, 1100, 1),
         ("share", "hosta devices", "shuffler", 500, 5000, 20000, 1),

@@ -53,9 +53,11 @@ def test_a_device_sends_one_report_on_its_own_connection_and_is_acknowledged_onc
         assert job.thread.is_alive()  # the device waits for its acknowledgement
         delivery.ack()
         job.result()
-    sent = nets["b"].traffic.links[(ROUND, "b-device7", "a")]
-    heard = nets["a"].received.links[(ROUND, "b-device7", "a")]
+    sent = nets["b"].traffic.links[(ROUND, "b devices", "a")]  # b's devices are counted together, both sides
+    heard = nets["a"].received.links[(ROUND, "b devices", "a")]
     assert (sent.messages, sent.bytes) == (heard.messages, heard.bytes) == (1, EncodedReport(3, 1, 0).payload_bytes())
+    assert [key for key in nets["a"].wire.links if "device" in key[1] or "device" in key[2]] == [
+        (ROUND, "b devices", "a"), ("control", "a", "b devices")]
     # a message on the party link is seen first, as such
     with nets["b"].phase(ROUND):
         Party("b", nets["b"]).send("a", CloseBatch())

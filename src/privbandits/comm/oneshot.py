@@ -68,12 +68,19 @@ def send_own(network: TlsNetwork, sender: str, receiver: str, message: Message, 
     link.shut()
     if reply.type not in (FrameType.CLOSE, FrameType.ABORT):
         raise FrameError(f"{receiver!r} answered {sender!r}'s message with a {reply.type.name} frame")
-    counts = network.traffic.links[(phase, sender, receiver)]
+    counts = network.traffic.links[(phase, devices_of(network.local), receiver)]
     counts.messages += 1
     counts.bytes += message.payload_bytes()
-    counts.rounds += 1
-    network.count_wire(phase, sender, receiver, size)
+    counts.rounds = 1  # the devices send side by side: one round however many send
+    network.count_wire(phase, devices_of(network.local), receiver, size)
     return reply.type is FrameType.CLOSE
+
+
+def devices_of(party: str) -> str:
+    """The name under which ``party``'s devices are counted (``PARTY devices``), in :attr:`TlsNetwork.traffic`,
+    ``received`` and ``wire`` on both sides: one row per (phase, host, peer) however many devices there are (per
+    device, a million devices' rows would outweigh the session's result)."""
+    return f"{party} devices"
 
 
 _SESSIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -128,7 +135,7 @@ class Delivery:
         try:
             self._link.set_timeout(self._network.handshake_timeout)
             size = self._link.send(frame_type, 0, payload)
-            self._network.count_wire("control", self._network.local, self.envelope.sender, size)
+            self._network.count_wire("control", self._network.local, devices_of(self.party), size)
         except OSError:
             pass  # it went away after sending: a stored message stays stored
         self._link.shut()
@@ -170,7 +177,7 @@ def _take(network: TlsNetwork, arrival: Arrival, parties: Collection[str]) -> De
     if isinstance(got, str):
         _drop(network, arrival.link, got)
         return None
-    count_delivered(network, got, HEADER_BYTES + len(arrival.first_frame.payload))
+    count_delivered(network, got, arrival.peer_link.peer, HEADER_BYTES + len(arrival.first_frame.payload))
     return Delivery(got, arrival.peer_link.peer, arrival.peer_link, network)
 
 
@@ -209,12 +216,13 @@ def screen_message(frame: frames.Frame, party: str, local: str) -> Envelope | st
     return envelope
 
 
-def count_delivered(network: TlsNetwork, envelope: Envelope, frame_bytes: int) -> None:
-    """Count a device's message (its payload, and its frame of ``frame_bytes`` on the wire) as received."""
-    counts = network.received.links[(envelope.phase, envelope.sender, network.local)]
+def count_delivered(network: TlsNetwork, envelope: Envelope, party: str, frame_bytes: int) -> None:
+    """Count a message of one of ``party``'s devices (its payload, and its frame of ``frame_bytes`` on the wire) as
+    received, under :func:`devices_of` ``party``."""
+    counts = network.received.links[(envelope.phase, devices_of(party), network.local)]
     counts.messages += 1
     counts.bytes += envelope.message.payload_bytes()
-    network.count_wire(envelope.phase, envelope.sender, network.local, frame_bytes)
+    network.count_wire(envelope.phase, devices_of(party), network.local, frame_bytes)
 
 
 def _frame_failure(arrival: Arrival, party: str, timeout: float) -> str:

@@ -3,18 +3,20 @@
 ``party run`` prints, on stderr, one line once every link is up (its peers and their addresses),
 progress while it runs (round, rounds per second, bytes sent and received; a line rewritten in
 place on a terminal, or one line every :data:`EVERY_S` seconds with ``--progress``), and an
-outcome line naming its result file. ``deploy local`` folds the devices of a device host
-(``HOST-deviceUSER``, one TLS connection each) into one row per host and link, so its report
-has a row per party and per link between parties, however many devices there are.
+outcome line naming its result file. ``deploy local``'s summary has a row per party and per link
+between parties, however many devices there are: the devices of a device host (``HOST-deviceUSER``,
+one TLS connection each) are counted together, as ``HOST devices``
+(:func:`~privbandits.comm.oneshot.devices_of`).
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
+
+from privbandits.comm.oneshot import devices_of
 
 if TYPE_CHECKING:
     from privbandits.comm import LinkCounts
@@ -23,7 +25,6 @@ EVERY_S = 1.0
 """Seconds between progress lines when stderr is not a terminal (``--progress``)."""
 TERMINAL_EVERY_S = 0.2
 """Seconds between rewrites of the progress line on a terminal."""
-DEVICE = re.compile(r"^(?P<host>.+)-device\d+$")
 
 
 def megabytes(size: int) -> str:
@@ -112,23 +113,17 @@ class PartyConsole:
         self._print(f"party {self.name!r}: {message}")
 
 
-def fold_devices(name: str) -> str:
-    """A device's name (``HOST-deviceUSER``) as its host's devices (``HOST devices``); other names unchanged."""
-    match = DEVICE.match(name)
-    return f"{match['host']} devices" if match else name
-
-
 def link_summary(results: dict[str, dict]) -> list[tuple[str, str, str, int, int, int | str, int]]:
-    """Per (phase, sender, receiver) with devices folded into their host: messages, payload bytes, wire bytes
+    """Per (phase, sender, receiver), a host's devices counted together (``HOST devices``): messages, payload bytes, wire bytes
     (as the sender counted them; "" where no party sent them) and rounds, from the parties' result files."""
     traffic: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
     wire: dict[tuple[str, str, str], int] = defaultdict(int)
     for name, result in results.items():
         for phase, sender, receiver, _, size, _ in result["wire"]:
-            if sender == name or fold_devices(sender) == f"{name} devices":
-                wire[(phase, fold_devices(sender), fold_devices(receiver))] += size
+            if sender in (name, devices_of(name)):
+                wire[(phase, sender, receiver)] += size
         for phase, sender, receiver, messages, size, rounds in result["traffic"]:
-            totals = traffic[(phase, fold_devices(sender), fold_devices(receiver))]
+            totals = traffic[(phase, sender, receiver)]
             totals[0] += messages
             totals[1] += size
             totals[2] = max(totals[2], rounds)

@@ -227,7 +227,7 @@ class Front:
 
     def _decide(self, arrived: list) -> None:
         """Decide every report that arrived, store the accepted encoded ones in one transaction, then answer."""
-        from privbandits.comm.oneshot import screen_message
+        from privbandits.comm.oneshot import devices_of, screen_message
 
         answers: dict = {}
         storing = []
@@ -253,38 +253,38 @@ class Front:
                 for pipe, token, verdict in self._store(batch, storing):
                     answers.setdefault(pipe, []).append((token, *verdict))
         for pipe, verdicts in answers.items():
-            for _, frame_type, reason, sender in verdicts:
+            for _, frame_type, reason, party in verdicts:
                 payload = b"" if frame_type is FrameType.CLOSE else frames.json_payload(reason=reason)
-                self.network.count_wire("control", self.network.local, sender, HEADER_BYTES + len(payload))
+                self.network.count_wire("control", self.network.local, devices_of(party), HEADER_BYTES + len(payload))
             pipe.send([(token, frame_type, reason) for token, frame_type, reason, _ in verdicts])
 
     def _verdict(self, batch: _Open | None, party: str, size: int, envelope):
-        """"store", or ``(frame type, reason, sender)``: acknowledged (raw report, held), refused or dropped."""
+        """"store", or ``(frame type, reason, party)``: acknowledged (raw report, held), refused or dropped."""
         from privbandits.comm.oneshot import count_delivered
 
         sender, got = envelope.sender, envelope.message
-        count_delivered(self.network, envelope, size)
+        count_delivered(self.network, envelope, party, size)
         if batch is None or envelope.phase != batch.phase or got.kind != batch.kind:
             open_now = "no batch is" if batch is None else f"a batch of {batch.kind!r} in phase {batch.phase!r} is"
             reason = f"a device of {party!r} sent a {got.kind!r} message in phase {envelope.phase!r}; {open_now} open"
             self.network.note_dropped(reason)
-            return FrameType.ABORT, reason, sender
+            return FrameType.ABORT, reason, party
         batch.seen[party] = time.monotonic()
         shuffler = batch.shuffler
         closed = closed_reason(shuffler)
         if closed is not None:
             shuffler.refused[-1] += 1
-            return FrameType.ABORT, closed, sender
+            return FrameType.ABORT, closed, party
         if shuffler.first_report_at is None:  # the batch's throughput is timed from here
             shuffler.first_report_at = time.perf_counter()
         shuffler.collected += 1
         if batch.durable and shuffler.replaying:  # its batch was released before a restart
             shuffler.duplicates += 1
-            return FrameType.CLOSE, "", sender
+            return FrameType.CLOSE, "", party
         if batch.durable:
             return "store"
         batch.held.append((canonical(self.hosts, party, sender), got))
-        return FrameType.CLOSE, "", sender
+        return FrameType.CLOSE, "", party
 
     def _store(self, batch: _Open, storing: list) -> list:
         """Store ``storing``'s encoded reports in one transaction (one at a time if the group is refused, so a
@@ -311,11 +311,11 @@ class Front:
             if isinstance(stored, str):  # refused by the queue: not stored, not counted
                 shuffler.collected -= 1
                 self.network.note_dropped(f"a device of {party!r}: {stored}")
-                answers.append((pipe, token, (FrameType.ABORT, stored, envelope.sender)))
+                answers.append((pipe, token, (FrameType.ABORT, stored, party)))
                 continue
             shuffler.duplicates += not stored  # accepted before (a lost acknowledgement, or a restart)
             batch.ids[row[0]] = canonical(self.hosts, party, envelope.sender)
-            answers.append((pipe, token, (FrameType.CLOSE, "", envelope.sender)))
+            answers.append((pipe, token, (FrameType.CLOSE, "", party)))
         return answers
 
     # -- the end --------------------------------------------------------------------------------------
