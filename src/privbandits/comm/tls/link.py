@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import selectors
 import ssl
 import time
 from collections import deque
@@ -243,3 +244,32 @@ class Link:
             self.sock.close()
         except OSError:
             pass
+
+
+class LinkSelector:
+    """One selector over a party's links, kept across its waits for any peer (building one per wait, with a
+    registration per link, cost about a tenth of FCLUB's global server's CPU per round, free-running)."""
+
+    def __init__(self) -> None:
+        self._selector: selectors.BaseSelector | None = None
+        self._registered: dict[ssl.SSLSocket, Link] = {}
+
+    def ready(self, links: Sequence[Link], timeout: float) -> list[Link]:
+        """The ``links`` with data to read within ``timeout`` seconds (empty if none)."""
+        if self._selector is None:
+            self._selector = selectors.DefaultSelector()
+        current = {link.sock: link for link in links}
+        if current.keys() != self._registered.keys():
+            for sock in [sock for sock in self._registered if sock not in current]:
+                self._selector.unregister(sock)  # its link ended or was replaced (a closed socket is found by identity)
+                del self._registered[sock]
+            for sock, link in current.items():
+                if sock not in self._registered:
+                    self._selector.register(sock, selectors.EVENT_READ, link)
+                    self._registered[sock] = link
+        return [key.data for key, _ in self._selector.select(timeout)]
+
+    def close(self) -> None:
+        if self._selector is not None:
+            self._selector.close()
+        self._selector, self._registered = None, {}

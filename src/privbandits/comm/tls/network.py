@@ -28,7 +28,7 @@ from privbandits.comm.tls.context import (
     transient,
 )
 from privbandits.comm.tls.gate import Arrival, Gate, listening
-from privbandits.comm.tls.link import Link
+from privbandits.comm.tls.link import Link, LinkSelector
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +88,7 @@ class TlsNetwork(Network):
         Keep the listener open after :meth:`connect`, for devices' one-message connections
         (:mod:`privbandits.comm.oneshot`).
     """
+
     connection_per_sender = True  # devices send on connections of their own (comm.oneshot): Network's declaration
 
     def __init__(
@@ -131,6 +132,7 @@ class TlsNetwork(Network):
             self.gate = Gate(listener, server_context(credentials), timeout=handshake_timeout,
                              max_payload=max_frame_bytes)  # fmt: skip
         self._links: dict[str, Link] = {}
+        self._any_peer = LinkSelector()
         self.received = Traffic()
         """Messages, payload bytes this party received, per (phase, sender, receiver)."""
         self.wire = Traffic()
@@ -571,30 +573,26 @@ class TlsNetwork(Network):
                 peer="any",
                 round=where,
             )
-        with selectors.DefaultSelector() as selector:
-            for link in links:
-                selector.register(link.sock, selectors.EVENT_READ, link)
-            while True:
-                ready = [link for link in links if link.has_data()]
+        while True:
+            ready = [link for link in links if link.has_data()]
+            if not ready:
+                self._flush_all()
+                remaining = deadline - time.monotonic()
+                ready = self._any_peer.ready(links, remaining) if remaining > 0 else []
                 if not ready:
-                    self._flush_all()
-                    remaining = deadline - time.monotonic()
-                    events = selector.select(remaining) if remaining > 0 else []
-                    if not events:
-                        peers = ", ".join(sorted(repr(link.peer) for link in links))  # links are in connection order
-                        where = self.where()
-                        raise PeerLost(
-                            f"no {named_kinds(kinds)} message from any of {peers} within the {self.deadline:g} s "
-                            f"deadline in {where}",
-                            peer=links[0].peer if len(links) == 1 else "any",
-                            round=where,
-                        )
-                    ready = [key.data for key, _ in events]
-                for link in ready:  # it has data: a deadline passed meanwhile does not blame it (READ_GRACE_S)
-                    item = self._next_envelope(link, max(deadline, time.monotonic() + READ_GRACE_S), kinds)
-                    if item[0].message.kind in kinds:
-                        return item
-                    link.queue.append(item)
+                    peers = ", ".join(sorted(repr(link.peer) for link in links))  # links are in connection order
+                    where = self.where()
+                    raise PeerLost(
+                        f"no {named_kinds(kinds)} message from any of {peers} within the {self.deadline:g} s "
+                        f"deadline in {where}",
+                        peer=links[0].peer if len(links) == 1 else "any",
+                        round=where,
+                    )
+            for link in ready:  # it has data: a deadline passed meanwhile does not blame it (READ_GRACE_S)
+                item = self._next_envelope(link, max(deadline, time.monotonic() + READ_GRACE_S), kinds)
+                if item[0].message.kind in kinds:
+                    return item
+                link.queue.append(item)
 
     # ----------------------------------------------------------------- ending
 
@@ -687,6 +685,7 @@ class TlsNetwork(Network):
         connections (internal API: the end of close() and abort(); tests use it to play a dead peer)."""
         for link in self._links.values():
             link.shut()
+        self._any_peer.close()
         if self.gate is not None:
             self.gate.close()
             self.gate = None
