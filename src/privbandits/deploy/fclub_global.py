@@ -6,6 +6,7 @@ server once all have finished (see :mod:`privbandits.deploy.fclub`)."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import overload
 
 from privbandits.comm import Message, PeerLost, ProtocolError, TlsNetwork
@@ -249,7 +250,8 @@ class _GlobalRun:
 def run_global(deployment: Deployment[FCLUBProtocol], name: str, network: TlsNetwork, resume: bool = False) -> dict:
     session = _GlobalRun(deployment, name, network)
     session.resume(resume)
-    session.loop(deployment)
+    with network.batch() if session.free else nullcontext():  # free-running: a wait flushes what it holds
+        session.loop(deployment)
     network.close()
     return session.result()
 
