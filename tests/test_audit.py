@@ -188,6 +188,28 @@ def test_site_has_an_audit_page_from_the_stored_units(tmp_path):
     assert '<a href="audit/index.html">1 of 1 DP mechanisms</a>' in index
 
 
+def test_an_audit_keys_its_noise_sampler_so_one_of_an_earlier_sampler_is_neither_reused_nor_shown(tmp_path):
+    """The snapping fix changed every calibration without changing any audit option: the sampler's name keys each
+    audit unit, a stored audit of an earlier sampler is not shown, and this code refuses to run one."""
+    from privbandits.audit.run import FUNCTION, audit_unit
+    from privbandits.experiments.audits import AuditPlan, stored_audits
+    from privbandits.experiments.tasks import Task
+    from privbandits.privacy.noise import NOISE_SAMPLER
+
+    plan = AuditPlan(("dp_linucb.local",), 300)
+    assert {task.params["noise_sampler"] for task in plan.tasks()} == {NOISE_SAMPLER}
+    with ResultsStore(tmp_path / "s.sqlite") as store:
+        for task in plan.tasks():
+            old = {key: value for key, value in task.params.items() if key != "noise_sampler"}
+            store.put(Task(FUNCTION, old, label="before the sampler was keyed"), {"mechanism": "stale"}, 0.0)
+            store.put(Task(FUNCTION, {**old, "noise_sampler": "discrete_gaussian/grid12"}, label="grid12"),
+                      {"mechanism": "stale"}, 0.0)  # fmt: skip
+        assert stored_audits(store) == []
+        assert store.stored_keys([task.key for task in plan.tasks()]) == set()
+    with pytest.raises(ValueError, match="noise_sampler must be 'discrete_gaussian/grid16/snapped-increments'"):
+        audit_unit("dp_linucb.local", {}, 10, 0, REAL, noise_sampler="discrete_gaussian/grid12")
+
+
 @pytest.mark.parametrize("count", [9, 10, 11])
 def test_p2b_audit_threshold_rule_is_the_shufflers(count):
     """The audit's released count (count if count >= l else 0) is what the project's Shuffler releases."""

@@ -21,6 +21,7 @@ import numpy as np
 from privbandits.audit import crowd, greedy, local, tree
 from privbandits.audit.base import MechanismAudit, Weakening
 from privbandits.audit.stats import audit_samples
+from privbandits.privacy.noise import NOISE_SAMPLER
 
 FUNCTION = "privbandits.audit.run:audit_unit"
 
@@ -55,8 +56,15 @@ def mechanism(name: str, options: dict[str, Any] | None = None) -> MechanismAudi
     return MECHANISMS[name](**(options or {}))
 
 
-def audit_unit(mechanism_name: str, options: dict, samples: int, seed: int, weakening: dict) -> dict[str, Any]:
-    """Run one audit: ``samples`` runs on each neighbouring input, then the held-out ε lower bound."""
+def audit_unit(
+    mechanism_name: str, options: dict, samples: int, seed: int, weakening: dict, noise_sampler: str = NOISE_SAMPLER
+) -> dict[str, Any]:
+    """Run one audit: ``samples`` runs on each neighbouring input, then the held-out ε lower bound.
+
+    ``noise_sampler`` names the DP noise sampler and its calibration (:data:`~privbandits.privacy.noise.NOISE_SAMPLER`)
+    in the unit's key, so an audit of an earlier sampler is never shown as this one's; only the current one runs."""
+    if noise_sampler != NOISE_SAMPLER:
+        raise ValueError(f"noise_sampler must be {NOISE_SAMPLER!r} (this code's sampler), got {noise_sampler!r}")
     audit = mechanism(mechanism_name, options)
     weak = Weakening(**weakening)
     start = time.perf_counter()

@@ -17,6 +17,7 @@ from privbandits.audit import calibrations
 from privbandits.audit.base import Weakening
 from privbandits.audit.run import DEFAULT_SAMPLES, FULL_SAMPLES, FUNCTION, MECHANISMS, mechanism
 from privbandits.experiments.tasks import Task
+from privbandits.privacy.noise import NOISE_SAMPLER
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class AuditPlan:
             samples = self.samples or FULL_SAMPLES.get(name, DEFAULT_SAMPLES)
             for weak in (Weakening(), audit.weakened):
                 params = {"mechanism_name": name, "options": {}, "samples": samples, "seed": self.seed,
-                          "weakening": weak.as_dict()}  # fmt: skip
+                          "weakening": weak.as_dict(), "noise_sampler": NOISE_SAMPLER}  # fmt: skip
                 tasks.append(
                     Task(FUNCTION, params, label=f"audit {name} ({weak.describe(audit.dropped, audit.scaled)})")
                 )
@@ -75,9 +76,11 @@ def stored_tables(store) -> dict[str, Any] | None:
 
 def stored_audits(store) -> list[dict[str, Any]]:
     """The stored audit units to show: per mechanism and weakening, the one with the most samples (then the
-    latest), calibrated before weakened, mechanisms in registry order."""
+    latest), calibrated before weakened, mechanisms in registry order; only audits of this code's noise sampler."""
     best: dict[tuple[str, bool], tuple[tuple[int, str], dict[str, Any]]] = {}
     for unit in store.units_of(FUNCTION):
+        if unit.params.get("noise_sampler") != NOISE_SAMPLER:
+            continue  # an audit of an earlier sampler or calibration
         weak = Weakening(**unit.params["weakening"])
         key = (unit.params["mechanism_name"], not weak.none)
         rank = (unit.params["samples"], unit.finished_at)
