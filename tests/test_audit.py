@@ -229,3 +229,33 @@ def test_p2b_audit_threshold_rule_is_the_shufflers(count):
         shuffler.release_encoded("server")
     batch = next(e.message for e in net.transcript if e.receiver == "server")
     assert len(batch.codes) == (count if count >= 10 else 0)
+
+
+def test_the_book_has_an_audit_section_from_the_stored_audits_that_a_results_block_can_quote(tmp_path):
+    """`report --book` ends with `privbandits audit`'s section when the store holds audits (the table and the
+    calibration tables, as audit.md); a docs block `<!-- results audit -->` is checked against it."""
+    from privbandits.cli import app
+    from privbandits.experiments.audits import AuditPlan, run_plan
+    from privbandits.experiments.book import book_sections, unbacked_numbers
+
+    store, out, book = tmp_path / "r.sqlite", tmp_path / "out", tmp_path / "results.md"
+    ran = CliRunner().invoke(app, ["run", "vertical-synthetic-demo", "-o", "horizon=20", "--store", str(store),
+                                   "--out", str(out)])  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    command = ["report", "--store", str(store), "--out", str(out), "--book", str(book)]
+    assert CliRunner().invoke(app, command).exit_code == 0
+    assert list(book_sections(book.read_text())) == ["vertical-synthetic-demo -o horizon=20"]  # no audit yet
+    with ResultsStore(store) as results:
+        audits, _ = run_plan(AuditPlan(("dp_linucb.local",), 300), results)
+    made = CliRunner().invoke(app, command)
+    assert made.exit_code == 0, made.output
+    sections = book_sections(book.read_text())
+    assert list(sections) == ["vertical-synthetic-demo -o horizon=20", "audit"]
+    audit = sections["audit"]
+    assert audit.startswith("## `privbandits audit`\n\n### Empirical privacy audit\n")
+    assert "#### Calibration: the paper's σ against the analytic Gaussian" in audit
+    lower = f"{audits[0]['epsilon_lower']:.3g}"
+    assert f"| dp_linucb.local | (ε, δ)-local DP per report | 1 | 1e-05 | " in audit and f"| {lower} |" in audit
+    block = "<!-- results audit -->\n{}\n<!-- /results -->"
+    assert unbacked_numbers(block.format(f"ε ≥ {lower}"), book.read_text()) == []
+    assert unbacked_numbers(block.format("ε ≥ 0.987654"), book.read_text()) == ["audit: 0.987654"]

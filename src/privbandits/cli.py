@@ -248,7 +248,10 @@ def report_command(
 
                     sections.append(section(reproduction, options, paper))
             if book:
-                sections += _also_sections(also or [], results)
+                from privbandits.experiments.audits import book_section
+
+                audit = book_section(results)  # the audits stored, if any
+                sections += _also_sections(also or [], results) + ([audit] if audit else [])
         if book:
             from privbandits.experiments.book import write_book
 

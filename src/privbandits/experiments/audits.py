@@ -88,3 +88,17 @@ def stored_audits(store) -> list[dict[str, Any]]:
             best[key] = (rank, unit.result)
     order = {name: index for index, name in enumerate(MECHANISMS)}
     return [best[key][1] for key in sorted(best, key=lambda k: (order.get(k[0], len(order)), k[1]))]
+
+
+def book_section(store) -> str | None:
+    """The book's ``privbandits audit`` section from the stored audits and tables (None before the first audit)."""
+    from privbandits.audit.run import markdown, rows
+    from privbandits.experiments.book import headed_section
+
+    audits = stored_audits(store)
+    if not audits:
+        return None
+    tables = stored_tables(store)
+    return headed_section(
+        "privbandits audit", markdown(rows(audits)) + ("\n" + calibrations.markdown(tables) if tables else "")
+    )

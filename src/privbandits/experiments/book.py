@@ -40,7 +40,9 @@ _GROUPING = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 def _ungrouped(text: str) -> str:
     """``text`` with the thousands commas of its numbers removed (the book writes 1960 where prose writes 1,960)."""
     return _GROUPING.sub("", text)
-_SECTION = re.compile(r"^## `privbandits run ([^`]+)`", re.MULTILINE)
+
+
+_SECTION = re.compile(r"^## `privbandits (?:run )?([^`]+)`", re.MULTILINE)
 
 
 def _option_text(value: Any) -> str:
@@ -113,9 +115,13 @@ def _without_figures(markdown: str) -> str:
 
 def section(reproduction, options: BaseModel, paper) -> str:
     """One reproduction's part of the book: a heading with its rerun command, then its report."""
-    body = _without_figures(paper.markdown()).replace("\n# ", "\n### ").replace("\n## ", "\n#### ")
-    body = re.sub(r"^# ", "### ", body)
-    return f"## `{rerun_command(reproduction, options)}`\n\n{body}"
+    return headed_section(rerun_command(reproduction, options), _without_figures(paper.markdown()))
+
+
+def headed_section(command: str, markdown: str) -> str:
+    """A part of the book: ``command`` (what reruns it) as its heading, then ``markdown`` two levels down."""
+    body = re.sub(r"^# ", "### ", markdown.replace("\n# ", "\n### ").replace("\n## ", "\n#### "))
+    return f"## `{command}`\n\n{body}"
 
 
 def parse_also(text: str) -> tuple[str, list[str]]:
@@ -146,7 +152,8 @@ def write_book(sections: list[str], path: Path, also: list[str] | tuple[str, ...
 
 
 def book_sections(book: str) -> dict[str, str]:
-    """``{rerun command after 'privbandits run ': its section's text}`` of a book, in the book's order."""
+    """``{rerun command after 'privbandits run ' (or 'privbandits ': ``audit``): its section's text}`` of a book, in
+    the book's order."""
     return headed_sections(book, _SECTION)
 
 
