@@ -9,9 +9,15 @@ mutual TLS, reproducible so that lock-step equals the in-memory run).
 2. Throughput: rounds per second of one free-running session (then one lock-step session) and of the
    in-process run of the same deployment just after it (the in-memory network, fastest of 3 warm runs),
    their ratio (target for free-running ≥ 0.5), and the load average.
+3. CPU per round (``--cpu``; not slowed by other work on the machine, unlike 2): each party started as a
+   process of its own (``party run``) and its CPU time read when it exits (``os.wait4``), summed over the
+   seven parties, at T and at a short session (their difference over the rounds between: start-up left
+   out), against the in-process run's CPU per round; the ceiling their ratio puts on the rounds/s ratio
+   of 2 when C cores run the parties is C × in-process CPU / processes' CPU.
 
     python benchmarks/fclub_free_running.py                 # 10 seeds, T = 4095
     python benchmarks/fclub_free_running.py --seeds 20 --skip-throughput
+    python benchmarks/fclub_free_running.py --skip-regret --skip-throughput --cpu --repeat 3
     python benchmarks/fclub_free_running.py --smoke   # T = 62, one seed, two local servers (the code paths only)
 """
 
@@ -76,6 +82,94 @@ def throughput(horizon: int, preset: tuple[str, str], servers: int) -> None:
         )
 
 
+def _session_file(folder, horizon: int, preset: tuple[str, str], schedule: str, servers: int):
+    """The example at fixed free ports (each party is started on its own) in ``folder``, its bundles written."""
+    import re
+    import socket
+    from pathlib import Path
+
+    from _fclub_deployment import example_text
+
+    from privbandits.deploy.certs import write_bundles
+    from privbandits.deploy.deployment import load_deployment
+
+    def free_port() -> int:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            return probe.getsockname()[1]
+
+    path = Path(folder) / "fclub.toml"
+    text = example_text(horizon, *preset, schedule=schedule, servers=servers)
+    path.write_text(re.sub(r'"127\.0\.0\.1:0"', lambda _: f'"127.0.0.1:{free_port()}"', text))
+    spec = load_deployment(path)
+    write_bundles(spec.bundles, list(spec.parties))
+    return path, spec
+
+
+def party_cpu(horizon: int, preset: tuple[str, str], schedule: str, servers: int) -> float:
+    """CPU seconds (user + system) of all the parties of one session, each a ``party run`` process of its own."""
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path, spec = _session_file(folder, horizon, preset, schedule, servers)
+        command = [sys.executable, "-m", "privbandits.deploy.cli", "party", "run", str(path), "--as"]
+        parties = [subprocess.Popen([*command, name], cwd=folder, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL) for name in spec.parties]  # fmt: skip
+        seconds, failed = 0.0, []
+        for name, party in zip(spec.parties, parties, strict=True):
+            _, status, usage = os.wait4(party.pid, 0)
+            party.returncode = os.waitstatus_to_exitcode(status)
+            failed += [f"{name} exited {party.returncode}"] if party.returncode else []
+            seconds += usage.ru_utime + usage.ru_stime
+        if failed:
+            raise SystemExit(f"the {schedule} session (T = {horizon}) failed: {', '.join(failed)}")
+        return seconds
+
+
+def in_process_cpu(horizon: int, preset: tuple[str, str], servers: int) -> float:
+    """CPU seconds of the in-process run of the same session (the fastest of REFERENCES, after a warm-up)."""
+    import tempfile
+    import time
+
+    from privbandits.deploy.fclub import run_in_memory
+
+    with tempfile.TemporaryDirectory() as folder:
+        _, spec = _session_file(folder, horizon, preset, "lock-step", servers)
+        run_in_memory(spec)
+        times = []
+        for _ in range(REFERENCES):
+            start = time.process_time()
+            run_in_memory(spec)
+            times.append(time.process_time() - start)
+    return min(times)
+
+
+def cpu_per_round(horizon: int, preset: tuple[str, str], servers: int, repeat: int) -> None:
+    """Section 3 of the module docstring."""
+    short = 62
+    reference = in_process_cpu(horizon, preset, servers) / horizon
+    print(f"CPU per round, T = {horizon}, {servers} local servers: in one process {1e6 * reference:.0f} µs "
+          f"(fastest of {REFERENCES} warm runs)", flush=True)  # fmt: skip
+    for schedule in ("free-running", "lock-step"):
+        per_round = []
+        for _ in range(repeat):
+            long_run = party_cpu(horizon, preset, schedule, servers)
+            per_round.append((long_run - party_cpu(short, preset, schedule, servers)) / (horizon - short))
+        best = min(per_round)
+        ceilings = ", ".join(f"{cores} cores {cores * reference / best:.2f}" for cores in sorted({2, os.cpu_count() or 1}))
+        print(f"  {schedule}: the {len(servers_of(servers))} parties' processes "
+              + ", ".join(f"{1e6 * value:.0f}" for value in per_round)
+              + f" µs ({best / reference:.1f}× in-process); rounds/s ratio ceiling at the lowest: {ceilings}",
+              flush=True)  # fmt: skip
+
+
+def servers_of(servers: int) -> list[str]:
+    """The session's parties: the global server, the users and ``servers`` local servers."""
+    return ["global", "users", *(f"local{index}" for index in range(servers))]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=10, help="seeds of the regret comparison")
@@ -86,12 +180,16 @@ def main() -> None:
     parser.add_argument("--servers", type=int, default=5, choices=range(1, 6), help="local servers (the example's 5)")
     parser.add_argument("--skip-regret", action="store_true", help="skip the comparison over seeds")
     parser.add_argument("--skip-throughput", action="store_true", help="skip the rounds-per-second measurement")
-    args = parse_args(parser, seeds=1, rounds=62, servers=2)
+    parser.add_argument("--cpu", action="store_true", help="also the parties' CPU per round (section 3)")
+    parser.add_argument("--repeat", type=int, default=3, help="sessions per schedule of the CPU measurement")
+    args = parse_args(parser, seeds=1, rounds=124, servers=2, repeat=1)
     if not args.skip_regret:
         seeds = range(args.first_seed, args.first_seed + args.seeds)
         regret_over_seeds(seeds, args.rounds, (args.variant, args.preset), args.servers)
     if not args.skip_throughput:
         throughput(args.rounds, (args.variant, args.preset), args.servers)
+    if args.cpu:
+        cpu_per_round(args.rounds, (args.variant, args.preset), args.servers, args.repeat)
 
 
 if __name__ == "__main__":
