@@ -158,7 +158,8 @@ def cpu_per_round(horizon: int, preset: tuple[str, str], servers: int, repeat: i
             long_run = party_cpu(horizon, preset, schedule, servers)
             per_round.append((long_run - party_cpu(short, preset, schedule, servers)) / (horizon - short))
         best = min(per_round)
-        ceilings = ", ".join(f"{cores} cores {cores * reference / best:.2f}" for cores in sorted({2, os.cpu_count() or 1}))
+        cores_given = sorted({2, os.cpu_count() or 1})
+        ceilings = ", ".join(f"{cores} cores {cores * reference / best:.2f}" for cores in cores_given)
         print(f"  {schedule}: the {len(servers_of(servers))} parties' processes "
               + ", ".join(f"{1e6 * value:.0f}" for value in per_round)
               + f" µs ({best / reference:.1f}× in-process); rounds/s ratio ceiling at the lowest: {ceilings}",

@@ -254,7 +254,7 @@ def test_the_book_has_an_audit_section_from_the_stored_audits_that_a_results_blo
     assert audit.startswith("## `privbandits audit`\n\n### Empirical privacy audit\n")
     assert "#### Calibration: the paper's σ against the analytic Gaussian" in audit
     lower = f"{audits[0]['epsilon_lower']:.3g}"
-    assert f"| dp_linucb.local | (ε, δ)-local DP per report | 1 | 1e-05 | " in audit and f"| {lower} |" in audit
+    assert "| dp_linucb.local | (ε, δ)-local DP per report | 1 | 1e-05 | " in audit and f"| {lower} |" in audit
     block = "<!-- results audit -->\n{}\n<!-- /results -->"
     assert unbacked_numbers(block.format(f"ε ≥ {lower}"), book.read_text()) == []
     assert unbacked_numbers(block.format("ε ≥ 0.987654"), book.read_text()) == ["audit: 0.987654"]

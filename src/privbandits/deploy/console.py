@@ -114,8 +114,9 @@ class PartyConsole:
 
 
 def link_summary(results: dict[str, dict]) -> list[tuple[str, str, str, int, int, int | str, int]]:
-    """Per (phase, sender, receiver), a host's devices counted together (``HOST devices``): messages, payload bytes, wire bytes
-    (as the sender counted them; "" where no party sent them) and rounds, from the parties' result files."""
+    """Per (phase, sender, receiver), a host's devices counted together (``HOST devices``): messages, payload
+    bytes, wire bytes (as the sender counted them; "" where no party sent them) and rounds, from the parties' result
+    files."""
     traffic: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
     wire: dict[tuple[str, str, str], int] = defaultdict(int)
     for name, result in results.items():
