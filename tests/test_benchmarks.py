@@ -62,4 +62,4 @@ def test_benchmark_smoke_run(name, extra, tmp_path):
 
 def test_every_benchmark_is_run_here():
     """The list is the folder: a new script is smoke-tested without editing this file, and SLOW names real ones."""
-    assert len(SCRIPTS) >= 11 and set(SLOW) <= set(SCRIPTS) and set(PARTS) == set(SLOW)
+    assert len(SCRIPTS) >= 11 and set(SLOW) <= set(SCRIPTS) and set(PARTS) <= set(SLOW)
