@@ -4,6 +4,7 @@ benchmarks that time it or compare its schedules (network_latency.py, fclub_free
 from __future__ import annotations
 
 import re
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -25,21 +26,36 @@ def example_text(horizon: int, variant: str, preset: str, *, seed: int = 0, sche
     return "reproducible = true\n" + text
 
 
+def prepare_session(folder: Path, horizon: int, variant: str, preset: str, *, seed: int = 0,
+                    schedule: str = "lock-step", servers: int = 5, own_ports: bool = False):  # fmt: skip
+    """Write the session's deployment file (:func:`example_text`) and its bundles into ``folder``: ``(path, spec)``.
+    ``own_ports``: a free port per party instead of ephemeral ones, for parties started one by one."""
+    from privbandits.deploy.certs import write_bundles
+    from privbandits.deploy.deployment import load_deployment
+
+    def free_port(_) -> str:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            return f'"127.0.0.1:{probe.getsockname()[1]}"'
+
+    text = example_text(horizon, variant, preset, seed=seed, schedule=schedule, servers=servers)
+    path = Path(folder) / "fclub.toml"
+    path.write_text(re.sub(r'"127\.0\.0\.1:0"', free_port, text) if own_ports else text)
+    spec = load_deployment(path)
+    write_bundles(spec.bundles, list(spec.parties))
+    return path, spec
+
+
 def run_session(horizon: int, variant: str, preset: str, *, seed: int = 0, schedule: str = "lock-step",
                 references: int = 1, servers: int = 5):  # fmt: skip
     """Run the session (its first ``servers`` local servers) as processes; ``(outcome, in-memory reference run)``:
     the fastest of ``references`` runs just after it (the first pays for loading the compiled kernels, as each party
     process does before it links up)."""
-    from privbandits.deploy.certs import write_bundles
-    from privbandits.deploy.deployment import load_deployment
     from privbandits.deploy.fclub import outcome, run_in_memory
     from privbandits.deploy.local import run_local
 
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "fclub.toml"
-        path.write_text(example_text(horizon, variant, preset, seed=seed, schedule=schedule, servers=servers))
-        spec = load_deployment(path)
-        write_bundles(spec.bundles, list(spec.parties))
+        _, spec = prepare_session(Path(folder), horizon, variant, preset, seed=seed, schedule=schedule, servers=servers)
         codes, processes = run_local(spec)
         if any(codes.values()):
             sys.exit("; ".join(f"{p.name}: {p.last_error}" for p in processes if codes[p.name]))

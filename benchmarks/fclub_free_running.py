@@ -26,14 +26,21 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
 
 import numpy as np
-from _fclub_deployment import run_session
+from _fclub_deployment import prepare_session, run_session
 from _smoke import parse_args
 from scipy import stats
 
 TARGET = 0.5
 REFERENCES = 3
+SHORT = 62
+"""Rounds of the short session whose CPU ``--cpu`` subtracts (the parties' start-up)."""
 """In-process runs after the session; the fastest counts (a stall of this shared machine cannot flatter the ratio)."""
 
 
@@ -82,38 +89,10 @@ def throughput(horizon: int, preset: tuple[str, str], servers: int) -> None:
         )
 
 
-def _session_file(folder, horizon: int, preset: tuple[str, str], schedule: str, servers: int):
-    """The example at fixed free ports (each party is started on its own) in ``folder``, its bundles written."""
-    import re
-    import socket
-    from pathlib import Path
-
-    from _fclub_deployment import example_text
-
-    from privbandits.deploy.certs import write_bundles
-    from privbandits.deploy.deployment import load_deployment
-
-    def free_port() -> int:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            return probe.getsockname()[1]
-
-    path = Path(folder) / "fclub.toml"
-    text = example_text(horizon, *preset, schedule=schedule, servers=servers)
-    path.write_text(re.sub(r'"127\.0\.0\.1:0"', lambda _: f'"127.0.0.1:{free_port()}"', text))
-    spec = load_deployment(path)
-    write_bundles(spec.bundles, list(spec.parties))
-    return path, spec
-
-
 def party_cpu(horizon: int, preset: tuple[str, str], schedule: str, servers: int) -> float:
     """CPU seconds (user + system) of all the parties of one session, each a ``party run`` process of its own."""
-    import subprocess
-    import sys
-    import tempfile
-
     with tempfile.TemporaryDirectory() as folder:
-        path, spec = _session_file(folder, horizon, preset, schedule, servers)
+        path, spec = prepare_session(Path(folder), horizon, *preset, schedule=schedule, servers=servers, own_ports=True)
         command = [sys.executable, "-m", "privbandits.deploy.cli", "party", "run", str(path), "--as"]
         parties = [subprocess.Popen([*command, name], cwd=folder, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL) for name in spec.parties]  # fmt: skip
@@ -130,13 +109,10 @@ def party_cpu(horizon: int, preset: tuple[str, str], schedule: str, servers: int
 
 def in_process_cpu(horizon: int, preset: tuple[str, str], servers: int) -> float:
     """CPU seconds of the in-process run of the same session (the fastest of REFERENCES, after a warm-up)."""
-    import tempfile
-    import time
-
     from privbandits.deploy.fclub import run_in_memory
 
     with tempfile.TemporaryDirectory() as folder:
-        _, spec = _session_file(folder, horizon, preset, "lock-step", servers)
+        _, spec = prepare_session(Path(folder), horizon, *preset, servers=servers)
         run_in_memory(spec)
         times = []
         for _ in range(REFERENCES):
@@ -148,7 +124,6 @@ def in_process_cpu(horizon: int, preset: tuple[str, str], servers: int) -> float
 
 def cpu_per_round(horizon: int, preset: tuple[str, str], servers: int, repeat: int) -> None:
     """Section 3 of the module docstring."""
-    short = 62
     reference = in_process_cpu(horizon, preset, servers) / horizon
     print(f"CPU per round, T = {horizon}, {servers} local servers: in one process {1e6 * reference:.0f} µs "
           f"(fastest of {REFERENCES} warm runs)", flush=True)  # fmt: skip
@@ -156,19 +131,14 @@ def cpu_per_round(horizon: int, preset: tuple[str, str], servers: int, repeat: i
         per_round = []
         for _ in range(repeat):
             long_run = party_cpu(horizon, preset, schedule, servers)
-            per_round.append((long_run - party_cpu(short, preset, schedule, servers)) / (horizon - short))
+            per_round.append((long_run - party_cpu(SHORT, preset, schedule, servers)) / (horizon - SHORT))
         best = min(per_round)
         cores_given = sorted({2, os.cpu_count() or 1})
         ceilings = ", ".join(f"{cores} cores {cores * reference / best:.2f}" for cores in cores_given)
-        print(f"  {schedule}: the {len(servers_of(servers))} parties' processes "
+        print(f"  {schedule}: the {servers + 2} parties' processes "
               + ", ".join(f"{1e6 * value:.0f}" for value in per_round)
               + f" µs ({best / reference:.1f}× in-process); rounds/s ratio ceiling at the lowest: {ceilings}",
               flush=True)  # fmt: skip
-
-
-def servers_of(servers: int) -> list[str]:
-    """The session's parties: the global server, the users and ``servers`` local servers."""
-    return ["global", "users", *(f"local{index}" for index in range(servers))]
 
 
 def main() -> None:
@@ -184,6 +154,9 @@ def main() -> None:
     parser.add_argument("--cpu", action="store_true", help="also the parties' CPU per round (section 3)")
     parser.add_argument("--repeat", type=int, default=3, help="sessions per schedule of the CPU measurement")
     args = parse_args(parser, seeds=1, rounds=124, servers=2, repeat=1)
+    if args.cpu and (args.repeat < 1 or args.rounds <= SHORT):
+        parser.error(f"--cpu needs --repeat >= 1 and --rounds > {SHORT} (the short session it subtracts), got "
+                     f"{args.repeat} and {args.rounds}")  # fmt: skip
     if not args.skip_regret:
         seeds = range(args.first_seed, args.first_seed + args.seeds)
         regret_over_seeds(seeds, args.rounds, (args.variant, args.preset), args.servers)

@@ -8,7 +8,7 @@ process), the load generator plays both device hosts, each device sending one en
 connection of its own. It prints what ``deploy load`` printed (accepted reports per second, latency
 percentiles, refusals, failures), what the shuffler released (from its result file), the wall time, the load
 averages, and each process's peak resident memory (VmHWM, sampled from /proc every second while it ran: a
-process is named by its place in the tree, the shuffler being the party process with worker children).
+process is named by its place in the tree: the fork server forks the shuffler, then the server).
 
     .venv/bin/python benchmarks/p2b_million.py                  # 10^6 devices: about 20 min on 2 busy cores
     .venv/bin/python benchmarks/p2b_million.py --devices 100000
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from _smoke import parse_args
-from shuffler_throughput import deployment_file
+from shuffler_throughput import children, deployment_file
 
 
 def peak_kib(pid: int) -> int:
@@ -38,16 +38,6 @@ def peak_kib(pid: int) -> int:
     except OSError:
         return 0
     return int(status.split("VmHWM:")[1].split()[0]) if "VmHWM:" in status else 0
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    try:
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            found += [int(child) for child in (task / "children").read_text().split()]
-    except OSError:
-        pass
-    return found
 
 
 class PeakSampler(threading.Thread):
@@ -70,8 +60,8 @@ class PeakSampler(threading.Thread):
             time.sleep(1.0)
 
     def named(self) -> list[tuple[str, int]]:
-        """(role, peak MiB) per process: the load command, its device drivers, the fork server, the shuffler (the
-        forked party with children), its workers, the server."""
+        """(role, peak MiB) per process: the load command, its device drivers, the fork server, the shuffler and the
+        server (forked in that order by ``deploy load``'s start_service) and the shuffler's workers."""
         kids = {pid: [k for k, parent in self.parents.items() if parent == pid] for pid in self.peaks}
         names = {self.root: "deploy load (the launcher)"}
         for pid in kids[self.root]:
@@ -80,10 +70,9 @@ class PeakSampler(threading.Thread):
                 names[pid] = "load generator: device driver process" if self.peaks[pid] > 20_000 else "helper"
                 continue
             names[pid] = "fork server (imports the party code once)"
-            for party in forked:
-                workers = kids.get(party, [])
-                names[party] = "shuffler" if workers else "server"
-                names.update({worker: "shuffler's front-end worker" for worker in workers})
+            for party, role in zip(sorted(forked), ("shuffler", "server"), strict=False):  # forked in this order
+                names[party] = role
+                names.update({worker: f"{role}'s front-end worker" for worker in kids.get(party, [])})
         rows = [(names.get(pid, "other"), kib // 1024) for pid, kib in self.peaks.items() if kib]
         return sorted(rows, key=lambda row: -row[1])
 
@@ -93,6 +82,9 @@ def main() -> None:
     parser.add_argument("--devices", type=int, default=1_000_000, help="simulated devices, one report each")
     parser.add_argument("--workers", type=int, default=2, help="the shuffler's front-end processes")
     args = parse_args(parser, devices=300)
+    if args.devices < 1 or args.workers < 1:
+        parser.error(f"--devices and --workers must be >= 1 (the concurrent front end), got {args.devices} and "
+                     f"{args.workers}")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         path = deployment_file(folder, args.workers)

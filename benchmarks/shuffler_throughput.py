@@ -45,9 +45,25 @@ def deployment_file(folder: Path, workers: int) -> Path:
     return path
 
 
+def children(pid: int) -> list[int]:
+    """``pid``'s child processes, from each of its tasks' ``children`` file (Linux /proc; empty once it has ended,
+    or elsewhere)."""
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return []
+    found = []
+    for task in tasks:
+        try:
+            found += [int(child) for child in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    return found
+
+
 def family(roots: list[int]) -> dict[int, int]:
-    """CPU ticks so far (user + system) of ``roots`` and all their descendants, found through each task's
-    ``children`` file (Linux /proc; a process that ended meanwhile is left out; empty elsewhere)."""
+    """CPU ticks so far (user + system) of ``roots`` and all their descendants (:func:`children`; a process that
+    ended meanwhile is left out)."""
     ticks, todo = {}, list(roots)
     while todo:
         pid = todo.pop()
@@ -55,15 +71,10 @@ def family(roots: list[int]) -> dict[int, int]:
             continue
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            tasks = list(Path(f"/proc/{pid}/task").iterdir())
         except OSError:
             continue
         ticks[pid] = int(fields[11]) + int(fields[12])
-        for task in tasks:
-            try:
-                todo += [int(child) for child in (task / "children").read_text().split()]
-            except OSError:
-                pass
+        todo += children(pid)
     return ticks
 
 

@@ -247,8 +247,8 @@ class Link:
 
 
 class LinkSelector:
-    """One selector over a party's links, kept across its waits for any peer (building one per wait, with a
-    registration per link, cost about a tenth of FCLUB's global server's CPU per round, free-running)."""
+    """One selector over a party's links, kept across its waits for any peer: building one per wait, with a
+    registration per link, was a visible share of a free-running FCLUB global server's CPU."""
 
     def __init__(self) -> None:
         self._selector: selectors.BaseSelector | None = None
