@@ -121,6 +121,7 @@ def measure(folder: Path, workers: int, devices: int, processes: int, concurrenc
         parties = [party.process.pid for party in started]
         helpers = set(family([os.getpid()])) - set(family(parties)) - {os.getpid()}  # e.g. the fork server
         sampler = CpuSampler(parties, helpers)
+        sampler.sample()
         result = run_load(resolved, LoadSettings(devices, 0.0, processes, concurrency, resume=resume),
                           listeners=listeners, on_progress=lambda done, total: sampler.sample())  # fmt: skip
         codes = wait_parties(started, 60)
@@ -199,6 +200,9 @@ def report(runs: dict[tuple[int, bool], list[dict]], cores: int, no_baselines: b
           f"{best['accepted_per_s'] / TARGET:.2f} x the {TARGET:,}/s target on {cores} cores "
           f"({'met' if best['accepted_per_s'] >= TARGET else 'not met'} here; load average after: "
           f"{' '.join(f'{v:.2f}' for v in os.getloadavg())})")  # fmt: skip
+    if not best["service_cpu"] or not best["load_cpu"]:  # a run shorter than a clock tick (a smoke run)
+        print("CPU-bound rates: not projected, the run was too short to measure its CPU time")
+        return
     print(f"CPU-bound rates at its CPU per report (projections, not measurements): {cores} idle cores shared with the "
           f"load generator {cores / both:,.0f}/s; the service alone on {cores} cores (devices elsewhere) "
           f"{cores / best['service_cpu']:,.0f}/s")  # fmt: skip
