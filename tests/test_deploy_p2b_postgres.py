@@ -20,6 +20,7 @@ from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
 from privbandits.deploy.p2b import open_queue
 from privbandits.deploy.p2b_outcome import outcome
+from privbandits.protocols.p2b import EncodedBatch
 from privbandits.protocols.p2b_queue import PostgresReportQueue
 
 
@@ -68,6 +69,71 @@ def test_the_small_deployment_on_a_postgresql_queue_gives_the_sqlite_queues_resu
         assert queue._execute("SELECT count(*) FROM reports WHERE sender IS NOT NULL").fetchone()[0] == 0
 
 
+def with_front_ends(path, url: str, fronts: tuple[str, ...]):
+    """The deployment file at ``path`` with its shuffler's queue at ``url`` and the shuffler's front ends ``fronts``
+    (each on its own port; the concurrent front end with one worker each, so no party may rejoin)."""
+    with_queue_url(path, url)
+    text = path.read_text().replace('name = "p2b"\n', 'name = "p2b"\nrejoin_s = 0\nworkers = 1\n')
+    for front in fronts:
+        text += f'\n[parties.{front}]\nrole = "shuffler_front"\naddress = "127.0.0.1:0"\n'
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.slow  # two deployments of four and six processes
+def test_two_front_ends_on_one_postgresql_queue_release_the_batch_of_one(
+    tmp_path, postgres_server, encoder_cache  # noqa: F811
+):
+    specs, url = {}, postgres_server.database()  # one database: the second session's batch is 1
+    for fronts in ((), ("fronta", "frontb")):
+        folder = tmp_path / (fronts[0] if fronts else "shuffler")
+        folder.mkdir()
+        path = small_deployments.p2b_tests.local_copy(folder, raw_baseline=False, **{"n_users = 3000": "n_users = 400"})
+        path = with_front_ends(path, url, fronts)
+        specs[fronts] = small_deployments.p2b_tests.deployed(path)
+    one, two = specs[()], specs[("fronta", "frontb")]
+    assert comparable(two) == comparable(one)
+    _, network = small_deployments.p2b_tests.run_in_memory(two)  # and the in-memory run's, in the same order
+    released = next(e.message for e in network.transcript if e.message.kind == EncodedBatch.kind)
+    batch = comparable(two)["batches"]["encoded"]
+    assert {field: batch[field] for field in ("codes", "actions", "rewards")} == {
+        field: getattr(released, field).tolist() for field in ("codes", "actions", "rewards")}  # fmt: skip
+
+    results = small_deployments.results(two)
+    took = {front: results[front]["took"]["encoded"] for front in ("fronta", "frontb")}
+    sent = sum(results[host]["encoded_reports_sent"] for host in ("hosta", "hostb"))
+    assert sum(counts["collected"] for counts in took.values()) == sent == results["shuffler"]["release"]["encoded"][
+        "received"]  # fmt: skip
+    assert min(counts["collected"] for counts in took.values()) > 0  # each took a share of the devices
+    assert all(counts["duplicates"] == 0 for counts in took.values())
+    assert results["shuffler"]["queue"]["batches"] == [1]
+    with PostgresReportQueue(url, schema="shuffler") as queue:
+        assert queue.batches() == [0, 1] and queue.unreleased() == [] and queue.held() == 0
+        assert queue._execute("SELECT count(*) FROM reports WHERE sender IS NOT NULL").fetchone()[0] == 0
+
+
+def test_deploy_load_spreads_the_devices_over_the_front_ends_and_the_shuffler_batches_them_all(
+    tmp_path, postgres_server, encoder_cache  # noqa: F811
+):
+    url = postgres_server.database()
+    path = small_deployments.p2b_tests.local_copy(tmp_path, raw_baseline=False, seeded=False, **{
+        "deadline_s = 30 ": "deadline_s = 5 ", "connect_deadline_s = 60": "connect_deadline_s = 20"})  # fmt: skip
+    path = with_front_ends(path, url, ("fronta", "frontb"))
+    assert CliRunner().invoke(standalone, ["deploy", "certs", str(path)]).exit_code == 0
+    command = ["deploy", "load", str(path), "--devices", "40", "--processes", "1", "--concurrency", "4", "--local",
+               "--no-progress"]  # fmt: skip
+    done = CliRunner().invoke(standalone, command, terminal_width=200)
+    assert done.exit_code == 0, done.output
+    assert "40 of 40 reports accepted in " in done.output and "0 refused, 0 failed" in done.output
+    assert all(f"{party}: exit 0" in done.output for party in ("shuffler", "server", "fronta", "frontb"))
+    got = {name: json.loads((tmp_path / "out" / f"{name}.result.json").read_text())
+           for name in ("shuffler", "fronta", "frontb")}  # fmt: skip
+    assert [got[front]["took"]["encoded"]["collected"] for front in ("fronta", "frontb")] == [20, 20]  # u mod 2
+    assert got["shuffler"]["release"]["encoded"]["received"] == 40 and got["shuffler"]["queue"]["duplicates"] == 0
+    with PostgresReportQueue(url, schema="shuffler") as queue:
+        assert len(queue.batch(0)) == 40 and queue.unreleased() == [] and queue.held() == 0
+
+
 def test_a_postgresql_queue_left_with_held_reports_is_not_reused_by_a_fresh_session(tmp_path, postgres_server):
     url = postgres_server.database()
     spec = load_deployment(with_queue_url(small_deployments.p2b_tests.local_copy(tmp_path), url))
@@ -110,6 +176,37 @@ def test_an_unreachable_queue_stops_the_shuffler_in_one_line_without_the_passwor
 )  # fmt: skip
 def test_a_bad_queue_url_is_refused_naming_the_field_not_the_password(tmp_path, url, error):
     path = with_queue_url(small_deployments.p2b_tests.local_copy(tmp_path), url)
+    with pytest.raises(DeploymentError) as refused:
+        load_deployment(path)
+    assert str(refused.value) == f"{path}: {error}"
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        (("queue_url = ", "# queue_url = "), "protocol.queue_url: with shuffler_front parties (fronta) it must be a "
+         "postgresql:// URL: the front ends and the shuffler share that queue (a SQLite file cannot be shared across "
+         "hosts); got unset"),
+        (("rejoin_s = 0\nworkers = 1\n", "rejoin_s = 5\n"), "protocol.rejoin_s: with shuffler_front parties "
+         "(fronta) it must be 0: front ends take devices with the concurrent front end, which cannot take back a "
+         "restarted party; got 5"),
+        (("workers = 1\n", "workers = 0\n"), "protocol.workers: with shuffler_front parties (fronta) it must be unset "
+         "or at least 1 (the concurrent front end at each front end); got 0"),
+        (("rejoin_s = 0\n", "rejoin_s = 0\nraw_baseline = true\n"), "protocol.raw_baseline: with shuffler_front "
+         "parties (fronta) it must be false: the raw baseline's reports are not queued; got true"),
+        (("rejoin_s = 0\n", "rejoin_s = 0\nbatch_size = 100\n"), "protocol.batch_size: with shuffler_front parties "
+         "(fronta) it must be unset: a limit counted across front ends is not built; got 100"),
+        (("rejoin_s = 0\n", "rejoin_s = 0\nbatch_window_s = 2.5\n"), "protocol.batch_window_s: with shuffler_front "
+         "parties (fronta) it must be unset: a limit counted across front ends is not built; got 2.5"),
+    ],
+)  # fmt: skip
+def test_front_ends_are_refused_where_they_cannot_work_naming_the_field(tmp_path, change, error):
+    path = small_deployments.p2b_tests.local_copy(tmp_path, raw_baseline=False)
+    path = with_front_ends(path, "postgresql://shuffler@db.example/p2b", ("fronta",))
+    assert load_deployment(path).names("shuffler_front") == ["fronta"]  # as written, it loads
+    old, new = change
+    assert old in path.read_text()
+    path.write_text(path.read_text().replace(old, new, 1))
     with pytest.raises(DeploymentError) as refused:
         load_deployment(path)
     assert str(refused.value) == f"{path}: {error}"

@@ -14,7 +14,9 @@ class P2BProtocol(ProtocolSection):
     """P2B (spec ``p2b.md``): device hosts, the trusted shuffler and the server (:mod:`privbandits.deploy.p2b`).
 
     Roles: one ``shuffler`` and one ``server`` (neither holds private data) and one or more
-    ``device_host`` parties, each simulating the devices of its own users (its data file).
+    ``device_host`` parties, each simulating the devices of its own users (its data file); optionally
+    ``shuffler_front`` parties, the shuffler's front ends on other hosts sharing its PostgreSQL queue
+    (:mod:`privbandits.deploy.p2b_scaleout`).
     The population is the synthetic benchmark (spec §5.1) of ``n_users`` users with
     ``interactions`` rounds each; the first ``early_fraction`` share, the rest are measured.
     ``seed`` is :func:`~privbandits.protocols.p2b.simulate`'s: with the deployment's
@@ -71,7 +73,7 @@ class P2BProtocol(ProtocolSection):
                                 "rejoin_s = 0; none: one per CPU the shuffler may use with rejoin_s = 0, else 0; 0: "
                                 "the shuffler takes one device at a time")  # fmt: skip
 
-    ROLES: ClassVar[tuple[str, ...]] = ("shuffler", "server", "device_host")
+    ROLES: ClassVar[tuple[str, ...]] = ("shuffler", "server", "device_host", "shuffler_front")
     REPORTER: ClassVar[str] = "server"
 
     @field_validator("queue_url")
@@ -112,11 +114,36 @@ class P2BProtocol(ProtocolSection):
                 f"parties: {len(hosts)} device hosts, but every host needs at least one early and one late user "
                 f"({n_early} early, {self.n_users - n_early} late)"
             )
+        fronts = [name for name, role in roles.items() if role == "shuffler_front"]
+        if fronts:
+            self._check_fronts(fronts)
         for name, entry in parties.items():
             if entry.role == "device_host" and entry.data is None:
                 raise ValueError(f"parties.{name}.data: the device_host party needs its users' data file")
             if entry.role != "device_host" and entry.data is not None:
                 raise ValueError(f"parties.{name}.data: the {entry.role} holds no private data; remove the field")
+
+    def _check_fronts(self, fronts: list[str]) -> None:
+        """What front ends on other hosts need (:mod:`privbandits.deploy.p2b_scaleout`): each problem named."""
+        needs = {
+            "queue_url": (self.queue_url is None, "a postgresql:// URL: the front ends and the shuffler share that "
+                          "queue (a SQLite file cannot be shared across hosts)", None),
+            "rejoin_s": (self.rejoin_s > 0, "0: front ends take devices with the concurrent front end, which cannot "
+                         "take back a restarted party", self.rejoin_s),
+            "workers": (self.workers == 0, "unset or at least 1 (the concurrent front end at each front end)", 0),
+            "raw_baseline": (self.raw_baseline, "false: the raw baseline's reports are not queued", True),
+            "batch_size": (self.batch_size is not None, "unset: a limit counted across front ends is not built",
+                           self.batch_size),
+            "batch_window_s": (self.batch_window_s is not None, "unset: a limit counted across front ends is not "
+                               "built", self.batch_window_s),
+        }  # fmt: skip
+        for field, (bad, allowed, got) in needs.items():
+            if bad:
+                given = "unset" if got is None else repr(got).lower() if isinstance(got, bool) else f"{got:g}"
+                raise ValueError(
+                    f"protocol.{field}: with shuffler_front parties ({', '.join(fronts)}) it must be {allowed}; "
+                    f"got {given}"
+                )
 
 
 __all__ = ["P2BProtocol"]

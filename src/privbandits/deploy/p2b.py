@@ -90,7 +90,7 @@ from pathlib import Path
 import numpy as np
 
 from privbandits.comm import TlsNetwork
-from privbandits.deploy import entropy, p2b_rejoin
+from privbandits.deploy import entropy, p2b_rejoin, p2b_scaleout
 from privbandits.deploy.deployment import Deployment, DeploymentError, P2BProtocol
 from privbandits.deploy.p2b_data import Block, HostData, load_host
 from privbandits.deploy.p2b_data import p2b_protocol as _protocol
@@ -161,16 +161,19 @@ def receive_deadline(deployment: Deployment[P2BProtocol], name: str) -> float:
     shuffler's batch and the hosts three times that for a model, each plus :data:`PER_REPORT_S` per early user
     (the whole batch comes first), so a stall is reported by the party next to it."""
     role = deployment.parties[name].role
-    if role == "shuffler":
+    if role == "shuffler" and not deployment.names(p2b_scaleout.ROLE):
         return deployment.deadline_s
     n_early = int(deployment.protocol.early_fraction * deployment.protocol.n_users)
-    return (2.0 if role == "server" else 3.0) * deployment.deadline_s + PER_REPORT_S * n_early
+    factor = {"shuffler": 1.5, "server": 2.0}.get(role, 3.0)  # with front ends the shuffler waits for the hosts
+    return factor * deployment.deadline_s + PER_REPORT_S * n_early
 
 
 # -- the parties in a process -----------------------------------------------------------------------
 def keeps_listening(deployment: Deployment[P2BProtocol], name: str) -> bool:
-    """The shuffler keeps its listener open after set-up: devices connect to it, one connection per report."""
-    return deployment.parties[name].role == "shuffler"
+    """The shuffler (or, where it has them, each of its front ends) keeps its listener open after set-up: devices
+    connect to it, one connection per report."""
+    role, fronts = deployment.parties[name].role, deployment.names(p2b_scaleout.ROLE)
+    return role == p2b_scaleout.ROLE or (role == "shuffler" and not fronts)
 
 
 @entropy.recorded
@@ -190,6 +193,8 @@ def run_party(
         return _run_shuffler(deployment, name, network, resume)
     if role == "server":
         return _run_server(deployment, name, network, on_round, resume)
+    if role == p2b_scaleout.ROLE:
+        return p2b_scaleout.run_front(deployment, name, network)
     return _run_host(deployment, name, network, resume)
 
 
@@ -285,10 +290,14 @@ def _release(shuffler, phase: str, server: str, saved: tuple | None) -> None:
 
 
 def _front(deployment: Deployment[P2BProtocol], network: TlsNetwork):
-    """The shuffler's concurrent device front end (:mod:`~privbandits.deploy.p2b_front`), started; None with
+    """The shuffler's front ends on other hosts (:class:`~privbandits.deploy.p2b_scaleout.RemoteFronts`) where it
+    has them; else its concurrent device front end (:mod:`~privbandits.deploy.p2b_front`), started; None with
     ``protocol.workers = 0`` (the serial one), with ``rejoin_s > 0`` and ``workers`` unset, or in memory."""
     from privbandits.deploy.p2b_front import Front, worker_count
 
+    fronts = deployment.names(p2b_scaleout.ROLE)
+    if fronts:
+        return p2b_scaleout.RemoteFronts(fronts, deployment.names("device_host"))
     workers = worker_count(_protocol(deployment))
     if not network.connection_per_sender or workers == 0:
         return None
@@ -385,9 +394,11 @@ def _play(model, contexts, table, rng: np.random.Generator, first: int, protocol
     return run_population(model, contexts, table, rng=rng, alpha=protocol.alpha, tie_break=protocol.tie_break)
 
 
-def _send_reports(host, shuffler: str, log, seen, protocol: P2BProtocol, rng, block: Block, private: bool) -> int:
+def _send_reports(host, shuffler: str, log, seen, protocol: P2BProtocol, rng, block: Block, private: bool,
+                  fronts: tuple[str, ...] = ()) -> int:  # fmt: skip
     """This host's devices choose and send their tuples (the draws over all early users; the other
-    hosts' users are unknown rewards here, which never send) and the host closes the batch."""
+    hosts' users are unknown rewards here, which never send), each to the shuffler or to its front end
+    (``fronts``: :func:`~privbandits.deploy.p2b_scaleout.front_of`), and the host closes the batch."""
     from privbandits.protocols.p2b import EncodedReport, RawReport, choose_reports
 
     first = block.early.start
@@ -403,7 +414,7 @@ def _send_reports(host, shuffler: str, log, seen, protocol: P2BProtocol, rng, bl
     for user, payload, arm, reward in zip(
         users.tolist(), payloads.tolist() if private else list(payloads), arms, rewards, strict=True
     ):
-        host.send_report(user, shuffler, report(payload, arm, reward))
+        host.send_report(user, p2b_scaleout.front_of(fronts, user, shuffler), report(payload, arm, reward))
     return host.close_batch(shuffler)
 
 
@@ -453,7 +464,8 @@ def _run_host(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwor
     early_private = _play(cold_private, early_seen, early.reward_table, streams[6], block.early.start, protocol)
     host.mechanism = DEVICES
     with network.phase(SHARE_ENCODED), network.batch():
-        encoded_sent = _send_reports(host, shuffler, early_private, early_codes, protocol, streams[7], block, True)
+        encoded_sent = _send_reports(host, shuffler, early_private, early_codes, protocol, streams[7], block, True,
+                                     tuple(deployment.names(p2b_scaleout.ROLE)))  # fmt: skip
         private_model = host.receive_model(DisjointModel if scalar else CodeModel, server)
     first_late = block.late.start  # the late users play once the batches are out (the shuffler waits for them)
     cold = _play(DisjointModel.cold(n_arms, dim), late.contexts, late.reward_table, streams[3], first_late, protocol)

@@ -184,32 +184,44 @@ class Front:
         from privbandits.deploy.p2b_messages import BatchOpen
         from privbandits.protocols.p2b import CloseBatch
 
-        batch = _Open(shuffler, self.network.current_phase, kind, durable)
-        with self.lock:
-            self.open = batch
+        batch = self.opened(shuffler, kind, durable)
         try:
             for host in self.hosts:
                 shuffler.send(host, BatchOpen())
             for host in self.hosts:
-                self._await_close(batch, host)
+                self.await_message(host, lambda host=host: batch.seen.get(host, 0.0))
                 shuffler.receive(CloseBatch.kind, host)
                 shuffler.closed.setdefault(host, set()).add(batch.phase)
         finally:
-            with self.lock:
-                self.open = None
+            self.close()
         return batch
 
-    def _await_close(self, batch: _Open, host: str) -> None:
-        link, since = self.network.link(host), time.monotonic()
+    def opened(self, shuffler, kind: str, durable: bool) -> _Open:
+        """A batch of ``kind`` opened here for the network's current phase (``shuffler``: the object counting its
+        reports and holding the queue and key: the shuffler, or a front end's stand-in)."""
+        batch = _Open(shuffler, self.network.current_phase, kind, durable)
+        with self.lock:
+            self.open = batch
+        return batch
+
+    def close(self) -> None:
+        """The open batch takes no more reports (those arriving later are dropped)."""
+        with self.lock:
+            self.open = None
+
+    def await_message(self, peer: str, busy_at=lambda: 0.0) -> None:
+        """Until a message from ``peer`` waits on its link, raising a failure of the intake thread at once; ``peer``
+        is lost when nothing comes within the network's deadline of the later of now and ``busy_at()`` (when one of
+        its devices last sent)."""
+        link, since = self.network.link(peer), time.monotonic()
         while not (link.queue or link.has_data()):
             if self.failure is not None:
                 raise self.failure
             if select.select([link.sock], [], [], POLL_S)[0]:
-                return  # bytes on the wire: the close (or the host's failure), read by the caller
-            last = max(since, batch.seen.get(host, since))
-            if time.monotonic() - last > self.network.deadline and not link.has_data():
+                return  # bytes on the wire: the message (or the peer's failure), read by the caller
+            if time.monotonic() - max(since, busy_at()) > self.network.deadline and not link.has_data():
                 raise self.network.lost_peer(
-                    host, f"neither its close of the batch nor a device's report within the "
+                    peer, f"neither its message nor a device's report within the "
                     f"{self.network.deadline:g} s deadline")  # fmt: skip
 
     # -- the intake thread ----------------------------------------------------------------------------

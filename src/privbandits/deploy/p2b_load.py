@@ -5,7 +5,8 @@ It plays every ``device_host`` party of the deployment against the running shuff
 itself): each host links to its peers with its own certificate, waits for the shuffler to open the
 encoded batch, has its share of the N simulated devices send one random encoded report each on a
 connection of its own over mutual TLS (:func:`~privbandits.comm.oneshot.send_own`, exactly as a
-deployed host's devices do), closes the batch and fetches the private model. The devices are driven
+deployed host's devices do; where the shuffler has ``shuffler_front`` parties, device ``u`` sends to front end
+``u mod F``, and ``--local`` starts them too), closes the batch and fetches the private model. The devices are driven
 from ``processes`` processes with ``concurrency`` connections in flight each, at ``rate`` reports per
 second in all (0: as fast as they go). It reports the reports accepted per second (from the first
 connection to the last answer), the latency of each report (connection to answer) at p50/p90/p99, the
@@ -109,17 +110,18 @@ def split(total: int, parts: int) -> list[range]:
 
 # -- the device drivers (processes) ------------------------------------------------------------------
 def _drive(pipe, tallies, slot: int, addresses, credentials, concurrency: int, resume: bool) -> None:
-    """A driver process: for each job ``(host, shuffler, users, rate, deadline, seed, n_codes, n_actions)`` from
-    ``pipe``, the devices ``users`` of ``host`` send one report each, ``concurrency`` at once; answers the
-    latencies (NaN: no answer) and outcome codes. Ends on None."""
+    """A driver process: for each job ``(host, receivers, users, rate, deadline, seed, n_codes, n_actions)`` from
+    ``pipe``, the devices ``users`` of ``host`` send one report each, ``concurrency`` at once, device ``u`` to
+    ``receivers[u mod len(receivers)]`` (the shuffler, or its front ends); answers the latencies (NaN: no answer)
+    and outcome codes. Ends on None."""
     from privbandits.comm import TlsNetwork
     from privbandits.deploy.p2b import SHARE_ENCODED
     from privbandits.protocols import p2b  # noqa: F401 - its messages, imported before the clock starts
 
     pipe.send("ready")
     while (job := pipe.recv()) is not None:
-        host, shuffler, users, rate, deadline, seed, n_codes, n_actions = job
-        network = TlsNetwork(host, addresses, credentials[host], peers=[shuffler], deadline=deadline)
+        host, receivers, users, rate, deadline, seed, n_codes, n_actions = job
+        network = TlsNetwork(host, addresses, credentials[host], peers=[], deadline=deadline)  # devices: no party link
         rng = np.random.default_rng([seed, users.start])
         reports = np.column_stack([rng.integers(0, n_codes, len(users)), rng.integers(0, n_actions, len(users)),
                                    rng.integers(0, 2, len(users))]).tolist()  # fmt: skip
@@ -127,11 +129,11 @@ def _drive(pipe, tallies, slot: int, addresses, credentials, concurrency: int, r
         with network.phase(SHARE_ENCODED):
             errors: list[str] = []
             out = (latencies, outcomes, tallies, slot, errors)
-            _send_all(network, shuffler, users, reports, (rate, concurrency, resume), out)
+            _send_all(network, receivers, users, reports, (rate, concurrency, resume), out)
         pipe.send((latencies, outcomes, errors))
 
 
-def _send_all(network, shuffler: str, users: range, reports: list, pace: tuple, out) -> None:
+def _send_all(network, receivers: list[str], users: range, reports: list, pace: tuple, out) -> None:
     from privbandits.comm.oneshot import send_own
     from privbandits.protocols.p2b import EncodedReport
 
@@ -149,7 +151,8 @@ def _send_all(network, shuffler: str, users: range, reports: list, pace: tuple, 
                 time.sleep(max(0.0, start + index / rate - time.perf_counter()))
             began = time.perf_counter()
             try:
-                outcome = 0 if send_own(network, f"{network.local}-device{users[index]}", shuffler,
+                user = users[index]
+                outcome = 0 if send_own(network, f"{network.local}-device{user}", receivers[user % len(receivers)],
                                         EncodedReport(*reports[index]), resume=resume) else 1  # fmt: skip
                 latencies[index] = time.perf_counter() - began
             except Exception as exc:  # noqa: BLE001 - no answer (PeerLost, or the connection failed): counted
@@ -197,13 +200,15 @@ class Drivers:
         self.errors: list[str] = []
         """The first failure of each job that had one (why a device got no answer)."""
 
-    def run(self, host: str, shuffler: str, users: range, deadline: float, protocol) -> tuple[np.ndarray, np.ndarray]:
-        """Drive ``users`` of ``host`` over every process (the rate shared out); their latencies and outcomes."""
+    def run(self, host: str, receivers: list[str], users: range, deadline: float,
+            protocol) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        """Drive ``users`` of ``host`` over every process (the rate shared out), each sending to its receiver
+        (see :func:`_drive`); their latencies and outcomes."""
         blocks = split(len(users), len(self.pipes))
         rate = self.settings.rate / len(self.pipes)
         with self.lock:  # one host's jobs go out together
             for pipe, block in zip(self.pipes, blocks, strict=True):
-                job = (host, shuffler, users[block.start : block.stop], rate, deadline, self.settings.seed,
+                job = (host, receivers, users[block.start : block.stop], rate, deadline, self.settings.seed,
                        protocol.n_codes, protocol.n_actions)  # fmt: skip
                 pipe.send(job)
             self.turns.append(host)
@@ -242,7 +247,8 @@ def _play_host(deployment: Deployment[P2BProtocol], network, users: range, drive
     with network.phase(SHARE_ENCODED):
         party.receive(BatchOpen.kind, shuffler)
         out["start"] = time.perf_counter()
-        out["latencies"], out["outcomes"] = drivers.run(network.local, shuffler, users, network.deadline,
+        receivers = deployment.names("shuffler_front") or [shuffler]  # the front ends, where it has them
+        out["latencies"], out["outcomes"] = drivers.run(network.local, receivers, users, network.deadline,
                                                         deployment.protocol)  # fmt: skip
         out["end"] = time.perf_counter()
         party.send(shuffler, CloseBatch())
@@ -308,7 +314,8 @@ def _threads(targets, tick=None) -> None:
 
 # -- a local shuffler and server ---------------------------------------------------------------------
 def start_service(deployment: Deployment[P2BProtocol], workdir: Path):
-    """Start the shuffler and the server on 127.0.0.1 (ephemeral ports where the file says 0) as party processes,
+    """Start the shuffler, its front ends (if any) and the server on 127.0.0.1 (ephemeral ports where the file says
+    0) as party processes,
     forked from one process that imported their code once where the platform allows (as ``deploy local``); the
     resolved deployment, the processes, and the hosts' listening sockets (for :func:`run_load`)."""
     from privbandits.deploy import zygote
@@ -320,7 +327,7 @@ def start_service(deployment: Deployment[P2BProtocol], workdir: Path):
     started = []
     server = zygote.ForkServer(preload(resolved), child_environment()) if zygote.available() else None
     try:
-        for name in (*resolved.names("shuffler"), *resolved.names("server")):
+        for name in (*resolved.names("shuffler"), *resolved.names("server"), *resolved.names("shuffler_front")):
             listener = listeners.pop(name)
             with listener:  # the child holds its own copy
                 started.append(start_party(path, name, listener.fileno(), server=server))  # its stderr collected

@@ -1,7 +1,7 @@
 """The messages a P2B deployment adds to the protocol's (:mod:`privbandits.protocols.p2b`): a device host's fetch of
-a published model and the shuffler's turn given to a host's devices. A module of their own, below
-:mod:`privbandits.deploy.p2b`, :mod:`~privbandits.deploy.p2b_parties` and :mod:`~privbandits.deploy.p2b_front`,
-which all use them."""
+a published model, the shuffler's turn given to a host's devices, and the shuffler's sequencing of its front ends.
+A module of their own, below :mod:`privbandits.deploy.p2b`, :mod:`~privbandits.deploy.p2b_parties`,
+:mod:`~privbandits.deploy.p2b_front` and :mod:`~privbandits.deploy.p2b_scaleout`, which all use them."""
 
 from __future__ import annotations
 
@@ -21,3 +21,35 @@ class FetchModel(Message):
 class BatchOpen(Message):
     """Shuffler → a device host: its devices may now send this batch's reports (hosts take turns, in deployment
     order, so the batch's arrival order is canonical)."""
+
+
+@message("deploy.p2b.front_open")
+class FrontOpen(Message):
+    """Shuffler → each of its front ends (``shuffler_front`` parties, :mod:`~privbandits.deploy.p2b_scaleout`):
+    take the devices' reports of ``report_kind`` for the batch now open. ``key`` is the shuffler's report-id key
+    (hex; the front ends are the shuffler's own processes, on its mutual-TLS links); ``store``: into the shared
+    queue, else acknowledged and not taken (a batch released before a restart)."""
+
+    report_kind: str
+    key: str
+    store: bool
+
+
+@message("deploy.p2b.front_ready")
+class FrontReady(Message):
+    """Front end → shuffler: the batch is open here (the shuffler then tells the device hosts)."""
+
+
+@message("deploy.p2b.front_close")
+class FrontClose(Message):
+    """Shuffler → each front end: every host has closed the batch; take no more reports for it."""
+
+
+@message("deploy.p2b.front_closed")
+class FrontClosed(Message):
+    """Front end → shuffler: the batch closed here, with what it took: reports ``collected`` (stored, or
+    acknowledged and not taken), ``duplicates`` of them (sent again, or not taken). Connections it dropped are in
+    its result's ``dropped``."""
+
+    collected: int
+    duplicates: int

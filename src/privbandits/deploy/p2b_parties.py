@@ -164,10 +164,11 @@ class CanonicalShuffler(Shuffler):
         reports acknowledged and not taken, and the batch goes to the server again (skipped there if it has
         it)."""
         batch, details, rows, refused = saved
-        self.first_report_at = None
+        self.first_report_at, self.collected = None, 0
         self.refused.append(refused)
-        if self.front is not None:  # the front end acknowledges them
-            self.replayed += len(self.front.collect(self, kind, False).held)
+        if self.front is not None:  # the front end (or ends) acknowledges them
+            self.front.collect(self, kind, False)
+            self.replayed += self.collected
         else:
             for host in self.hosts:
                 for _, _, delivery in self._reports(host, kind):

@@ -1,0 +1,155 @@
+"""The P2B shuffler scaled out: front ends on other hosts sharing one PostgreSQL report queue (issue 34).
+
+A deployment may give the shuffler ``shuffler_front`` parties. Each is a process of the shuffler's own (its
+operator's, on a host of its choosing) that takes device connections with the concurrent front end
+(:class:`~privbandits.deploy.p2b_front.Front`, ``protocol.workers`` processes each) and stores every encoded
+report in the queue the shuffler uses (``protocol.queue_url``: a SQLite file cannot be shared across hosts),
+acknowledging a device once its report is durable there. Device ``u`` of any host sends to front end
+``u mod F`` (:func:`front_of`, fronts in deployment order), so every host's devices are spread over all of them.
+
+The ``shuffler`` party then takes no device itself: it sequences the batch and forms it
+(:class:`RemoteFronts`, in the place of its own front end):
+
+1. it sends each front end :class:`~privbandits.deploy.p2b_messages.FrontOpen` with its report-id key, and
+   waits for every :class:`~privbandits.deploy.p2b_messages.FrontReady`;
+2. it tells every device host :class:`~privbandits.deploy.p2b_messages.BatchOpen`; each host closes the batch
+   (:class:`~privbandits.protocols.p2b.CloseBatch`, on its party link to the shuffler) once every one of its
+   devices' reports is acknowledged, so by then each is in the queue;
+3. once every host has closed it, it sends each front end
+   :class:`~privbandits.deploy.p2b_messages.FrontClose` (a report arriving later is dropped) and reads back
+   :class:`~privbandits.deploy.p2b_messages.FrontClosed` (what each took);
+4. it forms the batch in the queue, atomically, as with its own front end
+   (:meth:`~privbandits.protocols.p2b_queue.ReportQueue.close_batch`: every held report, identities dropped),
+   and orders it canonically by the keyed ids (every device's id is computable from the key,
+   :func:`~privbandits.deploy.p2b_rejoin.canonical_order`), so the released batch is the one front end's.
+
+Trust: the front ends are the shuffler. They see each device's identity next to its report as the shuffler does,
+and hold its report-id key (in memory, on their mutual-TLS link; each forgets it when the batch closes, the
+shuffler when it releases the batch). They send nothing to the server.
+
+Limits, each refused when the file is loaded: front ends need ``queue_url``, ``rejoin_s = 0`` and ``workers``
+unset or at least 1 (the concurrent front end, as in one process), no ``raw_baseline`` (raw reports are not queued)
+and neither ``batch_size`` nor ``batch_window_s`` (a limit counted across hosts is not built). A front end that
+is lost ends the session, as any party with ``rejoin_s = 0``; ``--resume`` of every party replays as without
+front ends.
+"""
+
+from __future__ import annotations
+
+import time
+
+from privbandits.comm import Party, TlsNetwork
+from privbandits.deploy.deployment import Deployment, P2BProtocol
+from privbandits.deploy.p2b_messages import BatchOpen, FrontClose, FrontClosed, FrontOpen, FrontReady
+
+ROLE = "shuffler_front"
+
+
+def front_of(fronts: tuple[str, ...], user: int, shuffler: str) -> str:
+    """Where device ``user`` sends its report: front end ``user mod F``, or the shuffler without front ends."""
+    return fronts[user % len(fronts)] if fronts else shuffler
+
+
+class RemoteFronts:
+    """The shuffler's sequencing of its front ends, in the place of its own front end (see the module doc): the
+    interface :class:`~privbandits.deploy.p2b_parties.CanonicalShuffler` uses (:meth:`collect`, :meth:`stop`)."""
+
+    def __init__(self, fronts: list[str], hosts: list[str]) -> None:
+        self.fronts, self.hosts = fronts, hosts
+
+    def collect(self, shuffler, kind: str, durable: bool):
+        """Open the batch at every front end and for every host, and wait until every host has closed it; the
+        front ends' counts are added to the shuffler's. Returns the batch as the shuffler's front end does (no
+        reports held, no canonical places: the shuffler orders the queue's batch by every device's id)."""
+        from privbandits.deploy.p2b_front import _Open
+        from privbandits.protocols.p2b import CloseBatch
+
+        batch = _Open(shuffler, shuffler.network.current_phase, kind, durable)
+        opening = FrontOpen(report_kind=kind, key=shuffler.key.hex(), store=durable and not shuffler.replaying)
+        for front in self.fronts:
+            shuffler.send(front, opening)
+        for front in self.fronts:
+            shuffler.receive(FrontReady, front)
+        for host in self.hosts:
+            shuffler.send(host, BatchOpen())
+        for host in self.hosts:
+            shuffler.receive(CloseBatch.kind, host)
+            shuffler.closed.setdefault(host, set()).add(batch.phase)
+        for front in self.fronts:
+            shuffler.send(front, FrontClose())
+        for front in self.fronts:
+            closed = shuffler.receive(FrontClosed, front)
+            if shuffler.first_report_at is None and closed.collected:
+                shuffler.first_report_at = time.perf_counter()  # roughly: the front ends time their own
+            shuffler.collected += closed.collected
+            shuffler.duplicates += closed.duplicates if durable else 0  # a replay's are counted as replayed
+        return batch
+
+    def stop(self) -> None:
+        """Nothing runs here (each front end stops itself at the end of its session)."""
+
+
+class _Intake:
+    """A front end's stand-in for the shuffler in its :class:`~privbandits.deploy.p2b_front.Front`: the queue and
+    key it stores with, and the counts of the open batch."""
+
+    batch_size = batch_window_s = None  # refused with front ends (see the module doc)
+
+    def __init__(self, queue, opening: FrontOpen) -> None:
+        self.queue, self.key, self.kind = queue, bytes.fromhex(opening.key), opening.report_kind
+        self.replaying = not opening.store  # acknowledged and counted as duplicates, not stored
+        self.collected = self.duplicates = 0
+        self.refused = [0]
+        self.opened_at, self.first_report_at = time.monotonic(), None
+
+
+def run_front(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwork) -> dict:
+    """Front end ``name``'s part: for each batch the shuffler opens, take its devices' reports into the shared
+    queue until the shuffler closes it."""
+    from privbandits.deploy.p2b import KINDS, phases
+    from privbandits.deploy.p2b_front import Front, worker_count
+    from privbandits.protocols.p2b_queue import open_report_queue
+
+    protocol = deployment.protocol
+    shuffler = deployment.names("shuffler")[0]
+    party = Party(name, network)
+    front = Front(network, deployment.names("device_host"), max(worker_count(protocol), 1)).start()
+    queue = None
+    took: dict[str, dict[str, int]] = {}
+    try:
+        for phase in phases(protocol):
+            with network.phase(phase):
+                opening = party.receive(FrontOpen, shuffler)
+                if queue is None:  # the shuffler has made it by now
+                    assert protocol.queue_url is not None, "checked when the file was loaded"
+                    queue = open_report_queue(protocol.queue_url, schema=shuffler, n_codes=protocol.n_codes,
+                                              n_arms=protocol.n_actions)  # fmt: skip
+                took[KINDS[phase]] = _take_batch(party, front, shuffler, _Intake(queue, opening))
+    finally:
+        front.stop()
+        if queue is not None:
+            queue.close()
+    network.close(timeout=None)
+    stored = sum(counts["collected"] - counts["duplicates"] for counts in took.values())
+    return {
+        "party": name,
+        "role": ROLE,
+        "outcome": f"stored {stored} device reports in the shuffler's queue",
+        "took": took,
+        "ledger": [],
+    }
+
+
+def _take_batch(party: Party, front, shuffler: str, intake: _Intake) -> dict[str, int]:
+    """One batch at a front end: opened, taken until the shuffler closes it, its counts sent back (and returned);
+    the report-id key is forgotten."""
+    batch = front.opened(intake, intake.kind, durable=True)
+    party.send(shuffler, FrontReady())
+    try:
+        front.await_message(shuffler, lambda: max(batch.seen.values(), default=0.0))
+        party.receive(FrontClose, shuffler)
+    finally:
+        front.close()
+    intake.key = b""  # forgotten: nothing here links a queued id to its device any more
+    party.send(shuffler, FrontClosed(collected=intake.collected, duplicates=intake.duplicates))
+    return {"collected": intake.collected, "duplicates": intake.duplicates}
