@@ -33,7 +33,8 @@ in :mod:`privbandits.deploy.p2b_parties`) on its own :class:`~privbandits.comm.T
   (``OUTPUT/queues/NAME.sqlite``; PostgreSQL with ``protocol.queue_url``): each is persisted with
   its device's identity as it arrives (in group commits) and acknowledged once durable; the batch is
   formed there (identities dropped) and marked released once sent. Raw baseline reports (contexts)
-  are not queued.
+  are not queued. With ``shuffler_front`` parties the devices send to those front ends instead, and the shuffler
+  sequences them and forms each batch from the queue they share (:mod:`~privbandits.deploy.p2b_scaleout`).
 * ``server``: holds nothing private; it accepts batches from the shuffler only, fits the
   central model and publishes it, versions numbered in the order published (the raw baseline's
   first, if it runs, then the private one); each device host fetches each version
