@@ -257,6 +257,7 @@ NOT_MEASURED = [
     ("docs/data.md", "CC BY-SA 3.0", "a licence version"),
     ("docs/data.md", "(ε = 0.01, seed 0;", "the benchmark's default parameters"),
     ("docs/deploy.md", "TLS 1.3", "a protocol version"),
+    ("docs/deploy.md", "waits 1.5 × `deadline_s`", "a setting: the shuffler's deadline with front ends"),
     ("docs/deploy.md", "(10.231.0.k,", "an address"),
     ("docs/tutorials/deploy-local.md", "TLS 1.3", "a protocol version"),
     ("docs/tutorials/deploy-local.md", "127.0.0.1", "an address"),
