@@ -9,6 +9,7 @@ where it cannot start.
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 import small_deployments
@@ -210,3 +211,73 @@ def test_front_ends_are_refused_where_they_cannot_work_naming_the_field(tmp_path
     with pytest.raises(DeploymentError) as refused:
         load_deployment(path)
     assert str(refused.value) == f"{path}: {error}"
+
+
+def _held_in(url: str) -> int:
+    """Reports the shuffler's PostgreSQL queue holds, not yet batched (0 before its tables exist)."""
+    import psycopg
+
+    try:
+        with psycopg.connect(url, autocommit=True) as db:
+            return db.execute("SELECT count(*) FROM shuffler.reports WHERE batch_id IS NULL").fetchone()[0]
+    except psycopg.Error:
+        return 0
+
+
+@pytest.mark.slow  # two sessions of six processes
+def test_a_front_end_killed_mid_batch_ends_the_session_and_every_party_resumed_ends_it_as_uninterrupted(
+    tmp_path, postgres_server, encoder_cache  # noqa: F811
+):
+    """SIGKILL a front end while the devices send (rejoin_s = 0): every other party stops naming a lost peer (exit
+    3) and no report a device had acknowledged is lost. Every party restarted with --resume: the hosts replay, the
+    front ends keep each report once, and the released batch is the uninterrupted session's."""
+    import signal
+
+    from test_deploy_p2b import _wait_all
+
+    from privbandits.deploy.local import start_parties, start_party
+    from privbandits.deploy.party import EXIT_LOST
+
+    url = postgres_server.database()
+    path = small_deployments.p2b_tests.local_copy(tmp_path, raw_baseline=False, **{
+        "n_users = 3000": "n_users = 1000", "deadline_s = 30 ": "deadline_s = 10 "})  # fmt: skip
+    path = with_front_ends(path, url, ("fronta", "frontb"))
+    runner = CliRunner()
+    for command in (["deploy", "certs", str(path)], ["deploy", "data", str(path)]):
+        assert runner.invoke(standalone, command).exit_code == 0
+    spec = load_deployment(path)
+    workdir, start = tmp_path / "run", time.monotonic()
+    workdir.mkdir()
+    parties = start_parties(spec, workdir)
+    by_name = {party.name: party for party in parties}
+    try:
+        while _held_in(url) < 20:
+            assert by_name["fronta"].process.poll() is None, "the front end ended before the batch"
+            assert time.monotonic() - start < 300, "no report reached the queue in 300 s"
+            time.sleep(0.01)
+        by_name["fronta"].process.send_signal(signal.SIGKILL)
+        codes = _wait_all(parties, 10 * (time.monotonic() - start) + 60)
+    finally:
+        for party in parties:
+            if party.process.poll() is None:
+                party.process.kill()
+    assert codes.pop("fronta") == -signal.SIGKILL
+    assert codes == dict.fromkeys(codes, EXIT_LOST), {name: by_name[name].last_error for name in codes}
+    assert all("lost peer" in by_name[name].last_error for name in codes)
+    assert _held_in(url) >= 20  # the acknowledged reports stay in the queue
+    assert not any(spec.result_path(name).exists() for name in spec.parties)
+
+    resolved = workdir / "deployment.resolved.toml"
+    restarted = [start_party(resolved, name, resume=True) for name in spec.parties]
+    codes = _wait_all(restarted, 120)
+    assert codes == dict.fromkeys(codes, 0), {party.name: party.stderr[-3:] for party in restarted}
+    got = outcome(spec)
+    assert got["results"]["shuffler"]["resumed"] is True
+    _, network = small_deployments.p2b_tests.run_in_memory(spec)
+    released = next(e.message for e in network.transcript if e.message.kind == EncodedBatch.kind)
+    assert {field: got["batches"]["encoded"][field] for field in ("codes", "actions", "rewards")} == {
+        field: getattr(released, field).tolist() for field in ("codes", "actions", "rewards")}  # fmt: skip
+    took = [got["results"][front]["took"]["encoded"] for front in ("fronta", "frontb")]
+    assert sum(counts["duplicates"] for counts in took) >= 20  # stored before the kill: kept once
+    with PostgresReportQueue(url, schema="shuffler") as queue:
+        assert queue.batches() == [0] and queue.unreleased() == [] and queue.held() == 0
