@@ -2,7 +2,7 @@
 memory of each process.
 
 ``privbandits deploy load FILE --local --devices N`` on the shipped P2B example with the concurrent front end
-(``--workers`` processes, so ``rejoin_s = 0``), the SQLite queue and a deadline long enough for the server to wait
+(``--workers`` processes, ``rejoin_s = 0``), the SQLite queue and a deadline long enough for the server to wait
 for the whole batch: the shuffler and the server are party processes on 127.0.0.1 (forked from one server
 process), the load generator plays both device hosts, each device sending one encoded report on a mutual-TLS
 connection of its own. It prints what ``deploy load`` printed (accepted reports per second, latency

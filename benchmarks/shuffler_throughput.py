@@ -35,7 +35,7 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "p2b.toml
 
 def deployment_file(folder: Path, workers: int) -> Path:
     """The shipped P2B example with ephemeral ports, a long deadline (the server waits for the whole load's batch)
-    and ``workers`` front-end processes (with ``rejoin_s = 0``: the concurrent front end excludes rejoining)."""
+    and ``workers`` front-end processes (with ``rejoin_s = 0``, as measured before rejoining was possible with it)."""
     text = re.sub(r'address = "127\.0\.0\.1:\d+"', 'address = "127.0.0.1:0"', EXAMPLE.read_text())
     text = text.replace("deadline_s = 30 ", "deadline_s = 300 ")
     text = text.replace('tie_break = "random"', f'tie_break = "random"\nworkers = {workers}\nrejoin_s = 0')

@@ -189,8 +189,7 @@ def test_a_bad_queue_url_is_refused_naming_the_field_not_the_password(tmp_path, 
          "postgresql:// URL: the front ends and the shuffler share that queue (a SQLite file cannot be shared across "
          "hosts); got unset"),
         (("rejoin_s = 0\nworkers = 1\n", "rejoin_s = 5\n"), "protocol.rejoin_s: with shuffler_front parties "
-         "(fronta) it must be 0: front ends take devices with the concurrent front end, which cannot take back a "
-         "restarted party; got 5"),
+         "(fronta) it must be 0: a party coming back to a shuffler with front ends is not built; got 5"),
         (("workers = 1\n", "workers = 0\n"), "protocol.workers: with shuffler_front parties (fronta) it must be unset "
          "or at least 1 (the concurrent front end at each front end); got 0"),
         (("rejoin_s = 0\n", "rejoin_s = 0\nraw_baseline = true\n"), "protocol.raw_baseline: with shuffler_front "

@@ -192,26 +192,21 @@ def test_the_workers_setting_is_validated_naming_the_field(tmp_path):
             load_deployment(path)
 
 
-def test_the_concurrent_front_end_and_rejoin_are_exclusive_and_unset_workers_pick_the_one_that_fits(tmp_path):
-    """The concurrent front end takes devices outside the rejoin gate: ``workers >= 1`` with ``rejoin_s > 0`` is
-    refused in one line naming both; unset ``workers`` is the serial front end where parties may rejoin (the
-    shipped file), one worker per CPU where they may not."""
+def test_unset_workers_take_one_per_cpu_and_with_them_the_shuffler_dials_every_peer(tmp_path):
+    """The concurrent front end with rejoining parties (the shipped file): its workers hold the shuffler's listener,
+    so the shuffler dials every peer (last in the link order), also one that comes back; with ``workers = 0`` (the
+    serial front end) the file's order stands."""
+    from privbandits.deploy.p2b import link_order
     from privbandits.deploy.p2b_front import worker_count
 
+    shipped = load_deployment(EXAMPLE)
+    assert (shipped.protocol.workers, shipped.protocol.rejoin_s) == (None, 30)
+    assert worker_count(shipped.protocol) == len(os.sched_getaffinity(0))
+    assert link_order(shipped) == ["server", "hosta", "hostb", "shuffler"]
     path = tmp_path / "p2b.toml"
-    path.write_text(EXAMPLE.read_text().replace('tie_break = "random"', 'tie_break = "random"\nworkers = 2'))
-    with pytest.raises(DeploymentError) as refused:
-        load_deployment(path)
-    assert str(refused.value) == (
-        f"{path}: protocol: workers = 2 and rejoin_s = 30: the concurrent device front end cannot take back a "
-        "restarted party; set workers = 0 (or leave it unset) to let parties rejoin, or rejoin_s = 0"
-    )
-    shipped = load_deployment(EXAMPLE).protocol
-    assert (shipped.workers, shipped.rejoin_s, worker_count(shipped)) == (None, 30, 0)
-    path.write_text(EXAMPLE.read_text().replace('tie_break = "random"', 'tie_break = "random"\nrejoin_s = 0'))
-    assert worker_count(load_deployment(path).protocol) == len(os.sched_getaffinity(0))
     path.write_text(EXAMPLE.read_text().replace('tie_break = "random"', 'tie_break = "random"\nworkers = 0'))
-    assert worker_count(load_deployment(path).protocol) == 0
+    serial = load_deployment(path)
+    assert worker_count(serial.protocol) == 0 and link_order(serial) is None
 
 
 # -- the load generator -------------------------------------------------------------------------------

@@ -69,9 +69,8 @@ class P2BProtocol(ProtocolSection):
     rejoin_backoff_s: float = Field(1.0, ge=0.05, le=60, description="the longest pause between two tries to dial a "
                                     "lost peer again (the pause doubles from 0.05 s)")
     workers: int | None = Field(None, ge=0, le=256, description="processes taking the devices' connections and TLS "
-                                "handshakes side by side (the shuffler stores their reports in groups); >= 1 needs "
-                                "rejoin_s = 0; none: one per CPU the shuffler may use with rejoin_s = 0, else 0; 0: "
-                                "the shuffler takes one device at a time")  # fmt: skip
+                                "handshakes side by side (the shuffler stores their reports in groups); none: one per "
+                                "CPU the shuffler may use; 0: the shuffler takes one device at a time")  # fmt: skip
 
     ROLES: ClassVar[tuple[str, ...]] = ("shuffler", "server", "device_host", "shuffler_front")
     REPORTER: ClassVar[str] = "server"
@@ -90,16 +89,6 @@ class P2BProtocol(ProtocolSection):
             raise ValueError(
                 f"early_fraction = {self.early_fraction} of n_users = {self.n_users} gives {n_early} early users; "
                 "both the early and the late users must be non-empty"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _front_and_rejoin(self) -> P2BProtocol:
-        if self.workers and self.rejoin_s > 0:
-            raise ValueError(
-                f"workers = {self.workers} and rejoin_s = {self.rejoin_s:g}: the concurrent device "
-                "front end cannot take back a restarted party; set workers = 0 (or leave it unset) to let parties "
-                "rejoin, or rejoin_s = 0"
             )
         return self
 
@@ -128,8 +117,8 @@ class P2BProtocol(ProtocolSection):
         needs = {
             "queue_url": (self.queue_url is None, "a postgresql:// URL: the front ends and the shuffler share that "
                           "queue (a SQLite file cannot be shared across hosts)", None),
-            "rejoin_s": (self.rejoin_s > 0, "0: front ends take devices with the concurrent front end, which cannot "
-                         "take back a restarted party", self.rejoin_s),
+            "rejoin_s": (self.rejoin_s > 0, "0: a party coming back to a shuffler with front ends is not built",
+                         self.rejoin_s),
             "workers": (self.workers == 0, "unset or at least 1 (the concurrent front end at each front end)", 0),
             "raw_baseline": (self.raw_baseline, "false: the raw baseline's reports are not queued", True),
             "batch_size": (self.batch_size is not None, "unset: a limit counted across front ends is not built",

@@ -19,9 +19,9 @@ in :mod:`privbandits.deploy.p2b_parties`) on its own :class:`~privbandits.comm.T
 * ``shuffler``: holds nothing but what it receives; the only party that sees a device's
   identity next to its report. It keeps its listener open for the devices' connections, taken
   by ``protocol.workers`` processes side by side (:mod:`~privbandits.deploy.p2b_front`), which opens
-  each batch with :class:`BatchOpen` to every host at once; with ``workers = 0`` (the default where
-  parties may rejoin, ``rejoin_s > 0``) by the shuffler itself, one at a time, host by host, each
-  told :class:`BatchOpen` in turn. Each host's :class:`~privbandits.protocols.p2b.CloseBatch`, on
+  each batch with :class:`BatchOpen` to every host at once (the default: one worker per CPU); with
+  ``workers = 0`` by the shuffler itself, one at a time, host by host, each told :class:`BatchOpen` in
+  turn. Each host's :class:`~privbandits.protocols.p2b.CloseBatch`, on
   its party link, sent once its devices' reports are acknowledged, ends its part. The batch is
   put in a canonical order, (device host, user number of the device), before its seeded shuffle,
   so the processes' interleaving cannot change a batch. A batch closes when every host has closed
@@ -73,10 +73,11 @@ is acknowledged and not taken again, and a released batch is sent again from the
 encoded batch is released the shuffler forgets its report-id key (its checkpoint keeps an empty one), so nothing
 left can link an id in the queue to its device; it needs the key no more (a replay after the release is
 acknowledged without the queue). The session then ends as the uninterrupted one (``tests/test_deploy_p2b.py``
-kills each role). Restarting every party with ``--resume`` works the same way. Rejoining needs the serial device
-front end: the concurrent one (``workers >= 1``) takes devices outside the rejoin gate, so a deployment with both
-``workers >= 1`` and ``rejoin_s > 0`` is refused when loaded (``workers`` unset: the concurrent front end only
-with ``rejoin_s = 0``). Not covered: a shuffler killed while it collects the raw baseline's batch loses the raw
+kills each role). Restarting every party with ``--resume`` works the same way. With the concurrent front end
+(``workers >= 1``) its workers hold the shuffler's listener, so the shuffler dials every peer, also one that comes
+back (:func:`link_order`), and its listener takes only devices; a device that comes before its batch is open (a
+restarted shuffler's) is held until it opens, and one for a batch its host has closed is acknowledged and not
+taken again. Not covered: a shuffler killed while it collects the raw baseline's batch loses the raw
 reports it had acknowledged (they are not queued).
 """
 
@@ -175,6 +176,18 @@ def keeps_listening(deployment: Deployment[P2BProtocol], name: str) -> bool:
     connect to it, one connection per report."""
     role, fronts = deployment.parties[name].role, deployment.names(p2b_scaleout.ROLE)
     return role == p2b_scaleout.ROLE or (role == "shuffler" and not fronts)
+
+
+def link_order(deployment: Deployment[P2BProtocol]) -> list[str] | None:
+    """Who dials whom: with the concurrent device front end in the shuffler's process, the shuffler last (it dials
+    every peer, also when one comes back, so its listener, which its workers hold, takes only devices); else the
+    file's order."""
+    from privbandits.deploy.p2b_front import worker_count
+
+    shuffler = deployment.names("shuffler")[0]
+    if deployment.names(p2b_scaleout.ROLE) or worker_count(_protocol(deployment)) == 0:
+        return None
+    return [name for name in deployment.parties if name != shuffler] + [shuffler]
 
 
 @entropy.recorded
@@ -293,7 +306,7 @@ def _release(shuffler, phase: str, server: str, saved: tuple | None) -> None:
 def _front(deployment: Deployment[P2BProtocol], network: TlsNetwork):
     """The shuffler's front ends on other hosts (:class:`~privbandits.deploy.p2b_scaleout.RemoteFronts`) where it
     has them; else its concurrent device front end (:mod:`~privbandits.deploy.p2b_front`), started; None with
-    ``protocol.workers = 0`` (the serial one), with ``rejoin_s > 0`` and ``workers`` unset, or in memory."""
+    ``protocol.workers = 0`` (the serial one) or in memory."""
     from privbandits.deploy.p2b_front import Front, worker_count
 
     fronts = deployment.names(p2b_scaleout.ROLE)

@@ -2,8 +2,8 @@
 
 Over TLS every device sends its one report on a connection of its own
 (:mod:`privbandits.comm.oneshot`); a connection costs a mutual-TLS handshake, most of the work
-of a report. With ``protocol.workers = W >= 1`` (default: one per CPU the shuffler may use, where
-``protocol.rejoin_s = 0``; the two are exclusive, see :mod:`privbandits.deploy.p2b`) the
+of a report. With ``protocol.workers = W >= 1`` (default: one per CPU the shuffler may use; the shuffler then
+dials every peer, also one that comes back, so its listener takes only devices: see :mod:`privbandits.deploy.p2b`) the
 shuffler forks W worker processes once its party links are up (:func:`_serve`) and hands them its
 listener; each runs a :class:`~privbandits.comm.tls.gate.Gate` (a non-blocking event loop) that takes
 connections and handshakes side by side, and the kernel spreads the connections over the workers.
@@ -43,6 +43,7 @@ import select
 import threading
 import time
 from collections.abc import Collection
+from typing import Any
 
 from privbandits.comm import ProtocolError, TlsNetwork, frames
 from privbandits.comm.frames import HEADER_BYTES, FrameType
@@ -59,12 +60,9 @@ _NUMBER = re.compile(r"(\d+)$")
 
 
 def worker_count(protocol) -> int:
-    """The front end's worker processes: ``protocol.workers``; unset, none where lost parties may rejoin
-    (``rejoin_s > 0``: the serial front end), else one per CPU this process may use."""
+    """The front end's worker processes: ``protocol.workers``; unset, one per CPU this process may use."""
     if protocol.workers is not None:
         return protocol.workers
-    if protocol.rejoin_s > 0:
-        return 0
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
@@ -144,6 +142,10 @@ class Front:
         self.processes: list = []
         self.pipes: list = []
         self.open: _Open | None = None
+        self.pending: list[tuple] = []
+        """Reports for a batch not open yet, each held (its device waiting) up to the deadline."""
+        self.shuffler: Any = None
+        """The shuffler of the batches opened so far (whose ``closed`` says which each host has closed)."""
         self.lock = threading.Lock()
         self.failure: BaseException | None = None
         self.running = False
@@ -201,7 +203,7 @@ class Front:
         reports and holding the queue and key: the shuffler, or a front end's stand-in)."""
         batch = _Open(shuffler, self.network.current_phase, kind, durable)
         with self.lock:
-            self.open = batch
+            self.open, self.shuffler = batch, shuffler
         return batch
 
     def close(self) -> None:
@@ -232,31 +234,39 @@ class Front:
             while self.running:
                 ready = wait(self.pipes, POLL_S)
                 arrived = [(pipe, item) for pipe in ready for item in _drain(pipe)]
-                if arrived:
+                if arrived or self.pending:
                     self._decide(arrived)
         except BaseException as exc:  # the shuffler's thread raises it
             self.failure = exc if isinstance(exc, Exception) else RuntimeError(str(exc))
 
     def _decide(self, arrived: list) -> None:
-        """Decide every report that arrived, store the accepted encoded ones in one transaction, then answer."""
-        from privbandits.comm.oneshot import devices_of, screen_message
+        """Decide every report that arrived (and those held for a batch not yet open), store the accepted encoded
+        ones in one transaction, then answer."""
+        from privbandits.comm.oneshot import count_delivered, devices_of, screen_message
 
         answers: dict = {}
-        storing = []
+        fresh = []
+        for pipe, item in arrived:
+            if item[0] == "dropped":
+                self.network.note_dropped(item[1])
+                continue
+            _, token, party, frame = item
+            envelope = screen_message(frame, party, self.network.local)  # decoded here: workers import no protocol
+            if isinstance(envelope, str):
+                self.network.note_dropped(envelope)
+                answers.setdefault(pipe, []).append((token, FrameType.ABORT, envelope, party))
+                continue
+            count_delivered(self.network, envelope, party, HEADER_BYTES + len(frame.payload))
+            fresh.append((time.monotonic(), pipe, token, party, envelope))
         with self.lock:
-            batch = self.open
-            for pipe, item in arrived:
-                if item[0] == "dropped":
-                    self.network.note_dropped(item[1])
-                    continue
-                _, token, party, frame = item
-                envelope = screen_message(frame, party, self.network.local)  # decoded here: workers import no protocol
-                if isinstance(envelope, str):
-                    self.network.note_dropped(envelope)
-                    answers.setdefault(pipe, []).append((token, FrameType.ABORT, envelope, party))
-                    continue
-                verdict = self._verdict(batch, party, HEADER_BYTES + len(frame.payload), envelope)
-                if verdict == "store":
+            batch, storing = self.open, []
+            waiting, self.pending = [*self.pending, *fresh], []
+            for item in waiting:
+                arrived_at, pipe, token, party, envelope = item
+                verdict = self._verdict(batch, party, envelope, time.monotonic() - arrived_at)
+                if verdict == "wait":
+                    self.pending.append(item)
+                elif verdict == "store":
                     storing.append((pipe, token, party, envelope))
                 else:
                     answers.setdefault(pipe, []).append((token, *verdict))
@@ -270,13 +280,16 @@ class Front:
                 self.network.count_wire("control", self.network.local, devices_of(party), HEADER_BYTES + len(payload))
             pipe.send([(token, frame_type, reason) for token, frame_type, reason, _ in verdicts])
 
-    def _verdict(self, batch: _Open | None, party: str, size: int, envelope):
-        """"store", or ``(frame type, reason, party)``: acknowledged (raw report, held), refused or dropped."""
-        from privbandits.comm.oneshot import count_delivered
-
+    def _verdict(self, batch: _Open | None, party: str, envelope, waited: float):
+        """"store", "wait" (held for its batch, not open yet: a restarted shuffler's devices may come before it
+        opens it), or ``(frame type, reason, party)``: acknowledged (raw report, held), refused or dropped."""
         sender, got = envelope.sender, envelope.message
-        count_delivered(self.network, envelope, party, size)
         if batch is None or envelope.phase != batch.phase or got.kind != batch.kind:
+            if envelope.phase in getattr(self.shuffler, "closed", {}).get(party, ()):
+                self.shuffler.replayed += 1  # a restarted host's device, for a batch its host closed: taken before
+                return FrameType.CLOSE, "", party
+            if (batch is None or envelope.phase != batch.phase) and waited < self.network.deadline:
+                return "wait"
             open_now = "no batch is" if batch is None else f"a batch of {batch.kind!r} in phase {batch.phase!r} is"
             reason = f"a device of {party!r} sent a {got.kind!r} message in phase {envelope.phase!r}; {open_now} open"
             self.network.note_dropped(reason)

@@ -262,7 +262,7 @@ def run_load(deployment: Deployment[P2BProtocol], settings: LoadSettings, *, lis
     """Play every device host of ``deployment`` with ``settings.devices`` simulated devices against its running
     shuffler and server (``listeners``: the hosts' bound listening sockets, e.g. from ``deploy load --local``).
     ``on_progress(done, total)`` is called about ten times a second."""
-    from privbandits.deploy.p2b import PER_REPORT_S, receive_deadline
+    from privbandits.deploy.p2b import PER_REPORT_S, link_order, receive_deadline
     from privbandits.deploy.party import network_for
 
     check_deployment(deployment, settings)
@@ -273,7 +273,8 @@ def run_load(deployment: Deployment[P2BProtocol], settings: LoadSettings, *, lis
     deadline = receive_deadline(deployment, hosts[0]) + PER_REPORT_S * settings.devices
     drivers = Drivers(deployment, settings)
     try:
-        networks = [network_for(deployment, h, (listeners or {}).get(h), deadline=deadline) for h in hosts]
+        order = link_order(deployment)
+        networks = [network_for(deployment, h, (listeners or {}).get(h), deadline=deadline, order=order) for h in hosts]
         _threads([network.connect for network in networks])
         outs: list[dict] = [{} for _ in hosts]
         blocks = split(settings.devices, len(hosts))

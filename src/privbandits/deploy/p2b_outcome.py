@@ -120,7 +120,7 @@ def run_in_memory(deployment: Deployment[P2BProtocol], network: InMemoryNetwork 
 
 DEPLOYABLE = PartyFunctions(
     P2BProtocol, (__name__, p2b.__name__), p2b.run_party, p2b.receive_deadline, data=p2b.write_synthetic_data,
-    in_memory=run_in_memory, listening=p2b.keeps_listening, rejoining=p2b.rejoin,
+    in_memory=run_in_memory, listening=p2b.keeps_listening, rejoining=p2b.rejoin, ordering=p2b.link_order,
 )  # fmt: skip
 """P2B's party code, :mod:`privbandits.deploy.p2b`'s functions (registered by :mod:`privbandits.deploy.deployment`;
 declared here, beside its in-memory run, as ``p2b`` is near its size limit)."""

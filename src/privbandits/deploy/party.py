@@ -77,6 +77,11 @@ def check_own_files(deployment: Deployment, name: str) -> str:
     return ca
 
 
+def _ordered(addresses: dict, order: list[str] | None) -> dict:
+    """``addresses`` in ``order`` (None: as they are)."""
+    return addresses if order is None else {name: addresses[name] for name in order}
+
+
 def network_for(
     deployment: Deployment,
     name: str,
@@ -86,6 +91,7 @@ def network_for(
     peers: list[str] | None = None,
     keep_listening: bool = False,
     rejoin: tuple[float, float] | None = None,
+    order: list[str] | None = None,
 ) -> TlsNetwork:
     """The (unconnected) network of party ``name``, configured from the deployment.
 
@@ -93,6 +99,7 @@ def network_for(
     waits on a party that itself waits on others a longer one, so the stall is reported by the
     party it stalls). ``rejoin``: ``(rejoin_s, backoff_s)`` for a network whose lost peers may come
     back (:class:`~privbandits.comm.tls.rejoin.RejoinNetwork`); None or ``rejoin_s = 0``: a lost peer is lost.
+    ``order``: the parties in the order that sets who dials whom (each dials those before it); None: the file's.
     """
     if name not in deployment.parties:
         raise DeploymentError(f"no party named {name!r} in the deployment (parties: {', '.join(deployment.parties)})")
@@ -107,7 +114,7 @@ def network_for(
     try:
         return kind(
             name,
-            deployment.addresses(),
+            _ordered(deployment.addresses(), order),
             TlsCredentials(entry.ca, entry.certificate, entry.key),
             session=deployment.digest(fingerprint),
             deadline=deployment.deadline_s if deadline is None else deadline,
@@ -158,7 +165,8 @@ def run_party(
         protocol.prepare(deployment, name)  # work a party does before it links up
         listening = protocol.keeps_listening(deployment, name)
         network = network_for(deployment, name, listener, deadline=protocol.receive_deadline(deployment, name),
-                              peers=peers, keep_listening=listening, rejoin=protocol.rejoin(deployment))  # fmt: skip
+                              peers=peers, keep_listening=listening, rejoin=protocol.rejoin(deployment),
+                              order=protocol.link_order(deployment))  # fmt: skip
     except ListenFailed as exc:
         raise PartyFailed(str(exc), EXIT_HANDSHAKE) from None
     except DeploymentError as exc:

@@ -95,6 +95,11 @@ class DeployableProtocol(Generic[D]):
         """Whether party ``name`` keeps accepting connections once linked (e.g. from devices); default False."""
         return False
 
+    def link_order(self, deployment: D) -> list[str] | None:
+        """The parties in the order that sets who dials whom (each dials those before it and accepts those after
+        it, also when a lost peer comes back); default None: the file's order."""
+        return None
+
     def rejoin(self, deployment: D) -> tuple[float, float] | None:
         """``(rejoin_s, backoff_s)`` when a lost peer may come back (its network is a
         :class:`~privbandits.comm.tls.rejoin.RejoinNetwork`); default None: a lost peer is lost."""
@@ -134,6 +139,7 @@ class PartyFunctions(DeployableProtocol[D]):
     linked_peers: Callable[[D, str], list[str] | None] | None = None
     before_linking: Callable[[D, str], None] | None = None
     listening: Callable[[D, str], bool] | None = None
+    ordering: Callable[[D], list[str] | None] | None = None
     rejoining: Callable[[D], tuple[float, float]] | None = None
     no_data_files: str | None = None
 
@@ -152,6 +158,9 @@ class PartyFunctions(DeployableProtocol[D]):
 
     def keeps_listening(self, deployment, name):
         return self.listening is not None and self.listening(deployment, name)
+
+    def link_order(self, deployment):
+        return None if self.ordering is None else self.ordering(deployment)
 
     def rejoin(self, deployment):
         return None if self.rejoining is None else self.rejoining(deployment)
