@@ -559,3 +559,61 @@ def test_by_default_every_party_draws_from_os_entropy_and_the_session_still_runs
         assert kept.exists() == (name != "server"), name
         if kept.exists():
             assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+
+
+def _released(path: Path) -> bool:
+    """Whether the shuffler's queue has marked its batch released (read-only)."""
+    import sqlite3
+
+    if not path.exists():
+        return False
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0) as db:
+            return db.execute("SELECT COUNT(*) FROM batches WHERE released_at IS NOT NULL").fetchone()[0] > 0
+    except sqlite3.OperationalError:  # the schema is not written yet
+        return False
+
+
+@pytest.mark.slow  # one session of four processes, one restarted
+def test_a_host_killed_after_the_release_replays_its_devices_to_the_concurrent_front_end_and_the_session_ends(
+    tmp_path, encoder_cache
+):
+    """SIGKILL a device host once the shuffler has released the encoded batch (the shuffler's part is over, its
+    device workers still run) and restart it with --resume: its devices' reports are acknowledged and not taken
+    (counted as replayed), and the session ends as the uninterrupted one."""
+    import signal
+
+    from privbandits.deploy.local import start_parties, start_party
+    from privbandits.deploy.p2b import queue_path
+
+    path = local_copy(tmp_path, raw_baseline=False)  # the shipped size: its late users take a while to play
+    runner = CliRunner()
+    for command in (["deploy", "certs", str(path)], ["deploy", "data", str(path)]):
+        assert runner.invoke(standalone, command).exit_code == 0
+    spec = load_deployment(path)
+    assert spec.protocol.workers is None and spec.protocol.rejoin_s == 30  # the concurrent front end, rejoining
+    workdir, start = tmp_path / "run", time.monotonic()
+    workdir.mkdir()
+    parties = start_parties(spec, workdir)
+    by_name = {party.name: party for party in parties}
+    try:
+        while not _released(queue_path(spec, "shuffler")):
+            assert time.monotonic() - start < 300, "no batch released in 300 s"
+            time.sleep(0.005)
+        by_name["hostb"].process.send_signal(signal.SIGKILL)
+        assert by_name["hostb"].process.wait(timeout=60) == -signal.SIGKILL
+        restarted = start_party(workdir / "deployment.resolved.toml", "hostb", resume=True)
+        codes = _wait_all([*[p for p in parties if p.name != "hostb"], restarted], 10 * (time.monotonic() - start) + 60)
+    finally:
+        for party in parties:
+            if party.process.poll() is None:
+                party.process.kill()
+    assert codes == dict.fromkeys(codes, 0), {p.name: p.stderr[-3:] for p in [*parties, restarted]}
+    got = outcome(spec)
+    assert got["results"]["hostb"]["resumed"] is True and got["results"]["hostb"]["reports_refused"] == 0
+    assert got["results"]["shuffler"]["replayed_reports"] == got["results"]["hostb"]["encoded_reports_sent"] > 0
+    reference, network = run_in_memory(spec)
+    for setting in ("cold", "warm_private"):
+        assert got["late"][setting]["mean"] == getattr(reference, setting).mean, setting
+    released = next(e.message for e in network.transcript if e.message.kind == EncodedBatch.kind)
+    assert np.array_equal(np.asarray(got["batches"]["encoded"]["codes"]), released.codes)

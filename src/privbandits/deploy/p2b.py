@@ -267,11 +267,14 @@ def _run_shuffler(deployment: Deployment[P2BProtocol], name: str, network: TlsNe
             saved[KINDS[phase]] = (shuffler.released[-1], releases[KINDS[phase]], rows, shuffler.refused[-1])
             # a restart sends this batch again; once the encoded batch is out, its key is saved forgotten (empty)
             p2b_rejoin.save_shuffler(deployment, name, shuffler.key, batch_id, saved)
+        queue.close()
+        # its part is over; stay linked so a failure reaches it too, and keep taking devices meanwhile: a host
+        # restarted now replays its devices' reports, each acknowledged and not taken (its batch is closed)
+        network.close(timeout=None)
     finally:
         if front is not None:
             front.stop()
         queue.close()
-    network.close(timeout=None)  # its part is over; stay linked so a failure reaches it too
     kinds = [KINDS[phase] for phase in phases(protocol)]
     batches = {kind: {field: getattr(batch, field).tolist() for field in _FIELDS[kind]}
                for kind, batch in zip(kinds, shuffler.released, strict=True)}  # fmt: skip
