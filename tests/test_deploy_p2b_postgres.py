@@ -188,8 +188,6 @@ def test_a_bad_queue_url_is_refused_naming_the_field_not_the_password(tmp_path, 
         (("queue_url = ", "# queue_url = "), "protocol.queue_url: with shuffler_front parties (fronta) it must be a "
          "postgresql:// URL: the front ends and the shuffler share that queue (a SQLite file cannot be shared across "
          "hosts); got unset"),
-        (("rejoin_s = 0\nworkers = 1\n", "rejoin_s = 5\n"), "protocol.rejoin_s: with shuffler_front parties "
-         "(fronta) it must be 0: a party coming back to a shuffler with front ends is not built; got 5"),
         (("workers = 1\n", "workers = 0\n"), "protocol.workers: with shuffler_front parties (fronta) it must be unset "
          "or at least 1 (the concurrent front end at each front end); got 0"),
         (("rejoin_s = 0\n", "rejoin_s = 0\nraw_baseline = true\n"), "protocol.raw_baseline: with shuffler_front "
@@ -280,3 +278,71 @@ def test_a_front_end_killed_mid_batch_ends_the_session_and_every_party_resumed_e
     assert sum(counts["duplicates"] for counts in took) >= 20  # stored before the kill: kept once
     with PostgresReportQueue(url, schema="shuffler") as queue:
         assert queue.batches() == [0] and queue.unreleased() == [] and queue.held() == 0
+
+
+def _released_in(url: str) -> bool:
+    """Whether the shuffler's PostgreSQL queue has marked a batch released."""
+    import psycopg
+
+    try:
+        with psycopg.connect(url, autocommit=True) as db:
+            return db.execute("SELECT count(*) FROM shuffler.batches WHERE released_at IS NOT NULL").fetchone()[0] > 0
+    except psycopg.Error:
+        return False
+
+
+@pytest.mark.slow  # one session of six processes, one restarted
+@pytest.mark.parametrize(("victim", "when"), [("fronta", "mid-batch"), ("shuffler", "mid-batch"),
+                                             ("hosta", "mid-batch"), ("hostb", "released")])  # fmt: skip
+def test_a_party_of_a_scaled_out_shuffler_killed_and_restarted_alone_rejoins(
+    tmp_path, postgres_server, encoder_cache, victim, when  # noqa: F811
+):
+    """With ``rejoin_s > 0``: SIGKILL a front end, the shuffler or a device host while the devices send (or a host
+    once the batch is released: the front ends stay up until every host is done, and take its devices' replayed
+    reports without storing them), restart only it with --resume; the others wait for it, and the session ends with
+    the uninterrupted session's batch, every report in the shared queue once."""
+    import signal
+
+    from test_deploy_p2b import _wait_all
+
+    from privbandits.deploy.local import start_parties, start_party
+
+    url = postgres_server.database()
+    path = small_deployments.p2b_tests.local_copy(tmp_path, raw_baseline=False, **{
+        "n_users = 3000": "n_users = 1000", "deadline_s = 30 ": "deadline_s = 10 "})  # fmt: skip
+    path = with_front_ends(path, url, ("fronta", "frontb"))
+    path.write_text(path.read_text().replace("rejoin_s = 0\n", "rejoin_s = 20\n"))
+    runner = CliRunner()
+    for command in (["deploy", "certs", str(path)], ["deploy", "data", str(path)]):
+        assert runner.invoke(standalone, command).exit_code == 0
+    spec = load_deployment(path)
+    workdir, start = tmp_path / "run", time.monotonic()
+    workdir.mkdir()
+    parties = start_parties(spec, workdir)
+    by_name = {party.name: party for party in parties}
+    restarted = None
+    try:
+        while (_held_in(url) < 20) if when == "mid-batch" else not _released_in(url):
+            assert time.monotonic() - start < 300, f"not {when} in 300 s"
+            time.sleep(0.01)
+        by_name[victim].process.send_signal(signal.SIGKILL)
+        assert by_name[victim].process.wait(timeout=60) == -signal.SIGKILL
+        restarted = start_party(workdir / "deployment.resolved.toml", victim, resume=True)
+        others = [party for party in parties if party.name != victim]
+        codes = _wait_all([*others, restarted], 10 * (time.monotonic() - start) + 60)
+    finally:
+        for party in [*parties, *([restarted] if restarted else [])]:
+            if party.process.poll() is None:
+                party.process.kill()
+    assert codes == dict.fromkeys(codes, 0), {p.name: p.stderr[-3:] for p in [*parties, restarted]}
+    got = outcome(spec)
+    assert got["results"][victim]["resumed"] is True
+    _, network = small_deployments.p2b_tests.run_in_memory(spec)
+    released = next(e.message for e in network.transcript if e.message.kind == EncodedBatch.kind)
+    assert {field: got["batches"]["encoded"][field] for field in ("codes", "actions", "rewards")} == {
+        field: getattr(released, field).tolist() for field in ("codes", "actions", "rewards")}  # fmt: skip
+    with PostgresReportQueue(url, schema="shuffler") as queue:
+        assert queue.batches() == [0] and queue.unreleased() == [] and queue.held() == 0
+    if when == "released":  # its devices' reports came again after the batch closed: acknowledged, not taken
+        replayed = sum(got["results"][front]["replayed_reports"] for front in ("fronta", "frontb"))
+        assert replayed == got["results"]["hostb"]["encoded_reports_sent"] > 0

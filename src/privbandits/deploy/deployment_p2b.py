@@ -117,8 +117,6 @@ class P2BProtocol(ProtocolSection):
         needs = {
             "queue_url": (self.queue_url is None, "a postgresql:// URL: the front ends and the shuffler share that "
                           "queue (a SQLite file cannot be shared across hosts)", None),
-            "rejoin_s": (self.rejoin_s > 0, "0: a party coming back to a shuffler with front ends is not built",
-                         self.rejoin_s),
             "workers": (self.workers == 0, "unset or at least 1 (the concurrent front end at each front end)", 0),
             "raw_baseline": (self.raw_baseline, "false: the raw baseline's reports are not queued", True),
             "batch_size": (self.batch_size is not None, "unset: a limit counted across front ends is not built",

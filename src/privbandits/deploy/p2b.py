@@ -97,7 +97,7 @@ from privbandits.deploy.deployment import Deployment, DeploymentError, P2BProtoc
 from privbandits.deploy.p2b_data import Block, HostData, load_host
 from privbandits.deploy.p2b_data import p2b_protocol as _protocol
 from privbandits.deploy.p2b_data import write_synthetic_data as write_synthetic_data  # `deploy data`
-from privbandits.deploy.p2b_messages import BatchOpen
+from privbandits.deploy.p2b_messages import BatchOpen, HostDone
 from privbandits.deploy.p2b_messages import FetchModel as FetchModel  # re-exported
 from privbandits.deploy.p2b_rejoin import rejoin as rejoin  # the parties' networks: lost peers may come back
 from privbandits.protocols.p2b import P2BConfig  # at import (1.5 CPU-s): the zygote loads it once for every party
@@ -179,15 +179,15 @@ def keeps_listening(deployment: Deployment[P2BProtocol], name: str) -> bool:
 
 
 def link_order(deployment: Deployment[P2BProtocol]) -> list[str] | None:
-    """Who dials whom: with the concurrent device front end in the shuffler's process, the shuffler last (it dials
-    every peer, also when one comes back, so its listener, which its workers hold, takes only devices); else the
-    file's order."""
+    """Who dials whom: each party whose listener the concurrent device front end's workers hold (the shuffler, or
+    its front ends where it has them) comes last, so it dials its peers, also one that comes back, and its listener
+    takes only devices; with the serial front end (``workers = 0``), the file's order."""
     from privbandits.deploy.p2b_front import worker_count
 
-    shuffler = deployment.names("shuffler")[0]
-    if deployment.names(p2b_scaleout.ROLE) or worker_count(_protocol(deployment)) == 0:
+    shuffler, fronts = deployment.names("shuffler")[0], deployment.names(p2b_scaleout.ROLE)
+    if not fronts and worker_count(_protocol(deployment)) == 0:
         return None
-    return [name for name in deployment.parties if name != shuffler] + [shuffler]
+    return [name for name in deployment.parties if name not in (shuffler, *fronts)] + [shuffler, *fronts]
 
 
 @entropy.recorded
@@ -208,7 +208,7 @@ def run_party(
     if role == "server":
         return _run_server(deployment, name, network, on_round, resume)
     if role == p2b_scaleout.ROLE:
-        return p2b_scaleout.run_front(deployment, name, network)
+        return p2b_scaleout.run_front(deployment, name, network, resume)
     return _run_host(deployment, name, network, resume)
 
 
@@ -268,6 +268,8 @@ def _run_shuffler(deployment: Deployment[P2BProtocol], name: str, network: TlsNe
             # a restart sends this batch again; once the encoded batch is out, its key is saved forgotten (empty)
             p2b_rejoin.save_shuffler(deployment, name, shuffler.key, batch_id, saved)
         queue.close()
+        if isinstance(front, p2b_scaleout.RemoteFronts):
+            front.finish(shuffler)  # once every host is done
         # its part is over; stay linked so a failure reaches it too, and keep taking devices meanwhile: a host
         # restarted now replays its devices' reports, each acknowledged and not taken (its batch is closed)
         network.close(timeout=None)
@@ -487,6 +489,9 @@ def _run_host(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwor
     first_late = block.late.start  # the late users play once the batches are out (the shuffler waits for them)
     cold = _play(DisjointModel.cold(n_arms, dim), late.contexts, late.reward_table, streams[3], first_late, protocol)
     warm_p = _play(private_model, late_seen, late.reward_table, streams[8], first_late, protocol)
+    if deployment.names(p2b_scaleout.ROLE):
+        with network.phase(p2b_scaleout.END):
+            host.send(shuffler, HostDone())  # the shuffler's front ends may close
     network.close()
     played = {"cold": cold, "warm_non_private": warm_np, "warm_private": warm_p}
     late_results = {setting: _per_user(log) for setting, log in played.items() if log is not None}

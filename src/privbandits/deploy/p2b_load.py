@@ -240,6 +240,8 @@ def _play_host(deployment: Deployment[P2BProtocol], network, users: range, drive
     """One device host: wait for the batch to open, drive its devices, close the batch, fetch the model."""
     from privbandits.comm import Party
     from privbandits.deploy.p2b import SHARE_ENCODED, BatchOpen, FetchModel
+    from privbandits.deploy.p2b_messages import HostDone
+    from privbandits.deploy.p2b_scaleout import END, ROLE
     from privbandits.protocols.p2b import CloseBatch, ModelRelease
 
     party = Party(network.local, network)
@@ -254,6 +256,9 @@ def _play_host(deployment: Deployment[P2BProtocol], network, users: range, drive
         party.send(shuffler, CloseBatch())
         party.send(server, FetchModel(1))
         party.receive(ModelRelease.kind, server)
+    if deployment.names(ROLE):
+        with network.phase(END):
+            party.send(shuffler, HostDone())  # the shuffler's front ends may close
     network.close()
 
 
@@ -263,6 +268,7 @@ def run_load(deployment: Deployment[P2BProtocol], settings: LoadSettings, *, lis
     shuffler and server (``listeners``: the hosts' bound listening sockets, e.g. from ``deploy load --local``).
     ``on_progress(done, total)`` is called about ten times a second."""
     from privbandits.deploy.p2b import PER_REPORT_S, link_order, receive_deadline
+    from privbandits.deploy.p2b_scaleout import linked_peers
     from privbandits.deploy.party import network_for
 
     check_deployment(deployment, settings)
@@ -274,7 +280,8 @@ def run_load(deployment: Deployment[P2BProtocol], settings: LoadSettings, *, lis
     drivers = Drivers(deployment, settings)
     try:
         order = link_order(deployment)
-        networks = [network_for(deployment, h, (listeners or {}).get(h), deadline=deadline, order=order) for h in hosts]
+        networks = [network_for(deployment, h, (listeners or {}).get(h), deadline=deadline, order=order,
+                                peers=linked_peers(deployment, h)) for h in hosts]  # fmt: skip
         _threads([network.connect for network in networks])
         outs: list[dict] = [{} for _ in hosts]
         blocks = split(settings.devices, len(hosts))

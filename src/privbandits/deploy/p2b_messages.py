@@ -53,3 +53,14 @@ class FrontClosed(Message):
 
     collected: int
     duplicates: int
+
+
+@message("deploy.p2b.host_done")
+class HostDone(Message):
+    """Device host → shuffler, with front ends only: its late users have played; none of its devices will send
+    again unless it is restarted (the shuffler then keeps its front ends up until every host is done)."""
+
+
+@message("deploy.p2b.front_done")
+class FrontDone(Message):
+    """Shuffler → each front end: every host is done; the front end may close."""

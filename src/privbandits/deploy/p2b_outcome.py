@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from privbandits.comm import InMemoryNetwork
-from privbandits.deploy import entropy, p2b
+from privbandits.deploy import entropy, p2b, p2b_scaleout
 from privbandits.deploy.deployment import Deployment, P2BProtocol
 from privbandits.deploy.p2b import config_of, encoder_of
 from privbandits.deploy.p2b_data import load_host, p2b_protocol
@@ -121,6 +121,7 @@ def run_in_memory(deployment: Deployment[P2BProtocol], network: InMemoryNetwork 
 DEPLOYABLE = PartyFunctions(
     P2BProtocol, (__name__, p2b.__name__), p2b.run_party, p2b.receive_deadline, data=p2b.write_synthetic_data,
     in_memory=run_in_memory, listening=p2b.keeps_listening, rejoining=p2b.rejoin, ordering=p2b.link_order,
+    linked_peers=p2b_scaleout.linked_peers,
 )  # fmt: skip
 """P2B's party code, :mod:`privbandits.deploy.p2b`'s functions (registered by :mod:`privbandits.deploy.deployment`;
 declared here, beside its in-memory run, as ``p2b`` is near its size limit)."""

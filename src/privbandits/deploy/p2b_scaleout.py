@@ -27,11 +27,17 @@ Trust: the front ends are the shuffler. They see each device's identity next to 
 and hold its report-id key (in memory, on their mutual-TLS link; each forgets it when the batch closes, the
 shuffler when it releases the batch). They send nothing to the server.
 
-Limits, each refused when the file is loaded: front ends need ``queue_url``, ``rejoin_s = 0`` and ``workers``
-unset or at least 1 (the concurrent front end, as in one process), no ``raw_baseline`` (raw reports are not queued)
-and neither ``batch_size`` nor ``batch_window_s`` (a limit counted across hosts is not built). A front end that
-is lost ends the session, as any party with ``rejoin_s = 0``; ``--resume`` of every party replays as without
-front ends.
+Links: a front end links with the shuffler only (:func:`linked_peers`), and dials it
+(:func:`~privbandits.deploy.p2b.link_order`: its listener, held by its workers, takes only devices). A front end,
+the shuffler or a host restarted alone with ``--resume`` (``rejoin_s > 0``) rejoins as in one process: a front end
+holds nothing of its own (the shuffler's link sends its messages again, the queue keeps what it took). The front
+ends stay up until every host has sent :class:`~privbandits.deploy.p2b_messages.HostDone`
+(:meth:`RemoteFronts.finish`), so a host restarted after the release finds them and its devices' reports are
+acknowledged and not taken (counted as ``replayed_reports``).
+
+Limits, each refused when the file is loaded: front ends need ``queue_url`` and ``workers`` unset or at least 1
+(the concurrent front end, as in one process), no ``raw_baseline`` (raw reports are not queued) and neither
+``batch_size`` nor ``batch_window_s`` (a limit counted across hosts is not built).
 """
 
 from __future__ import annotations
@@ -40,9 +46,30 @@ import time
 
 from privbandits.comm import Party, TlsNetwork
 from privbandits.deploy.deployment import Deployment, P2BProtocol
-from privbandits.deploy.p2b_messages import BatchOpen, FrontClose, FrontClosed, FrontOpen, FrontReady
+from privbandits.deploy.p2b_messages import (
+    BatchOpen,
+    FrontClose,
+    FrontClosed,
+    FrontDone,
+    FrontOpen,
+    FrontReady,
+    HostDone,
+)
 
 ROLE = "shuffler_front"
+END = "end"
+"""The phase of the end of the session: each host is done, the front ends may close."""
+
+
+def linked_peers(deployment: Deployment[P2BProtocol], name: str) -> list[str] | None:
+    """The party links: with front ends, a front end links with the shuffler only (the devices' connections need
+    none) and the others with every party but the front ends; without, every party with every other."""
+    fronts, shuffler = deployment.names(ROLE), deployment.names("shuffler")[0]
+    if not fronts:
+        return None
+    if name in fronts:
+        return [shuffler]
+    return [peer for peer in deployment.parties if peer != name and (peer not in fronts or name == shuffler)]
 
 
 def front_of(fronts: tuple[str, ...], user: int, shuffler: str) -> str:
@@ -85,6 +112,15 @@ class RemoteFronts:
             shuffler.duplicates += closed.duplicates if durable else 0  # a replay's are counted as replayed
         return batch
 
+    def finish(self, shuffler) -> None:
+        """Once every host is done (:class:`~privbandits.deploy.p2b_messages.HostDone`: none of its devices will
+        send again, even a restarted host's), tell each front end it may close."""
+        with shuffler.network.phase(END):
+            for host in self.hosts:
+                shuffler.receive(HostDone, host)
+            for front in self.fronts:
+                shuffler.send(front, FrontDone())
+
     def stop(self) -> None:
         """Nothing runs here (each front end stops itself at the end of its session)."""
 
@@ -95,17 +131,20 @@ class _Intake:
 
     batch_size = batch_window_s = None  # refused with front ends (see the module doc)
 
-    def __init__(self, queue, opening: FrontOpen) -> None:
+    def __init__(self, queue, opening: FrontOpen, closed: dict[str, set[str]]) -> None:
         self.queue, self.key, self.kind = queue, bytes.fromhex(opening.key), opening.report_kind
         self.replaying = not opening.store  # acknowledged and counted as duplicates, not stored
-        self.collected = self.duplicates = 0
+        self.closed = closed
+        """Per host, the phases whose batch has closed (a report for one is a restarted host's: acknowledged)."""
+        self.collected = self.duplicates = self.replayed = 0
         self.refused = [0]
         self.opened_at, self.first_report_at = time.monotonic(), None
 
 
-def run_front(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwork) -> dict:
+def run_front(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwork, resume: bool = False) -> dict:
     """Front end ``name``'s part: for each batch the shuffler opens, take its devices' reports into the shared
-    queue until the shuffler closes it."""
+    queue until the shuffler closes it. Restarted (``resume``), it holds nothing of its own: the shuffler's link
+    sends its messages again, and the queue keeps the reports taken before."""
     from privbandits.deploy.p2b import KINDS, phases
     from privbandits.deploy.p2b_front import Front, worker_count
     from privbandits.protocols.p2b_queue import open_report_queue
@@ -116,6 +155,7 @@ def run_front(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwor
     front = Front(network, deployment.names("device_host"), max(worker_count(protocol), 1)).start()
     queue = None
     took: dict[str, dict[str, int]] = {}
+    closed: dict[str, set[str]] = {}
     try:
         for phase in phases(protocol):
             with network.phase(phase):
@@ -124,18 +164,26 @@ def run_front(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwor
                     assert protocol.queue_url is not None, "checked when the file was loaded"
                     queue = open_report_queue(protocol.queue_url, schema=shuffler, n_codes=protocol.n_codes,
                                               n_arms=protocol.n_actions)  # fmt: skip
-                took[KINDS[phase]] = _take_batch(party, front, shuffler, _Intake(queue, opening))
+                took[KINDS[phase]] = _take_batch(party, front, shuffler, _Intake(queue, opening, closed))
+            for host in deployment.names("device_host"):  # the shuffler closes a batch once every host has
+                closed.setdefault(host, set()).add(phase)
+        with network.phase(END):  # taking devices until every host is done (a restarted one replays)
+            front.await_message(shuffler)
+            party.receive(FrontDone, shuffler)
+        network.close(timeout=None)
     finally:
         front.stop()
         if queue is not None:
             queue.close()
-    network.close(timeout=None)
+    replayed = front.shuffler.replayed if front.shuffler is not None else 0
     stored = sum(counts["collected"] - counts["duplicates"] for counts in took.values())
     return {
         "party": name,
         "role": ROLE,
         "outcome": f"stored {stored} device reports in the shuffler's queue",
         "took": took,
+        "replayed_reports": replayed,
+        "resumed": resume,
         "ledger": [],
     }
 
