@@ -74,9 +74,9 @@ class PostgresServer:
         self._names = itertools.count()
 
     @classmethod
-    def start(cls) -> PostgresServer:
-        """initdb and start a server (fsync off: a test kills clients, never the server). RuntimeError says why
-        it did not start."""
+    def start(cls, *, fsync: bool = False) -> PostgresServer:
+        """initdb and start a server (``fsync`` off by default: a test kills clients, never the server; a benchmark
+        turns it on, so a commit costs what it costs in service). RuntimeError says why it did not start."""
         initdb, pg_ctl = binaries()  # type: ignore[misc]
         user = server_user()
         for orphan in Path(tempfile.gettempdir()).glob("privbandits-pg-*"):
@@ -85,7 +85,8 @@ class PostgresServer:
         (folder / "owner").write_text(str(os.getpid()))
         os.chown(folder, user.pw_uid, user.pw_gid)
         server = cls(folder, pg_ctl, user)
-        options = f"-k {folder} -c listen_addresses='' -c fsync=off -c shared_buffers=16MB -c max_connections=60"
+        options = (f"-k {folder} -c listen_addresses='' -c fsync={'on' if fsync else 'off'} -c shared_buffers=16MB "
+                   "-c max_connections=60")  # fmt: skip
         try:
             server._run([initdb, "-D", str(server.data), "-A", "trust", "-U", "postgres", "-E", "UTF8",
                          "--locale=C", "--no-sync"])  # fmt: skip

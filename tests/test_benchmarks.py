@@ -20,6 +20,8 @@ SLOW = {
     "shuffler_throughput.py": "starts a shuffler, a server and two device drivers five times (about 45 s on 2 cores)",
     "p2b_million.py": "starts a shuffler, its workers, a server and two device drivers (6 s on 2 busy cores); the "
     "default suite runs the same path in shuffler_throughput.py's part",
+    "p2b_front_ends.py": "starts a PostgreSQL server and two P2B services (the default suite drives front ends in "
+    "tests/test_deploy_p2b_postgres.py)",
 }
 """Scripts whose whole smoke run is marked slow, with the reason; the default suite runs a part of each in PARTS."""
 PARTS = {
