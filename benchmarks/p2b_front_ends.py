@@ -90,7 +90,7 @@ def main() -> None:
                     run = measure(Path(folder), server.database(), fronts, workers, args.devices, args.processes,
                                   args.concurrency)  # fmt: skip
                     who = "the shuffler alone" if fronts == 0 else f"{fronts} front ends"
-                    print(f"  {who:<18} ({workers} workers each): {run['accepted_per_s']:>8,.0f} accepted/s, "
+                    print(f"  {who:<18} (workers = {workers} each): {run['accepted_per_s']:>8,.0f} accepted/s, "
                           f"p50 {run['latency_ms']['p50']:.1f} ms, p99 {run['latency_ms']['p99']:.1f} ms; "
                           f"{run['released']:,} reports in the released batch")  # fmt: skip
                     if run["released"] != args.devices:
