@@ -13,7 +13,8 @@ mutual TLS, reproducible so that lock-step equals the in-memory run).
    process of its own (``party run``) and its CPU time read when it exits (``os.wait4``), summed over the
    seven parties, at T and at a short session (their difference over the rounds between: start-up left
    out), against the in-process run's CPU per round; the ceiling their ratio puts on the rounds/s ratio
-   of 2 when C cores run the parties is C × in-process CPU / processes' CPU.
+   of 2 when C cores run the parties is C × in-process CPU / processes' CPU. The lowest run's CPU per round is
+   also given party by party (where it goes).
 
     python benchmarks/fclub_free_running.py                 # 10 seeds, T = 4095
     python benchmarks/fclub_free_running.py --seeds 20 --skip-throughput
@@ -89,19 +90,19 @@ def throughput(horizon: int, preset: tuple[str, str], servers: int) -> None:
         )
 
 
-def party_cpu(horizon: int, preset: tuple[str, str], schedule: str, servers: int) -> float:
-    """CPU seconds (user + system) of all the parties of one session, each a ``party run`` process of its own."""
+def party_cpu(horizon: int, preset: tuple[str, str], schedule: str, servers: int) -> dict[str, float]:
+    """CPU seconds (user + system) of each party of one session, each a ``party run`` process of its own."""
     with tempfile.TemporaryDirectory() as folder:
         path, spec = prepare_session(Path(folder), horizon, *preset, schedule=schedule, servers=servers, own_ports=True)
         command = [sys.executable, "-m", "privbandits.deploy.cli", "party", "run", str(path), "--as"]
         parties = [subprocess.Popen([*command, name], cwd=folder, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL) for name in spec.parties]  # fmt: skip
-        seconds, failed = 0.0, []
+        seconds, failed = {}, []
         for name, party in zip(spec.parties, parties, strict=True):
             _, status, usage = os.wait4(party.pid, 0)
             party.returncode = os.waitstatus_to_exitcode(status)
             failed += [f"{name} exited {party.returncode}"] if party.returncode else []
-            seconds += usage.ru_utime + usage.ru_stime
+            seconds[name] = usage.ru_utime + usage.ru_stime
         if failed:
             raise SystemExit(f"the {schedule} session (T = {horizon}) failed: {', '.join(failed)}")
         return seconds
@@ -128,10 +129,12 @@ def cpu_per_round(horizon: int, preset: tuple[str, str], servers: int, repeat: i
     print(f"CPU per round, T = {horizon}, {servers} local servers: in one process {1e6 * reference:.0f} µs "
           f"(fastest of {REFERENCES} warm runs)", flush=True)  # fmt: skip
     for schedule in ("free-running", "lock-step"):
-        per_round = []
+        per_round, by_party = [], []
         for _ in range(repeat):
-            long_run = party_cpu(horizon, preset, schedule, servers)
-            per_round.append((long_run - party_cpu(SHORT, preset, schedule, servers)) / (horizon - SHORT))
+            long_run, short_run = party_cpu(horizon, preset, schedule, servers), party_cpu(SHORT, preset, schedule,
+                                                                                          servers)  # fmt: skip
+            by_party.append({name: (long_run[name] - short_run[name]) / (horizon - SHORT) for name in long_run})
+            per_round.append(sum(by_party[-1].values()))
         best = min(per_round)
         cores_given = sorted({2, os.cpu_count() or 1})
         ceilings = ", ".join(f"{cores} cores {cores * reference / best:.2f}" for cores in cores_given)
@@ -139,6 +142,9 @@ def cpu_per_round(horizon: int, preset: tuple[str, str], servers: int, repeat: i
               + ", ".join(f"{1e6 * value:.0f}" for value in per_round)
               + f" µs ({best / reference:.1f}× in-process); rounds/s ratio ceiling at the lowest: {ceilings}",
               flush=True)  # fmt: skip
+        lowest = by_party[per_round.index(best)]
+        print("    the lowest, party by party: " + ", ".join(f"{name} {1e6 * value:.0f}" for name, value in
+                                                            lowest.items()) + " µs", flush=True)  # fmt: skip
 
 
 def main() -> None:
