@@ -207,7 +207,8 @@ class Front:
         return batch
 
     def close(self) -> None:
-        """The open batch takes no more reports (those arriving later are dropped)."""
+        """The open batch takes no more reports: a later one is acknowledged and not taken if its host had closed
+        the batch (a restarted host's), else held for a batch to open, up to the deadline (:meth:`_verdict`)."""
         with self.lock:
             self.open = None
 

@@ -16,7 +16,8 @@ The ``shuffler`` party then takes no device itself: it sequences the batch and f
    (:class:`~privbandits.protocols.p2b.CloseBatch`, on its party link to the shuffler) once every one of its
    devices' reports is acknowledged, so by then each is in the queue;
 3. once every host has closed it, it sends each front end
-   :class:`~privbandits.deploy.p2b_messages.FrontClose` (a report arriving later is dropped) and reads back
+   :class:`~privbandits.deploy.p2b_messages.FrontClose` (a report arriving later is a restarted host's:
+   acknowledged, not taken) and reads back
    :class:`~privbandits.deploy.p2b_messages.FrontClosed` (what each took);
 4. it forms the batch in the queue, atomically, as with its own front end
    (:meth:`~privbandits.protocols.p2b_queue.ReportQueue.close_batch`: every held report, identities dropped),
@@ -97,6 +98,7 @@ class RemoteFronts:
             shuffler.send(front, opening)
         for front in self.fronts:
             shuffler.receive(FrontReady, front)
+        shuffler.first_report_at = time.perf_counter()  # timed from the hosts' turn (front ends see the reports)
         for host in self.hosts:
             shuffler.send(host, BatchOpen())
         for host in self.hosts:
@@ -106,8 +108,6 @@ class RemoteFronts:
             shuffler.send(front, FrontClose())
         for front in self.fronts:
             closed = shuffler.receive(FrontClosed, front)
-            if shuffler.first_report_at is None and closed.collected:
-                shuffler.first_report_at = time.perf_counter()  # roughly: the front ends time their own
             shuffler.collected += closed.collected
             shuffler.duplicates += closed.duplicates if durable else 0  # a replay's are counted as replayed
         return batch
