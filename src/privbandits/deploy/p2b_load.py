@@ -249,7 +249,7 @@ def _play_host(deployment: Deployment[P2BProtocol], network, users: range, drive
     with network.phase(SHARE_ENCODED):
         party.receive(BatchOpen.kind, shuffler)
         out["start"] = time.perf_counter()
-        receivers = deployment.names("shuffler_front") or [shuffler]  # the front ends, where it has them
+        receivers = deployment.names(ROLE) or [shuffler]  # the front ends, where it has them
         out["latencies"], out["outcomes"] = drivers.run(network.local, receivers, users, network.deadline,
                                                         deployment.protocol)  # fmt: skip
         out["end"] = time.perf_counter()
