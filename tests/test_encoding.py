@@ -259,7 +259,9 @@ def test_encode_breaks_ties_to_the_lowest_code_and_accepts_one_context():
     assert encoder.min_crowd == 0
 
 
-@pytest.mark.parametrize(("dim", "precision"), [(1, 1), (2, 3), (3, 1), (5, 2), (10, 1)])
+@pytest.mark.parametrize(
+    ("dim", "precision"), [(1, 1), (2, 3), (3, 1), pytest.param(5, 2, marks=pytest.mark.slow), (10, 1)]
+)  # (5, 2): 4.6 million grid points, 3 s
 def test_grid_rank_is_the_row_of_simplex_grid(dim, precision):
     grid = simplex_grid(dim, precision)
     np.testing.assert_array_equal(grid_rank(units(grid, precision), precision), np.arange(len(grid)))
