@@ -346,3 +346,21 @@ def test_a_party_of_a_scaled_out_shuffler_killed_and_restarted_alone_rejoins(
     if when == "released":  # its devices' reports came again after the batch closed: acknowledged, not taken
         replayed = sum(got["results"][front]["replayed_reports"] for front in ("fronta", "frontb"))
         assert replayed == got["results"]["hostb"]["encoded_reports_sent"] > 0
+
+
+def test_front_ends_link_with_the_shuffler_only_and_dial_it(tmp_path):
+    """Their listeners (held by their workers) take only devices: each front end dials the shuffler, which dials
+    the rest; no host or server links with a front end (the devices need no party link)."""
+    from privbandits.deploy.p2b import link_order
+    from privbandits.deploy.p2b_scaleout import front_of, linked_peers
+
+    path = small_deployments.p2b_tests.local_copy(tmp_path, raw_baseline=False)
+    spec = load_deployment(with_front_ends(path, "postgresql://shuffler@db.example/p2b", ("fronta", "frontb")))
+    assert link_order(spec) == ["server", "hosta", "hostb", "shuffler", "fronta", "frontb"]
+    assert linked_peers(spec, "fronta") == ["shuffler"]
+    assert linked_peers(spec, "shuffler") == ["server", "hosta", "hostb", "fronta", "frontb"]
+    assert linked_peers(spec, "hosta") == ["shuffler", "server", "hostb"]
+    assert [front_of(("fronta", "frontb"), user, "shuffler") for user in range(4)] == ["fronta", "frontb"] * 2
+    (tmp_path / "plain").mkdir()
+    plain = load_deployment(small_deployments.p2b_tests.local_copy(tmp_path / "plain", raw_baseline=False))
+    assert front_of((), 3, "shuffler") == "shuffler" and linked_peers(plain, "hosta") is None
