@@ -65,6 +65,8 @@ def measure(folder: Path, url: str, fronts: int, workers: int, devices: int, pro
 def main() -> None:
     from pg_server import PostgresServer, unavailable
 
+    from privbandits.deploy.local import usable_cores
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--devices", type=int, default=20000, help="reports per run")
     parser.add_argument("--fronts", type=int, default=2, help="front ends of the scaled-out runs")
@@ -77,7 +79,7 @@ def main() -> None:
     if (why := unavailable()) is not None:
         print(f"not measured: {why}")
         return
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cores = usable_cores()
     print(f"P2B shuffler on PostgreSQL (fsync on), {args.devices:,} reports a run, one connection each; {cores} cores; "
           f"load generator: {args.processes} processes x {args.concurrency} connections, unpaced, on the same cores")
     server = PostgresServer.start(fsync=True)

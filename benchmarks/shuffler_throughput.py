@@ -142,6 +142,8 @@ TARGET = 2000
 
 
 def main() -> None:
+    from privbandits.deploy.local import usable_cores
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--devices", type=int, default=6000, help="reports per measurement")
     parser.add_argument("--serial-devices", type=int, default=2000, help="reports through the serial front end")
@@ -153,7 +155,7 @@ def main() -> None:
         "--no-baselines", action="store_true", help="skip the serial and the no-resumption runs (ratios then n/a)"
     )
     args = parse_args(parser, devices=12, serial_devices=6, processes=1, concurrency=4, repeat=1)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cores = usable_cores()
     counts = sorted({cores if count == "all" else int(count) for count in args.workers.split(",")})
     print(f"P2B shuffler over mutual TLS, one connection per report; {cores} cores here; load generator: "
           f"{args.processes} processes x {args.concurrency} connections, unpaced, on the same cores")  # fmt: skip

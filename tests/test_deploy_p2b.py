@@ -286,6 +286,26 @@ def _kill_mid_batch(spec, victim: str, workdir: Path):
     return parties, queue_file, time.monotonic() - start
 
 
+def _restart_alone(parties, victim: str, workdir: Path, limit: float) -> tuple[dict[str, int], object]:
+    """Once the SIGKILLed ``victim`` has ended, restart it alone with --resume and wait for every party (each until
+    ``limit`` seconds from now, :func:`_wait_all`); every process still running then is killed. The exit codes and
+    the restarted party."""
+    import signal
+
+    from privbandits.deploy.local import start_party
+
+    restarted = None
+    try:
+        assert next(party for party in parties if party.name == victim).process.wait(timeout=60) == -signal.SIGKILL
+        restarted = start_party(workdir / "deployment.resolved.toml", victim, resume=True)
+        codes = _wait_all([*(party for party in parties if party.name != victim), restarted], limit)
+    finally:
+        for party in [*parties, *([restarted] if restarted is not None else [])]:
+            if party.process.poll() is None:
+                party.process.kill()
+    return codes, restarted
+
+
 def _assert_equals_uninterrupted(spec, got) -> None:
     """The session's released batches, published models, late users' rewards and composed ledger equal the
     in-memory run (so an uninterrupted one)."""
@@ -315,9 +335,6 @@ def test_a_party_killed_mid_run_and_restarted_alone_rejoins_and_the_session_equa
     """SIGKILL one party (a device host, the shuffler or the server) while the shuffler takes the encoded batch and
     restart only it, with --resume: the others keep running (their links wait for it and come back), the restarted
     party replays its part, every message and report is taken once, and the session ends as the uninterrupted one."""
-    import signal
-
-    from privbandits.deploy.local import start_party
     from privbandits.deploy.p2b import queue_path
     from privbandits.protocols.p2b_queue import SqliteReportQueue
 
@@ -329,18 +346,9 @@ def test_a_party_killed_mid_run_and_restarted_alone_rejoins_and_the_session_equa
     workdir = tmp_path / "run"
     workdir.mkdir()
     parties, _, took = _kill_mid_batch(spec, victim, workdir)
-    try:
-        victim_process = next(party for party in parties if party.name == victim)
-        assert victim_process.process.wait(timeout=60) == -signal.SIGKILL
-        restarted = start_party(workdir / "deployment.resolved.toml", victim, resume=True)
-        others = [party for party in parties if party.name != victim]
-        # the rest of the session is at most the whole of it again (the restarted party replays from the start),
-        # and the part measured so far took ``took`` seconds: 10 times that, and the restart's own start-up
-        codes = _wait_all([*others, restarted], 10 * took + 60)
-    finally:
-        for party in parties:
-            if party.process.poll() is None:
-                party.process.kill()
+    # the rest of the session is at most the whole of it again (the restarted party replays from the start), and
+    # the part measured so far took ``took`` seconds: 10 times that, and the restart's own start-up
+    codes, restarted = _restart_alone(parties, victim, workdir, 10 * took + 60)
     assert codes == dict.fromkeys(codes, 0), {p.name: p.stderr[-3:] for p in [*parties, restarted]}
     got = outcome(spec)
     results = got["results"]
@@ -583,7 +591,7 @@ def test_a_host_killed_after_the_release_replays_its_devices_to_the_concurrent_f
     (counted as replayed), and the session ends as the uninterrupted one."""
     import signal
 
-    from privbandits.deploy.local import start_parties, start_party
+    from privbandits.deploy.local import start_parties
     from privbandits.deploy.p2b import queue_path
 
     path = local_copy(tmp_path, raw_baseline=False)  # the shipped size: its late users take a while to play
@@ -601,13 +609,11 @@ def test_a_host_killed_after_the_release_replays_its_devices_to_the_concurrent_f
             assert time.monotonic() - start < 300, "no batch released in 300 s"
             time.sleep(0.005)
         by_name["hostb"].process.send_signal(signal.SIGKILL)
-        assert by_name["hostb"].process.wait(timeout=60) == -signal.SIGKILL
-        restarted = start_party(workdir / "deployment.resolved.toml", "hostb", resume=True)
-        codes = _wait_all([*[p for p in parties if p.name != "hostb"], restarted], 10 * (time.monotonic() - start) + 60)
-    finally:
+    except BaseException:
         for party in parties:
-            if party.process.poll() is None:
-                party.process.kill()
+            party.process.kill()
+        raise
+    codes, restarted = _restart_alone(parties, "hostb", workdir, 10 * (time.monotonic() - start) + 60)
     assert codes == dict.fromkeys(codes, 0), {p.name: p.stderr[-3:] for p in [*parties, restarted]}
     got = outcome(spec)
     assert got["results"]["hostb"]["resumed"] is True and got["results"]["hostb"]["reports_refused"] == 0

@@ -94,11 +94,7 @@ def test_two_front_ends_on_one_postgresql_queue_release_the_batch_of_one(
         specs[fronts] = small_deployments.p2b_tests.deployed(path)
     one, two = specs[()], specs[("fronta", "frontb")]
     assert comparable(two) == comparable(one)
-    _, network = small_deployments.p2b_tests.run_in_memory(two)  # and the in-memory run's, in the same order
-    released = next(e.message for e in network.transcript if e.message.kind == EncodedBatch.kind)
-    batch = comparable(two)["batches"]["encoded"]
-    assert {field: batch[field] for field in ("codes", "actions", "rewards")} == {
-        field: getattr(released, field).tolist() for field in ("codes", "actions", "rewards")}  # fmt: skip
+    _assert_released_as_in_memory(two, comparable(two)["batches"]["encoded"])  # in the same order
 
     results = small_deployments.results(two)
     took = {front: results[front]["took"]["encoded"] for front in ("fronta", "frontb")}
@@ -221,6 +217,32 @@ def _held_in(url: str) -> int:
         return 0
 
 
+def _started_with_front_ends(tmp_path, url: str, rejoin_s: float = 0):
+    """The small deployment (1,000 users) with two front ends on ``url`` and ``rejoin_s``, its certificates and
+    data made, every party started: the spec, the run folder, the parties by name, and when they were started."""
+    from privbandits.deploy.local import start_parties
+
+    path = small_deployments.p2b_tests.local_copy(tmp_path, raw_baseline=False, **{
+        "n_users = 3000": "n_users = 1000", "deadline_s = 30 ": "deadline_s = 10 "})  # fmt: skip
+    path = with_front_ends(path, url, ("fronta", "frontb"))
+    path.write_text(path.read_text().replace("rejoin_s = 0\n", f"rejoin_s = {rejoin_s:g}\n"))
+    runner = CliRunner()
+    for command in (["deploy", "certs", str(path)], ["deploy", "data", str(path)]):
+        assert runner.invoke(standalone, command).exit_code == 0
+    spec = load_deployment(path)
+    workdir, start = tmp_path / "run", time.monotonic()
+    workdir.mkdir()
+    return spec, workdir, {party.name: party for party in start_parties(spec, workdir)}, start
+
+
+def _assert_released_as_in_memory(spec, batch: dict) -> None:
+    """The encoded batch a deployment released is the in-memory run's, element for element."""
+    _, network = small_deployments.p2b_tests.run_in_memory(spec)
+    released = next(e.message for e in network.transcript if e.message.kind == EncodedBatch.kind)
+    assert {field: batch[field] for field in ("codes", "actions", "rewards")} == {
+        field: getattr(released, field).tolist() for field in ("codes", "actions", "rewards")}  # fmt: skip
+
+
 @pytest.mark.slow  # two sessions of six processes
 def test_a_front_end_killed_mid_batch_ends_the_session_and_every_party_resumed_ends_it_as_uninterrupted(
     tmp_path, postgres_server, encoder_cache  # noqa: F811
@@ -232,21 +254,12 @@ def test_a_front_end_killed_mid_batch_ends_the_session_and_every_party_resumed_e
 
     from test_deploy_p2b import _wait_all
 
-    from privbandits.deploy.local import start_parties, start_party
+    from privbandits.deploy.local import start_party
     from privbandits.deploy.party import EXIT_LOST
 
     url = postgres_server.database()
-    path = small_deployments.p2b_tests.local_copy(tmp_path, raw_baseline=False, **{
-        "n_users = 3000": "n_users = 1000", "deadline_s = 30 ": "deadline_s = 10 "})  # fmt: skip
-    path = with_front_ends(path, url, ("fronta", "frontb"))
-    runner = CliRunner()
-    for command in (["deploy", "certs", str(path)], ["deploy", "data", str(path)]):
-        assert runner.invoke(standalone, command).exit_code == 0
-    spec = load_deployment(path)
-    workdir, start = tmp_path / "run", time.monotonic()
-    workdir.mkdir()
-    parties = start_parties(spec, workdir)
-    by_name = {party.name: party for party in parties}
+    spec, workdir, by_name, start = _started_with_front_ends(tmp_path, url)
+    parties = list(by_name.values())
     try:
         while _held_in(url) < 20:
             assert by_name["fronta"].process.poll() is None, "the front end ended before the batch"
@@ -270,10 +283,7 @@ def test_a_front_end_killed_mid_batch_ends_the_session_and_every_party_resumed_e
     assert codes == dict.fromkeys(codes, 0), {party.name: party.stderr[-3:] for party in restarted}
     got = outcome(spec)
     assert got["results"]["shuffler"]["resumed"] is True
-    _, network = small_deployments.p2b_tests.run_in_memory(spec)
-    released = next(e.message for e in network.transcript if e.message.kind == EncodedBatch.kind)
-    assert {field: got["batches"]["encoded"][field] for field in ("codes", "actions", "rewards")} == {
-        field: getattr(released, field).tolist() for field in ("codes", "actions", "rewards")}  # fmt: skip
+    _assert_released_as_in_memory(spec, got["batches"]["encoded"])
     took = [got["results"][front]["took"]["encoded"] for front in ("fronta", "frontb")]
     assert sum(counts["duplicates"] for counts in took) >= 20  # stored before the kill: kept once
     with PostgresReportQueue(url, schema="shuffler") as queue:
@@ -303,44 +313,25 @@ def test_a_party_of_a_scaled_out_shuffler_killed_and_restarted_alone_rejoins(
     the uninterrupted session's batch, every report in the shared queue once."""
     import signal
 
-    from test_deploy_p2b import _wait_all
-
-    from privbandits.deploy.local import start_parties, start_party
+    from test_deploy_p2b import _restart_alone
 
     url = postgres_server.database()
-    path = small_deployments.p2b_tests.local_copy(tmp_path, raw_baseline=False, **{
-        "n_users = 3000": "n_users = 1000", "deadline_s = 30 ": "deadline_s = 10 "})  # fmt: skip
-    path = with_front_ends(path, url, ("fronta", "frontb"))
-    path.write_text(path.read_text().replace("rejoin_s = 0\n", "rejoin_s = 20\n"))
-    runner = CliRunner()
-    for command in (["deploy", "certs", str(path)], ["deploy", "data", str(path)]):
-        assert runner.invoke(standalone, command).exit_code == 0
-    spec = load_deployment(path)
-    workdir, start = tmp_path / "run", time.monotonic()
-    workdir.mkdir()
-    parties = start_parties(spec, workdir)
-    by_name = {party.name: party for party in parties}
-    restarted = None
+    spec, workdir, by_name, start = _started_with_front_ends(tmp_path, url, rejoin_s=20)
+    parties = list(by_name.values())
     try:
         while (_held_in(url) < 20) if when == "mid-batch" else not _released_in(url):
             assert time.monotonic() - start < 300, f"not {when} in 300 s"
             time.sleep(0.01)
         by_name[victim].process.send_signal(signal.SIGKILL)
-        assert by_name[victim].process.wait(timeout=60) == -signal.SIGKILL
-        restarted = start_party(workdir / "deployment.resolved.toml", victim, resume=True)
-        others = [party for party in parties if party.name != victim]
-        codes = _wait_all([*others, restarted], 10 * (time.monotonic() - start) + 60)
-    finally:
-        for party in [*parties, *([restarted] if restarted else [])]:
-            if party.process.poll() is None:
-                party.process.kill()
+    except BaseException:
+        for party in parties:
+            party.process.kill()
+        raise
+    codes, restarted = _restart_alone(parties, victim, workdir, 10 * (time.monotonic() - start) + 60)
     assert codes == dict.fromkeys(codes, 0), {p.name: p.stderr[-3:] for p in [*parties, restarted]}
     got = outcome(spec)
     assert got["results"][victim]["resumed"] is True
-    _, network = small_deployments.p2b_tests.run_in_memory(spec)
-    released = next(e.message for e in network.transcript if e.message.kind == EncodedBatch.kind)
-    assert {field: got["batches"]["encoded"][field] for field in ("codes", "actions", "rewards")} == {
-        field: getattr(released, field).tolist() for field in ("codes", "actions", "rewards")}  # fmt: skip
+    _assert_released_as_in_memory(spec, got["batches"]["encoded"])
     with PostgresReportQueue(url, schema="shuffler") as queue:
         assert queue.batches() == [0] and queue.unreleased() == [] and queue.held() == 0
     if when == "released":  # its devices' reports came again after the batch closed: acknowledged, not taken

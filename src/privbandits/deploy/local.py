@@ -147,6 +147,11 @@ def available_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
+def usable_cores() -> int:
+    """How many cores this process may run on (the machine's count where the platform cannot pin)."""
+    return len(available_cpus()) or os.cpu_count() or 1
+
+
 def start_parties(
     deployment: Deployment,
     workdir: Path,

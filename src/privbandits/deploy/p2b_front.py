@@ -37,7 +37,6 @@ refused at once and the other parties see the loss.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import re
 import select
 import threading
@@ -63,7 +62,9 @@ def worker_count(protocol) -> int:
     """The front end's worker processes: ``protocol.workers``; unset, one per CPU this process may use."""
     if protocol.workers is not None:
         return protocol.workers
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    from privbandits.deploy.local import usable_cores
+
+    return usable_cores()
 
 
 def canonical(hosts: list[str], party: str, sender: str) -> tuple[int, int, str]:
@@ -286,7 +287,7 @@ class Front:
         opens it), or ``(frame type, reason, party)``: acknowledged (raw report, held), refused or dropped."""
         sender, got = envelope.sender, envelope.message
         if batch is None or envelope.phase != batch.phase or got.kind != batch.kind:
-            if envelope.phase in getattr(self.shuffler, "closed", {}).get(party, ()):
+            if self.shuffler is not None and envelope.phase in self.shuffler.closed.get(party, ()):
                 self.shuffler.replayed += 1  # a restarted host's device, for a batch its host closed: taken before
                 return FrameType.CLOSE, "", party
             if (batch is None or envelope.phase != batch.phase) and waited < self.network.deadline:
