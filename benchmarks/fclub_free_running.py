@@ -14,7 +14,8 @@ mutual TLS, reproducible so that lock-step equals the in-memory run).
    seven parties, at T and at a short session (their difference over the rounds between: start-up left
    out), against the in-process run's CPU per round; the ceiling their ratio puts on the rounds/s ratio
    of 2 when C cores run the parties is C × in-process CPU / processes' CPU. The lowest run's CPU per round is
-   also given party by party (where it goes).
+   also given party by party (where it goes), and the ceiling with a core per party: in-process CPU / the busiest
+   party's (the rounds/s of a pipeline whose stages run side by side is bounded by its slowest stage).
 
     python benchmarks/fclub_free_running.py                 # 10 seeds, T = 4095
     python benchmarks/fclub_free_running.py --seeds 20 --skip-throughput
@@ -145,6 +146,9 @@ def cpu_per_round(horizon: int, preset: tuple[str, str], servers: int, repeat: i
         lowest = by_party[per_round.index(best)]
         print("    the lowest, party by party: " + ", ".join(f"{name} {1e6 * value:.0f}" for name, value in
                                                             lowest.items()) + " µs", flush=True)  # fmt: skip
+        busiest = max(lowest, key=lowest.__getitem__)
+        print(f"    with a core per party ({servers + 2} cores; projection, not measured here): ratio ceiling "
+              f"{reference / lowest[busiest]:.2f}, set by the busiest party, {busiest}", flush=True)
 
 
 def main() -> None:

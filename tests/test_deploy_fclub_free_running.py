@@ -51,6 +51,12 @@ def test_free_running_faithful_session_counts_every_message_that_crossed(tmp_pat
     assert set(crossings) == {"stale_downloads", "crossed_downloads", "late_downloads"}
     assert set(results["global"]["crossings"]) == {"crossed_uploads"}
     assert sum(crossings.values()) > 0  # downloads did cross phase starts at this size
+    # each reward goes to its local server once, with the server's next round or alone before a phase start or the end
+    arms, dim = spec.protocol.n_arms, spec.protocol.dim
+    to_servers = [row for row in results["users"]["traffic"] if row[0] == "users" and row[2].startswith("local")]
+    messages, size = sum(row[3] for row in to_servers), sum(row[4] for row in to_servers)
+    assert size == horizon * (8 + 8 + 8 * arms * dim) + horizon * 8  # every round's t, user, contexts and reward
+    assert horizon < messages <= horizon + len(locals_) * (len(reference.bandit.phase_starts) + 1)
     # the same public clock, and a regret near lock-step's (one seed; the benchmark compares over seeds)
     for local in locals_:
         assert [t for t, *_ in local["phases"]] == reference.bandit.phase_starts
@@ -61,3 +67,69 @@ def test_a_bad_schedule_names_the_field(tmp_path):
     path = local_copy(tmp_path, **{"seed = 0 ": 'seed = 0\nschedule = "async"\n#'})
     with pytest.raises(DeploymentError, match=r"protocol\.schedule: Input should be 'lock-step' or 'free-running'"):
         load_deployment(path)
+
+
+def _free_local_server(tmp_path):
+    """local0 of the example over an in-memory network, its clusters detected, and the users' party."""
+    from privbandits.comm import InMemoryNetwork, Party
+    from privbandits.deploy.fclub import _calibration, _streams
+    from privbandits.protocols.fclub import LocalServer
+
+    spec = load_deployment(local_copy(tmp_path, **FREE))
+    network = InMemoryNetwork(serialize=True)
+    users = Party("users", network)
+    Party("global", network)
+    members = np.arange(8)  # local0's block
+    server = LocalServer("local0", network, members, 10, _calibration(spec), _streams(spec)[1][0])
+    with network.phase("detect"):
+        server.detect(1)
+    return spec, network, users, server, {int(u): i for i, u in enumerate(members)}
+
+
+def test_a_free_running_local_server_learns_each_reward_before_its_next_round(tmp_path):
+    from privbandits.deploy.fclub import USERS, Arrival, Choice, Feedback, RewardAndArrival
+    from privbandits.deploy.fclub_local import _free_step, _LocalEvents
+
+    spec, network, users, server, index = _free_local_server(tmp_path)
+    events, contexts = _LocalEvents(), np.ones((10, 10)) / 10
+    with network.phase(USERS):
+        users.send("local0", Arrival(1, 0, contexts))
+        users.send("local0", RewardAndArrival(0.5, 2, 3, contexts))
+        users.send("local0", Feedback(0.25))
+    owed = _free_step(server, "users", Arrival.kind, None, index, events, network, spec.protocol, False)
+    assert (owed.t, owed.user, events.counts["served"]) == (1, 0, 0)  # round 1 served, its reward owed
+    owed = _free_step(server, "users", RewardAndArrival.kind, owed, index, events, network, spec.protocol, False)
+    assert (owed.t, owed.user, events.counts["served"]) == (2, 3, 1)  # round 1 learnt, then round 2 served
+    assert _free_step(server, "users", Feedback.kind, owed, index, events, network, spec.protocol, False) is None
+    assert events.counts["served"] == 2
+    with network.phase(USERS):
+        arms = [users.receive(Choice, "local0").arm for _ in range(2)]  # one per round, nothing else
+    assert all(0 <= arm < 10 for arm in arms) and network.pending("local0") == network.pending("users") == []
+
+
+@pytest.mark.parametrize(
+    ("first", "error"),
+    [
+        ("feedback", "'users' sent 'local0' a reward, but it owes no round one"),
+        ("arrival", "'users' sent round 2 to 'local0' before the reward of round 1"),
+    ],
+)
+def test_a_free_running_local_server_refuses_rewards_out_of_turn(tmp_path, first, error):
+    """A users party that sends a reward no round is owed, or a round before the reward owed (a broken or hostile
+    one), in memory."""
+    from privbandits.comm import ProtocolError
+    from privbandits.deploy.fclub import USERS, Arrival, Feedback
+    from privbandits.deploy.fclub_local import _free_step, _LocalEvents
+
+    spec, network, users, server, index = _free_local_server(tmp_path)
+    events, contexts = _LocalEvents(), np.ones((10, 10)) / 10
+    with network.phase(USERS):
+        users.send("local0", Arrival(1, 0, contexts) if first == "arrival" else Feedback(1.0))
+    owed = None
+    if first == "arrival":
+        owed = _free_step(server, "users", Arrival.kind, None, index, events, network, spec.protocol, False)
+        with network.phase(USERS):
+            users.send("local0", Arrival(2, 0, contexts))
+    kind = Arrival.kind if first == "arrival" else Feedback.kind
+    with pytest.raises(ProtocolError, match=error):
+        _free_step(server, "users", kind, owed, index, events, network, spec.protocol, False)

@@ -42,8 +42,11 @@ checks and goes on with its next round without waiting for the global server (no
 :class:`Applied`, :class:`Checked`, :class:`Served`), the global server sends the downloads uploads make due
 without waiting for them to be applied (once no further upload is already waiting, so that under a backlog
 one download carries several uploads), and the users keep up to :data:`WINDOW` rounds in flight (a
-round's contexts go out before the previous rounds' arms are back; each local server still finishes a round,
-its reward included, before it starts its next, so only the local servers' view of each other lags). A
+round's contexts go out before the previous rounds' arms are back). A round's reward travels with its local
+server's next round (:class:`RewardAndArrival`), or alone (:class:`Feedback`) before a phase start and at the end: one
+message and one wake-up of the local server per round instead of two. A local server learns each reward before it
+serves its next round, so its own choices see every reward as in lock-step; the upload a reward makes due (Eq. 5)
+leaves when the server's next round arrives, so only the local servers' view of each other lags. A
 phase start stays a barrier: the users send :class:`PhaseStart` once every earlier round is answered, and a
 local server serves no round of the new phase before the global server's :class:`PhaseEnd` and renewals.
 Messages that cross a phase start, with the counts each party records (``crossings`` in its result):
@@ -118,6 +121,17 @@ class Feedback(Message):
     """Users → local server: the reward of the recommended arm."""
 
     reward: float
+
+
+@message("deploy.fclub.reward_and_arrival")
+class RewardAndArrival(Message):
+    """Free-running, users → local server: the reward of the arm it chose in its previous round, then round ``t``'s
+    user and contexts (a :class:`Feedback` and an :class:`Arrival` in one message)."""
+
+    reward: float
+    t: int
+    user: int
+    contexts: np.ndarray
 
 
 @message("deploy.fclub.served")

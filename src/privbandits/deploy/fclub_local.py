@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from privbandits.deploy.fclub import (
     Feedback,
     Finish,
     PhaseStart,
+    RewardAndArrival,
     Served,
     UploadDone,
     _calibration,
@@ -38,6 +40,15 @@ from privbandits.deploy.fclub import (
 )
 from privbandits.protocols.fclub.local_server import LocalServer
 from privbandits.protocols.fclub_messages import ASYNC, CHECK, DETECT, GLOBAL, PHASE_END, Download, PhaseEnd
+
+
+class _Owed(NamedTuple):
+    """A round served whose reward has not come yet: its round, the user (index among the served) and the context
+    of the arm chosen."""
+
+    t: int
+    user: int
+    context: np.ndarray
 
 
 class _LocalEvents(Checkpointed):
@@ -69,17 +80,26 @@ def run_local_server(
     free = free_running(deployment)
     resumed = _resume(deployment, name, server, events, network, resume)
     wanted = (Arrival.kind, PhaseStart.kind, Download.kind, Finish.kind)
+    if free:
+        wanted += (RewardAndArrival.kind, Feedback.kind)
+    owed: _Owed | None = None  # free-running: the round served whose reward is still to come
     while True:
         sender, kind = _next(server, wanted, deployment)
         _check_sender(name, sender, kind, FCLUBProtocol.GLOBAL if kind == Download.kind else users)
         if kind == Download.kind:
             _apply_download(server, events, network, acknowledge=not free)
-        elif kind == PhaseStart.kind:
+            continue
+        if free and kind in (Arrival.kind, RewardAndArrival.kind, Feedback.kind):
+            owed = _free_step(server, users, kind, owed, index, events, network, protocol, count_idle)
+            continue
+        if owed is not None:
+            raise ProtocolError(f"{users!r} sent a {kind!r} message before the reward of round {owed.t}")
+        if kind == PhaseStart.kind:
             t = _detect(server, events, network, free)
             if fclub_resume.is_phase_start(t):
                 fclub_resume.save(deployment, name, t, _state(server, events), network)
         elif kind == Arrival.kind:
-            _serve(server, users, index, events, network, protocol, count_idle, free)
+            _serve(server, users, index, events, network, protocol, count_idle)
         else:
             rounds = server.receive(Finish, users).rounds
             with network.phase(SCHEDULE):
@@ -180,10 +200,36 @@ def _await_global_finish(server, events: _LocalEvents, network: TlsNetwork) -> N
 
 
 def _serve(server, users: str, index: dict[int, int], events: _LocalEvents, network: TlsNetwork, protocol,
-           count_idle: bool, free: bool = False) -> None:  # fmt: skip
-    """One round: recommend, learn the reward, upload if Eq. 5 fires (or ask for the download check), say so
-    (lock-step: once the global server has answered; free-running: at once, and to no one)."""
-    arrival = server.receive(Arrival, users)
+           count_idle: bool) -> None:  # fmt: skip
+    """Lock-step, one round: recommend, learn the reward, upload if Eq. 5 fires (or ask for the download check), and
+    say so once the global server has answered."""
+    owed = _recommend(server, users, index, server.receive(Arrival, users), network, protocol)
+    with network.phase(USERS):
+        reward = server.receive(Feedback, users).reward
+    t = _learn(server, users, owed, reward, events, network, count_idle, free=False)
+    with network.phase(USERS):
+        server.send(users, Served(t))
+
+
+def _free_step(server, users: str, kind: str, owed: _Owed | None, index: dict[int, int], events: _LocalEvents,
+               network: TlsNetwork, protocol, count_idle: bool) -> _Owed | None:  # fmt: skip
+    """Free-running, a message of ``kind`` from the users: a round (:class:`Arrival`) when none is owed, or the reward
+    of the round owed, alone (:class:`Feedback`) or with the server's next round (:class:`RewardAndArrival`): it is
+    learnt first (its upload sent), then the next round served. Returns the round whose reward is now owed."""
+    msg = server.receive(kind, users)
+    if kind == Arrival.kind:
+        if owed is not None:
+            raise ProtocolError(f"{users!r} sent round {msg.t} to {server.name!r} before the reward of round {owed.t}")
+        return _recommend(server, users, index, msg, network, protocol)
+    if owed is None:
+        raise ProtocolError(f"{users!r} sent {server.name!r} a reward, but it owes no round one")
+    _learn(server, users, owed, msg.reward, events, network, count_idle, free=True)
+    return None if kind == Feedback.kind else _recommend(server, users, index, msg, network, protocol)
+
+
+def _recommend(server, users: str, index: dict[int, int], arrival, network: TlsNetwork, protocol) -> _Owed:
+    """Recommend an arm for ``arrival`` (an :class:`Arrival` or :class:`RewardAndArrival`, checked) and send it; the
+    round whose reward is now owed."""
     t, i, contexts = arrival.t, index.get(arrival.user), arrival.contexts
     network.round_label = f"round {t}"
     if i is None:
@@ -197,10 +243,18 @@ def _serve(server, users: str, index: dict[int, int], events: _LocalEvents, netw
     with network.phase(USERS):
         arm = server.recommend(i, contexts)
         server.send(users, Choice(arm))
-        reward = server.receive(Feedback, users).reward
+    return _Owed(t, i, contexts[arm])
+
+
+def _learn(server, users: str, owed: _Owed, reward: object, events: _LocalEvents, network: TlsNetwork,
+           count_idle: bool, free: bool) -> int:  # fmt: skip
+    """Learn round ``owed``'s reward; upload if Eq. 5 fires (or ask for the download check), and in lock-step wait
+    for the global server's answer. Returns the round."""
+    t = owed.t
+    network.round_label = f"round {t}"
     if not (isinstance(reward, float) and math.isfinite(reward)):
         raise ProtocolError(f"{users!r} sent reward {reward!r} in round {t}; expected a finite float")
-    cluster = server.observe(i, contexts[arm], reward)
+    cluster = server.observe(owed.user, owed.context, reward)
     if cluster is not None:
         with network.phase(ASYNC):
             server.upload(cluster)
@@ -212,12 +266,9 @@ def _serve(server, users: str, index: dict[int, int], events: _LocalEvents, netw
             server.receive(UploadDone.kind, FCLUBProtocol.GLOBAL)
     elif count_idle:
         with network.phase(CHECK):
-            server.check_download(i)
+            server.check_download(owed.user)
         events.counts["download_checks"] += 1
         if not free:
             server.receive(Checked.kind, FCLUBProtocol.GLOBAL)
     events.counts["served"] += 1
-    if free:
-        return
-    with network.phase(USERS):
-        server.send(users, Served(t))
+    return t

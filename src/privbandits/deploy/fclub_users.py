@@ -28,6 +28,7 @@ from privbandits.deploy.fclub import (
     Feedback,
     Finish,
     PhaseStart,
+    RewardAndArrival,
     Served,
     _protocol,
     _server_of_user,
@@ -82,19 +83,28 @@ def _check_arm(server: str, t: int, arm: object, n_arms: int) -> None:
 
 class _Pipeline:
     """Free-running: rounds sent ahead, at most WINDOW, answered oldest first (a local server serves its own rounds in
-    order, so its arms come in the order of its rounds)."""
+    order, so its arms come in the order of its rounds); each reward owed to a local server goes with its next round,
+    or alone when the pipeline drains."""
 
     def __init__(self, users: Party, servers: _Reachable, record: _Record, n_arms: int, on_round) -> None:
         self.users, self.servers, self.record, self.n_arms, self.on_round = users, servers, record, n_arms, on_round
         self.pending: dict[str, deque[tuple[int, np.ndarray, np.ndarray]]] = {s: deque() for s in servers.names}
         self.order: deque[tuple[int, str]] = deque()  # the rounds in flight, oldest first
         self.in_flight = 0
+        self.owed: dict[str, float] = {}  # per local server, the reward of its last answered round, not yet sent
 
     def send(self, server: str, t: int, env, contexts: np.ndarray, expected: np.ndarray) -> None:
-        """Round ``t``'s user and contexts to ``server``; answered later (:meth:`answer`), at most WINDOW ahead."""
+        """Round ``t``'s user and contexts to ``server``, with the reward of its previous round (answered first: a
+        local server learns each reward before it serves its next round); answered later (:meth:`answer`), at most
+        WINDOW ahead."""
+        while self.pending[server]:
+            self.answer()
         try:
             with self.users.network.phase(USERS):
-                self.users.send(server, Arrival(t, env.user, contexts))
+                if server in self.owed:
+                    self.users.send(server, RewardAndArrival(self.owed.pop(server), t, env.user, contexts))
+                else:
+                    self.users.send(server, Arrival(t, env.user, contexts))
         except PeerLost as exc:
             self._lose(server, exc)
             return
@@ -105,9 +115,9 @@ class _Pipeline:
             self.answer()
 
     def answer(self) -> None:
-        """The oldest round in flight: its arm, the reward back at once, the choice scored. (Waiting for the oldest
-        round's server rather than for any: a wait on one link costs less than one on all, and the other servers'
-        arms wait read ahead.)"""
+        """The oldest round in flight: its arm, its reward owed to the server, the choice scored. (Waiting for the
+        oldest round's server rather than for any: a wait on one link costs less than one on all, and the other
+        servers' arms wait read ahead.)"""
         t, server = self.order.popleft()
         if server in self.servers.lost:
             return
@@ -116,22 +126,32 @@ class _Pipeline:
                 arm = self.users.receive(Choice, server).arm
                 _, expected, rewards = self.pending[server].popleft()
                 _check_arm(server, t, arm, self.n_arms)
-                self.users.send(server, Feedback(float(rewards[arm])))
         except PeerLost as exc:
             self._lose(server, exc)
             return
         self.in_flight -= 1
+        self.owed[server] = float(rewards[arm])
         self.record.score(t, arm, float(rewards[arm]), expected)
         if self.on_round is not None:
             self.on_round(t, len(self.record.arms))
 
     def drain(self) -> None:
-        """Every round in flight answered (before a phase start, and at the end)."""
+        """Every round in flight answered and every reward sent (before a phase start, and at the end)."""
         while self.order:
             self.answer()
+        for server, reward in self.owed.items():
+            if server in self.servers.lost:
+                continue
+            try:
+                with self.users.network.phase(USERS):
+                    self.users.send(server, Feedback(reward))
+            except PeerLost as exc:
+                self.servers.lose(server, exc)
+        self.owed.clear()
 
     def _lose(self, server: str, exc: PeerLost) -> None:
         self.servers.lose(server, exc)
+        self.owed.pop(server, None)
         self.in_flight -= len(self.pending.get(server, ()))
         self.pending[server] = deque()  # its rounds go unserved
 
