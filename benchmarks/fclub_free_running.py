@@ -8,7 +8,8 @@ mutual TLS, reproducible so that lock-step equals the in-memory run).
    contexts and reward draws). The free-running runs' crossing counts (deploy/fclub.py) are summed.
 2. Throughput: rounds per second of one free-running session (then one lock-step session) and of the
    in-process run of the same deployment just after it (the in-memory network, fastest of 3 warm runs),
-   their ratio (target for free-running ≥ 0.5), and the load average.
+   their ratio (target for free-running ≥ 0.5), and the load average; then its messages per round (by phase) and
+   its downloads against the messages that carried them.
 3. CPU per round (``--cpu``; not slowed by other work on the machine, unlike 2): each party started as a
    process of its own (``party run``) and its CPU time read when it exits (``os.wait4``), summed over the
    seven parties, at T and at a short session (their difference over the rounds between: start-up left
@@ -89,6 +90,22 @@ def throughput(horizon: int, preset: tuple[str, str], servers: int) -> None:
             f"load average {load} on {os.cpu_count()} CPUs",
             flush=True,
         )
+        print(f"  {messages_per_round(got['results'], horizon)}", flush=True)
+
+
+def messages_per_round(results: dict, horizon: int) -> str:
+    """The session's messages per round, by phase (every party's sent traffic), and its downloads against the
+    messages that carried them."""
+    sent: dict[str, int] = {}
+    for name, result in results.items():
+        for phase, sender, _, messages, _, _ in result["traffic"]:
+            if sender == name:
+                sent[phase] = sent.get(phase, 0) + messages
+    downloads = sum(result["counts"]["downloads"] for result in results.values() if result["role"] == "local_server")
+    carried = sum(row[3] for row in results["global"]["traffic"] if row[0] == "async" and row[1] == "global")
+    by_phase = ", ".join(f"{phase} {count / horizon:.2f}" for phase, count in sorted(sent.items()))
+    return (f"messages per round {sum(sent.values()) / horizon:.2f} ({by_phase}); {downloads:,} downloads in "
+            f"{carried:,} messages")  # fmt: skip
 
 
 def party_cpu(horizon: int, preset: tuple[str, str], schedule: str, servers: int) -> dict[str, float]:

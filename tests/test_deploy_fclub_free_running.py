@@ -47,12 +47,16 @@ def test_free_running_faithful_session_counts_every_message_that_crossed(tmp_pat
     # every download the global server sent reached its local server and was applied or dropped by the rules
     sent = sum(sum(counts) for counts in results["global"]["downloads_per_upload"].values())
     assert sum(local["counts"]["downloads"] for local in locals_) == sent == got["counts"].downloads
+    # ... in one message per local server each time (Downloads), each download's bytes as a Download's
+    arms, dim = spec.protocol.n_arms, spec.protocol.dim
+    downloads = [row for row in results["global"]["traffic"] if row[0] == "async" and row[1] == "global"]
+    assert sum(row[4] for row in downloads) == sent * (8 + 8 * dim * dim + 8 * dim + 8)
+    assert len(locals_) <= sum(row[3] for row in downloads) <= sent  # fewer once local clusters share global ones
     crossings = {key: sum(local["crossings"][key] for local in locals_) for key in locals_[0]["crossings"]}
     assert set(crossings) == {"stale_downloads", "crossed_downloads", "late_downloads"}
     assert set(results["global"]["crossings"]) == {"crossed_uploads"}
     assert sum(crossings.values()) > 0  # downloads did cross phase starts at this size
     # each reward goes to its local server once, with the server's next round or alone before a phase start or the end
-    arms, dim = spec.protocol.n_arms, spec.protocol.dim
     to_servers = [row for row in results["users"]["traffic"] if row[0] == "users" and row[2].startswith("local")]
     messages, size = sum(row[3] for row in to_servers), sum(row[4] for row in to_servers)
     assert size == horizon * (8 + 8 + 8 * arms * dim) + horizon * 8  # every round's t, user, contexts and reward
@@ -133,3 +137,29 @@ def test_a_free_running_local_server_refuses_rewards_out_of_turn(tmp_path, first
     kind = Arrival.kind if first == "arrival" else Feedback.kind
     with pytest.raises(ProtocolError, match=error):
         _free_step(server, "users", kind, owed, index, events, network, spec.protocol, False)
+
+
+def test_downloads_carry_each_download_as_it_is_and_a_malformed_one_is_refused():
+    from privbandits.comm import ProtocolError
+    from privbandits.comm.codec import Envelope, decode, encode
+    from privbandits.deploy.fclub import Downloads
+    from privbandits.protocols.fclub_messages import Download
+
+    rng = np.random.default_rng(0)
+    sent = [Download(c, rng.normal(size=(3, 3)), rng.normal(size=3), n) for c, n in [(2, 5), (0, 1), (7, 0)]]
+    message = Downloads.of(sent)
+    assert message.payload_bytes() == sum(d.payload_bytes() for d in sent)
+    got = decode(encode(Envelope("global", "local0", "async", message))).message.entries(3)
+    for a, b in zip(got, sent, strict=True):
+        assert (a.cluster, a.count) == (b.cluster, b.count)
+        assert np.array_equal(a.gram, b.gram) and np.array_equal(a.moment, b.moment)
+    bad = [Downloads(message.clusters, message.grams[:, :2], message.moments, message.counts),
+           Downloads(message.clusters, message.grams, np.full((3, 3), np.nan), message.counts),
+           Downloads(message.clusters.astype(np.float64), message.grams, message.moments, message.counts)]  # fmt: skip
+    errors = [r"grams is float64 of shape \(3, 2, 3\); expected finite float64 of shape \(3, 3, 3\) \(3 downloads, "
+              r"d = 3\)",
+              r"moments is float64 of shape \(3, 3\); expected finite float64 of shape \(3, 3\)",
+              r"clusters is float64 of shape \(3,\); expected finite int64 of shape \(3,\)"]  # fmt: skip
+    for message, error in zip(bad, errors, strict=True):
+        with pytest.raises(ProtocolError, match=error):
+            message.entries(3)

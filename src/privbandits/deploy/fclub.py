@@ -41,7 +41,7 @@ the in-memory run. ``free-running`` drops the sequencing: a local server sends i
 checks and goes on with its next round without waiting for the global server (no :class:`UploadDone`,
 :class:`Applied`, :class:`Checked`, :class:`Served`), the global server sends the downloads uploads make due
 without waiting for them to be applied (once no further upload is already waiting, so that under a backlog
-one download carries several uploads), and the users keep up to :data:`WINDOW` rounds in flight (a
+one download carries several uploads; those due to one local server in one :class:`Downloads` message), and the users keep up to :data:`WINDOW` rounds in flight (a
 round's contexts go out before the previous rounds' arms are back). A round's reward travels with its local
 server's next round (:class:`RewardAndArrival`), or alone (:class:`Feedback`) before a phase start and at the end: one
 message and one wake-up of the local server per round instead of two. A local server learns each reward before it
@@ -94,7 +94,7 @@ from privbandits.envs.clustered import ClusteredLinearBandit
 from privbandits.protocols.fclub.accounting import Communication
 from privbandits.protocols.fclub.rounds import play
 from privbandits.protocols.fclub_config import Calibration
-from privbandits.protocols.fclub_messages import PhaseUpload, Upload
+from privbandits.protocols.fclub_messages import Download, PhaseUpload, Upload
 
 USERS, SCHEDULE, SEQUENCE = "users", "schedule", "sequence"
 """Phases of the deployment's sequencing messages (the in-memory driver's call order), outside the protocol."""
@@ -132,6 +132,42 @@ class RewardAndArrival(Message):
     t: int
     user: int
     contexts: np.ndarray
+
+
+@message("deploy.fclub.downloads")
+class Downloads(Message):
+    """Free-running, global → a local server: the downloads due to its local clusters at once, each what a
+    :class:`~privbandits.protocols.fclub.Download` carries (``clusters[j]``, ``grams[j]``, ``moments[j]``,
+    ``counts[j]``), in the order they fell due."""
+
+    clusters: np.ndarray
+    grams: np.ndarray
+    moments: np.ndarray
+    counts: np.ndarray
+
+    @classmethod
+    def of(cls, downloads: list[Download]) -> Downloads:
+        first = downloads[0]
+        grams = np.empty((len(downloads), *first.gram.shape))
+        moments = np.empty((len(downloads), *first.moment.shape))
+        for j, download in enumerate(downloads):  # (np.stack costs more for the few a message carries)
+            grams[j], moments[j] = download.gram, download.moment
+        clusters = np.array([d.cluster for d in downloads], dtype=np.int64)
+        return cls(clusters, grams, moments, np.array([d.count for d in downloads], dtype=np.int64))
+
+    def entries(self, dim: int) -> list[Download]:
+        """The downloads carried, checked (a malformed message is refused, naming what is wrong)."""
+        k = len(self.clusters)
+        shapes = [(self.clusters, (k,), np.int64), (self.grams, (k, dim, dim), np.float64),
+                  (self.moments, (k, dim), np.float64), (self.counts, (k,), np.int64)]  # fmt: skip
+        for name, (array, shape, dtype) in zip(("clusters", "grams", "moments", "counts"), shapes, strict=True):
+            if array.shape != shape or array.dtype != dtype or (dtype == np.float64 and not np.isfinite(array).all()):
+                raise ProtocolError(
+                    f"downloads: {name} is {array.dtype} of shape {array.shape}; expected finite {np.dtype(dtype)} of "
+                    f"shape {shape} ({k} downloads, d = {dim})"
+                )
+        return [Download(int(c), self.grams[j], self.moments[j], int(self.counts[j])) for j, c in
+                enumerate(self.clusters)]  # fmt: skip
 
 
 @message("deploy.fclub.served")

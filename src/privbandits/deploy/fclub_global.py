@@ -18,6 +18,7 @@ from privbandits.deploy.fclub import (
     SEQUENCE,
     Applied,
     Checked,
+    Downloads,
     Finish,
     PhaseStart,
     UploadDone,
@@ -199,13 +200,17 @@ class _GlobalRun:
         return True
 
     def _send_due(self) -> None:
-        """Free-running: the downloads due (each member's buffer once), counted with the last upload absorbed."""
+        """Free-running: the downloads due (each member's buffer once), one message per local server
+        (:class:`Downloads`), counted with the last upload absorbed."""
         delivered = 0
+        by_server: dict[str, list[tuple[str, int]]] = {}
+        for key in self.due:
+            if key[0] not in self.glob.lost and key in self.glob.members:
+                by_server.setdefault(key[0], []).append(key)
         with self.network.phase(ASYNC):
-            for key in self.due:
-                if key[0] not in self.glob.lost and key in self.glob.members:
-                    self.glob.send_download(key)
-                    delivered += key[0] not in self.glob.lost
+            for server, keys in by_server.items():
+                self.glob.send(server, Downloads.of([self.glob.take_download(key) for key in keys]))
+                delivered += len(keys) if server not in self.glob.lost else 0
         if self.due:
             self.downloads[self.last][-1] += delivered
         self.due = {}

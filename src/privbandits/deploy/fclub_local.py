@@ -23,6 +23,7 @@ from privbandits.deploy.fclub import (
     Arrival,
     Checked,
     Choice,
+    Downloads,
     Feedback,
     Finish,
     PhaseStart,
@@ -81,13 +82,16 @@ def run_local_server(
     resumed = _resume(deployment, name, server, events, network, resume)
     wanted = (Arrival.kind, PhaseStart.kind, Download.kind, Finish.kind)
     if free:
-        wanted += (RewardAndArrival.kind, Feedback.kind)
+        wanted = (Arrival.kind, PhaseStart.kind, Downloads.kind, Finish.kind, RewardAndArrival.kind, Feedback.kind)
     owed: _Owed | None = None  # free-running: the round served whose reward is still to come
     while True:
         sender, kind = _next(server, wanted, deployment)
-        _check_sender(name, sender, kind, FCLUBProtocol.GLOBAL if kind == Download.kind else users)
+        _check_sender(name, sender, kind, FCLUBProtocol.GLOBAL if kind in (Download.kind, Downloads.kind) else users)
         if kind == Download.kind:
-            _apply_download(server, events, network, acknowledge=not free)
+            _apply_download(server, events, network)
+            continue
+        if kind == Downloads.kind:
+            _apply_downloads(server, events, network)
             continue
         if free and kind in (Arrival.kind, RewardAndArrival.kind, Feedback.kind):
             owed = _free_step(server, users, kind, owed, index, events, network, protocol, count_idle)
@@ -128,14 +132,29 @@ def run_local_server(
     }
 
 
-def _apply_download(server, events: _LocalEvents, network: TlsNetwork, acknowledge: bool = True) -> None:
+def _apply_download(server, events: _LocalEvents, network: TlsNetwork) -> None:
+    """Lock-step: one download, acknowledged."""
     with network.phase(ASYNC):
         shared = server.receive_download()
     events.counts["downloads"] += 1
     events.counts["shared_updates"] += bool(shared)
-    if acknowledge:
-        with network.phase(SEQUENCE):
-            server.send(FCLUBProtocol.GLOBAL, Applied())
+    with network.phase(SEQUENCE):
+        server.send(FCLUBProtocol.GLOBAL, Applied())
+
+
+def _received_downloads(server, network: TlsNetwork) -> list[Download]:
+    """Free-running: the downloads of the next :class:`Downloads` message from the global server."""
+    with network.phase(ASYNC):
+        return server.receive(Downloads, GLOBAL).entries(server.dim)
+
+
+def _apply_downloads(server, events: _LocalEvents, network: TlsNetwork) -> int:
+    """Free-running: the downloads of the next :class:`Downloads` message, applied; how many."""
+    downloads = _received_downloads(server, network)
+    for msg in downloads:
+        events.counts["shared_updates"] += bool(server.absorb_download(msg))
+    events.counts["downloads"] += len(downloads)
+    return len(downloads)
 
 
 def _detect(server, events: _LocalEvents, network: TlsNetwork, free: bool = False) -> int:
@@ -144,9 +163,8 @@ def _detect(server, events: _LocalEvents, network: TlsNetwork, free: bool = Fals
     with network.phase(DETECT):
         sent = server.detect(t)
     crossed = []  # free-running: downloads the global server sent before its PhaseEnd (the old phase's)
-    while free and server.peek((Download.kind, PhaseEnd.kind), GLOBAL)[1] == Download.kind:
-        with network.phase(ASYNC):
-            crossed.append(server.receive(Download, GLOBAL))
+    while free and server.peek((Downloads.kind, PhaseEnd.kind), GLOBAL)[1] == Downloads.kind:
+        crossed += _received_downloads(server, network)
     with network.phase(PHASE_END):
         renewals = server.end_phase()
     _settle(server, events, crossed, replaced=renewals > 0 or server.config.rebuild_local_copies)
@@ -192,9 +210,8 @@ def _settle(server, events: _LocalEvents, crossed: list, replaced: bool) -> None
 
 def _await_global_finish(server, events: _LocalEvents, network: TlsNetwork) -> None:
     """Free-running, after this server's Finish: the downloads still on their way, then the global server's Finish."""
-    while server.peek((Download.kind, Finish.kind), GLOBAL)[1] == Download.kind:
-        _apply_download(server, events, network, acknowledge=False)
-        events.crossings["late_downloads"] += 1
+    while server.peek((Downloads.kind, Finish.kind), GLOBAL)[1] == Downloads.kind:
+        events.crossings["late_downloads"] += _apply_downloads(server, events, network)
     with network.phase(SCHEDULE):
         server.receive(Finish.kind, GLOBAL)
 

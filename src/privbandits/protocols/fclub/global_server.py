@@ -269,8 +269,12 @@ class GlobalServer(Party, Checkpointed):
 
     def send_download(self, key: tuple[str, int]) -> None:
         """Send a local cluster its download buffer and empty it (Alg. 4)."""
+        self.send(key[0], self.take_download(key))
+
+    def take_download(self, key: tuple[str, int]) -> Download:
+        """A local cluster's download buffer, emptied: the :class:`Download` to send it (Alg. 4)."""
         member = self.members[key]
-        self.send(key[0], Download(key[1], member.dS, member.du, member.dT))
+        download = Download(key[1], member.dS, member.du, member.dT)
         if member.local is None:
             member.logdet_local = member.cluster.logdet
         elif member.cluster.shared:
@@ -279,6 +283,7 @@ class GlobalServer(Party, Checkpointed):
             member.track(member.dS)
         member.dS, member.du, member.dT = np.zeros((self.dim, self.dim)), np.zeros(self.dim), 0
         member.pending = False
+        return download
 
     def _shared_upload(self, uploader: _Member, msg: Upload) -> list[tuple[str, int]]:
         """An upload under ``shared_statistics_defect``: the shared (S, u) gains the buffer twice and every other
