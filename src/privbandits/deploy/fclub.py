@@ -41,10 +41,11 @@ the in-memory run. ``free-running`` drops the sequencing: a local server sends i
 checks and goes on with its next round without waiting for the global server (no :class:`UploadDone`,
 :class:`Applied`, :class:`Checked`, :class:`Served`), the global server sends the downloads uploads make due
 without waiting for them to be applied (once no further upload is already waiting, so that under a backlog
-one download carries several uploads; those due to one local server in one :class:`Downloads` message), and the users keep up to :data:`WINDOW` rounds in flight (a
-round's contexts go out before the previous rounds' arms are back). A round's reward travels with its local
-server's next round (:class:`RewardAndArrival`), or alone (:class:`Feedback`) before a phase start and at the end: one
-message and one wake-up of the local server per round instead of two. A local server learns each reward before it
+one download carries several uploads; those due to one local server go in one :class:`Downloads` message), and
+the users keep a round in flight at each local server, at most :data:`WINDOW` in all (a round's contexts go out
+before the previous rounds' arms are back). A round's reward travels with its local server's next round
+(:class:`RewardAndArrival`), or alone (:class:`Feedback`) before a phase start and at the end: one message and one
+wake-up of the local server per round instead of two. A local server learns each reward before it
 serves its next round, so its own choices see every reward as in lock-step; the upload a reward makes due (Eq. 5)
 leaves when the server's next round arrives, so only the local servers' view of each other lags. A
 phase start stays a barrier: the users send :class:`PhaseStart` once every earlier round is answered, and a

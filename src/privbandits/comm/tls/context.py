@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import socket
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
 
 LISTEN_BACKLOG = 128
 """Connections the kernel queues for a listener before the party takes them (idle intruders wait there too)."""
@@ -63,9 +63,22 @@ def client_context(credentials: TlsCredentials) -> ssl.SSLContext:
 
 def certificate_names(sock: ssl.SSLSocket | ssl.SSLObject) -> list[str]:
     """DNS subject alternative names of the peer's (already verified) certificate."""
-    cert = sock.getpeercert() or {}
-    names = cast("tuple[tuple[str, str], ...]", cert.get("subjectAltName", ()))  # typeshed: any field's type
-    return [value for kind, value in names if kind == "DNS"]
+    der = sock.getpeercert(binary_form=True)
+    return list(_dns_names(der)) if der else []
+
+
+@functools.lru_cache(maxsize=1024)
+def _dns_names(der: bytes) -> tuple[str, ...]:
+    """The DNS subject alternative names in a certificate (DER), remembered per certificate: decoding it for each
+    connection was a visible part of a shuffler's CPU per device, and a deployment's devices present a few
+    certificates many times."""
+    from cryptography import x509
+
+    try:
+        alt = x509.load_der_x509_certificate(der).extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    except x509.ExtensionNotFound:
+        return ()
+    return tuple(alt.value.get_values_for_type(x509.DNSName))
 
 
 def bind_listener(host: str = "127.0.0.1", port: int = 0, backlog: int = LISTEN_BACKLOG) -> socket.socket:

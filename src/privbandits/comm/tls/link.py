@@ -18,6 +18,9 @@ BATCH_BYTES = 256 * 1024
 READ_AHEAD = 64 * 1024
 """Bytes a link asks its socket for in one read: whatever has arrived, up to this (a TLS read returns at most one
 record, 16 KiB), so several small frames cost one read instead of two each."""
+FIRST_READ = 4 * 1024
+"""Bytes a new link asks for until a read fills that much (then :data:`READ_AHEAD`): a device's connection, one small
+report, then needs no 64 KiB buffer (zeroing it was a visible part of a shuffler's CPU per report)."""
 _new_tuple = tuple.__new__
 """Builds a frame (a named tuple) from its fields without the Python-level ``__new__``."""
 DEADLINE_SLACK = 0.05
@@ -40,6 +43,7 @@ class Link:
         "held_bytes",
         "timeout",
         "inbuf",
+        "ahead",
         "lo",
         "hi",
         "sent",
@@ -58,6 +62,8 @@ class Link:
         """Frames packed but not yet written, inside :meth:`TlsNetwork.batch` (None outside one)."""
         self.held_bytes = 0
         self.inbuf = bytearray()
+        self.ahead = FIRST_READ
+        """Bytes the next read asks for (:data:`FIRST_READ`, then :data:`READ_AHEAD` once a read filled that)."""
         """Bytes read ahead from the socket; ``inbuf[lo:hi]`` are not yet taken as frames."""
         self.lo = self.hi = 0
         self.sent: dict[str, LinkCounts] = {}
@@ -133,24 +139,30 @@ class Link:
                 return 0
 
     def _room(self) -> memoryview:
-        """Where the next read goes: :data:`READ_AHEAD` free bytes after what is buffered."""
-        buffer = self.inbuf
+        """Where the next read goes: :attr:`ahead` free bytes after what is buffered."""
+        buffer, ahead = self.inbuf, self.ahead
         if self.lo:  # what is left (part of a frame) moves to the front; the buffer keeps its size
             left = self.hi - self.lo
             buffer[:left] = buffer[self.lo : self.hi]
             self.lo, self.hi = 0, left
-        if len(buffer) < self.hi + READ_AHEAD:
-            buffer.extend(bytes(self.hi + READ_AHEAD - len(buffer)))
-        return memoryview(buffer)[self.hi : self.hi + READ_AHEAD]
+        if len(buffer) < self.hi + ahead:
+            buffer.extend(bytes(self.hi + ahead - len(buffer)))
+        return memoryview(buffer)[self.hi : self.hi + ahead]
+
+    def _took(self, count: int) -> None:
+        """``count`` bytes were read into the room: buffered; a read that filled the room makes the next ones larger."""
+        self.hi += count
+        if count == self.ahead:
+            self.ahead = READ_AHEAD
 
     def _fill(self, size: int, deadline: float | None) -> None:
         """Read until ``size`` bytes are buffered from ``lo`` (EOFError if the stream ends first): each read takes
-        what has arrived, up to :data:`READ_AHEAD` bytes."""
+        what has arrived, up to :attr:`ahead` bytes."""
         while self.hi - self.lo < size:
             count = self._recv(self._room(), deadline)
             if not count:
                 raise EOFError
-            self.hi += count
+            self._took(count)
 
     def read_ready(self) -> frames.Frame | None:
         """On a non-blocking socket: read what has arrived; the next frame once all of it is here, else None.
@@ -175,7 +187,7 @@ class Link:
                 if buffered:
                     raise self._truncated(buffered, HEADER_BYTES, "header")
                 raise EOFError
-            self.hi += count
+            self._took(count)
 
     def _truncated(self, got: int, size: int, what: str) -> FrameError:
         return FrameError(
