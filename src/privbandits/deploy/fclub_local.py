@@ -80,7 +80,7 @@ def run_local_server(
     count_idle = config.rebuild_local_copies and not config.synchronous
     free = free_running(deployment)
     resumed = _resume(deployment, name, server, events, network, resume)
-    wanted = (Arrival.kind, PhaseStart.kind, Download.kind, Finish.kind)
+    wanted: tuple[str, ...] = (Arrival.kind, PhaseStart.kind, Download.kind, Finish.kind)
     if free:
         wanted = (Arrival.kind, PhaseStart.kind, Downloads.kind, Finish.kind, RewardAndArrival.kind, Feedback.kind)
     owed: _Owed | None = None  # free-running: the round served whose reward is still to come

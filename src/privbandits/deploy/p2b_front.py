@@ -430,7 +430,7 @@ def _serve(listener, pipe, inherited: list, hosts: Collection[str], local: str, 
                 for number, frame_type, reason in answers:
                     _answer(waiting.pop(number), frame_type, reason, timeout)
                 continue
-            items = []  # this arrival and those the same pass brought, sent together (one pickle, one write)
+            items: list[tuple] = []  # this arrival and the others of its pass, in one message
             for came in [arrival, *_take_all(gate.arrived)]:
                 problem = screen_connection(came, hosts, timeout)
                 if problem is not None:
