@@ -20,7 +20,8 @@ READ_AHEAD = 64 * 1024
 record, 16 KiB), so several small frames cost one read instead of two each."""
 FIRST_READ = 4 * 1024
 """Bytes a new link asks for until a read fills that much (then :data:`READ_AHEAD`): a device's connection, one small
-report, then needs no 64 KiB buffer (zeroing it was a visible part of a shuffler's CPU per report)."""
+report, then needs no buffer of :data:`READ_AHEAD` bytes (zeroing it was a visible part of a shuffler's CPU per
+report)."""
 _new_tuple = tuple.__new__
 """Builds a frame (a named tuple) from its fields without the Python-level ``__new__``."""
 DEADLINE_SLACK = 0.05
