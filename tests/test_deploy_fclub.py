@@ -243,6 +243,25 @@ def test_deploy_data_says_fclub_needs_no_data_files(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fclub.toml"]
 
 
+def local0_in_memory(tmp_path, **edits):
+    """local0 of the example (``edits`` applied to the file) over an in-memory network, its local clusters detected
+    (the phase uploads wait at the global server, unread): ``(spec, network, users' party, server, index of its
+    users)``."""
+    from privbandits.comm import Party
+    from privbandits.deploy.fclub import _calibration, _streams
+    from privbandits.protocols.fclub import LocalServer
+
+    spec = load_deployment(local_copy(tmp_path, **edits))
+    network = InMemoryNetwork(serialize=True)
+    users = Party("users", network)
+    Party("global", network)
+    members = np.arange(8)  # local0's block
+    server = LocalServer("local0", network, members, 10, _calibration(spec), _streams(spec)[1][0])
+    with network.phase("detect"):
+        server.detect(1)
+    return spec, network, users, server, {int(u): i for i, u in enumerate(members)}
+
+
 @pytest.mark.parametrize(
     ("user", "contexts", "reward", "error"),
     [
@@ -254,23 +273,14 @@ def test_deploy_data_says_fclub_needs_no_data_files(tmp_path):
 )
 def test_a_local_server_refuses_a_malformed_round_from_the_users(tmp_path, user, contexts, reward, error):
     """What a local server checks in what the users send it (a hostile or broken users party), in memory."""
-    from privbandits.comm import Party, ProtocolError
-    from privbandits.deploy.fclub import USERS, Arrival, Feedback, _calibration, _streams
+    from privbandits.comm import ProtocolError
+    from privbandits.deploy.fclub import USERS, Arrival, Feedback
     from privbandits.deploy.fclub_local import _LocalEvents, _serve
-    from privbandits.protocols.fclub import LocalServer
 
-    spec = load_deployment(local_copy(tmp_path))
-    network = InMemoryNetwork(serialize=True)
-    users = Party("users", network)
-    Party("global", network)
-    members = np.arange(8)  # local0's block
-    server = LocalServer("local0", network, members, 10, _calibration(spec), _streams(spec)[1][0])
-    with network.phase("detect"):
-        server.detect(1)  # its local clusters (the phase uploads wait at the global server, unread)
+    spec, network, users, server, index = local0_in_memory(tmp_path)
     with network.phase(USERS):
         users.send("local0", Arrival(1, user, np.ones((10, 10)) / 10 if contexts is None else contexts))
         users.send("local0", Feedback(reward))
-    index = {int(u): i for i, u in enumerate(members)}
     with pytest.raises(ProtocolError, match=error):
         _serve(server, "users", index, _LocalEvents(), network, spec.protocol, False)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_deploy_fclub import certs, local_copy
+from test_deploy_fclub import certs, local0_in_memory, local_copy
 from typer.testing import CliRunner
 
 from privbandits.deploy.cli import standalone
@@ -73,28 +73,11 @@ def test_a_bad_schedule_names_the_field(tmp_path):
         load_deployment(path)
 
 
-def _free_local_server(tmp_path):
-    """local0 of the example over an in-memory network, its clusters detected, and the users' party."""
-    from privbandits.comm import InMemoryNetwork, Party
-    from privbandits.deploy.fclub import _calibration, _streams
-    from privbandits.protocols.fclub import LocalServer
-
-    spec = load_deployment(local_copy(tmp_path, **FREE))
-    network = InMemoryNetwork(serialize=True)
-    users = Party("users", network)
-    Party("global", network)
-    members = np.arange(8)  # local0's block
-    server = LocalServer("local0", network, members, 10, _calibration(spec), _streams(spec)[1][0])
-    with network.phase("detect"):
-        server.detect(1)
-    return spec, network, users, server, {int(u): i for i, u in enumerate(members)}
-
-
 def test_a_free_running_local_server_learns_each_reward_before_its_next_round(tmp_path):
     from privbandits.deploy.fclub import USERS, Arrival, Choice, Feedback, RewardAndArrival
     from privbandits.deploy.fclub_local import _free_step, _LocalEvents
 
-    spec, network, users, server, index = _free_local_server(tmp_path)
+    spec, network, users, server, index = local0_in_memory(tmp_path, **FREE)
     events, contexts = _LocalEvents(), np.ones((10, 10)) / 10
     with network.phase(USERS):
         users.send("local0", Arrival(1, 0, contexts))
@@ -125,7 +108,7 @@ def test_a_free_running_local_server_refuses_rewards_out_of_turn(tmp_path, first
     from privbandits.deploy.fclub import USERS, Arrival, Feedback
     from privbandits.deploy.fclub_local import _free_step, _LocalEvents
 
-    spec, network, users, server, index = _free_local_server(tmp_path)
+    spec, network, users, server, index = local0_in_memory(tmp_path, **FREE)
     events, contexts = _LocalEvents(), np.ones((10, 10)) / 10
     with network.phase(USERS):
         users.send("local0", Arrival(1, 0, contexts) if first == "arrival" else Feedback(1.0))

@@ -41,7 +41,6 @@ import re
 import select
 import threading
 import time
-from collections import deque
 from collections.abc import Collection
 from typing import Any
 
@@ -374,13 +373,6 @@ def stop_processes(pipes, processes, message, wait_s: float) -> None:
             process.join()
 
 
-def _take_all(arrived: deque) -> list:
-    """Everything in ``arrived``, taken."""
-    items = list(arrived)
-    arrived.clear()
-    return items
-
-
 def _drain(pipe) -> list:
     """What the worker at ``pipe`` sent since the last drain: its items (each message a list of them)."""
     items = []
@@ -431,7 +423,7 @@ def _serve(listener, pipe, inherited: list, hosts: Collection[str], local: str, 
                     _answer(waiting.pop(number), frame_type, reason, timeout)
                 continue
             items: list[tuple] = []  # this arrival and the others of its pass, in one message
-            for came in [arrival, *_take_all(gate.arrived)]:
+            for came in [arrival, *gate.take_arrived()]:
                 problem = screen_connection(came, hosts, timeout)
                 if problem is not None:
                     if came.link is not None:

@@ -180,6 +180,13 @@ class Gate:
                 selector.unregister(sock)
         return self.arrived.popleft()
 
+    def take_arrived(self) -> list[Arrival]:
+        """The arrivals already here (none waited for), taken: those the last :meth:`wait`'s pass brought beside the
+        one it gave."""
+        arrived = list(self.arrived)
+        self.arrived.clear()
+        return arrived
+
     def _select_on(self) -> selectors.BaseSelector:
         if self._selector is None:
             self._selector = selectors.DefaultSelector()

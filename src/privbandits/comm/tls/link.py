@@ -63,9 +63,9 @@ class Link:
         """Frames packed but not yet written, inside :meth:`TlsNetwork.batch` (None outside one)."""
         self.held_bytes = 0
         self.inbuf = bytearray()
+        """Bytes read ahead from the socket; ``inbuf[lo:hi]`` are not yet taken as frames."""
         self.ahead = FIRST_READ
         """Bytes the next read asks for (:data:`FIRST_READ`, then :data:`READ_AHEAD` once a read filled that)."""
-        """Bytes read ahead from the socket; ``inbuf[lo:hi]`` are not yet taken as frames."""
         self.lo = self.hi = 0
         self.sent: dict[str, LinkCounts] = {}
         """Per phase, the network's wire counts of this link's outgoing frames (the ledger's own objects)."""
