@@ -15,7 +15,14 @@ machine. The load generator shares the cores with the shuffler and costs about a
 and the machine may be shared with other work: the load averages before and after are printed, and
 the rates the measured CPU per report would allow on idle cores (projections).
 
+With ``--service-cores 1,2,4`` (Linux, a machine with more cores than the largest count) the cores are
+*given* instead of shared: for each count k the service (shuffler, its k workers, server) is pinned to k
+cores and the load generator (this process and one device-driver process per core) to all the others, so
+the rate is the service's on k cores, as with devices elsewhere, unless the load generator's cores are
+the bottleneck (their CPU use is printed: near 100% of its cores means the service was not saturated).
+
     .venv/bin/python benchmarks/shuffler_throughput.py              # about a minute on 2 cores
+    .venv/bin/python benchmarks/shuffler_throughput.py --no-baselines --workers all --service-cores 1,2,4,8
     .venv/bin/python benchmarks/shuffler_throughput.py --smoke      # seconds
 """
 
@@ -26,6 +33,9 @@ import os
 import re
 import sys
 import tempfile
+import time
+from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 
 from _smoke import parse_args
@@ -80,15 +90,19 @@ def family(roots: list[int]) -> dict[int, int]:
 
 class CpuSampler:
     """CPU seconds spent by the service (shuffler with its workers, server) and by the load generator (this process
-    and its device drivers) between the first and the last :meth:`sample`; a process that ends between two samples
+    and its device drivers) between the first and the last :meth:`sample` (the first is taken once the load
+    generator has started its processes, so their start-up is left out); a process that ends between two samples
     loses its last tenth of a second."""
 
     def __init__(self, service: list[int], exclude: set[int]) -> None:
         self.service, self.exclude = service, exclude
         self.first: dict[int, int] | None = None
         self.latest: dict[int, tuple[str, int]] = {}
+        self.window: list[float] = []
+        """When it sampled."""
 
     def sample(self) -> None:
+        self.window.append(time.monotonic())
         service = family(self.service)
         skip = set(service) | self.exclude
         load = {pid: value for pid, value in family([os.getpid()]).items() if pid not in skip}
@@ -105,36 +119,85 @@ class CpuSampler:
         return {side: ticks / hertz for side, ticks in spent.items()}
 
 
-def measure(folder: Path, workers: int, devices: int, processes: int, concurrency: int, resume: bool) -> dict:
-    """One load run against a fresh shuffler and server with ``workers`` front-end processes; also the CPU seconds
-    per accepted report of the service (shuffler, its workers, server) and of the load generator while it ran."""
+@dataclass(frozen=True)
+class Plan:
+    """One measurement: ``workers`` front-end processes (0: the serial front end), TLS session resumption or not,
+    ``devices`` reports, and ``given`` cores for the service (0: every process shares all cores)."""
+
+    workers: int
+    resume: bool
+    devices: int
+    given: int = 0
+
+    @property
+    def name(self) -> str:
+        if self.workers == 0:
+            return "serial (workers = 0)"
+        return f"workers = {self.workers}" + (f", {self.given} cores" if self.given else "")
+
+
+def pin(pids: Collection[int], cores: Collection[int]) -> None:
+    """Every thread of the processes ``pids`` on ``cores`` (threads and processes they start later inherit it); one
+    that ended meanwhile is skipped."""
+    for pid in pids:
+        try:
+            tasks = [int(task.name) for task in Path(f"/proc/{pid}/task").iterdir()]
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                os.sched_setaffinity(task, cores)
+            except OSError:
+                pass
+
+
+def measure(folder: Path, plan: Plan, processes: int, concurrency: int) -> dict:
+    """One load run against a fresh shuffler and server with ``plan.workers`` front-end processes; also the CPU
+    seconds per accepted report of the service (shuffler, its workers, server) and of the load generator while it
+    ran. With ``plan.given`` cores, the service runs on the first ones of this process's cores and the load
+    generator on the rest, one device-driver process per core."""
     from privbandits.deploy.certs import write_bundles
     from privbandits.deploy.deployment import load_deployment
-    from privbandits.deploy.local import wait_parties
+    from privbandits.deploy.local import available_cpus, wait_parties
     from privbandits.deploy.p2b_load import LoadSettings, run_load, start_service
 
-    spec = load_deployment(deployment_file(folder, workers))
+    spec = load_deployment(deployment_file(folder, plan.workers))
     if not spec.bundles.exists():
         write_bundles(spec.bundles, list(spec.parties))
+    mine = available_cpus()
+    service_cores, load_cores = (mine[: plan.given], mine[plan.given :]) if plan.given else (mine, mine)
+    processes = len(load_cores) if plan.given else processes
     resolved, started, listeners = start_service(spec, folder)
     try:
         parties = [party.process.pid for party in started]
         helpers = set(family([os.getpid()])) - set(family(parties)) - {os.getpid()}  # e.g. the fork server
         sampler = CpuSampler(parties, helpers)
-        sampler.sample()
-        result = run_load(resolved, LoadSettings(devices, 0.0, processes, concurrency, resume=resume),
-                          listeners=listeners, on_progress=lambda done, total: sampler.sample())  # fmt: skip
+
+        def sample() -> None:
+            if plan.given:  # a front-end worker started since is pinned too
+                pin(family(parties), service_cores)
+            sampler.sample()
+
+        if plan.given:
+            pin([os.getpid()], load_cores)  # the device drivers started by run_load inherit it
+        settings = LoadSettings(plan.devices, 0.0, processes, concurrency, resume=plan.resume)
+        result = run_load(resolved, settings, listeners=listeners, on_progress=lambda done, total: sample())
         codes = wait_parties(started, 60)
     finally:
+        pin([os.getpid()], mine)
         for party in started:
             if party.process.poll() is None:
                 party.process.kill()
     if any(codes.values()) or result.counts["failed"]:
-        sys.exit(f"workers = {workers}: {result.counts}, parties {codes}: "
+        sys.exit(f"{plan.name}: {result.counts}, parties {codes}: "
                  + "; ".join(p.last_error for p in started if codes[p.name]))  # fmt: skip
     accepted = max(result.counts["accepted"], 1)
-    cpu = {side: seconds / accepted for side, seconds in sampler.seconds().items()}
-    return result.summary() | {"load": os.getloadavg()[0], "service_cpu": cpu["service"], "load_cpu": cpu["load"]}
+    spent = sampler.seconds()
+    cpu = {side: seconds / accepted for side, seconds in spent.items()}
+    window = sampler.window[-1] - sampler.window[0] if len(sampler.window) > 1 else 0.0
+    busy = spent["load"] / (window * len(load_cores)) if window > 0 else float("nan")
+    return result.summary() | {"load": os.getloadavg()[0], "service_cpu": cpu["service"], "load_cpu": cpu["load"],
+                               "load_busy": busy}  # fmt: skip
 
 
 TARGET = 2000
@@ -154,21 +217,30 @@ def main() -> None:
     parser.add_argument(
         "--no-baselines", action="store_true", help="skip the serial and the no-resumption runs (ratios then n/a)"
     )
+    parser.add_argument(
+        "--service-cores", default="", help="core counts given to the service, the load generator on the others "
+        "(e.g. 1,2,4; Linux, fewer than this machine's cores); empty: none"
+    )  # fmt: skip
     args = parse_args(parser, devices=12, serial_devices=6, processes=1, concurrency=4, repeat=1)
     cores = usable_cores()
-    counts = sorted({cores if count == "all" else int(count) for count in args.workers.split(",")})
+    counts = sorted({cores if count == "all" else int(count) for count in args.workers.split(",") if count})
+    given = sorted({int(count) for count in args.service_cores.split(",") if count})
+    if given and not (hasattr(os, "sched_setaffinity") and 1 <= given[0] and given[-1] < cores):
+        sys.exit(f"--service-cores needs os.sched_setaffinity (Linux) and counts from 1 to {cores - 1} (this "
+                 f"process may run on {cores} cores), got {args.service_cores!r}")  # fmt: skip
     print(f"P2B shuffler over mutual TLS, one connection per report; {cores} cores here; load generator: "
-          f"{args.processes} processes x {args.concurrency} connections, unpaced, on the same cores")  # fmt: skip
+          f"{args.processes} processes x {args.concurrency} connections, unpaced, on the same cores"
+          + (" (with k cores given: one process per other core)" if given else ""))  # fmt: skip
     print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
-    plan = [] if args.no_baselines else [(0, False, args.serial_devices), (0, True, args.serial_devices)]
-    plan += [(workers, True, args.devices) for workers in counts]
-    plan += [] if args.no_baselines else [(cores, False, args.devices)]
-    runs: dict[tuple[int, bool], list[dict]] = {}
+    plan = [] if args.no_baselines else [Plan(0, False, args.serial_devices), Plan(0, True, args.serial_devices)]
+    plan += [Plan(workers, True, args.devices) for workers in counts]
+    plan += [Plan(k, True, args.devices, given=k) for k in given]
+    plan += [] if args.no_baselines else [Plan(cores, False, args.devices)]
+    runs: dict[Plan, list[dict]] = {}
     with tempfile.TemporaryDirectory() as folder:
         for _ in range(args.repeat):
-            for workers, resume, devices in plan:
-                run = measure(Path(folder), workers, devices, args.processes, args.concurrency, resume)
-                runs.setdefault((workers, resume), []).append(run)
+            for each in plan:
+                runs.setdefault(each, []).append(measure(Path(folder), each, args.processes, args.concurrency))
     report(runs, cores, args.no_baselines)
 
 
@@ -177,28 +249,47 @@ def median_run(runs: list[dict]) -> dict:
     return sorted(runs, key=lambda run: run["accepted_per_s"])[(len(runs) - 1) // 2]
 
 
-def report(runs: dict[tuple[int, bool], list[dict]], cores: int, no_baselines: bool) -> None:
-    serial = float("nan") if no_baselines else median_run(runs[(0, False)])["accepted_per_s"]
-    print(f"{'front end':<21} {'resumed':>7} {'accepted/s':>10} {'(each run)':>18} {'x serial':>8} {'p50 ms':>7} "
-          f"{'p99 ms':>7} {'refused':>7} {'cpu/report: service':>19} {'load gen':>8} {'load':>5}")  # fmt: skip
-    for (workers, resume), each in runs.items():
+def report(runs: dict[Plan, list[dict]], cores: int, no_baselines: bool) -> None:
+    baseline = [median_run(each) for plan, each in runs.items() if plan.workers == 0 and not plan.resume]
+    serial = baseline[0]["accepted_per_s"] if baseline and not no_baselines else float("nan")
+    print(f"{'front end':<21} {'resumed':>7} {'accepted/s':>10} {'(each run)':>18} {'x serial':>8} "
+          f"{'p50 ms':>7} {'p99 ms':>7} {'refused':>7} {'cpu/report: service':>19} {'load gen':>8} {'busy':>5} "
+          f"{'load':>5}")  # fmt: skip
+    for plan, each in runs.items():
         run = median_run(each)
-        name = "serial (workers = 0)" if workers == 0 else f"workers = {workers}"
         rates = " ".join(f"{r['accepted_per_s']:,.0f}" for r in each)
-        print(f"{name:<21} {'yes' if resume else 'no':>7} {run['accepted_per_s']:>10,.0f} {rates:>18} "
+        print(f"{plan.name:<21} {'yes' if plan.resume else 'no':>7} {run['accepted_per_s']:>10,.0f} {rates:>18} "
               f"{run['accepted_per_s'] / serial:>8.2f} {run['latency_ms']['p50']:>7.1f} "
               f"{run['latency_ms']['p99']:>7.1f} "
               f"{run['refused']:>7} {run['service_cpu'] * 1e6:>16,.0f} us {run['load_cpu'] * 1e6:>5,.0f} us "
-              f"{run['load']:>5.2f}")  # fmt: skip
-    best_key = max((key for key in runs if key[0]), key=lambda key: median_run(runs[key])["accepted_per_s"])
-    best = median_run(runs[best_key])
-    both = best["service_cpu"] + best["load_cpu"]
+              f"{run['load_busy']:>5.0%} {run['load']:>5.2f}")  # fmt: skip
     print(
         "x serial: against the serial front end without resumption (the issue-17 design), this run. cpu/report: "
         "CPU seconds per accepted report of the shuffler (with its workers) and server, and of the load generator "
-        "(its host threads and device drivers). The machine is shared: a run gets the cores the others leave."
-    )
-    print(f"best (workers = {best_key[0]}): {best['accepted_per_s']:,.0f} accepted/s = "
+        "(its host threads and device drivers); busy: the load generator's CPU over its cores' time (k cores given: "
+        "the others; near 100%, it, not the service, set the rate). The machine may be shared: a run gets the cores "
+        "the others leave."
+    )  # fmt: skip
+    shared = [plan for plan in runs if plan.workers and not plan.given]
+    if shared:
+        _shared_verdict(runs, shared, cores)
+    given = [plan for plan in runs if plan.given]
+    if given:
+        rates = ", ".join(f"{plan.given}: {median_run(runs[plan])['accepted_per_s']:,.0f}/s" for plan in given)
+        print(f"cores given to the service, the load generator on the others (measured): {rates}")
+        two = [median_run(runs[plan])["accepted_per_s"] for plan in given if plan.given == 2]
+        if two:
+            print(
+                f"the service on 2 cores with the devices elsewhere: {two[0]:,.0f} accepted/s = "
+                f"{two[0] / TARGET:.2f} x the {TARGET:,}/s target ({'met' if two[0] >= TARGET else 'not met'})"
+            )
+
+
+def _shared_verdict(runs: dict[Plan, list[dict]], shared: list[Plan], cores: int) -> None:
+    best_plan = max(shared, key=lambda plan: median_run(runs[plan])["accepted_per_s"])
+    best = median_run(runs[best_plan])
+    both = best["service_cpu"] + best["load_cpu"]
+    print(f"best sharing the cores ({best_plan.name}): {best['accepted_per_s']:,.0f} accepted/s = "
           f"{best['accepted_per_s'] / TARGET:.2f} x the {TARGET:,}/s target on {cores} cores "
           f"({'met' if best['accepted_per_s'] >= TARGET else 'not met'} here; load average after: "
           f"{' '.join(f'{v:.2f}' for v in os.getloadavg())})")  # fmt: skip

@@ -4,6 +4,7 @@ when that package is not installed."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -24,10 +25,14 @@ SLOW = {
     "p2b_front_ends.py": "starts a PostgreSQL server and two P2B services (the default suite drives front ends in "
     "tests/test_deploy_p2b_postgres.py)",
 }
-"""Scripts whose whole smoke run is marked slow, with the reason; the default suite runs a part of some in PARTS."""
+"""Scripts whose whole smoke run is marked slow, with the reason; the default suite runs a part of some in PARTS (the
+shuffler's front end with one worker, given one core where this machine has two: the pinning path too)."""
+PINNING = hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) >= 2
 PARTS = {
     "network_latency.py": ["--skip-p2b", "--skip-fclub", "--skip-mpc"],
-    "shuffler_throughput.py": ["--workers", "2", "--no-baselines"],
+    "shuffler_throughput.py": ["--no-baselines", "--workers", "", "--service-cores", "1"]
+    if PINNING
+    else ["--no-baselines", "--workers", "1"],
 }
 
 
