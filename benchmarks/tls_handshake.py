@@ -10,6 +10,10 @@ handshake alone (no report, no storage, no network), over socket pairs, with the
   that reports again would;
 * resumed ones over memory buffers, each side's CPU apart (the floor: no sockets, threads or system calls), and
   what setting the session to resume costs a device in the standard library;
+* resumed ones over loopback TCP between two processes, each connection carrying one 100-byte message and a
+  1-byte answer, the server issuing no new ticket to a resuming client (as the deployment's gate): each side's CPU
+  per connection, i.e. what one report costs with the standard library and nothing else (no framing, storage or
+  concurrency), and the rate that puts out of reach of 2 cores that do nothing else;
 * full handshakes through pyOpenSSL, i.e. the OpenSSL bundled with ``cryptography`` (usually newer), where
   pyOpenSSL is installed (it is not a dependency: ``pip install pyOpenSSL``).
 
@@ -177,6 +181,60 @@ def _bare_wrap(context: ssl.SSLContext, count: int) -> float:
     return time.process_time() - start
 
 
+MESSAGE = b"r" * 100
+"""What a device sends on its loopback connection (an encoded report's frame is about this size)."""
+
+
+def _loopback_server(credentials: TlsCredentials, count: int, pipe) -> None:
+    """Take ``WARM_UP + count`` connections on a listener of its own (its port sent first): the first is a full
+    handshake that issues a ticket, the rest resume it and get none; sends its CPU seconds over the last ``count``."""
+    serving = server_context(credentials)
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        pipe.send(listener.getsockname()[1])
+        start = time.process_time()
+        for index in range(WARM_UP + count):
+            if index == WARM_UP:
+                start = time.process_time()
+            serving.num_tickets = 0 if index else 1
+            raw, _ = listener.accept()
+            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with serving.wrap_socket(raw, server_side=True) as sock:
+                got = b""
+                while len(got) < len(MESSAGE):
+                    got += sock.recv(len(MESSAGE) - len(got))
+                sock.sendall(b"k")
+        pipe.send(time.process_time() - start)
+
+
+def loopback(credentials: dict[str, TlsCredentials], count: int) -> dict[str, float]:
+    """Resumed connections over loopback TCP, the shuffler in a process of its own: CPU µs per connection of each
+    side, and how many of the timed ones resumed."""
+    import multiprocessing
+
+    here, there = multiprocessing.Pipe()
+    server = multiprocessing.get_context("spawn").Process(
+        target=_loopback_server, args=(credentials["shuffler"], count, there), daemon=True
+    )
+    server.start()
+    port = here.recv()
+    dialing = client_context(credentials["device"])
+    session, reused, start = None, 0, time.process_time()
+    for index in range(WARM_UP + count):
+        if index == WARM_UP:
+            start = time.process_time()
+        raw = socket.create_connection(("127.0.0.1", port))
+        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with dialing.wrap_socket(raw, session=session) as sock:
+            sock.sendall(MESSAGE)
+            sock.recv(1)
+            reused += index >= WARM_UP and sock.session_reused
+            session = session or sock.session
+    device = time.process_time() - start
+    shuffler = here.recv()
+    server.join()
+    return {"device": 1e6 * device / count, "shuffler": 1e6 * shuffler / count, "reused": reused}
+
+
 def measure(one: Callable[[], bool], count: int) -> tuple[float, int]:
     """(CPU µs per handshake, how many were resumed) over ``count`` handshakes after a warm-up."""
     for _ in range(WARM_UP):
@@ -206,6 +264,12 @@ def main() -> None:
               f"µs + shuffler {costs['shuffler']:,.0f} µs CPU per handshake; setting the session to resume costs the "
               f"device {costs['setting the session']:,.0f} µs more (the standard library copies it, decoding its "
               f"certificate)")  # fmt: skip
+        floor = loopback(credentials, args.handshakes)
+        both = floor["device"] + floor["shuffler"]
+        print(f"resumed, stdlib ssl, over loopback TCP (two processes; one {len(MESSAGE)}-byte message and a 1-byte "
+              f"answer per connection, no new ticket; {floor['reused']:.0f}/{args.handshakes} resumed): device "
+              f"{floor['device']:,.0f} µs + shuffler {floor['shuffler']:,.0f} µs CPU per connection; 2 cores doing "
+              f"nothing else take at most {2e6 / both:,.0f} such connections per second")  # fmt: skip
         for name, make in kinds:
             micros, reused = measure(make(credentials), args.handshakes)
             resumed = f", {reused}/{args.handshakes} resumed" if make is stdlib_resumed else ""
