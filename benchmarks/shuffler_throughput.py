@@ -158,15 +158,16 @@ def measure(folder: Path, plan: Plan, processes: int, concurrency: int) -> dict:
     generator on the rest, one device-driver process per core."""
     from privbandits.deploy.certs import write_bundles
     from privbandits.deploy.deployment import load_deployment
-    from privbandits.deploy.local import available_cpus, wait_parties
+    from privbandits.deploy.local import available_cpus, usable_cores, wait_parties
     from privbandits.deploy.p2b_load import LoadSettings, run_load, start_service
 
     spec = load_deployment(deployment_file(folder, plan.workers))
     if not spec.bundles.exists():
         write_bundles(spec.bundles, list(spec.parties))
     mine = available_cpus()
-    service_cores, load_cores = (mine[: plan.given], mine[plan.given :]) if plan.given else (mine, mine)
+    service_cores, load_cores = mine[: plan.given], mine[plan.given :]
     processes = len(load_cores) if plan.given else processes
+    load_core_count = len(load_cores) if plan.given else usable_cores()
     resolved, started, listeners = start_service(spec, folder)
     try:
         parties = [party.process.pid for party in started]
@@ -184,7 +185,8 @@ def measure(folder: Path, plan: Plan, processes: int, concurrency: int) -> dict:
         result = run_load(resolved, settings, listeners=listeners, on_progress=lambda done, total: sample())
         codes = wait_parties(started, 60)
     finally:
-        pin([os.getpid()], mine)
+        if plan.given:
+            pin([os.getpid()], mine)
         for party in started:
             if party.process.poll() is None:
                 party.process.kill()
@@ -195,7 +197,7 @@ def measure(folder: Path, plan: Plan, processes: int, concurrency: int) -> dict:
     spent = sampler.seconds()
     cpu = {side: seconds / accepted for side, seconds in spent.items()}
     window = sampler.window[-1] - sampler.window[0] if len(sampler.window) > 1 else 0.0
-    busy = spent["load"] / (window * len(load_cores)) if window > 0 else float("nan")
+    busy = spent["load"] / (window * load_core_count) if window > 0 else float("nan")
     return result.summary() | {"load": os.getloadavg()[0], "service_cpu": cpu["service"], "load_cpu": cpu["load"],
                                "load_busy": busy}  # fmt: skip
 
