@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 34's measurements that need more cores than a 2-core machine has, in one run (about 5 minutes):
+# Issue 34's measurements that need more cores than a 2-core machine has, in one run:
 #   1. the P2B service (shuffler, its workers, server) given 1, 2, 4 and 8 cores, the load generator on the others,
 #      then every process sharing all cores (shuffler_throughput.py --service-cores);
 #   2. FCLUB free-running against lock-step and the in-process run, every party a process on cores of its own
