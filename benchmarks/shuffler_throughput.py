@@ -226,10 +226,7 @@ def main() -> None:
     args = parse_args(parser, devices=12, serial_devices=6, processes=1, concurrency=4, repeat=1)
     cores = usable_cores()
     counts = sorted({cores if count == "all" else int(count) for count in args.workers.split(",") if count})
-    given = sorted({int(count) for count in args.service_cores.split(",") if count})
-    if given and not (hasattr(os, "sched_setaffinity") and 1 <= given[0] and given[-1] < cores):
-        sys.exit(f"--service-cores needs os.sched_setaffinity (Linux) and counts from 1 to {cores - 1} (this "
-                 f"process may run on {cores} cores), got {args.service_cores!r}")  # fmt: skip
+    given = service_cores(args.service_cores, cores)
     print(f"P2B shuffler over mutual TLS, one connection per report; {cores} cores here; load generator: "
           f"{args.processes} processes x {args.concurrency} connections, unpaced, on the same cores"
           + (" (with k cores given: one process per other core)" if given else ""))  # fmt: skip
@@ -244,6 +241,20 @@ def main() -> None:
             for each in plan:
                 runs.setdefault(each, []).append(measure(Path(folder), each, args.processes, args.concurrency))
     report(runs, cores, args.no_baselines)
+
+
+def service_cores(text: str, cores: int) -> list[int]:
+    """The core counts of ``--service-cores`` (comma-separated integers from 1 to ``cores`` - 1), sorted; exits
+    with one line naming the option, the allowed values and the value given otherwise."""
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if not parts:
+        return []
+    wrong = f"--service-cores takes core counts from 1 to {cores - 1} (this process may run on {cores} cores)"
+    if not hasattr(os, "sched_setaffinity"):
+        sys.exit(f"--service-cores needs os.sched_setaffinity (Linux); got {text!r} on {sys.platform}")
+    if not all(part.isdigit() and 1 <= int(part) < cores for part in parts):
+        sys.exit(f"{wrong}, comma-separated; got {text!r}")
+    return sorted({int(part) for part in parts})
 
 
 def median_run(runs: list[dict]) -> dict:

@@ -70,3 +70,19 @@ def test_benchmark_smoke_run(name, extra, tmp_path):
 def test_every_benchmark_is_run_here():
     """The list is the folder: a new script is smoke-tested without editing this file, and SLOW names real ones."""
     assert len(SCRIPTS) >= 11 and set(SLOW) <= set(SCRIPTS) and set(PARTS) <= set(SLOW)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="pinning cores needs os.sched_setaffinity (Linux)")
+@pytest.mark.parametrize("value", ["abc", "0", "1,x", "100000"])
+def test_the_shuffler_benchmark_refuses_bad_service_cores_before_starting_anything(value, tmp_path):
+    """``--service-cores`` outside 1 .. cores - 1 (or not integers) ends the script with one line naming the option,
+    the allowed counts and the value given, before any party starts."""
+    command = [sys.executable, str(ROOT / "benchmarks" / "shuffler_throughput.py"), "--smoke", "--service-cores", value]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    cores = len(os.sched_getaffinity(0))
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"--service-cores takes core counts from 1 to {cores - 1} (this process may run on {cores} cores), "
+        f"comma-separated; got {value!r}"
+    )
+    assert "P2B shuffler" not in done.stdout
