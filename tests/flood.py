@@ -8,7 +8,7 @@ ClientHello from a client without a certificate), and holds them all open until 
 
 from __future__ import annotations
 
-import os
+import random
 import socket
 import ssl
 import threading
@@ -32,9 +32,9 @@ def client_hello() -> bytes:
     return outgoing.read()
 
 
-def _send(sock: socket.socket, kind: str) -> None:
-    if kind == "random":
-        sock.sendall(os.urandom(4096))
+def _send(sock: socket.socket, kind: str, index: int) -> None:
+    if kind == "random":  # seeded: about 1 in 700 draws of os.urandom(4096) reads as the start of an SSLv2 hello
+        sock.sendall(random.Random(index).randbytes(4096))  # and is held to its handshake timeout, not refused
     elif kind == "http":
         sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     else:
@@ -58,26 +58,26 @@ class Flood:
         self._thread.start()
         return self
 
-    def _open(self, address: tuple[str, int], kind: str | None) -> None:
+    def _open(self, address: tuple[str, int], kind: str | None, index: int = 0) -> None:
         try:
             sock = socket.create_connection(address, timeout=2.0)
         except OSError:
             self.refused += 1
             return
         self._sockets.append(sock)
-        self.opened += 1
         if kind is not None:
             try:
-                _send(sock, kind)
+                _send(sock, kind, index)
             except OSError:
                 pass
+        self.opened += 1  # after its bytes left: wait_opened then means every garbage connection has sent them
 
     def _run(self) -> None:
         for address in self.addresses:
             for _ in range(self.idle):
                 self._open(address, None)
             for index in range(self.garbage):
-                self._open(address, GARBAGE[index % len(GARBAGE)])
+                self._open(address, GARBAGE[index % len(GARBAGE)], index)
         self._stop.wait(self.hold_s)
         self._close()
 
@@ -95,7 +95,7 @@ class Flood:
         self._thread.join(30.0)
 
     def wait_opened(self, timeout: float = 10.0) -> None:
-        """Until every connection was tried (opened or refused)."""
+        """Until every connection was tried (opened, its garbage sent, or refused)."""
         total = len(self.addresses) * (self.idle + self.garbage)
         stop = time.monotonic() + timeout
         while self.opened + self.refused < total and time.monotonic() < stop:
