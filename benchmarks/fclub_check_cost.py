@@ -23,7 +23,8 @@ import fclub_speed
 from _smoke import parse_args
 from threadpoolctl import threadpool_limits
 
-from privbandits.protocols import fclub, fclub_baselines
+from privbandits.protocols import fclub
+from privbandits.protocols.fclub import baselines as fclub_baselines
 
 FCLUB, BASELINE = fclub.FederatedClusteredBandit, fclub_baselines.LocalBaselineBandit
 NAMES = ("per-user LinUCB (FCLUB baseline)", "CDP-FCLUB-DC", "FCLUB-DC")

@@ -37,8 +37,8 @@ from threadpoolctl import threadpool_limits
 from privbandits.envs.clustered import ClusteredLinearBandit
 from privbandits.linear import LinUCB
 from privbandits.protocols.fclub import Communication, play, run_fclub
-from privbandits.protocols.fclub_baselines import BaselineConfig, run_baseline
-from privbandits.protocols.fclub_config import FCLUBConfig
+from privbandits.protocols.fclub.baselines import BaselineConfig, run_baseline
+from privbandits.protocols.fclub.config import FCLUBConfig
 
 N_USERS, N_CLUSTERS, N_SERVERS, DIM, N_ARMS = 40, 4, 5, 10, 10
 CDP_TARGET_RATIO, CDP_TARGET_MS = 2.0, 0.1

@@ -14,7 +14,7 @@ from privbandits.privacy.calibration import analytic_gaussian_std, pld_epsilon, 
 from privbandits.privacy.tree_mechanism import REPLACE_SENSITIVITY, NoiseVariance, node_variance
 from privbandits.protocols.dp import JointDPLinUCB, LocalDPLinUCB, ShuffleDPLinUCB, joint_noise_std
 from privbandits.protocols.dp.local import REPORT_SENSITIVITY
-from privbandits.protocols.fclub_config import Calibration, FCLUBConfig
+from privbandits.protocols.fclub.config import Calibration, FCLUBConfig
 from privbandits.validation import InvalidInputError
 
 

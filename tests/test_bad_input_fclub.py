@@ -14,8 +14,8 @@ from bad_input import INF, NAN, digest, rejects
 
 from privbandits.comm import InMemoryNetwork
 from privbandits.protocols.fclub import FederatedClusteredBandit
-from privbandits.protocols.fclub_baselines import BaselineConfig, LocalBaselineBandit
-from privbandits.protocols.fclub_config import Calibration, FCLUBConfig
+from privbandits.protocols.fclub.baselines import BaselineConfig, LocalBaselineBandit
+from privbandits.protocols.fclub.config import Calibration, FCLUBConfig
 from privbandits.validation import CallOrderError, InvalidInputError
 
 SERVERS = np.array([0, 0, 0, 1, 1, 1])

@@ -28,8 +28,8 @@ from privbandits.experiments.config.policies import (
 from privbandits.experiments.config_snapshot import TARGET, snapshot
 from privbandits.linear.policies import EpsilonGreedy, LinTS, LinUCB
 from privbandits.options import Option, _bounds_of, options_of
-from privbandits.protocols.fclub_baselines import BaselineConfig
-from privbandits.protocols.fclub_config import FCLUBConfig
+from privbandits.protocols.fclub.baselines import BaselineConfig
+from privbandits.protocols.fclub.config import FCLUBConfig
 from privbandits.protocols.mpc_bandit import MPCBanditConfig
 from privbandits.protocols.p2b import P2BConfig
 from privbandits.protocols.vertical import VerticalFederatedBandit

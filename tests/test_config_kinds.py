@@ -102,7 +102,7 @@ def test_mnist_from_idx_files(mnist_folder):
 
 
 def test_fclub_exposes_every_protocol_option():
-    from privbandits.protocols.fclub_config import FCLUBConfig
+    from privbandits.protocols.fclub.config import FCLUBConfig
 
     options = {f.name for f in dataclasses.fields(FCLUBConfig)} - {"horizon"}
     assert options <= set(FCLUBPolicyConfig.model_fields)
@@ -329,7 +329,7 @@ def test_a_changed_data_file_is_a_different_unit(tmp_path):
 def test_fclub_and_club_through_the_runner_match_their_drivers():
     from privbandits.envs.clustered import ClusteredLinearBandit
     from privbandits.protocols.fclub import run_fclub
-    from privbandits.protocols.fclub_baselines import run_baseline
+    from privbandits.protocols.fclub.baselines import run_baseline
 
     config = parse_config(_config(CLUSTERED, {"kind": "fclub", "variant": "fclub-dc"}, {"kind": "sclub"}, horizon=200))
     env = ClusteredLinearBandit(40, 4, 6, 10, construction="reference")

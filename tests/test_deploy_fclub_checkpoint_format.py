@@ -22,7 +22,7 @@ from privbandits.deploy.fclub_local import _LocalEvents
 from privbandits.deploy.fclub_resume import load, save
 from privbandits.deploy.fclub_users import _Clock, _Record
 from privbandits.protocols.fclub import LocalServer
-from privbandits.protocols.fclub_config import Calibration
+from privbandits.protocols.fclub.config import Calibration
 
 OLD_NOT_SAVED = frozenset({"network", "endpoint", "_sender", "cal", "config"})
 """What format 1 left out of a party object (deploy/fclub_resume.py's NOT_SAVED before the declarations)."""

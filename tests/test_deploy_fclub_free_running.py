@@ -126,7 +126,7 @@ def test_downloads_carry_each_download_as_it_is_and_a_malformed_one_is_refused()
     from privbandits.comm import ProtocolError
     from privbandits.comm.codec import Envelope, decode, encode
     from privbandits.deploy.fclub import Downloads
-    from privbandits.protocols.fclub_messages import Download
+    from privbandits.protocols.fclub.messages import Download
 
     rng = np.random.default_rng(0)
     sent = [Download(c, rng.normal(size=(3, 3)), rng.normal(size=3), n) for c, n in [(2, 5), (0, 1), (7, 0)]]

@@ -16,9 +16,9 @@ from privbandits.comm import InMemoryNetwork, Party
 from privbandits.deploy import snapshot
 from privbandits.envs.clustered import ClusteredLinearBandit
 from privbandits.protocols.fclub import FederatedClusteredBandit, LocalServer, Repairs, Upload, play
+from privbandits.protocols.fclub.config import Calibration, FCLUBConfig
 from privbandits.protocols.fclub.global_server import _GlobalCluster, _Member
 from privbandits.protocols.fclub.local_server import _LocalCluster
-from privbandits.protocols.fclub_config import Calibration, FCLUBConfig
 
 
 def _bandit(horizon: int) -> tuple[FederatedClusteredBandit, ClusteredLinearBandit]:

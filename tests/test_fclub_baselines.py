@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from privbandits.envs.clustered import ClusteredLinearBandit, assign_groups
-from privbandits.protocols.fclub_baselines import BaselineConfig, LocalBaselineBandit, run_baseline
+from privbandits.protocols.fclub.baselines import BaselineConfig, LocalBaselineBandit, run_baseline
 
 
 @pytest.mark.parametrize(("kind", "pooled"), [("linucb", False), ("club", True), ("sclub", True)])

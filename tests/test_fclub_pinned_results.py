@@ -46,7 +46,7 @@ import pytest
 
 from privbandits.envs.clustered import ClusteredLinearBandit
 from privbandits.protocols.fclub import FCLUBOutcome, run_fclub
-from privbandits.protocols.fclub_config import FCLUBConfig
+from privbandits.protocols.fclub.config import FCLUBConfig
 
 VARIANTS = ("cdp-fclub-dc", "fclub-dc", "fclub", "homo-dc", "homo")
 ASYNCHRONOUS = ("cdp-fclub-dc", "fclub-dc", "homo-dc")

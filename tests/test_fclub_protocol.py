@@ -12,7 +12,7 @@ from privbandits.envs.clustered import ClusteredLinearBandit
 from privbandits.privacy.noise import grid_step
 from privbandits.privacy.tree_mechanism import dyadic_cover
 from privbandits.protocols.fclub import ASYNC, DETECT, FederatedClusteredBandit, run_fclub
-from privbandits.protocols.fclub_config import Calibration, FCLUBConfig, Lifecycle
+from privbandits.protocols.fclub.config import Calibration, FCLUBConfig, Lifecycle
 
 
 def small_env(**kwargs) -> ClusteredLinearBandit:

@@ -11,7 +11,7 @@ from scipy.sparse.csgraph import connected_components
 
 from privbandits.envs.clustered import ClusteredLinearBandit
 from privbandits.protocols.fclub import FederatedClusteredBandit, run_fclub
-from privbandits.protocols.fclub_config import F, FCLUBConfig
+from privbandits.protocols.fclub.config import F, FCLUBConfig
 
 
 def _scores(contexts: np.ndarray, gram: np.ndarray, moment: np.ndarray, beta: float) -> np.ndarray:

@@ -11,8 +11,8 @@ import pytest
 
 from privbandits.envs.clustered import ClusteredLinearBandit
 from privbandits.protocols.fclub import FederatedClusteredBandit, run_fclub
-from privbandits.protocols.fclub_config import FCLUBConfig, MergeRule
-from privbandits.protocols.fclub_reference import portable_det, reference_trigger_fires
+from privbandits.protocols.fclub.config import FCLUBConfig, MergeRule
+from privbandits.protocols.fclub.reference import portable_det, reference_trigger_fires
 from privbandits.validation import InvalidInputError
 
 OPTIONS = ("shared_statistics_defect", "merge_rule", "rebuild_local_copies", "renew_every_phase")

@@ -30,7 +30,7 @@ from privbandits.linear.population import (
 )
 from privbandits.privacy.encoding import ContextEncoder, grid_size, round_to_grid
 from privbandits.protocols.fclub import Repairs, _logdet, _spd_inverse
-from privbandits.protocols.fclub_config import PDRepair
+from privbandits.protocols.fclub.config import PDRepair
 
 KERNEL_MODULES = (
     privbandits.linear._kernels,

@@ -35,7 +35,7 @@ from privbandits.protocols.fclub import (
     play,
     run_fclub,
 )
-from privbandits.protocols.fclub_config import FCLUBConfig
+from privbandits.protocols.fclub.config import FCLUBConfig
 
 pytestmark = pytest.mark.filterwarnings("ignore:FCLUB. privatizer noise exceeded")
 

@@ -31,7 +31,7 @@ def test_the_check_flags_a_claim_without_the_disclaimer_and_passes_one_with_it()
 def _fclub(preset: str, private: bool = True, noise_std: float = 0.1):
     from privbandits.envs.clustered import ClusteredLinearBandit
     from privbandits.protocols.fclub import run_fclub
-    from privbandits.protocols.fclub_config import FCLUBConfig
+    from privbandits.protocols.fclub.config import FCLUBConfig
 
     make = FCLUBConfig.reference_compatible if preset == "reference" else FCLUBConfig.for_variant
     config = make("cdp-fclub-dc" if private else "fclub-dc", horizon=300)

@@ -10,8 +10,8 @@ from privbandits.experiments.adapters import PolicyLearner, PrivateLearner, priv
 from privbandits.experiments.registry import dp_learner
 from privbandits.linear import EpsilonGreedy, LinTS, LinUCB
 from privbandits.protocols.dp import JointDPLinUCB, LocalDPLinUCB, ShuffleDPLinUCB
+from privbandits.protocols.fclub.baselines import LocalBaselineBandit
 from privbandits.protocols.fclub.driver import FederatedClusteredBandit
-from privbandits.protocols.fclub_baselines import LocalBaselineBandit
 from privbandits.protocols.mpc_bandit import PlaintextEpsilonGreedy, PrivateEpsilonGreedy
 from privbandits.protocols.vertical import VerticalFederatedBandit
 from privbandits.validation import InvalidInputError

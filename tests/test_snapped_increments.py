@@ -18,9 +18,9 @@ from scipy.stats import norm
 from privbandits.comm import InMemoryNetwork
 from privbandits.privacy.noise import grid_step
 from privbandits.protocols.dp import JointDPLinUCB, LocalDPLinUCB
+from privbandits.protocols.fclub.config import Calibration, FCLUBConfig
 from privbandits.protocols.fclub.local_server import LocalServer
-from privbandits.protocols.fclub_config import Calibration, FCLUBConfig
-from privbandits.protocols.fclub_messages import GLOBAL, PhaseUpload
+from privbandits.protocols.fclub.messages import GLOBAL, PhaseUpload
 
 DIM, HORIZON, CHANGED = 6, 120, 17
 """Context dimension, rounds, and the round (1-based) where the neighbouring inputs differ."""

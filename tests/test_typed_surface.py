@@ -11,7 +11,7 @@ from privbandits.comm import InMemoryNetwork, Message, Party
 from privbandits.mpc import Engine
 from privbandits.mpc.approximations import reciprocal_steps
 from privbandits.mpc.sharing import ArithmeticShares
-from privbandits.protocols.fclub_messages import PhaseEnd, Upload
+from privbandits.protocols.fclub.messages import PhaseEnd, Upload
 
 
 def test_a_message_received_by_its_class_is_typed_as_it_with_its_fields() -> None:

@@ -24,7 +24,7 @@ def _mechanisms(horizon: int, fclub_horizon: int) -> list[tuple[str, float, Any,
     from privbandits.privacy.tree_mechanism import REPLACE_SENSITIVITY, node_variance
     from privbandits.protocols.dp.joint import joint_noise_std, tree_levels
     from privbandits.protocols.dp.local import REPORT_SENSITIVITY, local_noise_std
-    from privbandits.protocols.fclub_config import Calibration, FCLUBConfig
+    from privbandits.protocols.fclub.config import Calibration, FCLUBConfig
 
     depth = Calibration(FCLUBConfig(horizon=fclub_horizon), 1, 1, 1).depth(1)
     fclub_delta = FCLUBConfig().delta

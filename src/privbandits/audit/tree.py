@@ -3,7 +3,7 @@
 Both release prefix sums of the augmented statistic ``Σ z zᵀ``, ``z = [x; y]``, through
 :class:`~privbandits.privacy.tree_mechanism.TreeMechanism`; they differ in the calibration
 of its node noise (joint DP: :func:`~privbandits.protocols.dp.joint.joint_noise_std`;
-FCLUB: :meth:`~privbandits.protocols.fclub_config.Calibration.form_std`), both at the sensitivity 2 of the
+FCLUB: :meth:`~privbandits.protocols.fclub.config.Calibration.form_std`), both at the sensitivity 2 of the
 audit's pair (the learners' σ is larger by the slack of snapping their data to the grid, which this pair,
 on the grid already, does not need). The audit
 releases the first ``releases`` prefixes of one data stream, split as the learners split
@@ -115,7 +115,7 @@ def fclub_privatizer(epsilon: float = 1.0, delta: float = 0.1, horizon: int = 6,
                      noise_variance: str = "squared_log") -> MechanismAudit:  # fmt: skip
     """FCLUB's privatizer PVT at a local server (paper Alg. 5, Thm 3): one depth-ν tree, its first 2^(ν−1)
     releases (the first datum enters all ν nodes); ν and σ from the run's :class:`Calibration`."""
-    from privbandits.protocols.fclub_config import Calibration, FCLUBConfig, NoiseVariance
+    from privbandits.protocols.fclub.config import Calibration, FCLUBConfig, NoiseVariance
 
     config = FCLUBConfig(epsilon=epsilon, delta=delta, horizon=horizon, noise_variance=NoiseVariance(noise_variance))
     calibration = Calibration(config, dim, 1, 1)

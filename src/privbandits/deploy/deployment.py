@@ -229,7 +229,7 @@ class FCLUBProtocol(ProtocolSection):
     ``local_server`` parties named ``local0``, ``local1``, ... in file order, each serving a
     contiguous block of the users (the experiments' ``assign_groups`` blocks). ``variant`` and
     ``preset`` name the algorithm as an experiment config's ``fclub`` policy does
-    (:data:`~privbandits.protocols.fclub_config.PRESETS`): the default, CDP-FCLUB-DC's ``paper``
+    (:data:`~privbandits.protocols.fclub.config.PRESETS`): the default, CDP-FCLUB-DC's ``paper``
     preset, privatizes every upload; its ``reference`` preset (the paper reproductions' plain
     "CDP-FCLUB-DC") puts noise only in the upload trigger, so its uploads reach the global server
     raw. Nobody holds a data file. The users party draws the synthetic environment from ``seed``
@@ -283,7 +283,7 @@ class FCLUBProtocol(ProtocolSection):
             raise ValueError(f"n_clusters = {self.n_clusters} exceeds n_users = {self.n_users}")
         from dataclasses import fields
 
-        from privbandits.protocols.fclub_config import FCLUBConfig
+        from privbandits.protocols.fclub.config import FCLUBConfig
         from privbandits.validation import InvalidInputError
 
         known = sorted(f.name for f in fields(FCLUBConfig) if f.name not in ("horizon", "epsilon"))
@@ -297,10 +297,10 @@ class FCLUBProtocol(ProtocolSection):
         return self
 
     def fclub_config(self):
-        """The algorithm's :class:`~privbandits.protocols.fclub_config.FCLUBConfig`: the preset with ``options``,
+        """The algorithm's :class:`~privbandits.protocols.fclub.config.FCLUBConfig`: the preset with ``options``,
         as the experiments build it (m_bound = the true clusters)."""
         options = {"horizon": self.horizon, "epsilon": self.epsilon, "m_bound": self.n_clusters, **self.options}
-        from privbandits.protocols.fclub_config import FCLUBConfig
+        from privbandits.protocols.fclub.config import FCLUBConfig
 
         return FCLUBConfig.from_preset(self.variant, self.preset, **options)
 

@@ -93,9 +93,9 @@ from privbandits.deploy.deployment import Deployment, DeploymentError, FCLUBProt
 from privbandits.deploy.registry import PartyFunctions
 from privbandits.envs.clustered import ClusteredLinearBandit
 from privbandits.protocols.fclub.accounting import Communication
+from privbandits.protocols.fclub.config import Calibration
+from privbandits.protocols.fclub.messages import Download, PhaseUpload, Upload
 from privbandits.protocols.fclub.rounds import play
-from privbandits.protocols.fclub_config import Calibration
-from privbandits.protocols.fclub_messages import Download, PhaseUpload, Upload
 
 USERS, SCHEDULE, SEQUENCE = "users", "schedule", "sequence"
 """Phases of the deployment's sequencing messages (the in-memory driver's call order), outside the protocol."""
@@ -230,7 +230,7 @@ def environment_of(deployment: Deployment[FCLUBProtocol]) -> ClusteredLinearBand
 
 
 def config_of(deployment: Deployment[FCLUBProtocol]):
-    """The algorithm's :class:`~privbandits.protocols.fclub_config.FCLUBConfig` (the experiments' presets)."""
+    """The algorithm's :class:`~privbandits.protocols.fclub.config.FCLUBConfig` (the experiments' presets)."""
     return _protocol(deployment).fclub_config()
 
 

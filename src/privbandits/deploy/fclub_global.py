@@ -30,7 +30,7 @@ from privbandits.deploy.fclub import (
     free_running,
 )
 from privbandits.protocols.fclub.global_server import GlobalServer
-from privbandits.protocols.fclub_messages import ASYNC, CHECK, DETECT, PHASE_END, DownloadCheck, PhaseUpload, Upload
+from privbandits.protocols.fclub.messages import ASYNC, CHECK, DETECT, PHASE_END, DownloadCheck, PhaseUpload, Upload
 
 
 class DeployedGlobal(GlobalServer):

@@ -40,7 +40,7 @@ from privbandits.deploy.fclub import (
     local_rng,
 )
 from privbandits.protocols.fclub.local_server import LocalServer
-from privbandits.protocols.fclub_messages import ASYNC, CHECK, DETECT, GLOBAL, PHASE_END, Download, PhaseEnd
+from privbandits.protocols.fclub.messages import ASYNC, CHECK, DETECT, GLOBAL, PHASE_END, Download, PhaseEnd
 
 
 class _Owed(NamedTuple):

@@ -45,8 +45,8 @@ def declared(owner: str, name: str, *, required: bool = False, **changes: Any) -
 def _snapshot_classes() -> tuple[type, ...]:
     """The classes whose options the experiment config repeats (imported only when the snapshot is written)."""
     from privbandits.linear.policies import EpsilonGreedy, LinTS, LinUCB
-    from privbandits.protocols.fclub_baselines import BaselineConfig
-    from privbandits.protocols.fclub_config import FCLUBConfig
+    from privbandits.protocols.fclub.baselines import BaselineConfig
+    from privbandits.protocols.fclub.config import FCLUBConfig
     from privbandits.protocols.mpc_bandit.config import MPCBanditConfig
     from privbandits.protocols.p2b_config import P2BConfig
     from privbandits.protocols.vertical import VerticalFederatedBandit

@@ -27,7 +27,7 @@ MPC_LATER_OPTIONS = (
 """:class:`~privbandits.protocols.mpc_bandit.MPCBanditConfig`'s boolean options added after results were stored."""
 
 FCLUB_LATER_OPTIONS = ("ridge_in_recommendation_only", "carry_synchronized_copies")
-""":class:`~privbandits.protocols.fclub_config.FCLUBConfig` options added after runs were stored (issue 29)."""
+""":class:`~privbandits.protocols.fclub.config.FCLUBConfig` options added after runs were stored (issue 29)."""
 
 
 def without_later(

@@ -125,6 +125,6 @@ def _user_learner(
 
         protocol = config.protocol_config(horizon)
         return UserLearner(FederatedClusteredBandit(protocol, server_of_user, source.dim, source.n_arms, rng=rng))
-    from privbandits.protocols.fclub_baselines import LocalBaselineBandit
+    from privbandits.protocols.fclub.baselines import LocalBaselineBandit
 
     return UserLearner(LocalBaselineBandit(config.protocol_config(horizon), server_of_user, source.dim, rng))

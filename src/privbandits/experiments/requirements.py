@@ -24,8 +24,8 @@ def _sections() -> dict[str, tuple[type, ...]]:
     """The classes behind each block, by the block's argument (imported only when a table is written)."""
     from privbandits.linear.policies import EpsilonGreedy, LinTS, LinUCB, UniformRandom
     from privbandits.linear.ridge import RidgeStatistics
-    from privbandits.protocols.fclub_baselines import BaselineConfig
-    from privbandits.protocols.fclub_config import FCLUBConfig
+    from privbandits.protocols.fclub.baselines import BaselineConfig
+    from privbandits.protocols.fclub.config import FCLUBConfig
     from privbandits.protocols.mpc_bandit.config import MPCBanditConfig
     from privbandits.protocols.p2b_config import P2BConfig
     from privbandits.protocols.vertical import VerticalFederatedBandit

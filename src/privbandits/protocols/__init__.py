@@ -6,7 +6,7 @@ p2b, p2b_queue
     P2B, on-device bandits through encode–shuffle–analyze: :class:`P2BConfig` and
     :func:`~privbandits.protocols.p2b.simulate` (giving a :class:`P2BOutcome`); the shuffler's durable
     report queue (SQLite, PostgreSQL).
-fclub, fclub_config, fclub_messages, fclub_baselines, fclub_reference
+fclub
     FCLUB, federated online clustering of bandits with cluster DP: :class:`FCLUBConfig`,
     :class:`FederatedClusteredBandit` and :func:`run_fclub` (giving an :class:`FCLUBOutcome`); its messages,
     the baselines that never leave a local server (CLUB, SCLUB, per-user LinUCB) and the reference code's
@@ -30,7 +30,7 @@ __all__, __getattr__, __dir__ = lazy_exports(
         "VerticalFederatedBandit": "privbandits.protocols.vertical",
         "P2BConfig": "privbandits.protocols.p2b",
         "P2BOutcome": "privbandits.protocols.p2b",
-        "FCLUBConfig": "privbandits.protocols.fclub_config",
+        "FCLUBConfig": "privbandits.protocols.fclub.config",
         "FCLUBOutcome": "privbandits.protocols.fclub",
         "FederatedClusteredBandit": "privbandits.protocols.fclub",
         "run_fclub": "privbandits.protocols.fclub",

@@ -182,8 +182,8 @@ class FCLUBPolicyConfig(_Labelled):
                 if name not in self._PRESET_FIELDS and value is not None}  # fmt: skip
 
     def protocol_config(self, horizon: int):
-        """The :class:`~privbandits.protocols.fclub_config.FCLUBConfig` of a run of ``horizon`` rounds."""
-        from privbandits.protocols.fclub_config import FCLUBConfig
+        """The :class:`~privbandits.protocols.fclub.config.FCLUBConfig` of a run of ``horizon`` rounds."""
+        from privbandits.protocols.fclub.config import FCLUBConfig
 
         return FCLUBConfig.from_preset(self.variant, self.preset, **self.overrides(), horizon=horizon)
 
@@ -205,8 +205,8 @@ class _LocalBaselineBase(_Labelled):
     baseline: ClassVar[str]
 
     def protocol_config(self, horizon: int):
-        """The :class:`~privbandits.protocols.fclub_baselines.BaselineConfig` of a run."""
-        from privbandits.protocols.fclub_baselines import BaselineConfig, LocalBaseline
+        """The :class:`~privbandits.protocols.fclub.baselines.BaselineConfig` of a run."""
+        from privbandits.protocols.fclub.baselines import BaselineConfig, LocalBaseline
 
         options = self.model_dump(exclude={"kind", "label"})
         return BaselineConfig(kind=LocalBaseline(self.baseline), horizon=horizon, **options)

@@ -1,7 +1,7 @@
 """One FCLUB run: a setting, an algorithm, a horizon and a seed, summarised as a task result.
 
 :func:`run_algorithm` is the run itself (seeded by :func:`~privbandits.protocols.fclub.run_fclub`
-and :func:`~privbandits.protocols.fclub_baselines.run_baseline`); :func:`simulate` is the
+and :func:`~privbandits.protocols.fclub.baselines.run_baseline`); :func:`simulate` is the
 task function the store keys by its complete parameters, the MovieLens data file's
 identity included (:func:`run_task`).
 """
@@ -32,10 +32,10 @@ from privbandits.experiments.noise_key import FCLUB_UPLOADS
 from privbandits.experiments.tasks import Task, canonical_json, file_identity, identity_path
 from privbandits.papers.fclub.options import ALGORITHMS, FAITHFUL
 from privbandits.privacy.noise import NOISE_SAMPLER
+from privbandits.protocols.fclub.baselines import BaselineConfig, LocalBaseline, run_baseline
+from privbandits.protocols.fclub.config import FCLUBConfig
 from privbandits.protocols.fclub.driver import run_fclub
 from privbandits.protocols.fclub.rounds import FCLUBOutcome
-from privbandits.protocols.fclub_baselines import BaselineConfig, LocalBaseline, run_baseline
-from privbandits.protocols.fclub_config import FCLUBConfig
 
 KINDS = ("synthetic", "movielens-100k", "movielens", "movielens-reference", "reference-synthetic")
 DATA_FILES = {"movielens": FCLUB_FILES["movielens"], "movielens-reference": FCLUB_FILES["movielens_reference_vectors"],

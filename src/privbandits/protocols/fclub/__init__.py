@@ -54,75 +54,57 @@ then (equivalent to checking every round).
 
 Modules: :mod:`.local_server` (:class:`LocalServer`), :mod:`.global_server` (:class:`GlobalServer`),
 :mod:`.driver` (:class:`FederatedClusteredBandit`, :func:`run_fclub`), :mod:`.rounds` (the round contract and
-:func:`play`, shared with :mod:`privbandits.protocols.fclub_baselines`), :mod:`.accounting`
-(:class:`Communication`, :class:`PrivacyReport`) and :mod:`.numerics` (the absorb kernel, :class:`Repairs`). The
-options are in :mod:`privbandits.protocols.fclub_config`, the messages in
-:mod:`privbandits.protocols.fclub_messages`, the reference code's behaviours in
-:mod:`privbandits.protocols.fclub_reference`. Every name that the single module ``protocols/fclub.py`` exported
-before this split (its options' and messages' names included) is importable from this package.
+:func:`play`, shared with the local baselines of :mod:`.baselines`), :mod:`.accounting` (:class:`Communication`,
+:class:`PrivacyReport`), :mod:`.numerics` (the absorb kernel, :class:`Repairs`), :mod:`.config` (the options),
+:mod:`.messages` and :mod:`.reference` (the reference code's behaviours outside the paper's algorithm). Every name
+that the single module ``protocols/fclub.py`` exported before it became this package (its options' and messages'
+names included) is importable from here.
 """
 
 from __future__ import annotations
 
-from privbandits.protocols.fclub.accounting import Communication, PrivacyReport
-from privbandits.protocols.fclub.driver import FederatedClusteredBandit, run_fclub
-from privbandits.protocols.fclub.global_server import GlobalServer
-from privbandits.protocols.fclub.global_server import _GlobalCluster as _GlobalCluster
-from privbandits.protocols.fclub.global_server import _Member as _Member
-from privbandits.protocols.fclub.local_server import LocalServer
-from privbandits.protocols.fclub.local_server import _LocalCluster as _LocalCluster
-from privbandits.protocols.fclub.numerics import Repairs
-from privbandits.protocols.fclub.numerics import _logdet as _logdet
-from privbandits.protocols.fclub.numerics import _spd_inverse as _spd_inverse
-from privbandits.protocols.fclub.rounds import FLOAT64, FCLUBOutcome, RoundChecks, check_server_of_user, play
-from privbandits.protocols.fclub_config import Calibration, FCLUBConfig, Lifecycle, MergeRule, PDRepair, Recommendation
-from privbandits.protocols.fclub_messages import (
-    ASYNC,
-    CHECK,
-    DETECT,
-    GLOBAL,
-    PHASE_END,
-    PRIVACY_UNIT,
-    Download,
-    DownloadCheck,
-    PhaseEnd,
-    PhaseUpload,
-    Renewal,
-    Upload,
+from privbandits._lazy import lazy_exports
+
+# Names load lazily (``privbandits.protocols.fclub.config`` imports no party code). The private names stay importable
+# from here: checkpoints written before the split name their classes ``privbandits.protocols.fclub:_LocalCluster``
+# (and so on), and tests import the two numerics helpers.
+__all__, __getattr__, __dir__ = lazy_exports(
+    globals(),
+    {
+        "ASYNC": "privbandits.protocols.fclub.messages",
+        "CHECK": "privbandits.protocols.fclub.messages",
+        "Calibration": "privbandits.protocols.fclub.config",
+        "Communication": "privbandits.protocols.fclub.accounting",
+        "DETECT": "privbandits.protocols.fclub.messages",
+        "Download": "privbandits.protocols.fclub.messages",
+        "DownloadCheck": "privbandits.protocols.fclub.messages",
+        "FCLUBConfig": "privbandits.protocols.fclub.config",
+        "FCLUBOutcome": "privbandits.protocols.fclub.rounds",
+        "FLOAT64": "privbandits.protocols.fclub.rounds",
+        "FederatedClusteredBandit": "privbandits.protocols.fclub.driver",
+        "GLOBAL": "privbandits.protocols.fclub.messages",
+        "GlobalServer": "privbandits.protocols.fclub.global_server",
+        "Lifecycle": "privbandits.protocols.fclub.config",
+        "LocalServer": "privbandits.protocols.fclub.local_server",
+        "MergeRule": "privbandits.protocols.fclub.config",
+        "PDRepair": "privbandits.protocols.fclub.config",
+        "PHASE_END": "privbandits.protocols.fclub.messages",
+        "PRIVACY_UNIT": "privbandits.protocols.fclub.messages",
+        "PhaseEnd": "privbandits.protocols.fclub.messages",
+        "PhaseUpload": "privbandits.protocols.fclub.messages",
+        "PrivacyReport": "privbandits.protocols.fclub.accounting",
+        "Recommendation": "privbandits.protocols.fclub.config",
+        "Renewal": "privbandits.protocols.fclub.messages",
+        "Repairs": "privbandits.protocols.fclub.numerics",
+        "RoundChecks": "privbandits.protocols.fclub.rounds",
+        "Upload": "privbandits.protocols.fclub.messages",
+        "_GlobalCluster": "privbandits.protocols.fclub.global_server",
+        "_LocalCluster": "privbandits.protocols.fclub.local_server",
+        "_Member": "privbandits.protocols.fclub.global_server",
+        "_logdet": "privbandits.protocols.fclub.numerics",
+        "_spd_inverse": "privbandits.protocols.fclub.numerics",
+        "check_server_of_user": "privbandits.protocols.fclub.rounds",
+        "play": "privbandits.protocols.fclub.rounds",
+        "run_fclub": "privbandits.protocols.fclub.driver",
+    },
 )
-
-# The private names above stay importable from here: checkpoints written before this package was split name their
-# classes ``privbandits.protocols.fclub:_LocalCluster`` (and so on), and tests import the two numerics helpers.
-
-__all__ = [
-    "ASYNC",
-    "CHECK",
-    "DETECT",
-    "FLOAT64",
-    "GLOBAL",
-    "PHASE_END",
-    "PRIVACY_UNIT",
-    "Calibration",
-    "Communication",
-    "Download",
-    "DownloadCheck",
-    "FCLUBConfig",
-    "FCLUBOutcome",
-    "FederatedClusteredBandit",
-    "GlobalServer",
-    "Lifecycle",
-    "LocalServer",
-    "MergeRule",
-    "PDRepair",
-    "PhaseEnd",
-    "PhaseUpload",
-    "PrivacyReport",
-    "Recommendation",
-    "Renewal",
-    "Repairs",
-    "RoundChecks",
-    "Upload",
-    "check_server_of_user",
-    "play",
-    "run_fclub",
-]

@@ -16,12 +16,12 @@ from privbandits.privacy.bounds import DataBounds
 from privbandits.privacy.ledger import PrivacyLedger
 from privbandits.privacy.tree_mechanism import REPLACE_SENSITIVITY, accounted_delta, accounted_epsilon
 from privbandits.protocols.fclub.accounting import Communication, PrivacyReport
+from privbandits.protocols.fclub.config import Calibration, FCLUBConfig
 from privbandits.protocols.fclub.global_server import GlobalServer
 from privbandits.protocols.fclub.local_server import LocalServer
+from privbandits.protocols.fclub.messages import ASYNC, CHECK, DETECT, PHASE_END
 from privbandits.protocols.fclub.numerics import Repairs
 from privbandits.protocols.fclub.rounds import FCLUBOutcome, RoundChecks, check_server_of_user, play
-from privbandits.protocols.fclub_config import Calibration, FCLUBConfig
-from privbandits.protocols.fclub_messages import ASYNC, CHECK, DETECT, PHASE_END
 from privbandits.validation import Instance, Integer, InvalidInputError, NoneOr, check, describe, validate
 
 
@@ -197,7 +197,7 @@ class FederatedClusteredBandit(RoundChecks):
 
         Per privatizer: its tree's levels used, as Gaussian mechanisms of sensitivity
         :data:`~privbandits.privacy.tree_mechanism.REPLACE_SENSITIVITY` plus the slack of snapping each datum
-        (:meth:`~privbandits.protocols.fclub_config.Calibration.effective_sensitivity`). Per datum: every
+        (:meth:`~privbandits.protocols.fclub.config.Calibration.effective_sensitivity`). Per datum: every
         node of every privatizer its user's data has gone through (new clusters after a
         split, phase-start trees), composed, for the worst user: the paper does not
         compose across privatizers (§4.5, §8 A9). Composed from each local server's

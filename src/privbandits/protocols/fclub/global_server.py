@@ -15,9 +15,8 @@ from scipy.sparse.csgraph import connected_components
 from privbandits.checkpointed import PARTY, Checkpointed
 from privbandits.comm import Network, Party
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
-from privbandits.protocols.fclub.numerics import _logdet
-from privbandits.protocols.fclub_config import Calibration, Lifecycle, MergeRule
-from privbandits.protocols.fclub_messages import (
+from privbandits.protocols.fclub.config import Calibration, Lifecycle, MergeRule
+from privbandits.protocols.fclub.messages import (
     GLOBAL,
     PRIVACY_UNIT,
     Download,
@@ -27,7 +26,8 @@ from privbandits.protocols.fclub_messages import (
     Renewal,
     Upload,
 )
-from privbandits.protocols.fclub_reference import greedy_merge
+from privbandits.protocols.fclub.numerics import _logdet
+from privbandits.protocols.fclub.reference import greedy_merge
 
 
 class _GlobalCluster:
@@ -184,7 +184,7 @@ class GlobalServer(Party, Checkpointed):
         return frozenset(frozenset(k for k, label in zip(keys, labels, strict=True) if label == g) for g in set(labels))
 
     def _greedy_merge(self, keys: list[tuple[str, int]], depth: int) -> frozenset[frozenset[tuple[str, int]]]:
-        """The reference code's FCLUB merge (:func:`~privbandits.protocols.fclub_reference.greedy_merge`)."""
+        """The reference code's FCLUB merge (:func:`~privbandits.protocols.fclub.reference.greedy_merge`)."""
         into = greedy_merge([self.uploads[k].gram.copy() for k in keys], [self.uploads[k].moment.copy() for k in keys],
                             [float(self.uploads[k].count) for k in keys],
                             lambda counts: self.cal.merge_width(counts, depth), _solve)  # fmt: skip

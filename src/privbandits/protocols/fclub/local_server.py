@@ -20,9 +20,8 @@ from privbandits.linear.tiebreak import break_ties
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
 from privbandits.privacy.noise import snap_to
 from privbandits.privacy.tree_mechanism import REPLACE_SENSITIVITY, TreeMechanism
-from privbandits.protocols.fclub.numerics import Repairs, _absorb, _absorb_on_grid, _spd_inverse
-from privbandits.protocols.fclub_config import Calibration, Lifecycle, Recommendation
-from privbandits.protocols.fclub_messages import (
+from privbandits.protocols.fclub.config import Calibration, Lifecycle, Recommendation
+from privbandits.protocols.fclub.messages import (
     GLOBAL,
     PRIVACY_UNIT,
     Download,
@@ -32,7 +31,8 @@ from privbandits.protocols.fclub_messages import (
     Renewal,
     Upload,
 )
-from privbandits.protocols.fclub_reference import absorb_own_upload, carried_phase_statistics, reference_trigger_fires
+from privbandits.protocols.fclub.numerics import Repairs, _absorb, _absorb_on_grid, _spd_inverse
+from privbandits.protocols.fclub.reference import absorb_own_upload, carried_phase_statistics, reference_trigger_fires
 
 
 class _LocalCluster:

@@ -9,7 +9,7 @@ import numba
 import numpy as np
 
 from privbandits.linear._kernels import cholesky_inverse, cholesky_logdet, inverse_step
-from privbandits.protocols.fclub_config import PDRepair
+from privbandits.protocols.fclub.config import PDRepair
 
 
 @numba.njit(cache=True)

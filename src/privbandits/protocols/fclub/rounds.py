@@ -1,4 +1,4 @@
-"""The round contract FCLUB shares with its local baselines (:mod:`privbandits.protocols.fclub_baselines`): the
+"""The round contract FCLUB shares with its local baselines (:mod:`privbandits.protocols.fclub.baselines`): the
 check of the users' servers, the per-round :class:`RoundChecks`, and :func:`play`, the round loop that gives an
 :class:`FCLUBOutcome`."""
 

@@ -1,6 +1,6 @@
 """Reference-code behaviours of FCLUB that live outside the paper's algorithm (spec ``fclub.md`` §7, issues 15, 29).
 
-The options are declared, with their descriptions, in :class:`~privbandits.protocols.fclub_config.FCLUBConfig`;
+The options are declared, with their descriptions, in :class:`~privbandits.protocols.fclub.config.FCLUBConfig`;
 this module holds what they compute, so that the package ``protocols/fclub/`` only calls it:
 
 * :func:`reference_trigger_fires`, ``ridge_in_recommendation_only``: Eq. 5 as the reference code evaluates

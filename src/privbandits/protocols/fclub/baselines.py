@@ -44,8 +44,8 @@ from privbandits.linear._kernels import inverse_step, shared_ucb_scores
 from privbandits.linear.tiebreak import TieBreak, break_ties
 from privbandits.options import check_fields, option
 from privbandits.protocols.fclub.accounting import Communication
+from privbandits.protocols.fclub.config import F
 from privbandits.protocols.fclub.rounds import FCLUBOutcome, RoundChecks, check_server_of_user, play
-from privbandits.protocols.fclub_config import F
 from privbandits.validation import Choice, Instance, Integer, InvalidInputError, NoneOr, Real, check, describe
 
 
