@@ -379,8 +379,8 @@ def shuffler_in_process(n_reports: int, protocol, durable: Path | None) -> float
     in-memory network, until the server has the batch (with the durable queue if ``durable``)."""
     from privbandits.deploy.p2b_parties import CanonicalShuffler, HostedDevices
     from privbandits.privacy.ledger import PrivacyLedger
-    from privbandits.protocols.p2b import EncodedBatch, EncodedReport
-    from privbandits.protocols.p2b_queue import SqliteReportQueue
+    from privbandits.protocols.p2b.core import EncodedBatch, EncodedReport
+    from privbandits.protocols.p2b.queue import SqliteReportQueue
 
     rng = np.random.default_rng(0)
     network = InMemoryNetwork()

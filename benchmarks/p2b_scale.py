@@ -1,6 +1,6 @@
 """P2B at scale: the Fig. 4 sweep for |A| = 10 up to 10^6 early users, against a plain per-user loop.
 
-Runs the whole P2B simulation (``privbandits.protocols.p2b.simulate``: early
+Runs the whole P2B simulation (``privbandits.protocols.p2b.core.simulate``: early
 users' raw and encoded runs, reporting through the shuffler, the two server
 models, and the late users cold, warm non-private and warm private) for the
 reference's populations of early users 10^3, 5·10^3, …, 10^6 (total users =
@@ -41,7 +41,7 @@ from privbandits.envs.p2b_synthetic import p2b_synthetic_interactions
 from privbandits.linear import LinUCB
 from privbandits.linear.population import DisjointModel, PopulationLog
 from privbandits.privacy.encoding import ContextEncoder, fit_encoder, load_or_fit_encoder
-from privbandits.protocols import p2b
+from privbandits.protocols.p2b import core as p2b
 
 EARLY_USERS = (1_000, 5_000, 10_000, 50_000, 100_000, 500_000, 1_000_000)
 N_ACTIONS, ROUNDS = 10, 10

@@ -33,7 +33,7 @@ from threadpoolctl import threadpool_limits
 
 from privbandits.linear import LinUCB
 from privbandits.privacy.masks import draw_mask, split_columns
-from privbandits.protocols.vertical import VerticalFederatedBandit
+from privbandits.protocols.vertical.core import VerticalFederatedBandit
 
 SETTINGS = ((100, 10, 3000), (500, 100, 300))  # (d, K, rounds)
 TARGET_WHOLE, TARGET_ACTIVE = 2.2, 1.3

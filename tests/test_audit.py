@@ -215,7 +215,7 @@ def test_p2b_audit_threshold_rule_is_the_shufflers(count):
     """The audit's released count (count if count >= l else 0) is what the project's Shuffler releases."""
     from privbandits.comm import InMemoryNetwork
     from privbandits.privacy.ledger import PrivacyLedger
-    from privbandits.protocols.p2b import DeviceHost, EncodedReport, Server, Shuffler
+    from privbandits.protocols.p2b.core import DeviceHost, EncodedReport, Server, Shuffler
 
     net = InMemoryNetwork(record=True)
     shuffler = Shuffler("shuffler", net, threshold=10, participation=0.5, n_codes=4, rng=np.random.default_rng(0),

@@ -16,7 +16,7 @@ from privbandits.datasets.interactions import UserInteractions
 from privbandits.privacy import crowd_blending
 from privbandits.privacy.encoding import fit_encoder
 from privbandits.privacy.ledger import PrivacyLedger
-from privbandits.protocols.p2b import (
+from privbandits.protocols.p2b.core import (
     DeviceHost,
     EncodedBatch,
     EncodedReport,

@@ -9,7 +9,7 @@ import pytest
 from bad_input import digest, rejects
 
 from privbandits.linear import LinTS, LinUCB
-from privbandits.protocols.vertical import (
+from privbandits.protocols.vertical.core import (
     SingleFeaturePartyWarning,
     VerticalFederatedBandit,
     from_fixed_point,

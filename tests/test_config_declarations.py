@@ -31,8 +31,8 @@ from privbandits.options import Option, _bounds_of, options_of
 from privbandits.protocols.fclub.baselines import BaselineConfig
 from privbandits.protocols.fclub.config import FCLUBConfig
 from privbandits.protocols.mpc_bandit import MPCBanditConfig
-from privbandits.protocols.p2b import P2BConfig
-from privbandits.protocols.vertical import VerticalFederatedBandit
+from privbandits.protocols.p2b.core import P2BConfig
+from privbandits.protocols.vertical.core import VerticalFederatedBandit
 from privbandits.validation import Choice
 
 PAIRS = [

@@ -389,7 +389,7 @@ def test_p2b_sizes_are_checked_against_the_population():
 def test_p2b_through_the_runner_is_the_protocol_simulation(tmp_path, monkeypatch):
     from privbandits.envs.p2b_synthetic import p2b_synthetic_interactions
     from privbandits.privacy.encoding import load_or_fit_encoder
-    from privbandits.protocols.p2b import simulate
+    from privbandits.protocols.p2b.core import simulate
 
     monkeypatch.setenv("PRIVBANDITS_CACHE", str(tmp_path))
     config = parse_config(_config(POPULATION, {"kind": "p2b", "n_codes": 8, "threshold": 2}, horizon=3))

@@ -51,7 +51,7 @@ def encoder_cache(tmp_path, monkeypatch):
 def test_the_p2b_server_recomputes_coins_and_names_senders_only_in_reproducible_mode(tmp_path, encoder_cache, seeded):
     from privbandits.deploy.p2b import write_synthetic_data
     from privbandits.deploy.p2b_outcome import run_in_memory
-    from privbandits.protocols.p2b import EncodedBatch, EncodedReport
+    from privbandits.protocols.p2b.core import EncodedBatch, EncodedReport
 
     spec = spec_of(tmp_path, "p2b.toml", seeded)
     write_synthetic_data(spec)

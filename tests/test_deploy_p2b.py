@@ -23,7 +23,7 @@ from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
 from privbandits.deploy.p2b_data import layout, load_host
 from privbandits.deploy.p2b_outcome import SETTINGS, outcome, run_in_memory, without_baseline
-from privbandits.protocols.p2b import EncodedBatch, ModelRelease, RawBatch
+from privbandits.protocols.p2b.core import EncodedBatch, ModelRelease, RawBatch
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "p2b.toml"
 SMALL = {"n_users = 3000": "n_users = 500"}
@@ -165,7 +165,7 @@ def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(
 
     # the encoded reports went through the shuffler's durable queue: one batch, released, no identity kept
     from privbandits.deploy.p2b import queue_path
-    from privbandits.protocols.p2b_queue import SqliteReportQueue
+    from privbandits.protocols.p2b.queue import SqliteReportQueue
 
     assert results["shuffler"]["queue"]["batches"] == [0]
     path = queue_path(spec, "shuffler")
@@ -222,7 +222,7 @@ def test_a_device_host_file_of_the_wrong_shape_is_named(tmp_path):
 
 def test_a_shuffler_queue_left_with_held_reports_is_not_reused_by_a_fresh_session(tmp_path):
     from privbandits.deploy.p2b import open_queue, queue_path
-    from privbandits.protocols.p2b_queue import SqliteReportQueue
+    from privbandits.protocols.p2b.queue import SqliteReportQueue
 
     spec = load_deployment(local_copy(tmp_path))
     queue = open_queue(spec, "shuffler")  # a fresh queue opens
@@ -336,7 +336,7 @@ def test_a_party_killed_mid_run_and_restarted_alone_rejoins_and_the_session_equa
     restart only it, with --resume: the others keep running (their links wait for it and come back), the restarted
     party replays its part, every message and report is taken once, and the session ends as the uninterrupted one."""
     from privbandits.deploy.p2b import queue_path
-    from privbandits.protocols.p2b_queue import SqliteReportQueue
+    from privbandits.protocols.p2b.queue import SqliteReportQueue
 
     path = local_copy(tmp_path, **SMALL)
     runner = CliRunner()
@@ -386,7 +386,7 @@ def test_a_party_away_past_the_rejoin_budget_ends_the_session_and_every_party_re
     from privbandits.deploy.entropy import entropy_path
     from privbandits.deploy.local import start_parties
     from privbandits.deploy.party import EXIT_LOST
-    from privbandits.protocols.p2b_queue import SqliteReportQueue
+    from privbandits.protocols.p2b.queue import SqliteReportQueue
 
     rejoin_s = 1.0
     path = local_copy(

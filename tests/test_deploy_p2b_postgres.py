@@ -21,8 +21,8 @@ from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
 from privbandits.deploy.p2b import open_queue
 from privbandits.deploy.p2b_outcome import outcome
-from privbandits.protocols.p2b import EncodedBatch
-from privbandits.protocols.p2b_queue import PostgresReportQueue
+from privbandits.protocols.p2b.core import EncodedBatch
+from privbandits.protocols.p2b.queue import PostgresReportQueue
 
 
 def with_queue_url(path, url: str):

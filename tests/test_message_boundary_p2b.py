@@ -19,7 +19,7 @@ from privbandits.linear.population import CodeModel, DisjointModel
 from privbandits.mpc import Engine
 from privbandits.privacy import crowd_blending
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
-from privbandits.protocols.p2b import (
+from privbandits.protocols.p2b.core import (
     CloseBatch,
     DeviceHost,
     EncodedReport,

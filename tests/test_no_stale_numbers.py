@@ -47,7 +47,7 @@ match that makes it a parameter's value or a bound, not a measurement."""
 
 ALLOWED: tuple[tuple[str, str, str], ...] = (
     ("src/privbandits/comm/tls/link.py", "one record, 16 KiB)", "TLS 1.3's largest record (RFC 8446, 5.1)"),
-    ("src/privbandits/protocols/p2b.py", "No payload (0 bytes)", "an empty message, by definition"),
+    ("src/privbandits/protocols/p2b/core.py", "No payload (0 bytes)", "an empty message, by definition"),
     ("src/privbandits/papers/mpc/reference.py", "'nearly 500x slower'", "the MPC paper's number (§6), quoted"),
     ("src/privbandits/papers/mpc/table1.py", "the paper's '500x' remark", "the MPC paper's number (§6), quoted"),
     ("src/privbandits/papers/vertical/reference.py", "starts above 5x LinTS", "the vertical paper's Fig. 5(b)"),

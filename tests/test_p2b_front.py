@@ -28,8 +28,8 @@ from privbandits.deploy.p2b import SHARE_ENCODED, BatchOpen
 from privbandits.deploy.p2b_front import Front
 from privbandits.deploy.p2b_parties import CanonicalShuffler
 from privbandits.privacy.ledger import PrivacyLedger
-from privbandits.protocols.p2b import CloseBatch, EncodedReport
-from privbandits.protocols.p2b_queue import SqliteReportQueue
+from privbandits.protocols.p2b.core import CloseBatch, EncodedReport
+from privbandits.protocols.p2b.queue import SqliteReportQueue
 
 HOSTS = ["hosta", "hostb"]
 EXAMPLE = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "p2b.toml"
@@ -131,7 +131,7 @@ def test_a_restarted_shuffler_replays_a_released_batch_through_the_front_end_wit
     """``--resume`` after the encoded batch went out (its release in the checkpoint): every device's report sent
     again is acknowledged through the workers and counted as replayed, nothing is stored, and the saved batch is
     sent again as it was."""
-    from privbandits.protocols.p2b import EncodedBatch
+    from privbandits.protocols.p2b.core import EncodedBatch
 
     nets, front, queue = session
     shuffler, sent = shuffler_of(nets, front, queue), []

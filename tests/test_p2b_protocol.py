@@ -12,7 +12,7 @@ from scipy import stats
 from privbandits.comm import InMemoryNetwork
 from privbandits.privacy import crowd_blending
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
-from privbandits.protocols.p2b import (
+from privbandits.protocols.p2b.core import (
     DeviceHost,
     EncodedReport,
     NewAgents,
@@ -193,7 +193,7 @@ def small_world():
 
 
 def test_without_participation_warm_equals_cold(small_world):
-    from privbandits.protocols.p2b import P2BConfig, simulate
+    from privbandits.protocols.p2b.core import P2BConfig, simulate
 
     encoder, data = small_world
     out = simulate(data, encoder, P2BConfig(participation=0.0, tie_break="lowest"), seed=0)
@@ -203,7 +203,7 @@ def test_without_participation_warm_equals_cold(small_world):
 
 
 def test_the_server_sees_only_anonymous_thresholded_batches(small_world):
-    from privbandits.protocols.p2b import P2BConfig, simulate
+    from privbandits.protocols.p2b.core import P2BConfig, simulate
 
     encoder, data = small_world
     out = simulate(data, encoder, P2BConfig(threshold=10), seed=1)
@@ -221,7 +221,7 @@ def test_the_server_sees_only_anonymous_thresholded_batches(small_world):
 
 
 def test_simulation_is_reproducible_and_warm_helps(small_world):
-    from privbandits.protocols.p2b import P2BConfig, simulate
+    from privbandits.protocols.p2b.core import P2BConfig, simulate
 
     encoder, data = small_world
     first, again = (simulate(data, encoder, P2BConfig(), seed=5) for _ in range(2))
@@ -231,7 +231,7 @@ def test_simulation_is_reproducible_and_warm_helps(small_world):
 
 
 def test_reference_compatible_mode_runs_scalar_codes_and_a_shared_warm_agent(small_world):
-    from privbandits.protocols.p2b import P2BConfig, simulate
+    from privbandits.protocols.p2b.core import P2BConfig, simulate
 
     encoder, data = small_world
     out = simulate(data, encoder, P2BConfig(representation="scalar_code", shared_warm_agent=True), seed=2)
@@ -245,7 +245,7 @@ def test_reference_compatible_mode_runs_scalar_codes_and_a_shared_warm_agent(sma
 def test_replay_on_a_partially_observed_table_counts_only_known_rounds(small_world):
     """OBD-style data (one observed action per row): means are over matched rounds (replay), not zeros."""
     from privbandits.datasets.interactions import UserInteractions
-    from privbandits.protocols.p2b import P2BConfig, simulate
+    from privbandits.protocols.p2b.core import P2BConfig, simulate
 
     encoder, data = small_world
     rng = np.random.default_rng(6)

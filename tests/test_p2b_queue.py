@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 
-from privbandits.protocols.p2b_queue import PostgresReportQueue, ReportQueue, SqliteReportQueue
+from privbandits.protocols.p2b.queue import PostgresReportQueue, ReportQueue, SqliteReportQueue
 from privbandits.validation import InvalidInputError
 
 JOIN = 30.0
@@ -294,7 +294,7 @@ def test_a_crash_before_the_commit_of_an_accept_stores_nothing_unacknowledged(ba
 CHILD = textwrap.dedent(
     """
     import sys
-    from privbandits.protocols.p2b_queue import open_report_queue
+    from privbandits.protocols.p2b.queue import open_report_queue
 
     queue = open_report_queue(sys.argv[1], schema="shuffler", n_codes=4, n_arms=3)
     mode, batch_every = sys.argv[2], int(sys.argv[3])

@@ -23,8 +23,8 @@ import pytest
 from pg_server import psycopg_missing
 from test_p2b_queue import JOIN, SCHEMA, Postgres, fill, rid, stored_reports
 
-from privbandits.protocols.p2b_queue import PostgresReportQueue
-from privbandits.protocols.p2b_queue.postgres import MISSING, check_queue_url, redact
+from privbandits.protocols.p2b.queue import PostgresReportQueue
+from privbandits.protocols.p2b.queue.postgres import MISSING, check_queue_url, redact
 from privbandits.validation import InvalidInputError
 
 N = 600
@@ -42,7 +42,7 @@ def report(number: int) -> tuple[str, str, int, int, int]:
 FRONT_END = textwrap.dedent(
     """
     import hashlib, sys
-    from privbandits.protocols.p2b_queue import PostgresReportQueue
+    from privbandits.protocols.p2b.queue import PostgresReportQueue
 
     url, schema, residues = sys.argv[1], sys.argv[2], {int(r) for r in sys.argv[3].split(",")}
     queue = PostgresReportQueue(url, schema=schema, n_codes=8, n_arms=3)
@@ -160,7 +160,7 @@ def test_racing_batchers_form_each_batch_once_and_racing_releasers_release_it_on
 KILLED_BATCHER = textwrap.dedent(
     """
     import sys
-    from privbandits.protocols.p2b_queue import PostgresReportQueue
+    from privbandits.protocols.p2b.queue import PostgresReportQueue
 
     queue = PostgresReportQueue(sys.argv[1], schema=sys.argv[2])
     print("batching", flush=True)

@@ -13,7 +13,7 @@ from privbandits.protocols.dp import JointDPLinUCB, LocalDPLinUCB, ShuffleDPLinU
 from privbandits.protocols.fclub.baselines import LocalBaselineBandit
 from privbandits.protocols.fclub.driver import FederatedClusteredBandit
 from privbandits.protocols.mpc_bandit import PlaintextEpsilonGreedy, PrivateEpsilonGreedy
-from privbandits.protocols.vertical import VerticalFederatedBandit
+from privbandits.protocols.vertical.core import VerticalFederatedBandit
 from privbandits.validation import InvalidInputError
 
 

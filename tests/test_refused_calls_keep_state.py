@@ -8,8 +8,8 @@ import pytest
 from bad_input import NAN, digest, rejects
 
 from privbandits.linear import LinUCB
-from privbandits.protocols.p2b import choose_reports
-from privbandits.protocols.vertical import VerticalFederatedBandit
+from privbandits.protocols.p2b.core import choose_reports
+from privbandits.protocols.vertical.core import VerticalFederatedBandit
 from privbandits.validation import CallOrderError
 
 REWARDS = (np.arange(12).reshape(6, 2) % 2).astype(float)

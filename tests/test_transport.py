@@ -20,7 +20,7 @@ from privbandits.comm.codec import Envelope
 from privbandits.comm.frames import FrameError, FrameType, pack, pack_header
 from privbandits.comm.tls import READ_AHEAD, HandshakeError, bind_listener
 from privbandits.deploy.certs import write_development_pki
-from privbandits.protocols.vertical import AggregationShare, MaskBlock, MaskedContexts, RoundRequest
+from privbandits.protocols.vertical.core import AggregationShare, MaskBlock, MaskedContexts, RoundRequest
 
 DEADLINE = 3.0
 JOIN = 15.0

@@ -14,7 +14,7 @@ from test_transport import Background, close_all, linked, raw_link
 
 from privbandits.comm import ROUND, InMemoryNetwork, Party, PeerLost, TlsCredentials
 from privbandits.deploy.certs import write_development_pki
-from privbandits.protocols.vertical import MaskedContexts, RoundRequest
+from privbandits.protocols.vertical.core import MaskedContexts, RoundRequest
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from test_transport import Background, addresses, close_all, linked, network, pk
 from privbandits.comm import ROUND, HandshakeError, Party, PeerLost
 from privbandits.comm.oneshot import accept_own, device_waiting, send_own
 from privbandits.comm.tls.gate import MAX_PENDING
-from privbandits.protocols.p2b import CloseBatch, EncodedReport
+from privbandits.protocols.p2b.core import CloseBatch, EncodedReport
 
 
 def test_idle_and_garbage_connections_do_not_hold_up_the_real_peer(pki):  # noqa: F811

@@ -18,7 +18,7 @@ from privbandits.comm.frames import FrameType
 from privbandits.comm.oneshot import accept_own, device_waiting, send_own
 from privbandits.comm.tls import client_context
 from privbandits.deploy.certs import write_development_pki
-from privbandits.protocols.p2b import CloseBatch, EncodedReport
+from privbandits.protocols.p2b.core import CloseBatch, EncodedReport
 
 
 @pytest.fixture(scope="module")

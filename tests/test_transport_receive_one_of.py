@@ -17,8 +17,8 @@ from test_transport import Background, close_all, linked
 
 from privbandits.comm import ROUND, InMemoryNetwork, Party, PeerLost, ProtocolError, TlsCredentials
 from privbandits.deploy.certs import write_development_pki
-from privbandits.protocols.p2b import CloseBatch, EncodedReport
-from privbandits.protocols.vertical import MaskedContexts
+from privbandits.protocols.p2b.core import CloseBatch, EncodedReport
+from privbandits.protocols.vertical.core import MaskedContexts
 
 WANTED = (EncodedReport.kind, CloseBatch.kind)
 

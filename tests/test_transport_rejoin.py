@@ -18,7 +18,7 @@ from privbandits.comm.frames import FrameError
 from privbandits.comm.tls import client_context
 from privbandits.comm.tls.rejoin import RejoinNetwork
 from privbandits.deploy.certs import write_development_pki
-from privbandits.protocols.vertical import RoundRequest
+from privbandits.protocols.vertical.core import RoundRequest
 
 REJOIN_S = 5.0
 

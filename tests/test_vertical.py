@@ -19,7 +19,7 @@ from privbandits.privacy.masks import (
     haar_orthogonal,
     split_columns,
 )
-from privbandits.protocols.vertical import (
+from privbandits.protocols.vertical.core import (
     ActiveParty,
     AggregationShare,
     MaskBlock,

@@ -4,9 +4,9 @@ The guarantee P2B cites (Gehrke et al. 2012) is (ε, δ) with ε of Eq. (2) and
 δ = exp(−Ω l (1 − p)²) for an Ω the paper never gives, so no δ is claimed and the
 notion is crowd-blending, not DP. The attack that applies: the target user shares its
 code with exactly l − 1 others (D) or is absent (D′). Each user takes part with
-probability p (the project's :func:`~privbandits.protocols.p2b.choose_reports`, vectorised
+probability p (the project's :func:`~privbandits.protocols.p2b.core.choose_reports`, vectorised
 over every run's users); the shuffler releases the code's tuples only if at least l carry
-it (the rule of :meth:`~privbandits.protocols.p2b.Shuffler.release_encoded`). Under D′ the
+it (the rule of :meth:`~privbandits.protocols.p2b.core.Shuffler.release_encoded`). Under D′ the
 code is never released; under D it is released exactly when all l take part, with
 probability p^l: an event that singles out the target's participation with no false
 positive, so the pipeline is not (ε, δ)-DP for any ε at δ < p^l. The released output is
@@ -23,7 +23,7 @@ from privbandits.audit.base import MechanismAudit, Weakening, no_pair_epsilon
 
 def released_counts(n: int, crowd: int, threshold: int, participation: float, rng) -> np.ndarray:
     """The released count of one code held by ``crowd`` users, in ``n`` runs: its reports if ≥ threshold, else 0."""
-    from privbandits.protocols.p2b import choose_reports
+    from privbandits.protocols.p2b.core import choose_reports
 
     users, _ = choose_reports(np.ones((n * crowd, 1)), participation, 0.0, rng)
     counts = np.bincount(users // crowd, minlength=n) if crowd else np.zeros(n, dtype=np.int64)

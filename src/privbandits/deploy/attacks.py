@@ -8,7 +8,7 @@ for tests and demos), and what the default, OS entropy at each party
 * :func:`p2b_server_attack`: the P2B server, holding the file and the encoded batch it received,
   recomputes every early device's participation coin and names the device behind each released
   report. It replays what the file determines: the users of ``deploy data`` (``data_seed``) and
-  :func:`~privbandits.protocols.p2b.simulate` with the file's ``seed``, then the shuffler's
+  :func:`~privbandits.protocols.p2b.core.simulate` with the file's ``seed``, then the shuffler's
   permutation and threshold.
 * :func:`fclub_noise_removal`: the FCLUB global server, holding the file and the phase uploads it
   received, regenerates each local server's privatizer noise from the file's ``seed`` and
@@ -30,7 +30,7 @@ from privbandits.privacy.tree_mechanism import dyadic_cover, symmetric_gaussians
 
 N_STREAMS = 9
 ENCODED_SHUFFLER, ENCODED_REPORTS = 5, 7
-"""The streams of :func:`~privbandits.protocols.p2b.simulate` (spawned from its seed) of the shuffler's encoded
+"""The streams of :func:`~privbandits.protocols.p2b.core.simulate` (spawned from its seed) of the shuffler's encoded
 batch and of the devices' encoded reports."""
 
 
@@ -52,7 +52,7 @@ def p2b_server_attack(deployment: Deployment[P2BProtocol], codes: np.ndarray) ->
     """The P2B server's attack from the deployment file and the encoded batch's ``codes`` (in the order received).
 
     Participation: the first draw of the devices' report stream is each early user's coin
-    (:func:`~privbandits.protocols.p2b.choose_reports`). Attribution: a replay of the session from the
+    (:func:`~privbandits.protocols.p2b.core.choose_reports`). Attribution: a replay of the session from the
     file gives the devices' reports in canonical order (users ascending); the shuffler's stream
     permutes them and its threshold drops rare codes, so the replay's k-th released report is
     attributed to the k-th row received.
@@ -60,7 +60,7 @@ def p2b_server_attack(deployment: Deployment[P2BProtocol], codes: np.ndarray) ->
     from privbandits.comm import InMemoryNetwork
     from privbandits.deploy.p2b import config_of, encoder_of
     from privbandits.deploy.p2b_data import synthetic_population
-    from privbandits.protocols.p2b import EncodedReport, simulate
+    from privbandits.protocols.p2b.core import EncodedReport, simulate
 
     protocol = deployment.protocol
     n_early = int(protocol.early_fraction * protocol.n_users)

@@ -19,7 +19,7 @@ class P2BProtocol(ProtocolSection):
     (:mod:`privbandits.deploy.p2b_scaleout`).
     The population is the synthetic benchmark (spec §5.1) of ``n_users`` users with
     ``interactions`` rounds each; the first ``early_fraction`` share, the rest are measured.
-    ``seed`` is :func:`~privbandits.protocols.p2b.simulate`'s: with the deployment's
+    ``seed`` is :func:`~privbandits.protocols.p2b.core.simulate`'s: with the deployment's
     ``reproducible = true`` every party derives its streams from it as the in-memory run does, so
     the processes reproduce that run; by default each party draws from OS entropy
     (:mod:`privbandits.deploy.entropy`). ``raw_baseline`` (off by default) also runs the
@@ -78,7 +78,7 @@ class P2BProtocol(ProtocolSection):
     @field_validator("queue_url")
     @classmethod
     def _queue_url(cls, value: str | None) -> str | None:
-        from privbandits.protocols.p2b_queue.postgres import check_queue_url  # needs no psycopg
+        from privbandits.protocols.p2b.queue.postgres import check_queue_url  # needs no psycopg
 
         return None if value is None else check_queue_url(value)
 

@@ -1,6 +1,6 @@
 """P2B as separate party processes: device hosts, the trusted shuffler and the server (issue 17, step 2).
 
-Each party runs the party classes of :mod:`privbandits.protocols.p2b` (subclassed through their extension points
+Each party runs the party classes of :mod:`privbandits.protocols.p2b.core` (subclassed through their extension points
 in :mod:`privbandits.deploy.p2b_parties`) on its own :class:`~privbandits.comm.TlsNetwork`:
 
 * ``device_host`` (one or more): simulates the devices of its own users and holds only
@@ -8,9 +8,9 @@ in :mod:`privbandits.deploy.p2b_parties`) on its own :class:`~privbandits.comm.T
   0/1, ``late_contexts``, ``late_rewards``). Its early users play cold and send one encoded
   tuple each with probability p to the shuffler (with ``protocol.raw_baseline``, first one raw
   tuple each: the non-private baseline, which hands raw contexts to the server), and the
-  host closes each batch with :class:`~privbandits.protocols.p2b.CloseBatch`; its late users
+  host closes each batch with :class:`~privbandits.protocols.p2b.core.CloseBatch`; its late users
   then play cold, warm from the private model (and from the non-private one), each
-  model rebuilt from the server's :class:`~privbandits.protocols.p2b.ModelRelease`. Over TLS
+  model rebuilt from the server's :class:`~privbandits.protocols.p2b.core.ModelRelease`. Over TLS
   each device sends its report on a connection of its own (:mod:`privbandits.comm.oneshot`),
   named ``HOST-deviceUSER`` and vouched for by its host's certificate, and waits for the
   shuffler's acknowledgement (sent once the report is stored); a device whose connection
@@ -21,7 +21,7 @@ in :mod:`privbandits.deploy.p2b_parties`) on its own :class:`~privbandits.comm.T
   by ``protocol.workers`` processes side by side (:mod:`~privbandits.deploy.p2b_front`), which opens
   each batch with :class:`BatchOpen` to every host at once (the default: one worker per CPU); with
   ``workers = 0`` by the shuffler itself, one at a time, host by host, each told :class:`BatchOpen` in
-  turn. Each host's :class:`~privbandits.protocols.p2b.CloseBatch`, on
+  turn. Each host's :class:`~privbandits.protocols.p2b.core.CloseBatch`, on
   its party link, sent once its devices' reports are acknowledged, ends its part. The batch is
   put in a canonical order, (device host, user number of the device), before its seeded shuffle,
   so the processes' interleaving cannot change a batch. A batch closes when every host has closed
@@ -29,7 +29,7 @@ in :mod:`privbandits.deploy.p2b_parties`) on its own :class:`~privbandits.comm.T
   seconds after it opened: later devices are refused (their reports are lost, the session goes
   on, and the run then differs from the in-memory one, which has no such limits). It then
   thresholds (crowd-blending) and sends the batch to the server, and to no one
-  else. Encoded reports pass through its durable :class:`~privbandits.protocols.p2b_queue.ReportQueue`
+  else. Encoded reports pass through its durable :class:`~privbandits.protocols.p2b.queue.ReportQueue`
   (``OUTPUT/queues/NAME.sqlite``; PostgreSQL with ``protocol.queue_url``): each is persisted with
   its device's identity as it arrives (in group commits) and acknowledged once durable; the batch is
   formed there (identities dropped) and marked released once sent. Raw baseline reports (contexts)
@@ -44,7 +44,7 @@ Reproducing the in-memory run. The users are split into contiguous blocks: devic
 the j-th block of the early users and the j-th block of the late users
 (:func:`~privbandits.deploy.p2b_data.layout`), so the canonical batch order is the in-memory
 order (users ascending). Each party takes the nine streams of
-:func:`~privbandits.protocols.p2b.simulate` from its own root seed (:func:`streams_of`): by
+:func:`~privbandits.protocols.p2b.core.simulate` from its own root seed (:func:`streams_of`): by
 default fresh OS entropy, so no other party (the server above all) can recompute a device's
 participation, negative-report or tuple-choice coin, an agent's tie-break or the shuffler's
 permutation; with the deployment's ``reproducible = true``, ``protocol.seed``, exactly as
@@ -100,10 +100,10 @@ from privbandits.deploy.p2b_data import write_synthetic_data as write_synthetic_
 from privbandits.deploy.p2b_messages import BatchOpen, HostDone
 from privbandits.deploy.p2b_messages import FetchModel as FetchModel  # re-exported
 from privbandits.deploy.p2b_rejoin import rejoin as rejoin  # the parties' networks: lost peers may come back
-from privbandits.protocols.p2b import P2BConfig  # at import (1.5 CPU-s): the zygote loads it once for every party
+from privbandits.protocols.p2b.core import P2BConfig  # at import (1.5 CPU-s): the zygote loads it once for every party
 
 SHARE_RAW, SHARE_ENCODED = "share_raw", "share_encoded"
-"""Phases, as in :func:`~privbandits.protocols.p2b.simulate`."""
+"""Phases, as in :func:`~privbandits.protocols.p2b.core.simulate`."""
 RAW_WARNING = (
     "WARNING: raw_baseline = true: every participating device sends a raw context, action and reward to the "
     "server (the non-private baseline, no privacy for them)"
@@ -115,7 +115,7 @@ N_STREAMS = 9
 
 # -- shared settings --------------------------------------------------------------------------------
 def config_of(protocol: P2BProtocol):
-    """The :class:`~privbandits.protocols.p2b.P2BConfig` the deployment runs (no shared warm agent)."""
+    """The :class:`~privbandits.protocols.p2b.core.P2BConfig` the deployment runs (no shared warm agent)."""
     return P2BConfig(
         participation=protocol.participation,
         negative_rate=protocol.negative_rate,
@@ -140,7 +140,7 @@ def encoder_of(protocol: P2BProtocol):
 
 
 def streams_of(deployment: Deployment[P2BProtocol], name: str, *, resume: bool = False) -> list[np.random.Generator]:
-    """Party ``name``'s nine streams of :func:`~privbandits.protocols.p2b.simulate` (it uses its own ones): from
+    """Party ``name``'s nine streams of :func:`~privbandits.protocols.p2b.core.simulate` (it uses its own ones): from
     its OS seed, kept in its own entropy file for ``--resume``, or in reproducible mode from ``protocol.seed``."""
     reproducible = np.random.SeedSequence(_protocol(deployment).seed)
     root = entropy.seed_sequence(deployment, name, reproducible, keep=True, resume=resume)
@@ -297,7 +297,7 @@ def _run_shuffler(deployment: Deployment[P2BProtocol], name: str, network: TlsNe
 
 def _release(shuffler, phase: str, server: str, saved: tuple | None) -> None:
     """The shuffler's batch of ``phase``: collected and released, or, released before a restart, replayed."""
-    from privbandits.protocols.p2b import EncodedReport, RawReport
+    from privbandits.protocols.p2b.core import EncodedReport, RawReport
 
     with shuffler.network.phase(phase):
         if saved is not None:
@@ -329,14 +329,14 @@ def queue_path(deployment: Deployment[P2BProtocol], name: str) -> Path:
 
 
 def open_queue(deployment: Deployment[P2BProtocol], name: str, *, resume: bool = False):
-    """The shuffler's :class:`~privbandits.protocols.p2b_queue.ReportQueue` for the encoded reports: the SQLite
+    """The shuffler's :class:`~privbandits.protocols.p2b.queue.ReportQueue` for the encoded reports: the SQLite
     file :func:`queue_path`, or with ``protocol.queue_url`` schema ``name`` of that PostgreSQL database.
 
     A queue left with held reports or an unreleased batch by an interrupted session is not
     reused by a fresh one (that would mix two sessions' reports): the party refuses to start
     and names it. A resumed session (``--resume``) continues with it.
     """
-    from privbandits.protocols.p2b_queue import open_report_queue, redact
+    from privbandits.protocols.p2b.queue import open_report_queue, redact
     from privbandits.validation import InvalidInputError
 
     protocol, url = _protocol(deployment), _protocol(deployment).queue_url
@@ -418,7 +418,7 @@ def _send_reports(host, shuffler: str, log, seen, protocol: P2BProtocol, rng, bl
     """This host's devices choose and send their tuples (the draws over all early users; the other
     hosts' users are unknown rewards here, which never send), each to the shuffler or to its front end
     (``fronts``: :func:`~privbandits.deploy.p2b_scaleout.front_of`), and the host closes the batch."""
-    from privbandits.protocols.p2b import EncodedReport, RawReport, choose_reports
+    from privbandits.protocols.p2b.core import EncodedReport, RawReport, choose_reports
 
     first = block.early.start
     padded = np.full((block.n_early, protocol.interactions), np.nan)
@@ -460,7 +460,7 @@ def _raw_baseline(host, data: HostData, protocol: P2BProtocol, streams, shuffler
 def _run_host(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwork, resume: bool = False) -> dict:
     from privbandits.deploy.p2b_parties import HostedDevices
     from privbandits.linear.population import CodeModel, DisjointModel
-    from privbandits.protocols.p2b import DEVICES, RAW_DEVICES, private_inputs
+    from privbandits.protocols.p2b.core import DEVICES, RAW_DEVICES, private_inputs
 
     protocol = _protocol(deployment)
     data = load_host(deployment, name)

@@ -15,7 +15,7 @@ whose intake thread (:class:`Front`) decodes it (the workers import no protocol)
 stored, refused (its batch closed by ``batch_size`` or ``batch_window_s``) or dropped (not a report
 of the open batch). Encoded reports are stored in the durable queue in groups: every report that
 arrived while the previous group was being committed goes into one transaction
-(:meth:`~privbandits.protocols.p2b_queue.ReportQueue.accept_many`, one sync), and each device is
+(:meth:`~privbandits.protocols.p2b.queue.ReportQueue.accept_many`, one sync), and each device is
 acknowledged only after its group is committed. A report's queue id is a keyed hash of the device's
 name (:func:`~privbandits.deploy.p2b_rejoin.report_id`, the serial front end's too), so a device that
 sends again after a lost acknowledgement is stored once; once the batch is released the shuffler
@@ -91,7 +91,7 @@ def serial_reports(shuffler, host: str, kind: str):
     devices replay) is acknowledged and counted in ``shuffler.replayed``, not taken."""
     from privbandits.comm.oneshot import accept_own, device_waiting
     from privbandits.deploy.p2b_messages import BatchOpen
-    from privbandits.protocols.p2b import CloseBatch
+    from privbandits.protocols.p2b.core import CloseBatch
 
     network = shuffler.network
     shuffler.send(host, BatchOpen())
@@ -185,7 +185,7 @@ class Front:
         """Open a batch of ``kind`` for every host's devices at once, and take reports until every host has closed
         it (a host is lost when neither it nor any of its devices sends within the deadline)."""
         from privbandits.deploy.p2b_messages import BatchOpen
-        from privbandits.protocols.p2b import CloseBatch
+        from privbandits.protocols.p2b.core import CloseBatch
 
         batch = self.opened(shuffler, kind, durable)
         try:

@@ -116,7 +116,7 @@ def _drive(pipe, tallies, slot: int, addresses, credentials, concurrency: int, r
     and outcome codes. Ends on None."""
     from privbandits.comm import TlsNetwork
     from privbandits.deploy.p2b import SHARE_ENCODED
-    from privbandits.protocols import p2b  # noqa: F401 - its messages, imported before the clock starts
+    from privbandits.protocols.p2b import core  # noqa: F401 - its messages, imported before the clock starts
 
     pipe.send("ready")
     while (job := pipe.recv()) is not None:
@@ -135,7 +135,7 @@ def _drive(pipe, tallies, slot: int, addresses, credentials, concurrency: int, r
 
 def _send_all(network, receivers: list[str], users: range, reports: list, pace: tuple, out) -> None:
     from privbandits.comm.oneshot import send_own
-    from privbandits.protocols.p2b import EncodedReport
+    from privbandits.protocols.p2b.core import EncodedReport
 
     latencies, outcomes, tallies, slot, errors = out
     rate, concurrency, resume = pace
@@ -242,7 +242,7 @@ def _play_host(deployment: Deployment[P2BProtocol], network, users: range, drive
     from privbandits.deploy.p2b import SHARE_ENCODED, BatchOpen, FetchModel
     from privbandits.deploy.p2b_messages import HostDone
     from privbandits.deploy.p2b_scaleout import END, ROLE
-    from privbandits.protocols.p2b import CloseBatch, ModelRelease
+    from privbandits.protocols.p2b.core import CloseBatch, ModelRelease
 
     party = Party(network.local, network)
     shuffler, server = deployment.names("shuffler")[0], deployment.names("server")[0]

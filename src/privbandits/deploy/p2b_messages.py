@@ -1,4 +1,4 @@
-"""The messages a P2B deployment adds to the protocol's (:mod:`privbandits.protocols.p2b`): a device host's fetch of
+"""The messages a P2B deployment adds to the protocol's (:mod:`privbandits.protocols.p2b.core`): a device host's fetch of
 a published model, the shuffler's turn given to a host's devices, and the shuffler's sequencing of its front ends.
 A module of their own, below :mod:`privbandits.deploy.p2b`, :mod:`~privbandits.deploy.p2b_parties`,
 :mod:`~privbandits.deploy.p2b_front` and :mod:`~privbandits.deploy.p2b_scaleout`, which all use them."""
@@ -12,7 +12,7 @@ from privbandits.comm import Message, message
 class FetchModel(Message):
     """Device host → server: send me model ``version`` (numbered in the order published: the raw baseline's
     first if it runs, then the private one) once it is published (the server answers with a
-    :class:`~privbandits.protocols.p2b.ModelRelease`)."""
+    :class:`~privbandits.protocols.p2b.core.ModelRelease`)."""
 
     version: int
 

@@ -1,7 +1,7 @@
 """A P2B deployment's outcome from its parties' result files, the in-memory run it must equal, and P2B's party code
 as a deployable protocol (:data:`DEPLOYABLE`).
 
-:func:`run_in_memory` is :func:`~privbandits.protocols.p2b.simulate` on the union of the device
+:func:`run_in_memory` is :func:`~privbandits.protocols.p2b.core.simulate` on the union of the device
 hosts' data with the deployment's encoder, config and seed. With ``reproducible = true`` the
 processes equal it (each party derives its streams from ``protocol.seed`` as ``simulate`` does);
 with OS randomness (the default) it draws from a fresh 256-bit seed, as the processes do, and
@@ -29,12 +29,12 @@ from privbandits.deploy.p2b_data import load_host, p2b_protocol
 from privbandits.deploy.registry import PartyFunctions
 
 SETTINGS = ("cold", "warm_non_private", "warm_private")
-"""The late users' settings, as :class:`~privbandits.protocols.p2b.P2BOutcome`'s (the second only with the
+"""The late users' settings, as :class:`~privbandits.protocols.p2b.core.P2BOutcome`'s (the second only with the
 raw baseline)."""
 
 
 def setting_summary(mean_reward: list[float], known: list[int]) -> dict[str, float | int]:
-    """Mean and std over late users of their mean reward (as :class:`~privbandits.protocols.p2b.SettingResult`)."""
+    """Mean and std over late users of their mean reward (as :class:`~privbandits.protocols.p2b.core.SettingResult`)."""
     per_user = np.asarray(mean_reward, dtype=np.float64)
     measured = ~np.isnan(per_user)
     if not measured.any():
@@ -68,7 +68,7 @@ def outcome(deployment: Deployment[P2BProtocol]) -> dict:
     """The session's results from the parties' result files: late users per setting played (hosts in file
     order), the released batches, the published models, and the protocol's composed ledger."""
     from privbandits.privacy.ledger import PrivacyLedger
-    from privbandits.protocols.p2b import compose_ledgers
+    from privbandits.protocols.p2b.core import compose_ledgers
 
     results = {name: json.loads(deployment.result_path(name).read_text()) for name in deployment.parties}
     hosts = deployment.names("device_host")
@@ -95,7 +95,7 @@ def outcome(deployment: Deployment[P2BProtocol]) -> dict:
 
 def without_baseline(entries: list) -> list:
     """Ledger entries other than the raw baseline's (what a deployment with ``raw_baseline = false`` composes)."""
-    from privbandits.protocols.p2b import RAW_BASELINE
+    from privbandits.protocols.p2b.core import RAW_BASELINE
 
     return [entry for entry in entries if entry.mechanism != RAW_BASELINE]
 
@@ -105,7 +105,7 @@ def run_in_memory(deployment: Deployment[P2BProtocol], network: InMemoryNetwork 
     order), with the deployment's encoder, config and seed (reproducible mode; else fresh OS entropy):
     ``(P2BOutcome, network)``."""
     from privbandits.datasets.interactions import UserInteractions
-    from privbandits.protocols.p2b import simulate
+    from privbandits.protocols.p2b.core import simulate
 
     protocol = p2b_protocol(deployment)
     hosts = [load_host(deployment, name) for name in deployment.names("device_host")]

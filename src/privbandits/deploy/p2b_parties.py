@@ -1,5 +1,5 @@
 """The party classes of a P2B deployment (:mod:`privbandits.deploy.p2b`): the protocol's parties
-(:mod:`privbandits.protocols.p2b`) through their extension points, for device hosts whose devices connect on their
+(:mod:`privbandits.protocols.p2b.core`) through their extension points, for device hosts whose devices connect on their
 own, a shuffler of several hosts with a durable queue, and a server whose models the hosts fetch.
 
 Imported where a party runs, not where a deployment file is read (it loads numpy and the protocol).
@@ -15,7 +15,7 @@ import numpy as np
 from privbandits.comm import Message, ProtocolError
 from privbandits.deploy import p2b_rejoin
 from privbandits.deploy.p2b_messages import FetchModel
-from privbandits.protocols.p2b import DeviceHost, EncodedBatch, ModelRelease, RawBatch, Server, Shuffler
+from privbandits.protocols.p2b.core import DeviceHost, EncodedBatch, ModelRelease, RawBatch, Server, Shuffler
 
 
 class HostedDevices(DeviceHost):
@@ -73,7 +73,7 @@ class CanonicalShuffler(Shuffler):
     def collect_batch(self, kind: str) -> list[Message]:
         """The protocol's extension point: every host's devices' reports of ``kind`` (through the queue for
         encoded ones), in the canonical order, until each host closes the batch or it closes by size or time."""
-        from privbandits.protocols.p2b import EncodedReport
+        from privbandits.protocols.p2b.core import EncodedReport
 
         durable = self.queue is not None and kind == EncodedReport.kind
         self.first_report_at = None
@@ -137,7 +137,7 @@ class CanonicalShuffler(Shuffler):
         its device's own connection (:func:`~privbandits.deploy.p2b_front.serial_reports`), in memory from the
         host's link."""
         from privbandits.deploy.p2b_front import serial_reports
-        from privbandits.protocols.p2b import CloseBatch
+        from privbandits.protocols.p2b.core import CloseBatch
 
         if self.network.connection_per_sender:
             yield from serial_reports(self, host, kind)

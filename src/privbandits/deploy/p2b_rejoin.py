@@ -110,7 +110,7 @@ def save_shuffler(deployment: Deployment[P2BProtocol], name: str, key: bytes, ba
 
 def restore_shuffler(deployment: Deployment[P2BProtocol], name: str) -> tuple[bytes, int, dict]:
     """What :func:`save_shuffler` saved: ``(key, batch_id, releases)``."""
-    from privbandits.protocols.p2b import EncodedBatch, RawBatch
+    from privbandits.protocols.p2b.core import EncodedBatch, RawBatch
 
     arrays, meta = checkpoint.resume(deployment, name)
     releases = {}

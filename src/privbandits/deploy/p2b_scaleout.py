@@ -13,14 +13,14 @@ The ``shuffler`` party then takes no device itself: it sequences the batch and f
 1. it sends each front end :class:`~privbandits.deploy.p2b_messages.FrontOpen` with its report-id key, and
    waits for every :class:`~privbandits.deploy.p2b_messages.FrontReady`;
 2. it tells every device host :class:`~privbandits.deploy.p2b_messages.BatchOpen`; each host closes the batch
-   (:class:`~privbandits.protocols.p2b.CloseBatch`, on its party link to the shuffler) once every one of its
+   (:class:`~privbandits.protocols.p2b.core.CloseBatch`, on its party link to the shuffler) once every one of its
    devices' reports is acknowledged, so by then each is in the queue;
 3. once every host has closed it, it sends each front end
    :class:`~privbandits.deploy.p2b_messages.FrontClose` (a report arriving later is a restarted host's:
    acknowledged, not taken) and reads back
    :class:`~privbandits.deploy.p2b_messages.FrontClosed` (what each took);
 4. it forms the batch in the queue, atomically, as with its own front end
-   (:meth:`~privbandits.protocols.p2b_queue.ReportQueue.close_batch`: every held report, identities dropped),
+   (:meth:`~privbandits.protocols.p2b.queue.ReportQueue.close_batch`: every held report, identities dropped),
    and orders it canonically by the keyed ids (every device's id is computable from the key,
    :func:`~privbandits.deploy.p2b_rejoin.canonical_order`), so the released batch is the one front end's.
 
@@ -90,7 +90,7 @@ class RemoteFronts:
         front ends' counts are added to the shuffler's. Returns the batch as the shuffler's front end does (no
         reports held, no canonical places: the shuffler orders the queue's batch by every device's id)."""
         from privbandits.deploy.p2b_front import _Open
-        from privbandits.protocols.p2b import CloseBatch
+        from privbandits.protocols.p2b.core import CloseBatch
 
         batch = _Open(shuffler, shuffler.network.current_phase, kind, durable)
         opening = FrontOpen(report_kind=kind, key=shuffler.key.hex(), store=durable and not shuffler.replaying)
@@ -147,7 +147,7 @@ def run_front(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwor
     sends its messages again, and the queue keeps the reports taken before."""
     from privbandits.deploy.p2b import KINDS, phases
     from privbandits.deploy.p2b_front import Front, worker_count
-    from privbandits.protocols.p2b_queue import open_report_queue
+    from privbandits.protocols.p2b.queue import open_report_queue
 
     protocol = deployment.protocol
     shuffler = deployment.names("shuffler")[0]

@@ -1,6 +1,6 @@
 """Vertical O3M (VFUCB / VFTS) as separate party processes, and the in-memory run it must equal.
 
-Each party runs the unchanged party classes of :mod:`privbandits.protocols.vertical` on its
+Each party runs the unchanged party classes of :mod:`privbandits.protocols.vertical.core` on its
 own :class:`~privbandits.comm.TlsNetwork` and reads only its own data file (``.npz``):
 
 * passive party: ``users`` (n,) int64 and ``features`` (n, K, d_j) float64: row i holds the
@@ -31,7 +31,7 @@ round's segment (depth 1), so messages, bytes per link and each round's communic
 unchanged; a request link's own round count is lower (several rounds' requests share one).
 
 Chunked requests (``protocol.chunk_requests``, with prefetch): each top-up goes to a passive party
-as one :class:`~privbandits.protocols.vertical.RoundRequests` message, answered with one message
+as one :class:`~privbandits.protocols.vertical.core.RoundRequests` message, answered with one message
 holding every round's answer, which the active party takes apart round by round. The decisions and
 the payload bytes per link are the in-memory run's; the messages on a request or answer link fall
 from one per round to one per top-up (a passive party learns nothing it did not learn with prefetch:
@@ -63,7 +63,7 @@ from privbandits.deploy.deployment import Deployment, DeploymentError, VerticalP
 from privbandits.deploy.files import read_arrays, write_private_npz
 from privbandits.deploy.registry import PartyFunctions
 
-PARTY_IMPORTS = ("privbandits.protocols.vertical",)
+PARTY_IMPORTS = ("privbandits.protocols.vertical.core",)
 """Modules the parties import when they run (not when the CLI loads this one): a fork server preloads them."""
 
 DATA_STREAM, LEARNER_STREAM = 0, 2
@@ -272,7 +272,7 @@ def in_memory_names(deployment: Deployment[VerticalProtocol]) -> dict[str, str]:
 
 def run_in_memory(deployment: Deployment[VerticalProtocol], network: Network | None = None) -> tuple[Run, Network]:
     """The same session in one process (every party's data read here), for comparison."""
-    from privbandits.protocols.vertical import VerticalFederatedBandit
+    from privbandits.protocols.vertical.core import VerticalFederatedBandit
 
     protocol = deployment.protocol
     generator = deployment.names("mask_generator")[0]
@@ -343,7 +343,7 @@ def run_party(
 
 
 def _run_generator(deployment: Deployment[VerticalProtocol], name: str, network: TlsNetwork, resume: bool) -> dict:
-    from privbandits.protocols.vertical import MaskGenerator
+    from privbandits.protocols.vertical.core import MaskGenerator
 
     entry, path = deployment.parties[name], deployment.checkpoint_path(name)
     if entry.data is not None:
@@ -364,7 +364,7 @@ def _run_generator(deployment: Deployment[VerticalProtocol], name: str, network:
 
 
 def _run_passive(deployment: Deployment[VerticalProtocol], name: str, network: TlsNetwork, resume: bool) -> dict:
-    from privbandits.protocols.vertical import PassiveParty
+    from privbandits.protocols.vertical.core import PassiveParty
 
     protocol = deployment.protocol
     active, passive = deployment.names("active")[0], deployment.names("passive")
@@ -419,7 +419,7 @@ def _load_active(
 
 
 def _run_active(deployment, name, network, resume, on_round) -> dict:
-    from privbandits.protocols.vertical import ActiveParty, RoundRequest
+    from privbandits.protocols.vertical.core import ActiveParty, RoundRequest
 
     protocol = deployment.protocol
     passive = deployment.names("passive")
@@ -493,7 +493,7 @@ def _run_active(deployment, name, network, resume, on_round) -> dict:
 def _request_ahead(party, data: PartyData, items: np.ndarray, done: int, end: int, chunked: bool) -> list:
     """Ask every passive party for rounds ``done + 1 .. end`` (their requests, returned): a message per round, or
     one per passive party for them all (``protocol.chunk_requests``)."""
-    from privbandits.protocols.vertical import RoundRequest
+    from privbandits.protocols.vertical.core import RoundRequest
 
     made = [RoundRequest(t + 1, int(data.users[t]), items) for t in range(done, end)]
     if chunked and made:

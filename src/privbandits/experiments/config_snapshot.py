@@ -48,8 +48,8 @@ def _snapshot_classes() -> tuple[type, ...]:
     from privbandits.protocols.fclub.baselines import BaselineConfig
     from privbandits.protocols.fclub.config import FCLUBConfig
     from privbandits.protocols.mpc_bandit.config import MPCBanditConfig
-    from privbandits.protocols.p2b_config import P2BConfig
-    from privbandits.protocols.vertical import VerticalFederatedBandit
+    from privbandits.protocols.p2b.config import P2BConfig
+    from privbandits.protocols.vertical.core import VerticalFederatedBandit
 
     classes = (LinUCB, LinTS, EpsilonGreedy, VerticalFederatedBandit, MPCBanditConfig, P2BConfig, FCLUBConfig)
     return (*classes, BaselineConfig)

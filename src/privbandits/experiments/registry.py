@@ -30,7 +30,7 @@ StreamPolicyConfig = LinUCBConfig | LinTSConfig | EpsilonGreedyConfig | RandomPo
 def build_policy(config: StreamPolicyConfig, n_arms: int, dim: int, rng: np.random.Generator):
     """A fresh plaintext or vertical policy for ``n_arms`` arms on ``dim``-dimensional contexts."""
     from privbandits.linear import EpsilonGreedy, LinTS, LinUCB, UniformRandom
-    from privbandits.protocols.vertical import VerticalFederatedBandit
+    from privbandits.protocols.vertical.core import VerticalFederatedBandit
 
     if isinstance(config, RandomPolicyConfig):
         return UniformRandom(n_arms, rng=rng)

@@ -27,8 +27,8 @@ def _sections() -> dict[str, tuple[type, ...]]:
     from privbandits.protocols.fclub.baselines import BaselineConfig
     from privbandits.protocols.fclub.config import FCLUBConfig
     from privbandits.protocols.mpc_bandit.config import MPCBanditConfig
-    from privbandits.protocols.p2b_config import P2BConfig
-    from privbandits.protocols.vertical import VerticalFederatedBandit
+    from privbandits.protocols.p2b.config import P2BConfig
+    from privbandits.protocols.vertical.core import VerticalFederatedBandit
 
     return {
         "linear": (LinUCB, LinTS, EpsilonGreedy, UniformRandom, RidgeStatistics),

@@ -181,10 +181,10 @@ P2B_SETTINGS = ("cold", "warm_non_private", "warm_private")
 
 
 def _run_population(spec: dict[str, Any], environment: EnvConfig, policy_config: PolicyConfig, seed: int) -> RunRecord:
-    """One P2B simulation (:func:`privbandits.protocols.p2b.simulate`): users generated from ``seed``,
+    """One P2B simulation (:func:`privbandits.protocols.p2b.core.simulate`): users generated from ``seed``,
     ``spec["horizon"]`` interactions each; the run stores the late users' mean rewards as metrics."""
     from privbandits.privacy.encoding import load_or_fit_encoder
-    from privbandits.protocols.p2b import simulate
+    from privbandits.protocols.p2b.core import simulate
 
     if not isinstance(policy_config, P2BPolicyConfig):  # refused when the experiment config was validated
         raise TypeError(f"a population environment runs the P2B policy only, got {policy_config.kind!r}")

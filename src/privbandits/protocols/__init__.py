@@ -2,9 +2,9 @@
 
 vertical
     Vertical federated LinUCB / LinTS with orthogonal masks (VFUCB, VFTS): :class:`VerticalFederatedBandit`.
-p2b, p2b_queue
+p2b
     P2B, on-device bandits through encode–shuffle–analyze: :class:`P2BConfig` and
-    :func:`~privbandits.protocols.p2b.simulate` (giving a :class:`P2BOutcome`); the shuffler's durable
+    :func:`~privbandits.protocols.p2b.core.simulate` (giving a :class:`P2BOutcome`); the shuffler's durable
     report queue (SQLite, PostgreSQL).
 fclub
     FCLUB, federated online clustering of bandits with cluster DP: :class:`FCLUBConfig`,
@@ -27,9 +27,9 @@ from privbandits._lazy import lazy_exports
 __all__, __getattr__, __dir__ = lazy_exports(
     globals(),
     {
-        "VerticalFederatedBandit": "privbandits.protocols.vertical",
-        "P2BConfig": "privbandits.protocols.p2b",
-        "P2BOutcome": "privbandits.protocols.p2b",
+        "VerticalFederatedBandit": "privbandits.protocols.vertical.core",
+        "P2BConfig": "privbandits.protocols.p2b.core",
+        "P2BOutcome": "privbandits.protocols.p2b.core",
         "FCLUBConfig": "privbandits.protocols.fclub.config",
         "FCLUBOutcome": "privbandits.protocols.fclub",
         "FederatedClusteredBandit": "privbandits.protocols.fclub",

@@ -339,7 +339,7 @@ class P2BPolicyConfig(_Labelled):
     needs: ClassVar[str] = "population"
 
     def protocol_config(self):
-        from privbandits.protocols.p2b import P2BConfig
+        from privbandits.protocols.p2b.core import P2BConfig
 
         return P2BConfig(
             participation=self.participation,

@@ -16,7 +16,7 @@ from privbandits.datasets.interactions import UserInteractions
 from privbandits.experiments.tasks import identity_path
 from privbandits.papers.p2b.common import EARLY_FRACTION, SETTINGS
 from privbandits.privacy.encoding import load_or_fit_encoder
-from privbandits.protocols.p2b import P2BConfig, P2BOutcome, simulate
+from privbandits.protocols.p2b.core import P2BConfig, P2BOutcome, simulate
 
 PRECISION = 1
 """q: contexts are encoded to one decimal digit (spec §5.1)."""

@@ -30,7 +30,7 @@ from privbandits.privacy.leakage import (
     subspace_from_masked,
     unmask,
 )
-from privbandits.protocols.vertical import (
+from privbandits.protocols.vertical.core import (
     AggregationShare,
     MaskedContexts,
     VerticalFederatedBandit,

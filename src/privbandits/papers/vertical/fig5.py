@@ -24,7 +24,7 @@ from privbandits.papers.vertical import reference
 from privbandits.papers.vertical.options import Fig5Options
 from privbandits.papers.vertical.synthetic import even_partition, unit_rows
 from privbandits.privacy.masks import draw_mask
-from privbandits.protocols.vertical import VerticalFederatedBandit
+from privbandits.protocols.vertical.core import VerticalFederatedBandit
 
 _FN = "privbandits.papers.vertical.fig5"
 FAMILIES = ("UCB", "TS")

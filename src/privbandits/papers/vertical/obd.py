@@ -24,7 +24,7 @@ from privbandits.experiments.tasks import Task, file_identity, identity_path
 from privbandits.linear import LinUCB, UniformRandom
 from privbandits.papers.vertical import reference
 from privbandits.papers.vertical.options import ObdOptions
-from privbandits.protocols.vertical import VerticalFederatedBandit
+from privbandits.protocols.vertical.core import VerticalFederatedBandit
 
 _FN = "privbandits.papers.vertical.obd"
 POLICIES = {

@@ -2,8 +2,8 @@
 
 Each front end opens a :class:`PostgresReportQueue` on the same database and schema and
 accepts its devices' reports into it; one batcher (any of them, or a process of its own) forms
-each batch with :meth:`~privbandits.protocols.p2b_queue.interface.ReportQueue.close_batch`.
-The steps are the SQLite queue's (:mod:`~privbandits.protocols.p2b_queue.interface`: the same
+each batch with :meth:`~privbandits.protocols.p2b.queue.interface.ReportQueue.close_batch`.
+The steps are the SQLite queue's (:mod:`~privbandits.protocols.p2b.queue.interface`: the same
 SQL, the same checks); what concurrency needs is here:
 
 * every operation is one ``READ COMMITTED`` transaction, committed with ``synchronous_commit
@@ -40,8 +40,8 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from privbandits.protocols.p2b_queue.interface import SCHEMA_VERSION, ReportQueue
-from privbandits.protocols.p2b_queue.sqlite import COUNTS
+from privbandits.protocols.p2b.queue.interface import SCHEMA_VERSION, ReportQueue
+from privbandits.protocols.p2b.queue.sqlite import COUNTS
 from privbandits.validation import Constraint, InvalidInputError, check, validate
 
 SCHEMES = ("postgresql", "postgres")
@@ -129,7 +129,7 @@ def _psycopg():
 
 
 class PostgresReportQueue(ReportQueue):
-    """A :class:`~privbandits.protocols.p2b_queue.interface.ReportQueue` in schema ``schema`` of the PostgreSQL
+    """A :class:`~privbandits.protocols.p2b.queue.interface.ReportQueue` in schema ``schema`` of the PostgreSQL
     database at ``url``, shared by every front end that opens it (see module doc).
 
     Parameters
@@ -140,7 +140,7 @@ class PostgresReportQueue(ReportQueue):
     schema : str
         The queue's schema (one queue per schema; e.g. the shuffler's party name).
     n_codes, n_arms : int, optional
-        As :class:`~privbandits.protocols.p2b_queue.sqlite.SqliteReportQueue`'s.
+        As :class:`~privbandits.protocols.p2b.queue.sqlite.SqliteReportQueue`'s.
     """
 
     _SCHEMA = _SCHEMA

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import os
 
-from privbandits.protocols.p2b_queue.interface import SCHEMA_VERSION, QueuedBatch, QueueIntegrityError, ReportQueue
-from privbandits.protocols.p2b_queue.postgres import SCHEMES, PostgresReportQueue, redact
-from privbandits.protocols.p2b_queue.sqlite import SqliteReportQueue
+from privbandits.protocols.p2b.queue.interface import SCHEMA_VERSION, QueuedBatch, QueueIntegrityError, ReportQueue
+from privbandits.protocols.p2b.queue.postgres import SCHEMES, PostgresReportQueue, redact
+from privbandits.protocols.p2b.queue.sqlite import SqliteReportQueue
 
 
 def open_report_queue(

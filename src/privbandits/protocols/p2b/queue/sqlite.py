@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from privbandits.protocols.p2b_queue.interface import SCHEMA_VERSION, ReportQueue
+from privbandits.protocols.p2b.queue.interface import SCHEMA_VERSION, ReportQueue
 from privbandits.validation import Instance, Integer, InvalidInputError, NoneOr, check, validate
 
 _SCHEMA = (
@@ -46,7 +46,7 @@ COUNTS = {"n_codes": NoneOr(Integer(low=1), "no upper bound"), "n_arms": NoneOr(
 
 
 class SqliteReportQueue(ReportQueue):
-    """A :class:`~privbandits.protocols.p2b_queue.interface.ReportQueue` in one SQLite file (see module doc).
+    """A :class:`~privbandits.protocols.p2b.queue.interface.ReportQueue` in one SQLite file (see module doc).
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """P2B's settings (:class:`P2BConfig`) and how private agents use a code (:class:`Representation`).
 
-Re-exported by :mod:`privbandits.protocols.p2b`; a module of its own so the settings stay light to import.
+Re-exported by :mod:`privbandits.protocols.p2b.core`; a module of its own so the settings stay light to import.
 """
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ one database transaction, committed durably before it returns:
 3. :meth:`ReportQueue.mark_released` records that a batch went out; a restarted shuffler
    asks :meth:`ReportQueue.unreleased` what is still to send.
 
-Two backends implement it: :class:`~privbandits.protocols.p2b_queue.sqlite.SqliteReportQueue`,
+Two backends implement it: :class:`~privbandits.protocols.p2b.queue.sqlite.SqliteReportQueue`,
 one file per shuffler (the embedded default), and
-:class:`~privbandits.protocols.p2b_queue.postgres.PostgresReportQueue`, one PostgreSQL schema
+:class:`~privbandits.protocols.p2b.queue.postgres.PostgresReportQueue`, one PostgreSQL schema
 that several shuffler front ends on several hosts share. This module holds every step's SQL and
 checks once; a backend supplies its connection, its transactions and the few statements its
 dialect or its concurrency needs (:meth:`ReportQueue._take_held`, :meth:`ReportQueue._lock_batches`).

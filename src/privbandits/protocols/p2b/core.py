@@ -48,8 +48,8 @@ from privbandits.options import options_of
 from privbandits.privacy import crowd_blending
 from privbandits.privacy.encoding import ContextEncoder
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
-from privbandits.protocols.p2b_config import P2BConfig as P2BConfig  # re-exported
-from privbandits.protocols.p2b_config import Representation as Representation  # re-exported
+from privbandits.protocols.p2b.config import P2BConfig as P2BConfig  # re-exported
+from privbandits.protocols.p2b.config import Representation as Representation  # re-exported
 from privbandits.validation import (
     Instance,
     Integer,
