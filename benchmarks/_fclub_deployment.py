@@ -51,7 +51,7 @@ def run_session(horizon: int, variant: str, preset: str, *, seed: int = 0, sched
     """Run the session (its first ``servers`` local servers) as processes; ``(outcome, in-memory reference run)``:
     the fastest of ``references`` runs just after it (the first pays for loading the compiled kernels, as each party
     process does before it links up)."""
-    from privbandits.deploy.fclub import outcome, run_in_memory
+    from privbandits.deploy.fclub.party import outcome, run_in_memory
     from privbandits.deploy.local import run_local
 
     with tempfile.TemporaryDirectory() as folder:

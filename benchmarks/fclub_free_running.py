@@ -5,7 +5,7 @@ mutual TLS, reproducible so that lock-step equals the in-memory run).
 1. Regret over seeds: for each seed the session runs lock-step (checked equal to the in-memory run) and
    free-running; the final cumulative regrets of the two schedules are compared by a two-sample
    Mann–Whitney U test and a Kolmogorov–Smirnov test, and by the paired difference (same seed: same users,
-   contexts and reward draws). The free-running runs' crossing counts (deploy/fclub.py) are summed.
+   contexts and reward draws). The free-running runs' crossing counts (deploy/fclub/party.py) are summed.
 2. Throughput: rounds per second of one free-running session (then one lock-step session) and of the
    in-process run of the same deployment just after it (the in-memory network, fastest of 3 warm runs),
    their ratio (target for free-running ≥ 0.5), and the load average; then its messages per round (by phase) and
@@ -128,7 +128,7 @@ def party_cpu(horizon: int, preset: tuple[str, str], schedule: str, servers: int
 
 def in_process_cpu(horizon: int, preset: tuple[str, str], servers: int) -> float:
     """CPU seconds of the in-process run of the same session (the fastest of REFERENCES, after a warm-up)."""
-    from privbandits.deploy.fclub import run_in_memory
+    from privbandits.deploy.fclub.party import run_in_memory
 
     with tempfile.TemporaryDirectory() as folder:
         _, spec = prepare_session(Path(folder), horizon, *preset, servers=servers)

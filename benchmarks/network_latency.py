@@ -208,7 +208,7 @@ def vfucb(dim: int, n_arms: int, parties: int, rounds: int, **options) -> dict[s
     :func:`vfucb_deployment`'s (prefetch, checkpoint_every, chunk_requests)."""
     from privbandits.deploy.deployment import load_deployment
     from privbandits.deploy.local import run_local
-    from privbandits.deploy.vertical import load_all, make_learner, run_in_memory, write_synthetic_data
+    from privbandits.deploy.vertical.party import load_all, make_learner, run_in_memory, write_synthetic_data
 
     with tempfile.TemporaryDirectory() as folder:
         spec = load_deployment(vfucb_deployment(Path(folder), dim, n_arms, parties, rounds, **options))
@@ -317,7 +317,7 @@ def mpc(
 ) -> dict[str, float]:
     from privbandits.deploy.deployment import load_deployment
     from privbandits.deploy.local import run_local
-    from privbandits.deploy.mpc import (
+    from privbandits.deploy.mpc_bandit.party import (
         config_of,
         load_computing,
         load_environment,
@@ -377,7 +377,7 @@ def p2b_deployment(folder: Path, n_users: int) -> Path:
 def shuffler_in_process(n_reports: int, protocol, durable: Path | None) -> float:
     """Seconds for ``n_reports`` encoded reports from a device host through the deployment's shuffler on the
     in-memory network, until the server has the batch (with the durable queue if ``durable``)."""
-    from privbandits.deploy.p2b_parties import CanonicalShuffler, HostedDevices
+    from privbandits.deploy.p2b.roles import CanonicalShuffler, HostedDevices
     from privbandits.privacy.ledger import PrivacyLedger
     from privbandits.protocols.p2b.core import EncodedBatch, EncodedReport
     from privbandits.protocols.p2b.queue import SqliteReportQueue
@@ -412,7 +412,7 @@ def p2b(n_users: int) -> dict[str, float]:
     number of encoded reports through a shuffler in one process, without and with the queue."""
     from privbandits.deploy.deployment import load_deployment
     from privbandits.deploy.local import run_local
-    from privbandits.deploy.p2b import write_synthetic_data
+    from privbandits.deploy.p2b.party import write_synthetic_data
 
     with tempfile.TemporaryDirectory() as folder:
         path = p2b_deployment(Path(folder), n_users)

@@ -3,7 +3,7 @@ one PostgreSQL queue, in the same run.
 
 A throw-away PostgreSQL server is started in a temporary folder (``initdb``/``pg_ctl``, as the tests do, but with
 ``fsync`` on: each commit costs what it costs in service). The shipped P2B example with ``queue_url`` on it and
-``rejoin_s = 0`` is then loaded by ``deploy load --local`` (:func:`~privbandits.deploy.p2b_load.run_load`): once
+``rejoin_s = 0`` is then loaded by ``deploy load --local`` (:func:`~privbandits.deploy.p2b.load.run_load`): once
 with the shuffler taking the devices itself (one front-end worker per core), once with ``--fronts``
 ``shuffler_front`` parties taking them (the cores shared out: ``max(1, cores // F)`` workers each), the shuffler
 then only forming the batch. Each prints the accepted reports per second and latency percentiles; both must put
@@ -44,7 +44,7 @@ def measure(folder: Path, url: str, fronts: int, workers: int, devices: int, pro
     from privbandits.deploy.certs import write_bundles
     from privbandits.deploy.deployment import load_deployment
     from privbandits.deploy.local import wait_parties
-    from privbandits.deploy.p2b_load import LoadSettings, run_load, start_service
+    from privbandits.deploy.p2b.load import LoadSettings, run_load, start_service
 
     spec = load_deployment(deployment_file(folder, url, fronts, workers))
     write_bundles(spec.bundles, list(spec.parties))

@@ -1,7 +1,7 @@
 """Accepted encoded reports per second through the deployed P2B shuffler over mutual TLS (issue 34).
 
 The shuffler and the server run as party processes on 127.0.0.1 (``deploy load --local``); the
-load generator (:mod:`privbandits.deploy.p2b_load`) plays both device hosts, its devices sending one
+load generator (:mod:`privbandits.deploy.p2b.load`) plays both device hosts, its devices sending one
 encoded report each on a connection of its own (a mutual-TLS 1.3 handshake per report, resuming the
 host's session unless "resumed" says no) from ``--processes`` processes with ``--concurrency``
 connections in flight each, unpaced. Measured for the serial front end (``protocol.workers = 0``: the
@@ -159,7 +159,7 @@ def measure(folder: Path, plan: Plan, processes: int, concurrency: int) -> dict:
     from privbandits.deploy.certs import write_bundles
     from privbandits.deploy.deployment import load_deployment
     from privbandits.deploy.local import available_cpus, usable_cores, wait_parties
-    from privbandits.deploy.p2b_load import LoadSettings, run_load, start_service
+    from privbandits.deploy.p2b.load import LoadSettings, run_load, start_service
 
     spec = load_deployment(deployment_file(folder, plan.workers))
     if not spec.bundles.exists():

@@ -12,9 +12,11 @@ from contextlib import contextmanager
 
 import pytest
 
-from privbandits.deploy import mpc, vertical, zygote
+from privbandits.deploy import zygote
 from privbandits.deploy.deployment import Deployment
 from privbandits.deploy.local import child_environment, preload
+from privbandits.deploy.mpc_bandit import party as mpc
+from privbandits.deploy.vertical import party as vertical
 
 VERTICAL_AND_MPC = ["privbandits.deploy.cli", "privbandits.deploy.party", "privbandits.deploy.console",
                     *vertical.DEPLOYABLE.party_modules, *mpc.DEPLOYABLE.party_modules]  # fmt: skip

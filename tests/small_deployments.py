@@ -85,7 +85,7 @@ def wait_mid_run(kind: str, spec, parties) -> None:
     reports progress has passed a few rounds."""
     stop = time.monotonic() + 60
     if kind == "p2b":
-        from privbandits.deploy.p2b import queue_path
+        from privbandits.deploy.p2b.party import queue_path
 
         while p2b_tests._held_reports(queue_path(spec, "shuffler")) < 5 and time.monotonic() < stop:
             time.sleep(0.005)

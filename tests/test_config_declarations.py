@@ -12,7 +12,9 @@ import annotated_types
 import pytest
 from pydantic import Field
 
-from privbandits.deploy.deployment import MPCProtocol, P2BProtocol, VerticalProtocol
+from privbandits.deploy.mpc_bandit.section import MPCProtocol
+from privbandits.deploy.p2b.section import P2BProtocol
+from privbandits.deploy.vertical.section import VerticalProtocol
 from privbandits.experiments.config.policies import (
     CLUBConfig,
     EpsilonGreedyConfig,

@@ -4,7 +4,7 @@ In reproducible mode (every party's randomness from the file's seed) the attacks
 tests can fail; with the default configuration (OS entropy at each party) they fail: the P2B server
 predicts participation at chance and names no sender better than chance, and the FCLUB global server
 removes no local server's noise. The messages come from the in-memory twin of the deployment
-(:func:`~privbandits.deploy.p2b_outcome.run_in_memory`, :func:`~privbandits.deploy.fclub.run_in_memory`),
+(:func:`~privbandits.deploy.p2b.outcome.run_in_memory`, :func:`~privbandits.deploy.fclub.party.run_in_memory`),
 which draws as the processes do in each mode; only the attacked party's received messages reach the attack.
 """
 
@@ -20,8 +20,9 @@ import pytest
 from deploy_files import reproducible
 
 from privbandits.comm import InMemoryNetwork
-from privbandits.deploy.attacks import fclub_noise_removal, p2b_server_attack
 from privbandits.deploy.deployment import load_deployment
+from privbandits.deploy.fclub.attacks import fclub_noise_removal
+from privbandits.deploy.p2b.attacks import p2b_server_attack
 from privbandits.privacy.noise import grid_step
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "deploy"
@@ -49,8 +50,8 @@ def encoder_cache(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("seeded", [True, False])
 def test_the_p2b_server_recomputes_coins_and_names_senders_only_in_reproducible_mode(tmp_path, encoder_cache, seeded):
-    from privbandits.deploy.p2b import write_synthetic_data
-    from privbandits.deploy.p2b_outcome import run_in_memory
+    from privbandits.deploy.p2b.outcome import run_in_memory
+    from privbandits.deploy.p2b.party import write_synthetic_data
     from privbandits.protocols.p2b.core import EncodedBatch, EncodedReport
 
     spec = spec_of(tmp_path, "p2b.toml", seeded)
@@ -83,7 +84,7 @@ def test_the_p2b_server_recomputes_coins_and_names_senders_only_in_reproducible_
 
 @pytest.mark.parametrize("seeded", [True, False])
 def test_the_fclub_global_server_removes_the_noise_only_in_reproducible_mode(tmp_path, monkeypatch, seeded):
-    from privbandits.deploy.fclub import _calibration, run_in_memory
+    from privbandits.deploy.fclub.party import _calibration, run_in_memory
     from privbandits.protocols.fclub import LocalServer, PhaseUpload
 
     spec = spec_of(tmp_path, "fclub.toml", seeded, **{"horizon = 4095": "horizon = 1023"})

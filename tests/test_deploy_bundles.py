@@ -384,7 +384,7 @@ def test_a_bundles_or_data_folder_that_cannot_be_written_is_one_line(deployment,
         raise PermissionError(13, "Permission denied", "/readonly/file")
 
     monkeypatch.setattr("privbandits.deploy.certs.write_bundles", refused)
-    monkeypatch.setattr("privbandits.deploy.vertical.DEPLOYABLE.write_synthetic_data", refused)
+    monkeypatch.setattr("privbandits.deploy.vertical.party.DEPLOYABLE.write_synthetic_data", refused)
     certs, data = invoke("deploy", "certs", deployment), invoke("deploy", "data", deployment)
     assert (certs.exit_code, certs.output) == (2, "error: bundles: cannot write /readonly/file (Permission denied)\n")
     assert (data.exit_code, data.output) == (2, "error: /readonly/file: cannot write a data file (Permission denied)\n")

@@ -17,15 +17,15 @@ from privbandits.checkpointed import PARTY, StateMismatch
 from privbandits.comm import InMemoryNetwork, Traffic
 from privbandits.deploy import checkpoint, snapshot
 from privbandits.deploy.deployment import DeploymentError
-from privbandits.deploy.fclub_global import DeployedGlobal
-from privbandits.deploy.fclub_local import _LocalEvents
-from privbandits.deploy.fclub_resume import load, save
-from privbandits.deploy.fclub_users import _Clock, _Record
+from privbandits.deploy.fclub.global_server import DeployedGlobal
+from privbandits.deploy.fclub.local_server import _LocalEvents
+from privbandits.deploy.fclub.resume import load, save
+from privbandits.deploy.fclub.users import _Clock, _Record
 from privbandits.protocols.fclub import LocalServer
 from privbandits.protocols.fclub.config import Calibration
 
 OLD_NOT_SAVED = frozenset({"network", "endpoint", "_sender", "cal", "config"})
-"""What format 1 left out of a party object (deploy/fclub_resume.py's NOT_SAVED before the declarations)."""
+"""What format 1 left out of a party object (deploy/fclub/resume.py's NOT_SAVED before the declarations)."""
 
 
 def network() -> InMemoryNetwork:

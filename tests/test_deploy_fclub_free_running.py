@@ -1,4 +1,4 @@
-"""FCLUB's free-running schedule (deploy/fclub.py): the local servers and the global server no longer wait for
+"""FCLUB's free-running schedule (deploy/fclub/party.py): the local servers and the global server no longer wait for
 each other, the users keep rounds in flight, and messages that cross a phase start follow the documented rules.
 With a phase start every round (the synchronous FCLUB preset) every round is a barrier and the crossing rules
 alone must reproduce the in-memory run; with the faithful CDP-FCLUB-DC every download sent is received and
@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
-from privbandits.deploy.fclub import outcome, run_in_memory
+from privbandits.deploy.fclub.party import outcome, run_in_memory
 
 FREE = {"seed = 0 ": 'seed = 0\nschedule = "free-running"\n#'}
 
@@ -74,8 +74,8 @@ def test_a_bad_schedule_names_the_field(tmp_path):
 
 
 def test_a_free_running_local_server_learns_each_reward_before_its_next_round(tmp_path):
-    from privbandits.deploy.fclub import USERS, Arrival, Choice, Feedback, RewardAndArrival
-    from privbandits.deploy.fclub_local import _free_step, _LocalEvents
+    from privbandits.deploy.fclub.local_server import _free_step, _LocalEvents
+    from privbandits.deploy.fclub.party import USERS, Arrival, Choice, Feedback, RewardAndArrival
 
     spec, network, users, server, index = local0_in_memory(tmp_path, **FREE)
     events, contexts = _LocalEvents(), np.ones((10, 10)) / 10
@@ -105,8 +105,8 @@ def test_a_free_running_local_server_refuses_rewards_out_of_turn(tmp_path, first
     """A users party that sends a reward no round is owed, or a round before the reward owed (a broken or hostile
     one), in memory."""
     from privbandits.comm import ProtocolError
-    from privbandits.deploy.fclub import USERS, Arrival, Feedback
-    from privbandits.deploy.fclub_local import _free_step, _LocalEvents
+    from privbandits.deploy.fclub.local_server import _free_step, _LocalEvents
+    from privbandits.deploy.fclub.party import USERS, Arrival, Feedback
 
     spec, network, users, server, index = local0_in_memory(tmp_path, **FREE)
     events, contexts = _LocalEvents(), np.ones((10, 10)) / 10
@@ -125,7 +125,7 @@ def test_a_free_running_local_server_refuses_rewards_out_of_turn(tmp_path, first
 def test_downloads_carry_each_download_as_it_is_and_a_malformed_one_is_refused():
     from privbandits.comm import ProtocolError
     from privbandits.comm.codec import Envelope, decode, encode
-    from privbandits.deploy.fclub import Downloads
+    from privbandits.deploy.fclub.party import Downloads
     from privbandits.protocols.fclub.messages import Download
 
     rng = np.random.default_rng(0)

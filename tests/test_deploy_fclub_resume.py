@@ -15,7 +15,7 @@ import pytest
 from test_deploy_fclub import assert_equals_in_memory, certs, local_copy
 
 from privbandits.deploy.deployment import DeploymentError, load_deployment
-from privbandits.deploy.fclub_resume import load, saved_phases
+from privbandits.deploy.fclub.resume import load, saved_phases
 
 SMALL = {"horizon = 4095": "horizon = 511", "n_users = 40": "n_users = 12", "n_clusters = 4": "n_clusters = 2",
          "deadline_s = 10": "deadline_s = 3"}  # fmt: skip
@@ -91,7 +91,7 @@ def test_a_free_running_session_resumes_from_its_phase_start_barrier(tmp_path):
 
 def test_a_checkpoint_of_another_deployment_is_refused(tmp_path):
     from privbandits.comm import InMemoryNetwork, Traffic
-    from privbandits.deploy.fclub_resume import save
+    from privbandits.deploy.fclub.resume import save
 
     spec = small(tmp_path)
     network = InMemoryNetwork()

@@ -23,7 +23,7 @@ from privbandits.deploy.certs import write_development_pki
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
 from privbandits.deploy.local import start_parties, wait_parties
-from privbandits.deploy.mpc import run_in_memory, saved_states, write_synthetic_data
+from privbandits.deploy.mpc_bandit.party import run_in_memory, saved_states, write_synthetic_data
 from privbandits.deploy.party import EXIT_LOST
 from privbandits.experiments.later_options import MPC_LATER_OPTIONS as LATER_OPTIONS
 
@@ -309,7 +309,7 @@ def test_a_party_file_with_the_wrong_shape_is_named(tmp_path):
     path = make_deployment(tmp_path, rounds=5)
     spec = load_deployment(path)
     np.savez(spec.parties["c0"].data, contexts=np.zeros((5, 4)), share_seed=np.arange(4, dtype=np.uint64))
-    from privbandits.deploy.mpc import load_computing
+    from privbandits.deploy.mpc_bandit.party import load_computing
 
     with pytest.raises(DeploymentError, match=r"contexts must have shape \(rounds >= 5, 3\)"):
         load_computing(spec, "c0")

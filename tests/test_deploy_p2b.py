@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 from privbandits.comm import TlsCredentials
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
-from privbandits.deploy.p2b_data import layout, load_host
-from privbandits.deploy.p2b_outcome import SETTINGS, outcome, run_in_memory, without_baseline
+from privbandits.deploy.p2b.data import layout, load_host
+from privbandits.deploy.p2b.outcome import SETTINGS, outcome, run_in_memory, without_baseline
 from privbandits.protocols.p2b.core import EncodedBatch, ModelRelease, RawBatch
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "p2b.toml"
@@ -164,7 +164,7 @@ def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(
     assert all(result["refusals"] == [] and result["dropped"] == [] for result in results.values())
 
     # the encoded reports went through the shuffler's durable queue: one batch, released, no identity kept
-    from privbandits.deploy.p2b import queue_path
+    from privbandits.deploy.p2b.party import queue_path
     from privbandits.protocols.p2b.queue import SqliteReportQueue
 
     assert results["shuffler"]["queue"]["batches"] == [0]
@@ -221,7 +221,7 @@ def test_a_device_host_file_of_the_wrong_shape_is_named(tmp_path):
 
 
 def test_a_shuffler_queue_left_with_held_reports_is_not_reused_by_a_fresh_session(tmp_path):
-    from privbandits.deploy.p2b import open_queue, queue_path
+    from privbandits.deploy.p2b.party import open_queue, queue_path
     from privbandits.protocols.p2b.queue import SqliteReportQueue
 
     spec = load_deployment(local_copy(tmp_path))
@@ -273,7 +273,7 @@ def _kill_mid_batch(spec, victim: str, workdir: Path):
     import signal
 
     from privbandits.deploy.local import start_parties
-    from privbandits.deploy.p2b import queue_path
+    from privbandits.deploy.p2b.party import queue_path
 
     queue_file, start = queue_path(spec, "shuffler"), time.monotonic()
     parties = start_parties(spec, workdir)
@@ -335,7 +335,7 @@ def test_a_party_killed_mid_run_and_restarted_alone_rejoins_and_the_session_equa
     """SIGKILL one party (a device host, the shuffler or the server) while the shuffler takes the encoded batch and
     restart only it, with --resume: the others keep running (their links wait for it and come back), the restarted
     party replays its part, every message and report is taken once, and the session ends as the uninterrupted one."""
-    from privbandits.deploy.p2b import queue_path
+    from privbandits.deploy.p2b.party import queue_path
     from privbandits.protocols.p2b.queue import SqliteReportQueue
 
     path = local_copy(tmp_path, **SMALL)
@@ -460,7 +460,7 @@ def test_a_device_that_disconnects_mid_report_loses_only_its_own_report(tmp_path
     from privbandits.comm.frames import FrameType
     from privbandits.comm.tls import client_context
     from privbandits.deploy.local import start_parties, wait_parties
-    from privbandits.deploy.p2b import queue_path
+    from privbandits.deploy.p2b.party import queue_path
 
     path = local_copy(tmp_path, **SMALL, **{"deadline_s = 30": "deadline_s = 10"})
     runner = CliRunner()
@@ -523,8 +523,8 @@ def test_the_shuffler_closes_a_batch_by_size_or_time_and_refuses_later_reports(t
 
 def test_the_server_refuses_a_fetch_of_a_model_version_it_has_not_published():
     from privbandits.comm import InMemoryNetwork, Party, ProtocolError
-    from privbandits.deploy.p2b import SHARE_RAW, FetchModel
-    from privbandits.deploy.p2b_parties import PublishingServer
+    from privbandits.deploy.p2b.party import SHARE_RAW, FetchModel
+    from privbandits.deploy.p2b.roles import PublishingServer
 
     network = InMemoryNetwork(serialize=True)
     server = PublishingServer("server", network, 3, participation=0.5, shuffler="shuffler", hosts=["hosta"])
@@ -592,7 +592,7 @@ def test_a_host_killed_after_the_release_replays_its_devices_to_the_concurrent_f
     import signal
 
     from privbandits.deploy.local import start_parties
-    from privbandits.deploy.p2b import queue_path
+    from privbandits.deploy.p2b.party import queue_path
 
     path = local_copy(tmp_path, raw_baseline=False)  # the shipped size: its late users take a while to play
     runner = CliRunner()

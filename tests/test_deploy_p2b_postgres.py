@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
-from privbandits.deploy.p2b import open_queue
-from privbandits.deploy.p2b_outcome import outcome
+from privbandits.deploy.p2b.outcome import outcome
+from privbandits.deploy.p2b.party import open_queue
 from privbandits.protocols.p2b.core import EncodedBatch
 from privbandits.protocols.p2b.queue import PostgresReportQueue
 
@@ -342,8 +342,8 @@ def test_a_party_of_a_scaled_out_shuffler_killed_and_restarted_alone_rejoins(
 def test_front_ends_link_with_the_shuffler_only_and_dial_it(tmp_path):
     """Their listeners (held by their workers) take only devices: each front end dials the shuffler, which dials
     the rest; no host or server links with a front end (the devices need no party link)."""
-    from privbandits.deploy.p2b import link_order
-    from privbandits.deploy.p2b_scaleout import front_of, linked_peers
+    from privbandits.deploy.p2b.party import link_order
+    from privbandits.deploy.p2b.scaleout import front_of, linked_peers
 
     path = small_deployments.p2b_tests.local_copy(tmp_path, raw_baseline=False)
     spec = load_deployment(with_front_ends(path, "postgresql://shuffler@db.example/p2b", ("fronta", "frontb")))

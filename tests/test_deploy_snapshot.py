@@ -6,6 +6,7 @@ before ``protocols/fclub.py`` became a package still decodes."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 
@@ -89,7 +90,7 @@ def test_a_checkpoint_that_names_the_classes_of_the_single_fclub_module_still_de
     arrays, tree = snapshot.encode(state)
     text = json.dumps(tree)
     moved = set(re.findall(r'"privbandits\.protocols\.fclub\.\w+:(\w+)"', text))
-    assert moved == {"Repairs", "_LocalCluster", "_GlobalCluster", "_Member"}
+    assert moved == {"PhaseUpload", "Repairs", "_LocalCluster", "_GlobalCluster", "_Member"}
     before = json.loads(re.sub(r'"privbandits\.protocols\.fclub\.\w+:', '"privbandits.protocols.fclub:', text))
     decoded = snapshot.decode({k: v.copy() for k, v in arrays.items()}, before)
 
@@ -101,3 +102,25 @@ def test_a_checkpoint_that_names_the_classes_of_the_single_fclub_module_still_de
     assert members.keys() == glob.members.keys() and {type(m) for m in members.values()} == {_Member}
     assert {type(m.cluster) for m in members.values()} == {_GlobalCluster}
     assert all(np.array_equal(members[k].cluster.S, m.cluster.S) for k, m in glob.members.items())
+
+
+def test_a_checkpoint_that_names_a_module_moved_into_a_protocol_package_still_decodes():
+    """Issue 45 moved ``protocols/fclub_messages.py`` (and the other modules :data:`snapshot.MOVED` lists) into the
+    protocols' packages: a checkpoint written before names its classes by the old module, and still decodes."""
+    bandit, _ = _bandit(300)
+    arrays, tree = snapshot.encode({"local": bandit.servers[0].state(), "global": bandit.global_server.state()})
+    text = json.dumps(tree)
+    assert '"privbandits.protocols.fclub.messages:PhaseUpload"' in text
+    before = json.loads(text.replace('"privbandits.protocols.fclub.messages:', '"privbandits.protocols.fclub_messages:'))
+    decoded = snapshot.decode({k: v.copy() for k, v in arrays.items()}, before)
+    again = snapshot.decode({k: v.copy() for k, v in arrays.items()}, tree)
+    assert json.dumps(snapshot.encode(decoded)[1]) == json.dumps(snapshot.encode(again)[1])
+
+
+@pytest.mark.parametrize("old", sorted(snapshot.MOVED))
+def test_every_moved_module_serves_its_classes_under_the_old_name(old):
+    new = importlib.import_module(snapshot.MOVED[old])
+    classes = [name for name, value in vars(new).items() if isinstance(value, type) and value.__module__ == new.__name__]
+    assert classes, f"{new.__name__} defines no class"
+    for name in classes:
+        assert snapshot._class(f"{old}:{name}") is getattr(new, name)

@@ -17,8 +17,8 @@ import time
 import pytest
 from small_deployments import assert_equals_in_memory, deployment, encoder_cache, results, wait_mid_run
 
-from privbandits.deploy import fclub
 from privbandits.deploy.deployment import load_deployment
+from privbandits.deploy.fclub import party as fclub
 from privbandits.deploy.local import start_parties, survivable, wait_parties
 from privbandits.deploy.party import EXIT_LOST, protocol_of
 

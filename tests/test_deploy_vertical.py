@@ -25,7 +25,7 @@ from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import load_deployment
 from privbandits.deploy.local import start_parties, wait_parties
 from privbandits.deploy.party import EXIT_LOST
-from privbandits.deploy.vertical import in_memory_names, run_in_memory, write_synthetic_data
+from privbandits.deploy.vertical.party import in_memory_names, run_in_memory, write_synthetic_data
 
 NAMES = ["mask_generator", "active", "passive2", "passive3"]
 ROLES = {"mask_generator": "mask_generator", "active": "active", "passive2": "passive", "passive3": "passive"}

@@ -1,4 +1,4 @@
-"""The P2B shuffler's concurrent device front end (``privbandits.deploy.p2b_front``) and the load generator
+"""The P2B shuffler's concurrent device front end (``privbandits.deploy.p2b.front``) and the load generator
 (``privbandits deploy load``), issue 34.
 
 Front-end tests: 127.0.0.1, ephemeral ports, the shuffler and two device hosts linked in threads, two worker
@@ -24,9 +24,9 @@ from privbandits.comm.oneshot import send_own
 from privbandits.deploy.certs import write_development_pki
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
-from privbandits.deploy.p2b import SHARE_ENCODED, BatchOpen
-from privbandits.deploy.p2b_front import Front
-from privbandits.deploy.p2b_parties import CanonicalShuffler
+from privbandits.deploy.p2b.front import Front
+from privbandits.deploy.p2b.party import SHARE_ENCODED, BatchOpen
+from privbandits.deploy.p2b.roles import CanonicalShuffler
 from privbandits.privacy.ledger import PrivacyLedger
 from privbandits.protocols.p2b.core import CloseBatch, EncodedReport
 from privbandits.protocols.p2b.queue import SqliteReportQueue
@@ -196,8 +196,8 @@ def test_unset_workers_take_one_per_cpu_and_with_them_the_shuffler_dials_every_p
     """The concurrent front end with rejoining parties (the shipped file): its workers hold the shuffler's listener,
     so the shuffler dials every peer (last in the link order), also one that comes back; with ``workers = 0`` (the
     serial front end) the file's order stands."""
-    from privbandits.deploy.p2b import link_order
-    from privbandits.deploy.p2b_front import worker_count
+    from privbandits.deploy.p2b.front import worker_count
+    from privbandits.deploy.p2b.party import link_order
 
     shipped = load_deployment(EXAMPLE)
     assert (shipped.protocol.workers, shipped.protocol.rejoin_s) == (None, 30)

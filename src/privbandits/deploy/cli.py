@@ -181,7 +181,7 @@ def load(
     import tempfile
 
     from privbandits.deploy.deployment import DeploymentError
-    from privbandits.deploy.p2b_load import LoadSettings, check_deployment
+    from privbandits.deploy.p2b.load import LoadSettings, check_deployment
 
     spec = _load(deployment, fixed_ports=not local_service)
     settings = LoadSettings(devices, rate, processes, concurrency, seed, resumption)
@@ -212,7 +212,7 @@ def _run_load(spec, settings, local_service: bool, progress: bool, workdir: Path
     from privbandits.comm.frames import FrameError
     from privbandits.deploy.deployment import DeploymentError
     from privbandits.deploy.local import wait_parties
-    from privbandits.deploy.p2b_load import run_load, start_service
+    from privbandits.deploy.p2b.load import run_load, start_service
     from privbandits.deploy.party import ListenFailed
 
     listeners, started = None, []

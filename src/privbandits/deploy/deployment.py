@@ -45,21 +45,18 @@ import hashlib
 import json
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Self, get_args
+from typing import TYPE_CHECKING, Any, Generic, Self
 
 from pydantic import Field, SerializeAsAny, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError, PydanticKnownError
-from typing_extensions import TypeIs, TypeVar
+from typing_extensions import TypeVar
 
-from privbandits.declared import declared  # the protocols' declared options, without importing the protocols
-from privbandits.deploy.deployment_p2b import P2BProtocol
 from privbandits.deploy.deployment_parts import (  # what every protocol section builds on
     BUNDLE_FILES,
     PARTY_NAME,
     DeploymentError,
     PartyEntry,
     ProtocolSection,
-    _roles,
     _Strict,
     bundle_files,
 )
@@ -68,269 +65,12 @@ from privbandits.deploy.deployment_parts import (
 )
 from privbandits.deploy.registry import PROTOCOLS
 
-
-class VerticalProtocol(ProtocolSection):
-    """VFUCB / VFTS with O3M masks (spec ``vertical-o3m.md``)."""
-
-    name: Literal["vertical-o3m"]
-    policy: Literal["vfucb", "vfts"] = "vfucb"
-    partition: list[int] = Field(min_length=2)
-    n_arms: int = Field(ge=1)
-    rounds: int = Field(ge=1)
-    seed: int = Field(0, ge=0)
-    alpha: float = declared("LinUCB", "alpha", default=0.5)  # β_t = 0.5 in the paper's experiments
-    v: float = declared("LinTS", "v")
-    reg: float = declared("LinUCB", "reg")
-    secure_aggregation: bool = declared("VerticalFederatedBandit", "secure_aggregation")
-    allow_single_feature_parties: bool = declared("VerticalFederatedBandit", "allow_single_feature_parties")
-    prefetch: int = Field(
-        1,
-        ge=1,
-        le=1024,
-        description="rounds whose requests the active party has in flight: 1 asks for each user when its round "
-        "starts; more sends the next users' requests ahead (they are known from its file and do not depend on "
-        "decisions), so the passive parties' answers overlap the active party's work; decisions and messages are "
-        "unchanged",
-    )
-    chunk_requests: bool = Field(
-        False,
-        description="with prefetch: send each top-up of requests (half the prefetch window) to a passive party as "
-        "one message, answered with one; decisions and payload bytes per link are unchanged, messages per link fall "
-        "by the chunk size",
-    )
-
-    ROLES: ClassVar[tuple[str, ...]] = ("mask_generator", "active", "passive")
-    UNDIGESTED: ClassVar[tuple[str, ...]] = ("prefetch", "chunk_requests")
-    """Options that change when messages are sent but no decision, so a checkpoint does not depend on them."""
-    REPORTER: ClassVar[str] = "active"
-    """The role that learns the decisions (it reports progress and the final result)."""
-
-    @field_validator("partition")
-    @classmethod
-    def _blocks(cls, value: list[int]) -> list[int]:
-        if any(size < 1 for size in value):
-            raise ValueError(f"every block needs at least one feature, got {value}")
-        return value
-
-    @model_validator(mode="after")
-    def _aggregation(self) -> VerticalProtocol:
-        if self.secure_aggregation and len(self.partition) < 3:
-            raise ValueError("secure_aggregation needs at least 2 passive parties (3 or more partition blocks)")
-        single = [j + 1 for j, size in enumerate(self.partition) if j > 0 and size == 1]
-        if single and not self.allow_single_feature_parties:
-            raise ValueError(
-                f"partition {self.partition}: passive block(s) {single} hold one feature, which the active party "
-                "recovers up to sign (|Q^j x^j| = |x^j|); set allow_single_feature_parties = true to accept this"
-            )
-        return self
-
-    @property
-    def dim(self) -> int:
-        return sum(self.partition)
-
-    def check_parties(self, parties: dict[str, PartyEntry]) -> None:
-        roles = _roles(parties, self.ROLES, ("mask_generator", "active"))
-        passive = [name for name, role in roles.items() if role == "passive"]
-        if len(passive) != len(self.partition) - 1:
-            raise ValueError(
-                f"parties: partition {self.partition} has {len(self.partition)} blocks, so it needs "
-                f"{len(self.partition) - 1} passive parties; found {len(passive)}"
-            )
-        for name, entry in parties.items():
-            if entry.role != "mask_generator" and entry.data is None:
-                raise ValueError(f"parties.{name}.data: the {entry.role} party needs its local data file")
-
-
-class MPCProtocol(ProtocolSection):
-    """The private multi-party ε-greedy bandit (spec ``mpc-bandit.md``, Alg. 1).
-
-    Roles: one ``dealer`` (the trusted dealer of correlated randomness and exploration
-    samples), one ``computing`` party per partition block (each holds its block of every
-    context), and one ``environment`` party, p′ = p″ outside the computing parties: it
-    alone learns a_t, pulls it and observes r_t.
-    """
-
-    name: Literal["mpc-epsilon-greedy"]
-    partition: list[int] = Field(min_length=2, description="context features of each computing party, in file order")
-    n_arms: int = declared("MPCBanditConfig", "n_arms", required=True)
-    rounds: int = Field(ge=1)
-    seed: int = Field(0, ge=0, description="the synthetic data of `deploy data` (never a party's secrets)")
-    epsilon: float = declared("MPCBanditConfig", "epsilon")
-    precision: int = declared("MPCBanditConfig", "precision")
-    nr_iterations: int = declared("MPCBanditConfig", "nr_iterations")
-    reciprocal_start: Literal["exp", "linear"] = declared("MPCBanditConfig", "reciprocal_start")
-    truncation: Literal["auto", "local", "wraps", "exact"] = declared("MPCBanditConfig", "truncation")
-    binary_rewards: bool = declared("MPCBanditConfig", "binary_rewards")
-    overlap_reciprocal: bool = declared("MPCBanditConfig", "overlap_reciprocal")
-    mask_factors: bool = declared("MPCBanditConfig", "mask_factors")
-    allmax_lookup: bool = declared("MPCBanditConfig", "allmax_lookup")
-    lookup_comparison: bool = declared("MPCBanditConfig", "lookup_comparison")
-    goldschmidt: bool = declared("MPCBanditConfig", "goldschmidt")
-    dealt_exploration: bool = declared("MPCBanditConfig", "dealt_exploration")
-    fused_input: bool = declared("MPCBanditConfig", "fused_input")
-
-    ROLES: ClassVar[tuple[str, ...]] = ("dealer", "computing", "environment")
-    REPORTER: ClassVar[str] = "environment"
-    BACKGROUND: ClassVar[tuple[str, ...]] = ("dealer",)
-    """Roles whose work runs ahead of the rounds (the dealer's material): lower priority on a shared host."""
-
-    @field_validator("partition")
-    @classmethod
-    def _blocks(cls, value: list[int]) -> list[int]:
-        if any(size < 0 for size in value) or sum(value) < 1:
-            raise ValueError(f"blocks must be >= 0 features, at least one in all, got {value}")
-        return value
-
-    @model_validator(mode="after")
-    def _truncation(self) -> MPCProtocol:
-        if self.truncation == "local" and len(self.partition) != 2:
-            raise ValueError(f"local truncation is for 2 computing parties, got {len(self.partition)}")
-        from privbandits.protocols.mpc_bandit import (  # the protocol's rules
-            dealt_exploration_problem,
-            lookup_comparison_problem,
-            mask_factors_problem,
-            overlap_problem,
-        )
-
-        problem = overlap_problem(self.overlap_reciprocal, len(self.partition), self.truncation)
-        problem = problem or mask_factors_problem(self.mask_factors, self.overlap_reciprocal)
-        problem = problem or lookup_comparison_problem(
-            self.lookup_comparison, len(self.partition), self.allmax_lookup, self.n_arms
-        )
-        problem = problem or dealt_exploration_problem(self.dealt_exploration, self.allmax_lookup)
-        if problem:
-            raise ValueError(problem)
-        return self
-
-    @property
-    def dim(self) -> int:
-        return sum(self.partition)
-
-    def check_parties(self, parties: dict[str, PartyEntry]) -> None:
-        roles = _roles(parties, self.ROLES, ("dealer", "environment"))
-        computing = [name for name, role in roles.items() if role == "computing"]
-        if len(computing) != len(self.partition):
-            raise ValueError(
-                f"parties: partition {self.partition} has {len(self.partition)} blocks, so it needs "
-                f"{len(self.partition)} computing parties; found {len(computing)}"
-            )
-        for name, entry in parties.items():
-            if entry.data is None:
-                what = "its private seed" if entry.role == "dealer" else "its local data and private seed"
-                raise ValueError(f"parties.{name}.data: the {entry.role} party needs its file ({what})")
-
-
-class FCLUBProtocol(ProtocolSection):
-    """FCLUB (spec ``fclub.md``): local servers, the global server and the users (:mod:`privbandits.deploy.fclub`).
-
-    Roles: one ``users`` party (the users' devices: the synthetic environment of spec §6.2,
-    drawn from ``seed``, which sends each round's user and contexts to that user's local
-    server and scores its choice), one ``global_server`` named ``global`` and one or more
-    ``local_server`` parties named ``local0``, ``local1``, ... in file order, each serving a
-    contiguous block of the users (the experiments' ``assign_groups`` blocks). ``variant`` and
-    ``preset`` name the algorithm as an experiment config's ``fclub`` policy does
-    (:data:`~privbandits.protocols.fclub.config.PRESETS`): the default, CDP-FCLUB-DC's ``paper``
-    preset, privatizes every upload; its ``reference`` preset (the paper reproductions' plain
-    "CDP-FCLUB-DC") puts noise only in the upload trigger, so its uploads reach the global server
-    raw. Nobody holds a data file. The users party draws the synthetic environment from ``seed``
-    as :func:`~privbandits.protocols.fclub.run_fclub` does (public data, by construction); each
-    local server draws its privatizers' noise and tie-breaks from OS entropy, or, with the
-    deployment's ``reproducible = true``, from ``seed`` as ``run_fclub`` does, so the processes
-    reproduce that run.
-    """
-
-    name: Literal["fclub"]
-    variant: Literal["cdp-fclub-dc", "fclub-dc", "fclub", "homo-dc", "homo"] = "cdp-fclub-dc"
-    preset: Literal["paper", "reference"] = "paper"
-    horizon: int = declared("FCLUBConfig", "horizon", required=True)
-    n_users: int = Field(40, ge=1, description="n, users of all local servers together")
-    n_clusters: int = Field(4, ge=1, description="m, the users' true clusters")
-    dim: int = Field(10, ge=1, description="d")
-    n_arms: int = Field(10, ge=1, description="K, arms per round")
-    construction: Literal["reference", "paper"] = "reference"
-    epsilon: float = declared("FCLUBConfig", "epsilon", allow_inf_nan=False)
-    seed: int = Field(
-        0, ge=0, description="the environment, and with reproducible = true the local servers', as run_fclub(seed=...)"
-    )
-    options: dict[str, bool | int | float | str] = Field(
-        default_factory=dict, description="FCLUBConfig fields over the preset (e.g. rebuild_local_copies)"
-    )
-    schedule: Literal["lock-step", "free-running"] = Field("lock-step", description="lock-step: every round waits "
-        "for the global server (equals the in-memory run); free-running: uploads and downloads cross (deploy/fclub.py)")
-
-    ROLES: ClassVar[tuple[str, ...]] = ("users", "global_server", "local_server")
-    REPORTER: ClassVar[str] = "users"
-    GLOBAL: ClassVar[str] = "global"
-    SURVIVABLE: ClassVar[tuple[str, ...]] = ("local_server",)
-    """Roles the session survives losing (``deploy local`` starts no countdown when one fails)."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _renamed(cls, data: Any) -> Any:
-        """``algorithm`` (the paper reproductions' names) became ``variant`` and ``preset`` (issue 32)."""
-        if isinstance(data, dict) and "algorithm" in data:
-            old, variants = str(data["algorithm"]), get_args(cls.model_fields["variant"].annotation)
-            variant = old.removesuffix(" (faithful)").lower()
-            preset = "paper" if old.endswith(" (faithful)") else "reference"
-            instead = (f"for algorithm = {old!r} write variant = {variant!r} and preset = {preset!r}"
-                       if variant in variants else f"variant is one of {', '.join(variants)}")  # fmt: skip
-            raise ValueError(f"algorithm is now variant and preset (the experiment config's names): {instead}")
-        return data
-
-    @model_validator(mode="after")
-    def _clusters(self) -> FCLUBProtocol:
-        if self.n_clusters > self.n_users:
-            raise ValueError(f"n_clusters = {self.n_clusters} exceeds n_users = {self.n_users}")
-        from dataclasses import fields
-
-        from privbandits.protocols.fclub.config import FCLUBConfig
-        from privbandits.validation import InvalidInputError
-
-        known = sorted(f.name for f in fields(FCLUBConfig) if f.name not in ("horizon", "epsilon"))
-        unknown = sorted(set(self.options) - set(known))
-        if unknown:
-            raise ValueError(f"options: unknown FCLUBConfig field(s) {', '.join(unknown)}; known: {', '.join(known)}")
-        try:  # the options are FCLUBConfig's: its checks name the field and the allowed values
-            self.fclub_config()
-        except InvalidInputError as exc:
-            raise ValueError(f"options: {exc}") from None
-        return self
-
-    def fclub_config(self):
-        """The algorithm's :class:`~privbandits.protocols.fclub.config.FCLUBConfig`: the preset with ``options``,
-        as the experiments build it (m_bound = the true clusters)."""
-        options = {"horizon": self.horizon, "epsilon": self.epsilon, "m_bound": self.n_clusters, **self.options}
-        from privbandits.protocols.fclub.config import FCLUBConfig
-
-        return FCLUBConfig.from_preset(self.variant, self.preset, **options)
-
-    def check_parties(self, parties: dict[str, PartyEntry]) -> None:
-        roles = _roles(parties, self.ROLES, ("users", "global_server"))
-        if roles.get(self.GLOBAL) != "global_server":
-            raise ValueError(f"parties: the global_server party must be named {self.GLOBAL!r} (the protocol's name)")
-        local = [name for name, role in roles.items() if role == "local_server"]
-        expected = [f"local{ell}" for ell in range(len(local))]
-        if not local or local != expected:
-            raise ValueError(
-                f"parties: the local_server parties must be named {', '.join(expected) or 'local0'} in file order "
-                f"(the protocol's names; they take the users' blocks in that order), got {', '.join(local) or 'none'}"
-            )
-        if len(local) > self.n_users:
-            raise ValueError(f"parties: {len(local)} local servers, but only n_users = {self.n_users} users")
-        for name, entry in parties.items():
-            if entry.data is not None:
-                raise ValueError(f"parties.{name}.data: no FCLUB party reads a data file")
-
-
 SESSION_FIELDS = {"name", "deadline_s", "connect_deadline_s", "checkpoint_every", "reproducible", "protocol"}
 """What the session digest covers besides the parties and the CA: never a path."""
 
 
-AnyProtocol = VerticalProtocol | MPCProtocol | P2BProtocol | FCLUBProtocol
-"""The built-in protocols' sections (a plug-in's is another :class:`ProtocolSection`)."""
-P = TypeVar("P", bound=ProtocolSection, default=AnyProtocol, covariant=True)
+P = TypeVar("P", bound=ProtocolSection, default=ProtocolSection, covariant=True)
 """The protocol section's class, for a type checker: ``Deployment[P2BProtocol]`` where code knows which it runs."""
-Q = TypeVar("Q", VerticalProtocol, MPCProtocol, P2BProtocol, FCLUBProtocol)
 
 
 class Deployment(_Strict, Generic[P]):
@@ -493,11 +233,6 @@ class Deployment(_Strict, Generic[P]):
         return "\n".join(lines) + "\n"
 
 
-def runs(deployment: Deployment, protocol: type[Q]) -> TypeIs[Deployment[Q]]:
-    """Whether ``deployment`` runs ``protocol`` (a type checker then knows it as ``Deployment[protocol]``)."""
-    return isinstance(deployment.protocol, protocol)
-
-
 def _sha256(state: object) -> str:
     return hashlib.sha256(json.dumps(state, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
@@ -571,11 +306,3 @@ def load_deployment(path: str | Path) -> Deployment:
     except tomllib.TOMLDecodeError as exc:
         raise DeploymentError(f"{path}: not valid TOML: {exc}") from None
     return parse_deployment(data, path.resolve().parent, path)
-
-
-# The built-in protocols: their sections are above (P2B's in deployment_p2b), their party code is imported when a
-# party runs.
-PROTOCOLS.register_lazy(VerticalProtocol, "privbandits.deploy.vertical:DEPLOYABLE")
-PROTOCOLS.register_lazy(MPCProtocol, "privbandits.deploy.mpc:DEPLOYABLE")
-PROTOCOLS.register_lazy(P2BProtocol, "privbandits.deploy.p2b_outcome:DEPLOYABLE")
-PROTOCOLS.register_lazy(FCLUBProtocol, "privbandits.deploy.fclub:DEPLOYABLE")

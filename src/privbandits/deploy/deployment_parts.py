@@ -1,8 +1,8 @@
 """What every protocol section of a deployment file builds on: parties, addresses, bundles, the strict base model,
 and :class:`ProtocolSection`, the base class of every protocol's ``[protocol]`` section.
 
-Re-exported by :mod:`privbandits.deploy.deployment`; a protocol section in a module of its own
-(:mod:`privbandits.deploy.deployment_p2b`) imports it from here.
+Re-exported by :mod:`privbandits.deploy.deployment`; each protocol's section (``privbandits.deploy.<protocol>.section``)
+imports it from here.
 """
 
 from __future__ import annotations

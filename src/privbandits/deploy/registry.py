@@ -10,9 +10,10 @@ there by its name, and an unknown name is refused with the registered ones liste
 A protocol registers itself with :meth:`ProtocolRegistry.register` (its party code at hand) or
 :meth:`ProtocolRegistry.register_lazy` (its section, and the ``"module:attribute"`` of its party code, imported
 the first time a party of it runs), so reading a deployment file never imports a protocol's party code. The four
-built-in protocols register lazily at the end of :mod:`privbandits.deploy.deployment`; an installed package
-declares its own as an entry point (group :data:`ENTRY_POINTS`), found by every process at the first name the
-registry does not know; a test registers its own for a while with :meth:`ProtocolRegistry.extended`.
+built-in protocols are packages under :mod:`privbandits.deploy` (:data:`BUILT_IN`), each naming its ``SECTION`` and
+its ``PARTY_CODE``; they register the first time the registry is asked anything. An installed package declares its
+own as an entry point (group :data:`ENTRY_POINTS`), found by every process at the first name the registry does not
+know; a test registers its own for a while with :meth:`ProtocolRegistry.extended`.
 """
 
 from __future__ import annotations
@@ -184,9 +185,19 @@ class _Entry:
 class ProtocolRegistry:
     """Deployable protocols by name, in registration order."""
 
-    def __init__(self, entry_points: str | None = None) -> None:
-        self._entries: dict[str, _Entry] = {}
+    def __init__(self, entry_points: str | None = None, built_in: tuple[str, ...] = ()) -> None:
+        self._registered: dict[str, _Entry] = {}
         self._group = entry_points  # installed packages' protocols: discovered at the first unknown name
+        self._built_in = built_in  # packages naming SECTION and PARTY_CODE: registered at the first question
+
+    @property
+    def _entries(self) -> dict[str, _Entry]:
+        """The entries by name, the built-in protocols' first (registered on first use)."""
+        built_in, self._built_in = self._built_in, ()
+        for package in built_in:
+            module = importlib.import_module(package)
+            self.register_lazy(module.SECTION, module.PARTY_CODE)
+        return self._registered
 
     def _discover(self) -> None:
         """Register, once, the protocols installed packages declare as entry points of the group (each
@@ -219,13 +230,13 @@ class ProtocolRegistry:
         name = entry.section.protocol_name()
         if name in self._entries:
             raise ValueError(f"protocol {name!r} is already registered (registered: {', '.join(self.names())})")
-        self._entries[name] = entry
+        self._registered[name] = entry
 
     def unregister(self, name: str) -> None:
         """Forget protocol ``name``; ``KeyError`` naming the registered ones if there is none."""
         if name not in self._entries:
             raise KeyError(f"no protocol {name!r} is registered (registered: {', '.join(self.names())})")
-        del self._entries[name]
+        del self._registered[name]
 
     @contextmanager
     def extended(self, *plugins: DeployableProtocol[Any]) -> Iterator[ProtocolRegistry]:
@@ -280,6 +291,15 @@ def _load(entry: _Entry) -> DeployableProtocol[Any]:
 ENTRY_POINTS = "privbandits.deploy_protocols"
 """The entry-point group an installed package declares its deployable protocols in (``NAME = "module:attribute"``)."""
 
-PROTOCOLS = ProtocolRegistry(ENTRY_POINTS)
-"""The deployable protocols: the four built-in ones (registered by :mod:`privbandits.deploy.deployment`), those
-installed packages declare (:data:`ENTRY_POINTS`, found at the first unknown name) and any registered since."""
+BUILT_IN = (
+    "privbandits.deploy.vertical",
+    "privbandits.deploy.mpc_bandit",
+    "privbandits.deploy.p2b",
+    "privbandits.deploy.fclub",
+)
+"""The built-in protocols' packages, in registration order: each names its ``SECTION`` (the ``[protocol]`` section's
+model) and its ``PARTY_CODE`` (``"module:attribute"`` of its :class:`DeployableProtocol`)."""
+
+PROTOCOLS = ProtocolRegistry(ENTRY_POINTS, BUILT_IN)
+"""The deployable protocols: the four built-in ones (:data:`BUILT_IN`), those installed packages declare
+(:data:`ENTRY_POINTS`, found at the first unknown name) and any registered since."""

@@ -77,6 +77,20 @@ MOVED: dict[str, str] = {
     "privbandits.protocols.vertical": "privbandits.protocols.vertical.core",
     "privbandits.protocols.fclub_config": "privbandits.protocols.fclub.config",
     "privbandits.protocols.fclub_messages": "privbandits.protocols.fclub.messages",
+    "privbandits.deploy.vertical": "privbandits.deploy.vertical.party",
+    "privbandits.deploy.mpc": "privbandits.deploy.mpc_bandit.party",
+    "privbandits.deploy.deployment_p2b": "privbandits.deploy.p2b.section",
+    "privbandits.deploy.p2b_data": "privbandits.deploy.p2b.data",
+    "privbandits.deploy.p2b_front": "privbandits.deploy.p2b.front",
+    "privbandits.deploy.p2b_load": "privbandits.deploy.p2b.load",
+    "privbandits.deploy.p2b_messages": "privbandits.deploy.p2b.messages",
+    "privbandits.deploy.p2b_parties": "privbandits.deploy.p2b.roles",
+    "privbandits.deploy.p2b_scaleout": "privbandits.deploy.p2b.scaleout",
+    "privbandits.deploy.fclub": "privbandits.deploy.fclub.party",
+    "privbandits.deploy.fclub_global": "privbandits.deploy.fclub.global_server",
+    "privbandits.deploy.fclub_local": "privbandits.deploy.fclub.local_server",
+    "privbandits.deploy.fclub_users": "privbandits.deploy.fclub.users",
+    "privbandits.deploy.fclub_resume": "privbandits.deploy.fclub.resume",
 }
 """Modules whose classes moved (issue 45: one package per protocol): the name a checkpoint written before the move
 gives → where the class is now. Add a row when a module that checkpoints name moves; never remove one."""

@@ -73,7 +73,7 @@ class GlobalServer(Party, Checkpointed):
 
     SAVED: ClassVar[tuple[str, ...]] = ("servers", "dim", "members", "partition", "uploads", "_layout", "_renewal",
                                         "_count_idle", "_private", "_received", "changed_phases", "idle_downloads")
-    """What a resumed deployment's checkpoint holds (:mod:`privbandits.deploy.fclub_resume`)."""
+    """What a resumed deployment's checkpoint holds (:mod:`privbandits.deploy.fclub.resume`)."""
     NOT_SAVED = PARTY | {"cal", "config"}
     """Its links and configuration (rebuilt from the deployment file)."""
 

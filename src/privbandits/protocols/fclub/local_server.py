@@ -100,7 +100,7 @@ class LocalServer(Party, Checkpointed):
              "clusters", "cluster_of", "lineage", "release_counts", "_next_uid", "_v", "_eye", "_noisy", "_with_own",
              "_log_upload", "_refresh_every", "_threshold", "_ridge_free", "_ridge", "_grid", "V_grid",
              "b_grid")  # fmt: skip
-    """What a resumed deployment's checkpoint holds (:mod:`privbandits.deploy.fclub_resume`)."""
+    """What a resumed deployment's checkpoint holds (:mod:`privbandits.deploy.fclub.resume`)."""
     NOT_SAVED = PARTY | {"cal", "config", "_rows", "_grid_rows"}
     """Its links and configuration (rebuilt from the deployment file), and the per-user views of ``V`` and ``b``."""
 
@@ -146,7 +146,7 @@ class LocalServer(Party, Checkpointed):
     # -- rounds --------------------------------------------------------------------
     def restore(self, state: Mapping[str, object]) -> None:
         """Put back a :meth:`~privbandits.checkpointed.Checkpointed.state` of this server (a resumed deployment's
-        checkpoint, :mod:`privbandits.deploy.fclub_resume`) and rebuild the per-user views of ``V`` and ``b``."""
+        checkpoint, :mod:`privbandits.deploy.fclub.resume`) and rebuild the per-user views of ``V`` and ``b``."""
         super().restore(state)
         self._rows = list(zip(self.V, self.b, strict=True))
         self._grid_rows = list(zip(self.V_grid, self.b_grid, strict=True))

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from privbandits.deploy.deployment import Deployment, DeploymentError, P2BProtocol
+from privbandits.deploy.deployment import Deployment, DeploymentError
+from privbandits.deploy.p2b.section import P2BProtocol
 
 OUTCOMES = ("accepted", "refused", "failed")
 
@@ -84,7 +85,7 @@ class LoadResult:
 def check_deployment(deployment: Deployment[P2BProtocol], settings: LoadSettings) -> None:
     """Refuse (one line) a deployment the load generator cannot drive, or a paced run longer than the server
     waits for the batch."""
-    from privbandits.deploy.p2b import receive_deadline
+    from privbandits.deploy.p2b.party import receive_deadline
 
     settings.check()
     if deployment.protocol.name != "p2b":
@@ -115,7 +116,7 @@ def _drive(pipe, tallies, slot: int, addresses, credentials, concurrency: int, r
     ``receivers[u mod len(receivers)]`` (the shuffler, or its front ends); answers the latencies (NaN: no answer)
     and outcome codes. Ends on None."""
     from privbandits.comm import TlsNetwork
-    from privbandits.deploy.p2b import SHARE_ENCODED
+    from privbandits.deploy.p2b.party import SHARE_ENCODED
     from privbandits.protocols.p2b import core  # noqa: F401 - its messages, imported before the clock starts
 
     pipe.send("ready")
@@ -230,7 +231,7 @@ class Drivers:
         return int(sum(self.tallies))
 
     def close(self) -> None:
-        from privbandits.deploy.p2b_front import stop_processes
+        from privbandits.deploy.p2b.front import stop_processes
 
         stop_processes(self.pipes, self.processes, None, 10)
 
@@ -239,9 +240,9 @@ class Drivers:
 def _play_host(deployment: Deployment[P2BProtocol], network, users: range, drivers: Drivers, out: dict) -> None:
     """One device host: wait for the batch to open, drive its devices, close the batch, fetch the model."""
     from privbandits.comm import Party
-    from privbandits.deploy.p2b import SHARE_ENCODED, BatchOpen, FetchModel
-    from privbandits.deploy.p2b_messages import HostDone
-    from privbandits.deploy.p2b_scaleout import END, ROLE
+    from privbandits.deploy.p2b.messages import HostDone
+    from privbandits.deploy.p2b.party import SHARE_ENCODED, BatchOpen, FetchModel
+    from privbandits.deploy.p2b.scaleout import END, ROLE
     from privbandits.protocols.p2b.core import CloseBatch, ModelRelease
 
     party = Party(network.local, network)
@@ -267,8 +268,8 @@ def run_load(deployment: Deployment[P2BProtocol], settings: LoadSettings, *, lis
     """Play every device host of ``deployment`` with ``settings.devices`` simulated devices against its running
     shuffler and server (``listeners``: the hosts' bound listening sockets, e.g. from ``deploy load --local``).
     ``on_progress(done, total)`` is called about ten times a second."""
-    from privbandits.deploy.p2b import PER_REPORT_S, link_order, receive_deadline
-    from privbandits.deploy.p2b_scaleout import linked_peers
+    from privbandits.deploy.p2b.party import PER_REPORT_S, link_order, receive_deadline
+    from privbandits.deploy.p2b.scaleout import linked_peers
     from privbandits.deploy.party import network_for
 
     check_deployment(deployment, settings)

@@ -1,4 +1,4 @@
-"""The P2B section of a deployment file (:class:`P2BProtocol`), re-exported by :mod:`privbandits.deploy.deployment`."""
+"""The ``[protocol]`` section of a P2B deployment file (``name = "p2b"``): :class:`P2BProtocol`, its options, roles."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from privbandits.deploy.deployment_parts import PartyEntry, ProtocolSection, _ro
 
 
 class P2BProtocol(ProtocolSection):
-    """P2B (spec ``p2b.md``): device hosts, the trusted shuffler and the server (:mod:`privbandits.deploy.p2b`).
+    """P2B (spec ``p2b.md``): device hosts, the trusted shuffler and the server (:mod:`privbandits.deploy.p2b.party`).
 
     Roles: one ``shuffler`` and one ``server`` (neither holds private data) and one or more
     ``device_host`` parties, each simulating the devices of its own users (its data file); optionally
     ``shuffler_front`` parties, the shuffler's front ends on other hosts sharing its PostgreSQL queue
-    (:mod:`privbandits.deploy.p2b_scaleout`).
+    (:mod:`privbandits.deploy.p2b.scaleout`).
     The population is the synthetic benchmark (spec §5.1) of ``n_users`` users with
     ``interactions`` rounds each; the first ``early_fraction`` share, the rest are measured.
     ``seed`` is :func:`~privbandits.protocols.p2b.core.simulate`'s: with the deployment's
@@ -113,7 +113,7 @@ class P2BProtocol(ProtocolSection):
                 raise ValueError(f"parties.{name}.data: the {entry.role} holds no private data; remove the field")
 
     def _check_fronts(self, fronts: list[str]) -> None:
-        """What front ends on other hosts need (:mod:`privbandits.deploy.p2b_scaleout`): each problem named."""
+        """What front ends on other hosts need (:mod:`privbandits.deploy.p2b.scaleout`): each problem named."""
         needs = {
             "queue_url": (self.queue_url is None, "a postgresql:// URL: the front ends and the shuffler share that "
                           "queue (a SQLite file cannot be shared across hosts)", None),

@@ -1,9 +1,10 @@
-"""The users party of a deployed FCLUB session (:mod:`privbandits.deploy.fclub`): it draws the synthetic
+"""The users party of a deployed FCLUB session (:mod:`privbandits.deploy.fclub.party`): it draws the synthetic
 environment, sends each round's user and contexts to the user's local server, returns the reward of the arm it
-chose and scores the choice; it keeps the public clock of §3.2 (:class:`~privbandits.deploy.fclub.PhaseStart`).
+chose and scores the choice; it keeps the public clock of §3.2 (:class:`~privbandits.deploy.fclub.party.PhaseStart`).
 
-Lock-step, it plays one round at a time and waits for the local server's :class:`~privbandits.deploy.fclub.Served`;
-free-running, it keeps up to :data:`~privbandits.deploy.fclub.WINDOW` rounds in flight (:class:`_Pipeline`).
+Lock-step, it plays one round at a time and waits for the local server's
+:class:`~privbandits.deploy.fclub.party.Served`;
+free-running, it keeps up to :data:`~privbandits.deploy.fclub.party.WINDOW` rounds in flight (:class:`_Pipeline`).
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import numpy as np
 
 from privbandits.checkpointed import Checkpointed
 from privbandits.comm import Message, Party, PeerLost, ProtocolError, TlsNetwork
-from privbandits.deploy import fclub_resume
-from privbandits.deploy.deployment import Deployment, FCLUBProtocol
-from privbandits.deploy.fclub import (
+from privbandits.deploy.deployment import Deployment
+from privbandits.deploy.fclub import resume as fclub_resume
+from privbandits.deploy.fclub.party import (
     SCHEDULE,
     USERS,
     WINDOW,
@@ -37,6 +38,7 @@ from privbandits.deploy.fclub import (
     environment_of,
     free_running,
 )
+from privbandits.deploy.fclub.section import FCLUBProtocol
 
 
 class _Reachable:

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from privbandits.deploy.deployment import Deployment, DeploymentError, P2BProtocol
+from privbandits.deploy.deployment import Deployment, DeploymentError
 from privbandits.deploy.files import read_arrays, write_private_npz
+from privbandits.deploy.p2b.section import P2BProtocol
 
 if TYPE_CHECKING:  # imported where the data is read
     from privbandits.datasets.interactions import UserInteractions

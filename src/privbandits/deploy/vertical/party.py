@@ -59,9 +59,10 @@ import numpy as np
 
 from privbandits.comm import ROUND, SETUP, InMemoryNetwork, Message, Network, TlsNetwork, message
 from privbandits.deploy import checkpoint, entropy
-from privbandits.deploy.deployment import Deployment, DeploymentError, VerticalProtocol
+from privbandits.deploy.deployment import Deployment, DeploymentError
 from privbandits.deploy.files import read_arrays, write_private_npz
 from privbandits.deploy.registry import PartyFunctions
+from privbandits.deploy.vertical.section import VerticalProtocol
 
 PARTY_IMPORTS = ("privbandits.protocols.vertical.core",)
 """Modules the parties import when they run (not when the CLI loads this one): a fork server preloads them."""
@@ -517,4 +518,4 @@ DEPLOYABLE = PartyFunctions(
     VerticalProtocol, (__name__, *PARTY_IMPORTS), run_party, receive_deadline,
     data=write_synthetic_data, in_memory=run_in_memory,
 )  # fmt: skip
-"""The vertical protocol's party code (registered by :mod:`privbandits.deploy.deployment`)."""
+"""The vertical protocol's party code (the registry loads it through its package's ``PARTY_CODE``)."""

@@ -1,8 +1,8 @@
-"""The global server of a deployed FCLUB session (:mod:`privbandits.deploy.fclub`): merges the local clusters,
+"""The global server of a deployed FCLUB session (:mod:`privbandits.deploy.fclub.party`): merges the local clusters,
 pushes renewals and downloads, and goes on without a lost local server. In lock-step it waits until every download
 an upload caused is applied before it confirms the upload; free-running it confirms nothing, drains the uploads a
 local server sent before its phase uploads into the old phase, and ends the session with a Finish to each local
-server once all have finished (see :mod:`privbandits.deploy.fclub`)."""
+server once all have finished (see :mod:`privbandits.deploy.fclub.party`)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import overload
 
 from privbandits.comm import Message, PeerLost, ProtocolError, TlsNetwork
 from privbandits.comm.messages import M
-from privbandits.deploy import fclub_resume
-from privbandits.deploy.deployment import Deployment, FCLUBProtocol
-from privbandits.deploy.fclub import (
+from privbandits.deploy.deployment import Deployment
+from privbandits.deploy.fclub import resume as fclub_resume
+from privbandits.deploy.fclub.party import (
     SCHEDULE,
     SEQUENCE,
     Applied,
@@ -29,6 +29,7 @@ from privbandits.deploy.fclub import (
     chain_upload,
     free_running,
 )
+from privbandits.deploy.fclub.section import FCLUBProtocol
 from privbandits.protocols.fclub.global_server import GlobalServer
 from privbandits.protocols.fclub.messages import ASYNC, CHECK, DETECT, PHASE_END, DownloadCheck, PhaseUpload, Upload
 

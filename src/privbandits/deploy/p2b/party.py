@@ -1,7 +1,7 @@
 """P2B as separate party processes: device hosts, the trusted shuffler and the server (issue 17, step 2).
 
 Each party runs the party classes of :mod:`privbandits.protocols.p2b.core` (subclassed through their extension points
-in :mod:`privbandits.deploy.p2b_parties`) on its own :class:`~privbandits.comm.TlsNetwork`:
+in :mod:`privbandits.deploy.p2b.roles`) on its own :class:`~privbandits.comm.TlsNetwork`:
 
 * ``device_host`` (one or more): simulates the devices of its own users and holds only
   their data (``.npz``: ``early_contexts`` (n_e, t, d), ``early_rewards`` (n_e, t, K) of
@@ -18,7 +18,7 @@ in :mod:`privbandits.deploy.p2b_parties`) on its own :class:`~privbandits.comm.T
   its result's ``dropped``, and goes on).
 * ``shuffler``: holds nothing but what it receives; the only party that sees a device's
   identity next to its report. It keeps its listener open for the devices' connections, taken
-  by ``protocol.workers`` processes side by side (:mod:`~privbandits.deploy.p2b_front`), which opens
+  by ``protocol.workers`` processes side by side (:mod:`~privbandits.deploy.p2b.front`), which opens
   each batch with :class:`BatchOpen` to every host at once (the default: one worker per CPU); with
   ``workers = 0`` by the shuffler itself, one at a time, host by host, each told :class:`BatchOpen` in
   turn. Each host's :class:`~privbandits.protocols.p2b.core.CloseBatch`, on
@@ -34,7 +34,7 @@ in :mod:`privbandits.deploy.p2b_parties`) on its own :class:`~privbandits.comm.T
   its device's identity as it arrives (in group commits) and acknowledged once durable; the batch is
   formed there (identities dropped) and marked released once sent. Raw baseline reports (contexts)
   are not queued. With ``shuffler_front`` parties the devices send to those front ends instead, and the shuffler
-  sequences them and forms each batch from the queue they share (:mod:`~privbandits.deploy.p2b_scaleout`).
+  sequences them and forms each batch from the queue they share (:mod:`~privbandits.deploy.p2b.scaleout`).
 * ``server``: holds nothing private; it accepts batches from the shuffler only, fits the
   central model and publishes it, versions numbered in the order published (the raw baseline's
   first, if it runs, then the private one); each device host fetches each version
@@ -42,7 +42,7 @@ in :mod:`privbandits.deploy.p2b_parties`) on its own :class:`~privbandits.comm.T
 
 Reproducing the in-memory run. The users are split into contiguous blocks: device host j holds
 the j-th block of the early users and the j-th block of the late users
-(:func:`~privbandits.deploy.p2b_data.layout`), so the canonical batch order is the in-memory
+(:func:`~privbandits.deploy.p2b.data.layout`), so the canonical batch order is the in-memory
 order (users ascending). Each party takes the nine streams of
 :func:`~privbandits.protocols.p2b.core.simulate` from its own root seed (:func:`streams_of`): by
 default fresh OS entropy, so no other party (the server above all) can recompute a device's
@@ -53,7 +53,7 @@ tie-break draws are user-major) and makes its participation draws over the whole
 population (padding the other hosts' users, which never send). So, in reproducible mode, the
 released batches, the published models and the late users' rewards equal ``simulate(data,
 encoder, config, seed)`` on the union of the hosts' data
-(:func:`~privbandits.deploy.p2b_outcome.run_in_memory`, which also says what is compared when
+(:func:`~privbandits.deploy.p2b.outcome.run_in_memory`, which also says what is compared when
 the raw baseline is off); anyone holding the file can then recompute every coin
 (``tests/test_deploy_attacks.py``): for tests and demos only.
 
@@ -67,7 +67,7 @@ Faults and ``--resume``: a party that dies may be restarted alone with ``--resum
 it (exit 3), as in the other deployments. The restarted party replays its part from the start with the same coins
 (from the seed, or from the OS seed the hosts and the shuffler keep in their own entropy files,
 :mod:`privbandits.deploy.entropy`); each link's messages are sent again and each side skips those it already has
-(checked), and :mod:`privbandits.deploy.p2b_rejoin` keeps the devices' reports and the batches once: the shuffler's
+(checked), and :mod:`privbandits.deploy.p2b.rejoin` keeps the devices' reports and the batches once: the shuffler's
 queue keeps each encoded report once (its id is a keyed hash of its device), a report for a batch already closed
 is acknowledged and not taken again, and a released batch is sent again from the shuffler's checkpoint. Once the
 encoded batch is released the shuffler forgets its report-id key (its checkpoint keeps an empty one), so nothing
@@ -92,14 +92,17 @@ from pathlib import Path
 import numpy as np
 
 from privbandits.comm import TlsNetwork
-from privbandits.deploy import entropy, p2b_rejoin, p2b_scaleout
-from privbandits.deploy.deployment import Deployment, DeploymentError, P2BProtocol
-from privbandits.deploy.p2b_data import Block, HostData, load_host
-from privbandits.deploy.p2b_data import p2b_protocol as _protocol
-from privbandits.deploy.p2b_data import write_synthetic_data as write_synthetic_data  # `deploy data`
-from privbandits.deploy.p2b_messages import BatchOpen, HostDone
-from privbandits.deploy.p2b_messages import FetchModel as FetchModel  # re-exported
-from privbandits.deploy.p2b_rejoin import rejoin as rejoin  # the parties' networks: lost peers may come back
+from privbandits.deploy import entropy
+from privbandits.deploy.deployment import Deployment, DeploymentError
+from privbandits.deploy.p2b import rejoin as p2b_rejoin
+from privbandits.deploy.p2b import scaleout as p2b_scaleout
+from privbandits.deploy.p2b.data import Block, HostData, load_host
+from privbandits.deploy.p2b.data import p2b_protocol as _protocol
+from privbandits.deploy.p2b.data import write_synthetic_data as write_synthetic_data  # `deploy data`
+from privbandits.deploy.p2b.messages import BatchOpen, HostDone
+from privbandits.deploy.p2b.messages import FetchModel as FetchModel  # re-exported
+from privbandits.deploy.p2b.rejoin import rejoin as rejoin  # the parties' networks: lost peers may come back
+from privbandits.deploy.p2b.section import P2BProtocol
 from privbandits.protocols.p2b.core import P2BConfig  # at import (1.5 CPU-s): the zygote loads it once for every party
 
 SHARE_RAW, SHARE_ENCODED = "share_raw", "share_encoded"
@@ -182,7 +185,7 @@ def link_order(deployment: Deployment[P2BProtocol]) -> list[str] | None:
     """Who dials whom: each party whose listener the concurrent device front end's workers hold (the shuffler, or
     its front ends where it has them) comes last, so it dials its peers, also one that comes back, and its listener
     takes only devices; with the serial front end (``workers = 0``), the file's order."""
-    from privbandits.deploy.p2b_front import worker_count
+    from privbandits.deploy.p2b.front import worker_count
 
     shuffler, fronts = deployment.names("shuffler")[0], deployment.names(p2b_scaleout.ROLE)
     if not fronts and worker_count(_protocol(deployment)) == 0:
@@ -214,7 +217,7 @@ def run_party(
 
 def _shuffler_state(deployment: Deployment[P2BProtocol], name: str, queue, resume: bool) -> tuple[bytes, int, dict]:
     """The shuffler's private report-id key, its session's batch id and the batches it released: made and saved
-    (atomically) by a fresh session, read back by a resumed one (:mod:`~privbandits.deploy.p2b_rejoin`)."""
+    (atomically) by a fresh session, read back by a resumed one (:mod:`~privbandits.deploy.p2b.rejoin`)."""
     if resume:
         return p2b_rejoin.restore_shuffler(deployment, name)
     key, batch_id = secrets.token_bytes(32), queue.next_batch_id()
@@ -228,7 +231,7 @@ _FIELDS = {"raw": ("contexts", "actions", "rewards"), "encoded": ("codes", "acti
 
 
 def _run_shuffler(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwork, resume: bool = False) -> dict:
-    from privbandits.deploy.p2b_parties import CanonicalShuffler
+    from privbandits.deploy.p2b.roles import CanonicalShuffler
     from privbandits.privacy.ledger import PrivacyLedger
 
     protocol = _protocol(deployment)
@@ -309,10 +312,10 @@ def _release(shuffler, phase: str, server: str, saved: tuple | None) -> None:
 
 
 def _front(deployment: Deployment[P2BProtocol], network: TlsNetwork):
-    """The shuffler's front ends on other hosts (:class:`~privbandits.deploy.p2b_scaleout.RemoteFronts`) where it
-    has them; else its concurrent device front end (:mod:`~privbandits.deploy.p2b_front`), started; None with
+    """The shuffler's front ends on other hosts (:class:`~privbandits.deploy.p2b.scaleout.RemoteFronts`) where it
+    has them; else its concurrent device front end (:mod:`~privbandits.deploy.p2b.front`), started; None with
     ``protocol.workers = 0`` (the serial one) or in memory."""
-    from privbandits.deploy.p2b_front import Front, worker_count
+    from privbandits.deploy.p2b.front import Front, worker_count
 
     fronts = deployment.names(p2b_scaleout.ROLE)
     if fronts:
@@ -358,7 +361,7 @@ def open_queue(deployment: Deployment[P2BProtocol], name: str, *, resume: bool =
 def _run_server(
     deployment: Deployment[P2BProtocol], name: str, network: TlsNetwork, on_round, resume: bool = False
 ) -> dict:
-    from privbandits.deploy.p2b_parties import PublishingServer
+    from privbandits.deploy.p2b.roles import PublishingServer
 
     protocol = _protocol(deployment)
     shuffler, hosts = deployment.names("shuffler")[0], deployment.names("device_host")
@@ -417,7 +420,7 @@ def _send_reports(host, shuffler: str, log, seen, protocol: P2BProtocol, rng, bl
                   fronts: tuple[str, ...] = ()) -> int:  # fmt: skip
     """This host's devices choose and send their tuples (the draws over all early users; the other
     hosts' users are unknown rewards here, which never send), each to the shuffler or to its front end
-    (``fronts``: :func:`~privbandits.deploy.p2b_scaleout.front_of`), and the host closes the batch."""
+    (``fronts``: :func:`~privbandits.deploy.p2b.scaleout.front_of`), and the host closes the batch."""
     from privbandits.protocols.p2b.core import EncodedReport, RawReport, choose_reports
 
     first = block.early.start
@@ -458,7 +461,7 @@ def _raw_baseline(host, data: HostData, protocol: P2BProtocol, streams, shuffler
 
 
 def _run_host(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwork, resume: bool = False) -> dict:
-    from privbandits.deploy.p2b_parties import HostedDevices
+    from privbandits.deploy.p2b.roles import HostedDevices
     from privbandits.linear.population import CodeModel, DisjointModel
     from privbandits.protocols.p2b.core import DEVICES, RAW_DEVICES, private_inputs
 

@@ -76,7 +76,7 @@ A lost local server (killed, stalled past the deadline, or failed): the global s
 delivers no more messages to it; the users stop sending it users (their rounds are counted as
 unserved); the other local servers finish. A lost global server or users party ends the session
 for everyone, as in the other deployments. Every party checkpoints its state at each phase start, and a
-session ended by a lost party goes on with ``--resume`` (:mod:`privbandits.deploy.fclub_resume`).
+session ended by a lost party goes on with ``--resume`` (:mod:`privbandits.deploy.fclub.resume`).
 """
 
 from __future__ import annotations
@@ -89,7 +89,8 @@ import numpy as np
 
 from privbandits.comm import Message, Network, PeerLost, ProtocolError, TlsNetwork, message
 from privbandits.deploy import entropy
-from privbandits.deploy.deployment import Deployment, DeploymentError, FCLUBProtocol
+from privbandits.deploy.deployment import Deployment, DeploymentError
+from privbandits.deploy.fclub.section import FCLUBProtocol
 from privbandits.deploy.registry import PartyFunctions
 from privbandits.envs.clustered import ClusteredLinearBandit
 from privbandits.protocols.fclub.accounting import Communication
@@ -334,10 +335,10 @@ def run_party(
     on_round: Callable[[int, int], None] | None = None,
 ) -> dict:
     """Play party ``name``'s part of the session on ``network`` (already connected); ``resume``: go on from the
-    parties' checkpoints (:mod:`privbandits.deploy.fclub_resume`)."""
-    from privbandits.deploy.fclub_global import run_global
-    from privbandits.deploy.fclub_local import run_local_server
-    from privbandits.deploy.fclub_users import run_users
+    parties' checkpoints (:mod:`privbandits.deploy.fclub.resume`)."""
+    from privbandits.deploy.fclub.global_server import run_global
+    from privbandits.deploy.fclub.local_server import run_local_server
+    from privbandits.deploy.fclub.users import run_users
 
     role = deployment.parties[name].role
     with warnings.catch_warnings():
@@ -444,4 +445,4 @@ DEPLOYABLE = PartyFunctions(
     FCLUBProtocol, (__name__,), run_party, receive_deadline, in_memory=run_in_memory, linked_peers=peers,
     before_linking=prepare, no_data_files="every party derives the synthetic users from the seed",
 )  # fmt: skip
-"""FCLUB's party code (registered by :mod:`privbandits.deploy.deployment`)."""
+"""FCLUB's party code (the registry loads it through its package's ``PARTY_CODE``)."""

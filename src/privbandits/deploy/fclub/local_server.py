@@ -1,7 +1,8 @@
-"""A local server of a deployed FCLUB session (:mod:`privbandits.deploy.fclub`): serves a block of the users, detects
+"""A local server of a deployed FCLUB session (:mod:`privbandits.deploy.fclub.party`): serves a block of the users,
+detects
 its local clusters and sends phase uploads and uploads (privatized when the algorithm is private); in lock-step it
 waits for the global server after each upload or download check, free-running it does not (see the schedules and
-the rules for messages that cross a phase start in :mod:`privbandits.deploy.fclub`)."""
+the rules for messages that cross a phase start in :mod:`privbandits.deploy.fclub.party`)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ import numpy as np
 
 from privbandits.checkpointed import Checkpointed
 from privbandits.comm import ProtocolError, TlsNetwork
-from privbandits.deploy import fclub_resume
-from privbandits.deploy.deployment import Deployment, FCLUBProtocol
-from privbandits.deploy.fclub import (
+from privbandits.deploy.deployment import Deployment
+from privbandits.deploy.fclub import resume as fclub_resume
+from privbandits.deploy.fclub.party import (
     SCHEDULE,
     SEQUENCE,
     USERS,
@@ -39,6 +40,7 @@ from privbandits.deploy.fclub import (
     free_running,
     local_rng,
 )
+from privbandits.deploy.fclub.section import FCLUBProtocol
 from privbandits.protocols.fclub.local_server import LocalServer
 from privbandits.protocols.fclub.messages import ASYNC, CHECK, DETECT, GLOBAL, PHASE_END, Download, PhaseEnd
 
@@ -63,7 +65,7 @@ class _LocalEvents(Checkpointed):
         self.phases: list[list[int]] = []  # [t, phase uploads, renewals]
         self.upload_rounds: list[int] = []
         self.crossings = dict.fromkeys(("stale_downloads", "crossed_downloads", "late_downloads"), 0)
-        """Free-running: downloads that crossed a phase start or the end (see :mod:`privbandits.deploy.fclub`)."""
+        """Free-running: downloads that crossed a phase start or the end (see :mod:`privbandits.deploy.fclub.party`)."""
 
 
 def run_local_server(

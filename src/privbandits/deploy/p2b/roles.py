@@ -1,4 +1,4 @@
-"""The party classes of a P2B deployment (:mod:`privbandits.deploy.p2b`): the protocol's parties
+"""The party classes of a P2B deployment (:mod:`privbandits.deploy.p2b.party`): the protocol's parties
 (:mod:`privbandits.protocols.p2b.core`) through their extension points, for device hosts whose devices connect on their
 own, a shuffler of several hosts with a durable queue, and a server whose models the hosts fetch.
 
@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from privbandits.comm import Message, ProtocolError
-from privbandits.deploy import p2b_rejoin
-from privbandits.deploy.p2b_messages import FetchModel
+from privbandits.deploy.p2b import rejoin as p2b_rejoin
+from privbandits.deploy.p2b.messages import FetchModel
 from privbandits.protocols.p2b.core import DeviceHost, EncodedBatch, ModelRelease, RawBatch, Server, Shuffler
 
 
@@ -105,7 +105,7 @@ class CanonicalShuffler(Shuffler):
         """Each host's devices in turn (over TLS one connection at a time, ``workers = 0``), each encoded report
         persisted with its sender's identity before it is acknowledged; in memory from the hosts' links. The
         reports not queued, and each queued one's canonical place (host, user) by its id."""
-        from privbandits.deploy.p2b_front import canonical
+        from privbandits.deploy.p2b.front import canonical
 
         held: list = []
         places: dict[str, tuple] = {}
@@ -134,9 +134,9 @@ class CanonicalShuffler(Shuffler):
 
     def _reports(self, host: str, kind: str):
         """``(identity, report, delivery)`` of ``host``'s devices until it closes the batch: over TLS each from
-        its device's own connection (:func:`~privbandits.deploy.p2b_front.serial_reports`), in memory from the
+        its device's own connection (:func:`~privbandits.deploy.p2b.front.serial_reports`), in memory from the
         host's link."""
-        from privbandits.deploy.p2b_front import serial_reports
+        from privbandits.deploy.p2b.front import serial_reports
         from privbandits.protocols.p2b.core import CloseBatch
 
         if self.network.connection_per_sender:

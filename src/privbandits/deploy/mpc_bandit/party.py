@@ -43,8 +43,9 @@ import numpy as np
 
 from privbandits.comm import Message, Network, Party, TlsNetwork, message
 from privbandits.deploy import checkpoint, entropy
-from privbandits.deploy.deployment import Deployment, DeploymentError, MPCProtocol
+from privbandits.deploy.deployment import Deployment, DeploymentError
 from privbandits.deploy.files import read_arrays, write_private_npz
+from privbandits.deploy.mpc_bandit.section import MPCProtocol
 from privbandits.deploy.registry import PartyFunctions
 
 PARTY_IMPORTS = ("privbandits.protocols.mpc_bandit",)
@@ -489,4 +490,4 @@ DEPLOYABLE = PartyFunctions(
     MPCProtocol, (__name__, *PARTY_IMPORTS), run_party, receive_deadline,
     data=write_synthetic_data, in_memory=run_in_memory,
 )  # fmt: skip
-"""The MPC protocol's party code (registered by :mod:`privbandits.deploy.deployment`)."""
+"""The MPC protocol's party code (the registry loads it through its package's ``PARTY_CODE``)."""

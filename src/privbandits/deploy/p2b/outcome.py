@@ -22,10 +22,13 @@ import math
 import numpy as np
 
 from privbandits.comm import InMemoryNetwork
-from privbandits.deploy import entropy, p2b, p2b_scaleout
-from privbandits.deploy.deployment import Deployment, P2BProtocol
-from privbandits.deploy.p2b import config_of, encoder_of
-from privbandits.deploy.p2b_data import load_host, p2b_protocol
+from privbandits.deploy import entropy
+from privbandits.deploy.deployment import Deployment
+from privbandits.deploy.p2b import party as p2b
+from privbandits.deploy.p2b import scaleout as p2b_scaleout
+from privbandits.deploy.p2b.data import load_host, p2b_protocol
+from privbandits.deploy.p2b.party import config_of, encoder_of
+from privbandits.deploy.p2b.section import P2BProtocol
 from privbandits.deploy.registry import PartyFunctions
 
 SETTINGS = ("cold", "warm_non_private", "warm_private")
@@ -123,5 +126,5 @@ DEPLOYABLE = PartyFunctions(
     in_memory=run_in_memory, listening=p2b.keeps_listening, rejoining=p2b.rejoin, ordering=p2b.link_order,
     linked_peers=p2b_scaleout.linked_peers,
 )  # fmt: skip
-"""P2B's party code, :mod:`privbandits.deploy.p2b`'s functions (registered by :mod:`privbandits.deploy.deployment`;
-declared here, beside its in-memory run, as ``p2b`` is near its size limit)."""
+"""P2B's party code, :mod:`privbandits.deploy.p2b.party`'s functions (the registry loads it through the package's
+``PARTY_CODE``; declared here, beside its in-memory run)."""

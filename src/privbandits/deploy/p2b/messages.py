@@ -1,7 +1,7 @@
-"""The messages a P2B deployment adds to the protocol's (:mod:`privbandits.protocols.p2b.core`): a device host's fetch of
-a published model, the shuffler's turn given to a host's devices, and the shuffler's sequencing of its front ends.
-A module of their own, below :mod:`privbandits.deploy.p2b`, :mod:`~privbandits.deploy.p2b_parties`,
-:mod:`~privbandits.deploy.p2b_front` and :mod:`~privbandits.deploy.p2b_scaleout`, which all use them."""
+"""The messages a P2B deployment adds to the protocol's (:mod:`privbandits.protocols.p2b.core`): a device host's fetch
+of a published model, the shuffler's turn given to a host's devices, and the shuffler's sequencing of its front ends.
+A module of their own, below :mod:`privbandits.deploy.p2b.party`, :mod:`~privbandits.deploy.p2b.roles`,
+:mod:`~privbandits.deploy.p2b.front` and :mod:`~privbandits.deploy.p2b.scaleout`, which all use them."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class BatchOpen(Message):
 
 @message("deploy.p2b.front_open")
 class FrontOpen(Message):
-    """Shuffler → each of its front ends (``shuffler_front`` parties, :mod:`~privbandits.deploy.p2b_scaleout`):
+    """Shuffler → each of its front ends (``shuffler_front`` parties, :mod:`~privbandits.deploy.p2b.scaleout`):
     take the devices' reports of ``report_kind`` for the batch now open. ``key`` is the shuffler's report-id key
     (hex; the front ends are the shuffler's own processes, on its mutual-TLS links); ``store``: into the shared
     queue, else acknowledged and not taken (a batch released before a restart)."""

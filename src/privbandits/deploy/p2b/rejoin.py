@@ -1,4 +1,5 @@
-"""What lets one P2B party be restarted (``--resume``) while the others keep running (:mod:`privbandits.deploy.p2b`).
+"""What lets one P2B party be restarted (``--resume``) while the others keep running
+(:mod:`privbandits.deploy.p2b.party`).
 
 The parties' links come back by themselves (:class:`~privbandits.comm.tls.rejoin.RejoinNetwork`: each side
 sends its journal of messages again, each skips what it has already received), and a restarted party replays its
@@ -26,7 +27,8 @@ import numpy as np
 
 from privbandits.comm import Message, PeerLost
 from privbandits.deploy import checkpoint
-from privbandits.deploy.deployment import Deployment, P2BProtocol
+from privbandits.deploy.deployment import Deployment
+from privbandits.deploy.p2b.section import P2BProtocol
 
 
 def rejoin(deployment: Deployment[P2BProtocol]) -> tuple[float, float]:
@@ -43,7 +45,7 @@ def report_id(key: bytes, device: str) -> str:
 def canonical_order(key: bytes, deployment: Deployment[P2BProtocol]) -> dict[str, int]:
     """Each possible report id's user: a batch's reports sorted by it are in the canonical order (host by host in
     deployment order, users ascending), even those a restarted shuffler's queue held from before."""
-    from privbandits.deploy.p2b_data import layout
+    from privbandits.deploy.p2b.data import layout
 
     return {report_id(key, f"{host}-device{user}"): user for host, block in layout(deployment).items()
             for user in block.early}  # fmt: skip

@@ -2,7 +2,7 @@
 
 A deployment may give the shuffler ``shuffler_front`` parties. Each is a process of the shuffler's own (its
 operator's, on a host of its choosing) that takes device connections with the concurrent front end
-(:class:`~privbandits.deploy.p2b_front.Front`, ``protocol.workers`` processes each) and stores every encoded
+(:class:`~privbandits.deploy.p2b.front.Front`, ``protocol.workers`` processes each) and stores every encoded
 report in the queue the shuffler uses (``protocol.queue_url``: a SQLite file cannot be shared across hosts),
 acknowledging a device once its report is durable there. Device ``u`` of any host sends to front end
 ``u mod F`` (:func:`front_of`, fronts in deployment order), so every host's devices are spread over all of them.
@@ -10,29 +10,29 @@ acknowledging a device once its report is durable there. Device ``u`` of any hos
 The ``shuffler`` party then takes no device itself: it sequences the batch and forms it
 (:class:`RemoteFronts`, in the place of its own front end):
 
-1. it sends each front end :class:`~privbandits.deploy.p2b_messages.FrontOpen` with its report-id key, and
-   waits for every :class:`~privbandits.deploy.p2b_messages.FrontReady`;
-2. it tells every device host :class:`~privbandits.deploy.p2b_messages.BatchOpen`; each host closes the batch
+1. it sends each front end :class:`~privbandits.deploy.p2b.messages.FrontOpen` with its report-id key, and
+   waits for every :class:`~privbandits.deploy.p2b.messages.FrontReady`;
+2. it tells every device host :class:`~privbandits.deploy.p2b.messages.BatchOpen`; each host closes the batch
    (:class:`~privbandits.protocols.p2b.core.CloseBatch`, on its party link to the shuffler) once every one of its
    devices' reports is acknowledged, so by then each is in the queue;
 3. once every host has closed it, it sends each front end
-   :class:`~privbandits.deploy.p2b_messages.FrontClose` (a report arriving later is a restarted host's:
+   :class:`~privbandits.deploy.p2b.messages.FrontClose` (a report arriving later is a restarted host's:
    acknowledged, not taken) and reads back
-   :class:`~privbandits.deploy.p2b_messages.FrontClosed` (what each took);
+   :class:`~privbandits.deploy.p2b.messages.FrontClosed` (what each took);
 4. it forms the batch in the queue, atomically, as with its own front end
    (:meth:`~privbandits.protocols.p2b.queue.ReportQueue.close_batch`: every held report, identities dropped),
    and orders it canonically by the keyed ids (every device's id is computable from the key,
-   :func:`~privbandits.deploy.p2b_rejoin.canonical_order`), so the released batch is the one front end's.
+   :func:`~privbandits.deploy.p2b.rejoin.canonical_order`), so the released batch is the one front end's.
 
 Trust: the front ends are the shuffler. They see each device's identity next to its report as the shuffler does,
 and hold its report-id key (in memory, on their mutual-TLS link; each forgets it when the batch closes, the
 shuffler when it releases the batch). They send nothing to the server.
 
 Links: a front end links with the shuffler only (:func:`linked_peers`), and dials it
-(:func:`~privbandits.deploy.p2b.link_order`: its listener, held by its workers, takes only devices). A front end,
+(:func:`~privbandits.deploy.p2b.party.link_order`: its listener, held by its workers, takes only devices). A front end,
 the shuffler or a host restarted alone with ``--resume`` (``rejoin_s > 0``) rejoins as in one process: a front end
 holds nothing of its own (the shuffler's link sends its messages again, the queue keeps what it took). The front
-ends stay up until every host has sent :class:`~privbandits.deploy.p2b_messages.HostDone`
+ends stay up until every host has sent :class:`~privbandits.deploy.p2b.messages.HostDone`
 (:meth:`RemoteFronts.finish`), so a host restarted after the release finds them and its devices' reports are
 acknowledged and not taken (counted as ``replayed_reports``).
 
@@ -46,8 +46,8 @@ from __future__ import annotations
 import time
 
 from privbandits.comm import Party, TlsNetwork
-from privbandits.deploy.deployment import Deployment, P2BProtocol
-from privbandits.deploy.p2b_messages import (
+from privbandits.deploy.deployment import Deployment
+from privbandits.deploy.p2b.messages import (
     BatchOpen,
     FrontClose,
     FrontClosed,
@@ -56,6 +56,7 @@ from privbandits.deploy.p2b_messages import (
     FrontReady,
     HostDone,
 )
+from privbandits.deploy.p2b.section import P2BProtocol
 
 ROLE = "shuffler_front"
 END = "end"
@@ -80,7 +81,7 @@ def front_of(fronts: tuple[str, ...], user: int, shuffler: str) -> str:
 
 class RemoteFronts:
     """The shuffler's sequencing of its front ends, in the place of its own front end (see the module doc): the
-    interface :class:`~privbandits.deploy.p2b_parties.CanonicalShuffler` uses (:meth:`collect`, :meth:`stop`)."""
+    interface :class:`~privbandits.deploy.p2b.roles.CanonicalShuffler` uses (:meth:`collect`, :meth:`stop`)."""
 
     def __init__(self, fronts: list[str], hosts: list[str]) -> None:
         self.fronts, self.hosts = fronts, hosts
@@ -89,7 +90,7 @@ class RemoteFronts:
         """Open the batch at every front end and for every host, and wait until every host has closed it; the
         front ends' counts are added to the shuffler's. Returns the batch as the shuffler's front end does (no
         reports held, no canonical places: the shuffler orders the queue's batch by every device's id)."""
-        from privbandits.deploy.p2b_front import _Open
+        from privbandits.deploy.p2b.front import _Open
         from privbandits.protocols.p2b.core import CloseBatch
 
         batch = _Open(shuffler, shuffler.network.current_phase, kind, durable)
@@ -113,7 +114,7 @@ class RemoteFronts:
         return batch
 
     def finish(self, shuffler) -> None:
-        """Once every host is done (:class:`~privbandits.deploy.p2b_messages.HostDone`: none of its devices will
+        """Once every host is done (:class:`~privbandits.deploy.p2b.messages.HostDone`: none of its devices will
         send again, even a restarted host's), tell each front end it may close."""
         with shuffler.network.phase(END):
             for host in self.hosts:
@@ -126,7 +127,7 @@ class RemoteFronts:
 
 
 class _Intake:
-    """A front end's stand-in for the shuffler in its :class:`~privbandits.deploy.p2b_front.Front`: the queue and
+    """A front end's stand-in for the shuffler in its :class:`~privbandits.deploy.p2b.front.Front`: the queue and
     key it stores with, and the counts of the open batch."""
 
     batch_size = batch_window_s = None  # refused with front ends (see the module doc)
@@ -145,8 +146,8 @@ def run_front(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwor
     """Front end ``name``'s part: for each batch the shuffler opens, take its devices' reports into the shared
     queue until the shuffler closes it. Restarted (``resume``), it holds nothing of its own: the shuffler's link
     sends its messages again, and the queue keeps the reports taken before."""
-    from privbandits.deploy.p2b import KINDS, phases
-    from privbandits.deploy.p2b_front import Front, worker_count
+    from privbandits.deploy.p2b.front import Front, worker_count
+    from privbandits.deploy.p2b.party import KINDS, phases
     from privbandits.protocols.p2b.queue import open_report_queue
 
     protocol = deployment.protocol

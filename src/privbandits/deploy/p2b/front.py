@@ -3,7 +3,8 @@
 Over TLS every device sends its one report on a connection of its own
 (:mod:`privbandits.comm.oneshot`); a connection costs a mutual-TLS handshake, most of the work
 of a report. With ``protocol.workers = W >= 1`` (default: one per CPU the shuffler may use; the shuffler then
-dials every peer, also one that comes back, so its listener takes only devices: see :mod:`privbandits.deploy.p2b`) the
+dials every peer, also one that comes back, so its listener takes only devices: see
+:mod:`privbandits.deploy.p2b.party`) the
 shuffler forks W worker processes once its party links are up (:func:`_serve`) and hands them its
 listener; each runs a :class:`~privbandits.comm.tls.gate.Gate` (a non-blocking event loop) that takes
 connections and handshakes side by side, and the kernel spreads the connections over the workers.
@@ -17,12 +18,12 @@ of the open batch). Encoded reports are stored in the durable queue in groups: e
 arrived while the previous group was being committed goes into one transaction
 (:meth:`~privbandits.protocols.p2b.queue.ReportQueue.accept_many`, one sync), and each device is
 acknowledged only after its group is committed. A report's queue id is a keyed hash of the device's
-name (:func:`~privbandits.deploy.p2b_rejoin.report_id`, the serial front end's too), so a device that
+name (:func:`~privbandits.deploy.p2b.rejoin.report_id`, the serial front end's too), so a device that
 sends again after a lost acknowledgement is stored once; once the batch is released the shuffler
 forgets that key (its checkpoint keeps an empty one), so no id left in the queue can be linked to a
 device.
 
-All device hosts' devices send at once (every host is told :class:`~privbandits.deploy.p2b.BatchOpen`
+All device hosts' devices send at once (every host is told :class:`~privbandits.deploy.p2b.party.BatchOpen`
 together); the batch is put in the canonical order (device host in deployment order, then user
 number, which the device's name ``HOST-deviceUSER`` carries) by the keyed ids only the shuffler holds,
 in memory: the queue drops every identity when the batch forms, as before. With ``workers = 0`` the
@@ -47,7 +48,7 @@ from typing import Any
 from privbandits.comm import ProtocolError, TlsNetwork, frames
 from privbandits.comm.frames import HEADER_BYTES, FrameType
 from privbandits.comm.tls.gate import listening
-from privbandits.deploy.p2b_rejoin import report_id
+from privbandits.deploy.p2b.rejoin import report_id
 
 STOP = "stop"
 """The message that ends a worker."""
@@ -90,7 +91,7 @@ def serial_reports(shuffler, host: str, kind: str):
     half-way loses only its own report; a report for a batch its host has already closed (a restarted host's
     devices replay) is acknowledged and counted in ``shuffler.replayed``, not taken."""
     from privbandits.comm.oneshot import accept_own, device_waiting
-    from privbandits.deploy.p2b_messages import BatchOpen
+    from privbandits.deploy.p2b.messages import BatchOpen
     from privbandits.protocols.p2b.core import CloseBatch
 
     network = shuffler.network
@@ -184,7 +185,7 @@ class Front:
     def collect(self, shuffler, kind: str, durable: bool) -> _Open:
         """Open a batch of ``kind`` for every host's devices at once, and take reports until every host has closed
         it (a host is lost when neither it nor any of its devices sends within the deadline)."""
-        from privbandits.deploy.p2b_messages import BatchOpen
+        from privbandits.deploy.p2b.messages import BatchOpen
         from privbandits.protocols.p2b.core import CloseBatch
 
         batch = self.opened(shuffler, kind, durable)

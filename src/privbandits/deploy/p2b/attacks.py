@@ -1,0 +1,74 @@
+"""An attack on a P2B deployment by its own server, from what it holds: the file and the batch it received.
+
+Issue 28 measured it on deployments whose every party derived its randomness from the deployment file's ``seed``; it
+is what ``reproducible = true`` still allows (by design: it is for tests and demos), and what the default, OS entropy
+at each party (:mod:`privbandits.deploy.entropy`), defeats. ``tests/test_deploy_attacks.py`` asserts both.
+
+:func:`p2b_server_attack`: the P2B server, holding the file and the encoded batch it received, recomputes every early
+device's participation coin and names the device behind each released report. It replays what the file determines:
+the users of ``deploy data`` (``data_seed``) and :func:`~privbandits.protocols.p2b.core.simulate` with the file's
+``seed``, then the shuffler's permutation and threshold.
+
+The attacks live with the deployments, not in :mod:`privbandits.privacy`, because they read deployment files (the
+privacy package sits below the protocols and the deployments).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from privbandits.comm import InMemoryNetwork
+from privbandits.deploy.deployment import Deployment
+from privbandits.deploy.p2b.data import synthetic_population
+from privbandits.deploy.p2b.party import config_of, encoder_of
+from privbandits.deploy.p2b.section import P2BProtocol
+from privbandits.protocols.p2b.core import EncodedReport, simulate
+
+N_STREAMS = 9
+ENCODED_SHUFFLER, ENCODED_REPORTS = 5, 7
+"""The streams of :func:`~privbandits.protocols.p2b.core.simulate` (spawned from its seed) of the shuffler's encoded
+batch and of the devices' encoded reports."""
+
+
+@dataclass(frozen=True)
+class P2BAttack:
+    """What the P2B server inferred."""
+
+    participates: np.ndarray
+    """(n_early,) bool: each early device's participation coin of the encoded batch, as predicted."""
+    senders: np.ndarray
+    """(released,) int: the early user named as the sender of each released report (-1: none)."""
+
+
+def _seeded(seed: int, stream: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence(seed).spawn(N_STREAMS)[stream])
+
+
+def p2b_server_attack(deployment: Deployment[P2BProtocol], codes: np.ndarray) -> P2BAttack:
+    """The P2B server's attack from the deployment file and the encoded batch's ``codes`` (in the order received).
+
+    Participation: the first draw of the devices' report stream is each early user's coin
+    (:func:`~privbandits.protocols.p2b.core.choose_reports`). Attribution: a replay of the session from the
+    file gives the devices' reports in canonical order (users ascending); the shuffler's stream
+    permutes them and its threshold drops rare codes, so the replay's k-th released report is
+    attributed to the k-th row received.
+    """
+
+    protocol = deployment.protocol
+    n_early = int(protocol.early_fraction * protocol.n_users)
+    participates = _seeded(protocol.seed, ENCODED_REPORTS).random(n_early) < protocol.participation
+    network = InMemoryNetwork(record=True)  # the file's users (``data_seed``) and seed, replayed
+    simulate(synthetic_population(protocol), encoder_of(protocol), config_of(protocol), protocol.seed, network=network)
+    reports = [(e.sender, e.message.code) for e in network.transcript if isinstance(e.message, EncodedReport)]
+    users = np.array([int(sender.removeprefix("device")) for sender, _ in reports], dtype=np.int64)
+    replayed = np.array([code for _, code in reports], dtype=np.int64)
+    order = _seeded(protocol.seed, ENCODED_SHUFFLER).permutation(len(reports))
+    users, replayed = users[order], replayed[order]
+    values, counts = np.unique(replayed, return_counts=True)
+    kept = users[~np.isin(replayed, values[counts < protocol.threshold])]
+    senders = np.full(len(codes), -1, dtype=np.int64)
+    shared = min(len(codes), len(kept))
+    senders[:shared] = kept[:shared]
+    return P2BAttack(participates, senders)

@@ -1,0 +1,16 @@
+"""Vertical O3M (VFUCB / VFTS) as separate party processes: the mask generator, the active party and the passive
+parties (spec ``vertical-o3m.md``).
+
+Modules: :mod:`.section` (the deployment file's ``[protocol]`` section: options and roles) and :mod:`.party` (each
+party's code, its data files, checkpoints and the in-memory run it must equal; ``DEPLOYABLE``, what the registry
+runs).
+"""
+
+from __future__ import annotations
+
+from privbandits.deploy.vertical.section import VerticalProtocol
+
+SECTION = VerticalProtocol
+"""The ``[protocol]`` section the deployment file's parser validates (light: no party code)."""
+PARTY_CODE = "privbandits.deploy.vertical.party:DEPLOYABLE"
+"""Where the party code is, imported the first time a party of the protocol runs."""
