@@ -49,7 +49,7 @@ def party_server():
 def start(forks: zygote.ForkServer | None, arguments: list[str]):
     """``python -m privbandits.deploy.cli *arguments`` in a process of its own: stdout discarded, stderr a pipe."""
     if forks is not None:
-        return forks.start(arguments, capture_stdout=False, listen_fd=None)
+        return forks.start(["-m", "privbandits.deploy.cli", *arguments], capture_stdout=False, listen_fd=None)
     command = [sys.executable, "-m", "privbandits.deploy.cli", *arguments]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 

@@ -84,7 +84,8 @@ def test_the_p2b_server_recomputes_coins_and_names_senders_only_in_reproducible_
 
 @pytest.mark.parametrize("seeded", [True, False])
 def test_the_fclub_global_server_removes_the_noise_only_in_reproducible_mode(tmp_path, monkeypatch, seeded):
-    from privbandits.deploy.fclub.party import _calibration, run_in_memory
+    from privbandits.deploy.fclub.party import run_in_memory
+    from privbandits.deploy.fclub.session import _calibration
     from privbandits.protocols.fclub import LocalServer, PhaseUpload
 
     spec = spec_of(tmp_path, "fclub.toml", seeded, **{"horizon = 4095": "horizon = 1023"})

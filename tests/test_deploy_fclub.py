@@ -24,7 +24,8 @@ from typer.testing import CliRunner
 from privbandits.comm import InMemoryNetwork
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
-from privbandits.deploy.fclub.party import config_of, environment_of, outcome, run_in_memory, upload_digest
+from privbandits.deploy.fclub.party import outcome, run_in_memory
+from privbandits.deploy.fclub.session import config_of, environment_of, upload_digest
 from privbandits.protocols.fclub import PhaseUpload, Upload
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "fclub.toml"
@@ -53,7 +54,7 @@ def certs(path: Path) -> None:
 
 def arrivals(spec) -> np.ndarray:
     """The local server of each round's user (the environment the users party draws)."""
-    from privbandits.deploy.fclub.party import _server_of_user, _streams, environment_of
+    from privbandits.deploy.fclub.session import _server_of_user, _streams, environment_of
 
     env = environment_of(spec)
     env.reset(_streams(spec)[0])
@@ -248,7 +249,7 @@ def local0_in_memory(tmp_path, **edits):
     (the phase uploads wait at the global server, unread): ``(spec, network, users' party, server, index of its
     users)``."""
     from privbandits.comm import Party
-    from privbandits.deploy.fclub.party import _calibration, _streams
+    from privbandits.deploy.fclub.session import _calibration, _streams
     from privbandits.protocols.fclub import LocalServer
 
     spec = load_deployment(local_copy(tmp_path, **edits))
@@ -275,7 +276,7 @@ def test_a_local_server_refuses_a_malformed_round_from_the_users(tmp_path, user,
     """What a local server checks in what the users send it (a hostile or broken users party), in memory."""
     from privbandits.comm import ProtocolError
     from privbandits.deploy.fclub.local_server import _LocalEvents, _serve
-    from privbandits.deploy.fclub.party import USERS, Arrival, Feedback
+    from privbandits.deploy.fclub.messages import USERS, Arrival, Feedback
 
     spec, network, users, server, index = local0_in_memory(tmp_path)
     with network.phase(USERS):
@@ -297,7 +298,7 @@ def test_the_users_refuse_a_malformed_answer_from_a_local_server(arm, served, er
     from types import SimpleNamespace
 
     from privbandits.comm import Party, ProtocolError
-    from privbandits.deploy.fclub.party import USERS, Choice, Served
+    from privbandits.deploy.fclub.messages import USERS, Choice, Served
     from privbandits.deploy.fclub.users import _round
 
     network = InMemoryNetwork(serialize=True)

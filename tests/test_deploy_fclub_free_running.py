@@ -75,7 +75,7 @@ def test_a_bad_schedule_names_the_field(tmp_path):
 
 def test_a_free_running_local_server_learns_each_reward_before_its_next_round(tmp_path):
     from privbandits.deploy.fclub.local_server import _free_step, _LocalEvents
-    from privbandits.deploy.fclub.party import USERS, Arrival, Choice, Feedback, RewardAndArrival
+    from privbandits.deploy.fclub.messages import USERS, Arrival, Choice, Feedback, RewardAndArrival
 
     spec, network, users, server, index = local0_in_memory(tmp_path, **FREE)
     events, contexts = _LocalEvents(), np.ones((10, 10)) / 10
@@ -106,7 +106,7 @@ def test_a_free_running_local_server_refuses_rewards_out_of_turn(tmp_path, first
     one), in memory."""
     from privbandits.comm import ProtocolError
     from privbandits.deploy.fclub.local_server import _free_step, _LocalEvents
-    from privbandits.deploy.fclub.party import USERS, Arrival, Feedback
+    from privbandits.deploy.fclub.messages import USERS, Arrival, Feedback
 
     spec, network, users, server, index = local0_in_memory(tmp_path, **FREE)
     events, contexts = _LocalEvents(), np.ones((10, 10)) / 10
@@ -125,7 +125,7 @@ def test_a_free_running_local_server_refuses_rewards_out_of_turn(tmp_path, first
 def test_downloads_carry_each_download_as_it_is_and_a_malformed_one_is_refused():
     from privbandits.comm import ProtocolError
     from privbandits.comm.codec import Envelope, decode, encode
-    from privbandits.deploy.fclub.party import Downloads
+    from privbandits.deploy.fclub.messages import Downloads
     from privbandits.protocols.fclub.messages import Download
 
     rng = np.random.default_rng(0)

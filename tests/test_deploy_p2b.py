@@ -523,8 +523,9 @@ def test_the_shuffler_closes_a_batch_by_size_or_time_and_refuses_later_reports(t
 
 def test_the_server_refuses_a_fetch_of_a_model_version_it_has_not_published():
     from privbandits.comm import InMemoryNetwork, Party, ProtocolError
-    from privbandits.deploy.p2b.party import SHARE_RAW, FetchModel
+    from privbandits.deploy.p2b.party import FetchModel
     from privbandits.deploy.p2b.roles import PublishingServer
+    from privbandits.deploy.p2b.session import SHARE_RAW
 
     network = InMemoryNetwork(serialize=True)
     server = PublishingServer("server", network, 3, participation=0.5, shuffler="shuffler", hosts=["hosta"])

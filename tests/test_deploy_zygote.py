@@ -29,10 +29,11 @@ def server():
 
 
 def test_a_forked_command_writes_to_its_own_pipes_and_reports_its_exit_code(server, tmp_path):
-    helped = server.start(["--help"], capture_stdout=True, listen_fd=None)
-    refused = server.start(["party", "run", str(tmp_path / "none.toml"), "--as", "x"], capture_stdout=False,
-                           listen_fd=None)  # fmt: skip
-    assert "Usage:" in helped.stdout.read() and helped.wait(timeout=30) == 0
+    helped = server.start(["-m", "privbandits.deploy.cli", "--help"], capture_stdout=True, listen_fd=None)
+    refused = server.start(["-m", "privbandits.deploy.cli", "party", "run", str(tmp_path / "none.toml"), "--as", "x"],
+                           capture_stdout=False, listen_fd=None)  # fmt: skip
+    usage = helped.stdout.read()
+    assert "Usage: python -m privbandits.deploy.cli" in usage and helped.wait(timeout=30) == 0
     assert refused.stdout is None and refused.wait(timeout=30) == 2
     assert "none.toml" in refused.stderr.read()
     assert len({helped.pid, refused.pid, os.getpid()}) == 3

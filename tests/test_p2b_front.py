@@ -25,8 +25,9 @@ from privbandits.deploy.certs import write_development_pki
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
 from privbandits.deploy.p2b.front import Front
-from privbandits.deploy.p2b.party import SHARE_ENCODED, BatchOpen
+from privbandits.deploy.p2b.party import BatchOpen
 from privbandits.deploy.p2b.roles import CanonicalShuffler
+from privbandits.deploy.p2b.session import SHARE_ENCODED
 from privbandits.privacy.ledger import PrivacyLedger
 from privbandits.protocols.p2b.core import CloseBatch, EncodedReport
 from privbandits.protocols.p2b.queue import SqliteReportQueue

@@ -212,7 +212,7 @@ def start_party(
     command = party_command(path, name, progress_lines=progress_lines, resume=resume)
     process: ForkedProcess | subprocess.Popen[str]
     if server is not None:
-        process = server.start(command[3:], capture_stdout=progress_lines, listen_fd=fd)
+        process = server.start(command[1:], capture_stdout=progress_lines, listen_fd=fd)
     else:
         process = subprocess.Popen(
             [*command, *([] if fd is None else ["--listen-fd", str(fd)])],

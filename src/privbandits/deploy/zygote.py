@@ -24,6 +24,7 @@ import atexit
 import importlib
 import json
 import os
+import runpy
 import select
 import signal
 import socket
@@ -101,7 +102,7 @@ class ForkServer:
         threading.Thread(target=self._listen, daemon=True).start()
 
     def start(self, argv: Sequence[str], *, capture_stdout: bool, listen_fd: int | None) -> ForkedProcess:
-        """Fork a party running ``python -m privbandits.deploy.cli *argv`` (``--listen-fd`` added for
+        """Fork a party running ``python *argv`` (``argv`` is ``-m MODULE ARGS...``; ``--listen-fd`` added for
         ``listen_fd``): its stderr, and its stdout if ``capture_stdout`` (else /dev/null), are pipes to us."""
         err_read, err_write = os.pipe()
         out_read, out_write = os.pipe() if capture_stdout else (None, os.open(os.devnull, os.O_WRONLY))
@@ -236,21 +237,22 @@ def _child(channel: socket.socket, request: dict, fds: list[int]) -> None:
         os.close(fds[0])
         os.close(fds[1])
         argv = list(request["argv"]) + (["--listen-fd", str(fds[2])] if request["listen"] else [])
-        code = _run_cli(argv)
+        code = _run_module(argv)
     except BaseException:
         traceback.print_exc()
     finally:
         os._exit(code)
 
 
-def _run_cli(argv: list[str]) -> int:
-    """Run the ``party run`` command line as ``python -m privbandits.deploy.cli`` would, then end as an
-    interpreter would: other non-daemon threads joined, exit functions run, streams flushed."""
-    from privbandits.deploy import cli
-
-    sys.argv = [cli.__file__, *argv]
+def _run_module(argv: list[str]) -> int:
+    """Run ``argv`` (``-m MODULE ARGS...``) as ``python -m MODULE ARGS...`` would, then end as an interpreter would:
+    other non-daemon threads joined, exit functions run, streams flushed."""
+    if argv[:1] != ["-m"] or len(argv) < 2:
+        raise ValueError(f"a forked party runs '-m MODULE ARGS...', got {argv!r}")
+    module = argv[1]
+    sys.argv = [module, *argv[2:]]  # runpy sets argv[0] to the module's file, as -m does
     try:
-        cli.standalone(args=argv, prog_name="python -m privbandits.deploy.cli")
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from privbandits.deploy.deployment import Deployment
-from privbandits.deploy.fclub.party import _calibration, _streams, config_of
 from privbandits.deploy.fclub.section import FCLUBProtocol
+from privbandits.deploy.fclub.session import _calibration, _streams, config_of
 from privbandits.privacy.tree_mechanism import dyadic_cover, symmetric_gaussians
 
 

@@ -13,7 +13,7 @@ from privbandits.comm import Message, PeerLost, ProtocolError, TlsNetwork
 from privbandits.comm.messages import M
 from privbandits.deploy.deployment import Deployment
 from privbandits.deploy.fclub import resume as fclub_resume
-from privbandits.deploy.fclub.party import (
+from privbandits.deploy.fclub.messages import (
     SCHEDULE,
     SEQUENCE,
     Applied,
@@ -22,6 +22,9 @@ from privbandits.deploy.fclub.party import (
     Finish,
     PhaseStart,
     UploadDone,
+)
+from privbandits.deploy.fclub.section import FCLUBProtocol
+from privbandits.deploy.fclub.session import (
     _calibration,
     _check_sender,
     _next,
@@ -29,7 +32,6 @@ from privbandits.deploy.fclub.party import (
     chain_upload,
     free_running,
 )
-from privbandits.deploy.fclub.section import FCLUBProtocol
 from privbandits.protocols.fclub.global_server import GlobalServer
 from privbandits.protocols.fclub.messages import ASYNC, CHECK, DETECT, PHASE_END, DownloadCheck, PhaseUpload, Upload
 

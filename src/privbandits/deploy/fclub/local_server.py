@@ -16,7 +16,7 @@ from privbandits.checkpointed import Checkpointed
 from privbandits.comm import ProtocolError, TlsNetwork
 from privbandits.deploy.deployment import Deployment
 from privbandits.deploy.fclub import resume as fclub_resume
-from privbandits.deploy.fclub.party import (
+from privbandits.deploy.fclub.messages import (
     SCHEDULE,
     SEQUENCE,
     USERS,
@@ -31,6 +31,9 @@ from privbandits.deploy.fclub.party import (
     RewardAndArrival,
     Served,
     UploadDone,
+)
+from privbandits.deploy.fclub.section import FCLUBProtocol
+from privbandits.deploy.fclub.session import (
     _calibration,
     _check_sender,
     _next,
@@ -40,7 +43,6 @@ from privbandits.deploy.fclub.party import (
     free_running,
     local_rng,
 )
-from privbandits.deploy.fclub.section import FCLUBProtocol
 from privbandits.protocols.fclub.local_server import LocalServer
 from privbandits.protocols.fclub.messages import ASYNC, CHECK, DETECT, GLOBAL, PHASE_END, Download, PhaseEnd
 

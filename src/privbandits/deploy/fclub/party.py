@@ -81,190 +81,25 @@ session ended by a lost party goes on with ``--resume`` (:mod:`privbandits.deplo
 
 from __future__ import annotations
 
-import hashlib
 import warnings
 from collections.abc import Callable
 
 import numpy as np
 
-from privbandits.comm import Message, Network, PeerLost, ProtocolError, TlsNetwork, message
+from privbandits.comm import Network, TlsNetwork
 from privbandits.deploy import entropy
-from privbandits.deploy.deployment import Deployment, DeploymentError
+from privbandits.deploy.deployment import Deployment
+from privbandits.deploy.fclub.global_server import run_global
+from privbandits.deploy.fclub.local_server import run_local_server
+from privbandits.deploy.fclub.messages import NOISE_WARNING
 from privbandits.deploy.fclub.section import FCLUBProtocol
+from privbandits.deploy.fclub.session import _protocol, _seeds, _server_of_user, config_of, environment_of
+from privbandits.deploy.fclub.users import run_users
 from privbandits.deploy.registry import PartyFunctions
-from privbandits.envs.clustered import ClusteredLinearBandit
+from privbandits.privacy.ledger import PrivacyLedger
 from privbandits.protocols.fclub.accounting import Communication
-from privbandits.protocols.fclub.config import Calibration
-from privbandits.protocols.fclub.messages import Download, PhaseUpload, Upload
+from privbandits.protocols.fclub.driver import FederatedClusteredBandit
 from privbandits.protocols.fclub.rounds import play
-
-USERS, SCHEDULE, SEQUENCE = "users", "schedule", "sequence"
-"""Phases of the deployment's sequencing messages (the in-memory driver's call order), outside the protocol."""
-
-
-@message("deploy.fclub.arrival")
-class Arrival(Message):
-    """Users → the user's local server: round ``t``'s user (a global id) and its contexts (K × d)."""
-
-    t: int
-    user: int
-    contexts: np.ndarray
-
-
-@message("deploy.fclub.choice")
-class Choice(Message):
-    """Local server → users: the arm recommended."""
-
-    arm: int
-
-
-@message("deploy.fclub.feedback")
-class Feedback(Message):
-    """Users → local server: the reward of the recommended arm."""
-
-    reward: float
-
-
-@message("deploy.fclub.reward_and_arrival")
-class RewardAndArrival(Message):
-    """Free-running, users → local server: the reward of the arm it chose in its previous round, then round ``t``'s
-    user and contexts (a :class:`Feedback` and an :class:`Arrival` in one message)."""
-
-    reward: float
-    t: int
-    user: int
-    contexts: np.ndarray
-
-
-@message("deploy.fclub.downloads")
-class Downloads(Message):
-    """Free-running, global → a local server: the downloads due to its local clusters at once, each what a
-    :class:`~privbandits.protocols.fclub.Download` carries (``clusters[j]``, ``grams[j]``, ``moments[j]``,
-    ``counts[j]``), in the order they fell due."""
-
-    clusters: np.ndarray
-    grams: np.ndarray
-    moments: np.ndarray
-    counts: np.ndarray
-
-    @classmethod
-    def of(cls, downloads: list[Download]) -> Downloads:
-        first = downloads[0]
-        grams = np.empty((len(downloads), *first.gram.shape))
-        moments = np.empty((len(downloads), *first.moment.shape))
-        for j, download in enumerate(downloads):  # (np.stack costs more for the few a message carries)
-            grams[j], moments[j] = download.gram, download.moment
-        clusters = np.array([d.cluster for d in downloads], dtype=np.int64)
-        return cls(clusters, grams, moments, np.array([d.count for d in downloads], dtype=np.int64))
-
-    def entries(self, dim: int) -> list[Download]:
-        """The downloads carried, checked (a malformed message is refused, naming what is wrong)."""
-        k = len(self.clusters)
-        shapes = [(self.clusters, (k,), np.int64), (self.grams, (k, dim, dim), np.float64),
-                  (self.moments, (k, dim), np.float64), (self.counts, (k,), np.int64)]  # fmt: skip
-        for name, (array, shape, dtype) in zip(("clusters", "grams", "moments", "counts"), shapes, strict=True):
-            if array.shape != shape or array.dtype != dtype or (dtype == np.float64 and not np.isfinite(array).all()):
-                raise ProtocolError(
-                    f"downloads: {name} is {array.dtype} of shape {array.shape}; expected finite {np.dtype(dtype)} of "
-                    f"shape {shape} ({k} downloads, d = {dim})"
-                )
-        return [Download(int(c), self.grams[j], self.moments[j], int(self.counts[j])) for j, c in
-                enumerate(self.clusters)]  # fmt: skip
-
-
-@message("deploy.fclub.served")
-class Served(Message):
-    """Local server → users: round ``t`` is done (its upload confirmed, or its download check answered)."""
-
-    t: int
-
-
-@message("deploy.fclub.phase_start")
-class PhaseStart(Message):
-    """Users → the global server and every local server: detection runs before round ``t`` (§3.2)."""
-
-    t: int
-
-
-@message("deploy.fclub.finish")
-class Finish(Message):
-    """Users → every party, then each local server → the global server: the session's ``rounds`` are over; free-running,
-    the global server's to each local server once all have finished (no more downloads follow)."""
-
-    rounds: int
-
-
-@message("deploy.fclub.applied")
-class Applied(Message):
-    """Local server → global: a :class:`~privbandits.protocols.fclub.Download` is applied."""
-
-
-@message("deploy.fclub.upload_done")
-class UploadDone(Message):
-    """Global → the uploading local server: the upload is absorbed and every download it caused is applied
-    (how many is not said: a local server learns nothing of the other members from it)."""
-
-
-@message("deploy.fclub.checked")
-class Checked(Message):
-    """Global → local server: its :class:`~privbandits.protocols.fclub.DownloadCheck` is counted."""
-
-
-WINDOW = 16
-"""Free-running: the most rounds the users have in flight (contexts sent, arm not yet back)."""
-NOISE_WARNING = "FCLUB: privatizer noise exceeded"
-
-
-# -- the run the parties share -----------------------------------------------------------------------
-def _protocol(deployment: Deployment[FCLUBProtocol]) -> FCLUBProtocol:
-    protocol = deployment.protocol
-    if not isinstance(protocol, FCLUBProtocol):
-        raise DeploymentError(f"protocol.name must be 'fclub' here, got {protocol.name!r}")
-    return protocol
-
-
-def environment_of(deployment: Deployment[FCLUBProtocol]) -> ClusteredLinearBandit:
-    """The users' synthetic environment (spec §6.2), as the experiments build it from the same sizes."""
-    protocol = _protocol(deployment)
-    return ClusteredLinearBandit(protocol.n_users, protocol.n_clusters, protocol.dim, protocol.n_arms,
-                                 construction=protocol.construction)  # fmt: skip
-
-
-def config_of(deployment: Deployment[FCLUBProtocol]):
-    """The algorithm's :class:`~privbandits.protocols.fclub.config.FCLUBConfig` (the experiments' presets)."""
-    return _protocol(deployment).fclub_config()
-
-
-def _seeds(deployment: Deployment[FCLUBProtocol]) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
-    """The environment's seed and the protocol's, spawned from ``protocol.seed`` as
-    :func:`~privbandits.protocols.fclub.run_fclub` does (the protocol's used only in reproducible mode)."""
-    environment, protocol = np.random.SeedSequence(_protocol(deployment).seed).spawn(2)
-    return environment, protocol
-
-
-def _streams(deployment: Deployment[FCLUBProtocol]) -> tuple[np.random.Generator, list[np.random.Generator]]:
-    """The environment's generator and each local server's in reproducible mode, as ``run_fclub``."""
-    environment, protocol = _seeds(deployment)
-    servers = protocol.spawn(len(deployment.names("local_server")))
-    return np.random.default_rng(environment), [np.random.default_rng(seed) for seed in servers]
-
-
-def local_rng(deployment: Deployment[FCLUBProtocol], name: str) -> np.random.Generator:
-    """Local server ``name``'s generator (its privatizers' noise, its tie-breaks): OS entropy, or in
-    reproducible mode ``run_fclub``'s."""
-    servers = deployment.names("local_server")
-    return entropy.generator(deployment, name, _seeds(deployment)[1].spawn(len(servers))[servers.index(name)])
-
-
-def _server_of_user(deployment: Deployment[FCLUBProtocol]) -> np.ndarray:
-    from privbandits.envs.clustered import assign_groups
-
-    return assign_groups(_protocol(deployment).n_users, len(deployment.names("local_server")), remainder_last=True)
-
-
-def _calibration(deployment: Deployment[FCLUBProtocol]):
-    protocol = _protocol(deployment)
-    return Calibration(config_of(deployment), protocol.dim, protocol.n_users, len(deployment.names("local_server")))
 
 
 def peers(deployment: Deployment[FCLUBProtocol], name: str) -> list[str] | None:
@@ -278,8 +113,6 @@ def prepare(deployment: Deployment[FCLUBProtocol], name: str) -> None:
     """Before the party links up: a few rounds of its algorithm in memory, so that the compiled kernels are loaded
     (about a second per process) before the session's clock starts rather than at its first rounds."""
     import dataclasses
-
-    from privbandits.protocols.fclub.driver import FederatedClusteredBandit
 
     config, env = dataclasses.replace(config_of(deployment), horizon=15), environment_of(deployment)
     env.reset(np.random.default_rng(0))
@@ -302,29 +135,6 @@ def receive_deadline(deployment: Deployment[FCLUBProtocol], name: str) -> float:
     return factor * deployment.deadline_s
 
 
-IDLE = 4.0
-"""The global server and the local servers wait this many ``deadline_s`` for whatever comes next (longer than the
-users wait for a local server), so a local server that stalls mid-round is named by the users, who go on without
-it, rather than ending the session; nothing at all within it means the users, who keep the clock, are lost."""
-
-
-def _next(party, wanted: tuple[str, ...], deployment: Deployment[FCLUBProtocol]) -> tuple[str, str]:
-    """``party.peek(wanted)`` from any peer, waiting :data:`IDLE` deadlines; the users are named if nothing comes."""
-    with party.network.patience(IDLE * deployment.deadline_s):
-        try:
-            return party.peek(wanted)
-        except PeerLost as exc:
-            if exc.peer != "any":
-                raise
-            users = deployment.names("users")[0]
-            raise PeerLost(
-                f"lost peer {users!r} in {exc.round}: no message from any peer within "
-                f"{IDLE * deployment.deadline_s:g} s (the users keep the clock)",
-                peer=users,
-                round=exc.round,
-            ) from None
-
-
 @entropy.recorded
 def run_party(
     deployment: Deployment[FCLUBProtocol],
@@ -336,10 +146,6 @@ def run_party(
 ) -> dict:
     """Play party ``name``'s part of the session on ``network`` (already connected); ``resume``: go on from the
     parties' checkpoints (:mod:`privbandits.deploy.fclub.resume`)."""
-    from privbandits.deploy.fclub.global_server import run_global
-    from privbandits.deploy.fclub.local_server import run_local_server
-    from privbandits.deploy.fclub.users import run_users
-
     role = deployment.parties[name].role
     with warnings.catch_warnings():
         if _protocol(deployment).preset == "reference":  # as the experiments' runs
@@ -351,24 +157,12 @@ def run_party(
         return run_local_server(deployment, name, network, resume)
 
 
-def free_running(deployment: Deployment[FCLUBProtocol]) -> bool:
-    """Whether the file's ``protocol.schedule`` is ``free-running``."""
-    return _protocol(deployment).schedule == "free-running"
-
-
-def _check_sender(name: str, sender: str, kind: str, expected: str) -> None:
-    if sender != expected:
-        raise ProtocolError(f"{name!r} takes {kind!r} messages only from {expected!r}, got one from {sender!r}")
-
-
 # -- the session's outcome, and the in-memory run it must equal -------------------------------------
 def outcome(deployment: Deployment[FCLUBProtocol]) -> dict:
     """The session from the parties' result files: per-round cumulative regret (unserved rounds add
     nothing) and communication (the paper's count, dated by the local servers' logs and the global
     server's downloads per upload), the communication totals, and the local servers' composed ledger."""
     import json
-
-    from privbandits.privacy.ledger import PrivacyLedger
 
     results = {}
     for name in deployment.parties:
@@ -409,8 +203,6 @@ def run_in_memory(deployment: Deployment[FCLUBProtocol], network: Network | None
     run it (:func:`~privbandits.protocols.fclub.run_fclub`; on ``network``, default a fresh in-memory one): a
     :class:`~privbandits.protocols.fclub.FCLUBOutcome`. With OS randomness (not reproducible) the local
     servers' generators come from fresh OS entropy, as the processes' do; the environment is the same."""
-    from privbandits.protocols.fclub.driver import FederatedClusteredBandit
-
     config, env = config_of(deployment), environment_of(deployment)
     environment, protocol = _seeds(deployment)
     env.reset(np.random.default_rng(environment))
@@ -422,23 +214,6 @@ def run_in_memory(deployment: Deployment[FCLUBProtocol], network: Network | None
             config, _server_of_user(deployment), env.dim, env.n_arms, rng=rng, network=network
         )
         return play(bandit, env, config.horizon)
-
-
-def upload_digest(uploads) -> str:
-    """A SHA-256 chain over ``(sender, message)`` phase uploads and uploads, in order (what the global server received;
-    a chain, so that a checkpoint can carry it on)."""
-    digest = ""
-    for sender, msg in uploads:
-        digest = chain_upload(digest, sender, msg)
-    return digest
-
-
-def chain_upload(digest: str, sender: str | None, msg: PhaseUpload | Upload) -> str:
-    """The chain ``digest`` (hex) extended by one phase upload or upload."""
-    step = hashlib.sha256(f"{digest}|{msg.kind}|{sender}|{msg.cluster}|{msg.count}|".encode())
-    step.update(np.ascontiguousarray(msg.gram).tobytes())
-    step.update(np.ascontiguousarray(msg.moment).tobytes())
-    return step.hexdigest()
 
 
 DEPLOYABLE = PartyFunctions(

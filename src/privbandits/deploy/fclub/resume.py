@@ -1,7 +1,7 @@
 """Checkpoints and ``--resume`` for a deployed FCLUB session (:mod:`privbandits.deploy.fclub.party`).
 
 Every party saves its state at each phase start t = 2^s − 1 once the detection is over: the users right
-after they send :class:`~privbandits.deploy.fclub.party.PhaseStart` (every earlier round answered), a local
+after they send :class:`~privbandits.deploy.fclub.messages.PhaseStart` (every earlier round answered), a local
 server once its renewals are in and before it serves round t, the global server once it has sent its
 :class:`~privbandits.protocols.fclub.PhaseEnd` and renewals. Nothing is in flight between the parties at
 those points (in either schedule: the phase start is a barrier), so the parties' checkpoints of the same

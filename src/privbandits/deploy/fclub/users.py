@@ -1,10 +1,10 @@
 """The users party of a deployed FCLUB session (:mod:`privbandits.deploy.fclub.party`): it draws the synthetic
 environment, sends each round's user and contexts to the user's local server, returns the reward of the arm it
-chose and scores the choice; it keeps the public clock of §3.2 (:class:`~privbandits.deploy.fclub.party.PhaseStart`).
+chose and scores the choice; it keeps the public clock of §3.2 (:class:`~privbandits.deploy.fclub.messages.PhaseStart`).
 
 Lock-step, it plays one round at a time and waits for the local server's
-:class:`~privbandits.deploy.fclub.party.Served`;
-free-running, it keeps up to :data:`~privbandits.deploy.fclub.party.WINDOW` rounds in flight (:class:`_Pipeline`).
+:class:`~privbandits.deploy.fclub.messages.Served`;
+free-running, it keeps up to :data:`~privbandits.deploy.fclub.messages.WINDOW` rounds in flight (:class:`_Pipeline`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from privbandits.checkpointed import Checkpointed
 from privbandits.comm import Message, Party, PeerLost, ProtocolError, TlsNetwork
 from privbandits.deploy.deployment import Deployment
 from privbandits.deploy.fclub import resume as fclub_resume
-from privbandits.deploy.fclub.party import (
+from privbandits.deploy.fclub.messages import (
     SCHEDULE,
     USERS,
     WINDOW,
@@ -31,6 +31,9 @@ from privbandits.deploy.fclub.party import (
     PhaseStart,
     RewardAndArrival,
     Served,
+)
+from privbandits.deploy.fclub.section import FCLUBProtocol
+from privbandits.deploy.fclub.session import (
     _protocol,
     _server_of_user,
     _streams,
@@ -38,7 +41,6 @@ from privbandits.deploy.fclub.party import (
     environment_of,
     free_running,
 )
-from privbandits.deploy.fclub.section import FCLUBProtocol
 
 
 class _Reachable:

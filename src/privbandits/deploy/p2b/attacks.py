@@ -22,8 +22,8 @@ import numpy as np
 from privbandits.comm import InMemoryNetwork
 from privbandits.deploy.deployment import Deployment
 from privbandits.deploy.p2b.data import synthetic_population
-from privbandits.deploy.p2b.party import config_of, encoder_of
 from privbandits.deploy.p2b.section import P2BProtocol
+from privbandits.deploy.p2b.session import config_of, encoder_of
 from privbandits.protocols.p2b.core import EncodedReport, simulate
 
 N_STREAMS = 9

@@ -116,7 +116,7 @@ def _drive(pipe, tallies, slot: int, addresses, credentials, concurrency: int, r
     ``receivers[u mod len(receivers)]`` (the shuffler, or its front ends); answers the latencies (NaN: no answer)
     and outcome codes. Ends on None."""
     from privbandits.comm import TlsNetwork
-    from privbandits.deploy.p2b.party import SHARE_ENCODED
+    from privbandits.deploy.p2b.session import SHARE_ENCODED
     from privbandits.protocols.p2b import core  # noqa: F401 - its messages, imported before the clock starts
 
     pipe.send("ready")
@@ -241,8 +241,9 @@ def _play_host(deployment: Deployment[P2BProtocol], network, users: range, drive
     """One device host: wait for the batch to open, drive its devices, close the batch, fetch the model."""
     from privbandits.comm import Party
     from privbandits.deploy.p2b.messages import HostDone
-    from privbandits.deploy.p2b.party import SHARE_ENCODED, BatchOpen, FetchModel
+    from privbandits.deploy.p2b.party import BatchOpen, FetchModel
     from privbandits.deploy.p2b.scaleout import END, ROLE
+    from privbandits.deploy.p2b.session import SHARE_ENCODED
     from privbandits.protocols.p2b.core import CloseBatch, ModelRelease
 
     party = Party(network.local, network)

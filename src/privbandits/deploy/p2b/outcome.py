@@ -27,8 +27,8 @@ from privbandits.deploy.deployment import Deployment
 from privbandits.deploy.p2b import party as p2b
 from privbandits.deploy.p2b import scaleout as p2b_scaleout
 from privbandits.deploy.p2b.data import load_host, p2b_protocol
-from privbandits.deploy.p2b.party import config_of, encoder_of
 from privbandits.deploy.p2b.section import P2BProtocol
+from privbandits.deploy.p2b.session import config_of, encoder_of
 from privbandits.deploy.registry import PartyFunctions
 
 SETTINGS = ("cold", "warm_non_private", "warm_private")

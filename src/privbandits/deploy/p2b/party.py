@@ -103,56 +103,12 @@ from privbandits.deploy.p2b.messages import BatchOpen, HostDone
 from privbandits.deploy.p2b.messages import FetchModel as FetchModel  # re-exported
 from privbandits.deploy.p2b.rejoin import rejoin as rejoin  # the parties' networks: lost peers may come back
 from privbandits.deploy.p2b.section import P2BProtocol
-from privbandits.protocols.p2b.core import P2BConfig  # at import (1.5 CPU-s): the zygote loads it once for every party
+from privbandits.deploy.p2b.session import BATCH_FIELDS, KINDS, SHARE_ENCODED, SHARE_RAW, encoder_of, phases, streams_of
 
-SHARE_RAW, SHARE_ENCODED = "share_raw", "share_encoded"
-"""Phases, as in :func:`~privbandits.protocols.p2b.core.simulate`."""
 RAW_WARNING = (
     "WARNING: raw_baseline = true: every participating device sends a raw context, action and reward to the "
     "server (the non-private baseline, no privacy for them)"
 )
-
-
-N_STREAMS = 9
-
-
-# -- shared settings --------------------------------------------------------------------------------
-def config_of(protocol: P2BProtocol):
-    """The :class:`~privbandits.protocols.p2b.core.P2BConfig` the deployment runs (no shared warm agent)."""
-    return P2BConfig(
-        participation=protocol.participation,
-        negative_rate=protocol.negative_rate,
-        threshold=protocol.threshold,
-        alpha=protocol.alpha,
-        early_fraction=protocol.early_fraction,
-        representation=protocol.representation,
-        shared_warm_agent=False,
-        tie_break=protocol.tie_break,
-        omega=protocol.omega,
-    )
-
-
-def encoder_of(protocol: P2BProtocol):
-    """The public k-means encoder (d, q, k, seed), from the on-disk cache or fitted."""
-    from privbandits.privacy.encoding import load_or_fit_encoder
-
-    try:
-        return load_or_fit_encoder(protocol.dim, protocol.precision, protocol.n_codes, seed=protocol.encoder_seed)
-    except ValueError as exc:
-        raise DeploymentError(f"protocol: no encoder for dim, precision, n_codes: {exc}") from None
-
-
-def streams_of(deployment: Deployment[P2BProtocol], name: str, *, resume: bool = False) -> list[np.random.Generator]:
-    """Party ``name``'s nine streams of :func:`~privbandits.protocols.p2b.core.simulate` (it uses its own ones): from
-    its OS seed, kept in its own entropy file for ``--resume``, or in reproducible mode from ``protocol.seed``."""
-    reproducible = np.random.SeedSequence(_protocol(deployment).seed)
-    root = entropy.seed_sequence(deployment, name, reproducible, keep=True, resume=resume)
-    return [np.random.default_rng(child) for child in root.spawn(N_STREAMS)]
-
-
-def phases(protocol: P2BProtocol) -> tuple[str, ...]:
-    """The session's batches, in order: the raw baseline's (only with ``raw_baseline``), then the encoded one."""
-    return (SHARE_RAW, SHARE_ENCODED) if protocol.raw_baseline else (SHARE_ENCODED,)
 
 
 PER_REPORT_S = 0.02
@@ -225,11 +181,6 @@ def _shuffler_state(deployment: Deployment[P2BProtocol], name: str, queue, resum
     return key, batch_id, {}
 
 
-KINDS = {SHARE_RAW: "raw", SHARE_ENCODED: "encoded"}
-"""Each batch's name in the parties' results."""
-_FIELDS = {"raw": ("contexts", "actions", "rewards"), "encoded": ("codes", "actions", "rewards")}
-
-
 def _run_shuffler(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwork, resume: bool = False) -> dict:
     from privbandits.deploy.p2b.roles import CanonicalShuffler
     from privbandits.privacy.ledger import PrivacyLedger
@@ -281,7 +232,7 @@ def _run_shuffler(deployment: Deployment[P2BProtocol], name: str, network: TlsNe
             front.stop()
         queue.close()
     kinds = [KINDS[phase] for phase in phases(protocol)]
-    batches = {kind: {field: getattr(batch, field).tolist() for field in _FIELDS[kind]}
+    batches = {kind: {field: getattr(batch, field).tolist() for field in BATCH_FIELDS[kind]}
                for kind, batch in zip(kinds, shuffler.released, strict=True)}  # fmt: skip
     return {
         "party": name,

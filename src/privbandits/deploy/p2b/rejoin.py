@@ -29,6 +29,7 @@ from privbandits.comm import Message, PeerLost
 from privbandits.deploy import checkpoint
 from privbandits.deploy.deployment import Deployment
 from privbandits.deploy.p2b.section import P2BProtocol
+from privbandits.deploy.p2b.session import BATCH_FIELDS
 
 
 def rejoin(deployment: Deployment[P2BProtocol]) -> tuple[float, float]:
@@ -96,16 +97,13 @@ def stray_handler(shuffler, network):
     return on_stray
 
 
-_FIELDS = {"raw": ("contexts", "actions", "rewards"), "encoded": ("codes", "actions", "rewards")}
-
-
 def save_shuffler(deployment: Deployment[P2BProtocol], name: str, key: bytes, batch_id: int, releases: dict) -> None:
     """The shuffler's checkpoint: its report-id key, its session's batch id and each batch released so far
     (``releases``: kind -> (batch message, release details, ledger rows, reports refused)); written atomically."""
     arrays = {"key": np.frombuffer(key, dtype=np.uint8)}
     meta: dict[str, Any] = {"batch_id": batch_id, "digest": deployment.protocol_digest(), "releases": {}}
     for kind, (batch, details, rows, refused) in releases.items():
-        arrays |= {f"{kind}.{field}": getattr(batch, field) for field in _FIELDS[kind]}
+        arrays |= {f"{kind}.{field}": getattr(batch, field) for field in BATCH_FIELDS[kind]}
         meta["releases"][kind] = {"details": details, "ledger": rows, "refused": refused}
     checkpoint.save(deployment.checkpoint_path(name), arrays, meta)
 
@@ -117,6 +115,6 @@ def restore_shuffler(deployment: Deployment[P2BProtocol], name: str) -> tuple[by
     arrays, meta = checkpoint.resume(deployment, name)
     releases = {}
     for kind, saved in meta.get("releases", {}).items():
-        batch = (RawBatch if kind == "raw" else EncodedBatch)(*(arrays[f"{kind}.{field}"] for field in _FIELDS[kind]))
+        batch = (RawBatch if kind == "raw" else EncodedBatch)(*(arrays[f"{kind}.{field}"] for field in BATCH_FIELDS[kind]))
         releases[kind] = (batch, saved["details"], saved["ledger"], saved["refused"])
     return arrays["key"].tobytes(), int(meta["batch_id"]), releases

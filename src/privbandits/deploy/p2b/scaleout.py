@@ -57,6 +57,7 @@ from privbandits.deploy.p2b.messages import (
     HostDone,
 )
 from privbandits.deploy.p2b.section import P2BProtocol
+from privbandits.deploy.p2b.session import KINDS, phases
 
 ROLE = "shuffler_front"
 END = "end"
@@ -147,7 +148,6 @@ def run_front(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwor
     queue until the shuffler closes it. Restarted (``resume``), it holds nothing of its own: the shuffler's link
     sends its messages again, and the queue keeps the reports taken before."""
     from privbandits.deploy.p2b.front import Front, worker_count
-    from privbandits.deploy.p2b.party import KINDS, phases
     from privbandits.protocols.p2b.queue import open_report_queue
 
     protocol = deployment.protocol

@@ -1,0 +1,64 @@
+"""What every party of a deployed P2B session reads of the deployment: the protocol's configuration and encoder, each
+party's random streams, and the session's batches (phases) and their names.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from privbandits.deploy import entropy
+from privbandits.deploy.deployment import Deployment, DeploymentError
+from privbandits.deploy.p2b.data import p2b_protocol as _protocol
+from privbandits.deploy.p2b.section import P2BProtocol
+from privbandits.protocols.p2b.core import P2BConfig  # at import (1.5 CPU-s): the zygote loads it once for every party
+
+SHARE_RAW, SHARE_ENCODED = "share_raw", "share_encoded"
+"""Phases, as in :func:`~privbandits.protocols.p2b.core.simulate`."""
+N_STREAMS = 9
+"""The random streams of :func:`~privbandits.protocols.p2b.core.simulate` (each party uses its own ones)."""
+
+
+def config_of(protocol: P2BProtocol):
+    """The :class:`~privbandits.protocols.p2b.core.P2BConfig` the deployment runs (no shared warm agent)."""
+    return P2BConfig(
+        participation=protocol.participation,
+        negative_rate=protocol.negative_rate,
+        threshold=protocol.threshold,
+        alpha=protocol.alpha,
+        early_fraction=protocol.early_fraction,
+        representation=protocol.representation,
+        shared_warm_agent=False,
+        tie_break=protocol.tie_break,
+        omega=protocol.omega,
+    )
+
+
+def encoder_of(protocol: P2BProtocol):
+    """The public k-means encoder (d, q, k, seed), from the on-disk cache or fitted."""
+    from privbandits.privacy.encoding import load_or_fit_encoder
+
+    try:
+        return load_or_fit_encoder(protocol.dim, protocol.precision, protocol.n_codes, seed=protocol.encoder_seed)
+    except ValueError as exc:
+        raise DeploymentError(f"protocol: no encoder for dim, precision, n_codes: {exc}") from None
+
+
+def streams_of(deployment: Deployment[P2BProtocol], name: str, *, resume: bool = False) -> list[np.random.Generator]:
+    """Party ``name``'s nine streams of :func:`~privbandits.protocols.p2b.core.simulate` (it uses its own ones): from
+    its OS seed, kept in its own entropy file for ``--resume``, or in reproducible mode from ``protocol.seed``."""
+    reproducible = np.random.SeedSequence(_protocol(deployment).seed)
+    root = entropy.seed_sequence(deployment, name, reproducible, keep=True, resume=resume)
+    return [np.random.default_rng(child) for child in root.spawn(N_STREAMS)]
+
+
+def phases(protocol: P2BProtocol) -> tuple[str, ...]:
+    """The session's batches, in order: the raw baseline's (only with ``raw_baseline``), then the encoded one."""
+    return (SHARE_RAW, SHARE_ENCODED) if protocol.raw_baseline else (SHARE_ENCODED,)
+
+
+KINDS = {SHARE_RAW: "raw", SHARE_ENCODED: "encoded"}
+"""Each batch's name in the parties' results."""
+
+
+BATCH_FIELDS = {"raw": ("contexts", "actions", "rewards"), "encoded": ("codes", "actions", "rewards")}
+"""The arrays of each kind of batch, in its class's field order (results and the shuffler's saved batches)."""
