@@ -111,7 +111,8 @@ def test_a_checkpoint_that_names_a_module_moved_into_a_protocol_package_still_de
     arrays, tree = snapshot.encode({"local": bandit.servers[0].state(), "global": bandit.global_server.state()})
     text = json.dumps(tree)
     assert '"privbandits.protocols.fclub.messages:PhaseUpload"' in text
-    before = json.loads(text.replace('"privbandits.protocols.fclub.messages:', '"privbandits.protocols.fclub_messages:'))
+    old = text.replace('"privbandits.protocols.fclub.messages:', '"privbandits.protocols.fclub_messages:')
+    before = json.loads(old)
     decoded = snapshot.decode({k: v.copy() for k, v in arrays.items()}, before)
     again = snapshot.decode({k: v.copy() for k, v in arrays.items()}, tree)
     assert json.dumps(snapshot.encode(decoded)[1]) == json.dumps(snapshot.encode(again)[1])
@@ -120,7 +121,8 @@ def test_a_checkpoint_that_names_a_module_moved_into_a_protocol_package_still_de
 @pytest.mark.parametrize("old", sorted(snapshot.MOVED))
 def test_every_moved_module_serves_its_classes_under_the_old_name(old):
     new = importlib.import_module(snapshot.MOVED[old])
-    classes = [name for name, value in vars(new).items() if isinstance(value, type) and value.__module__ == new.__name__]
+    classes = [name for name, value in vars(new).items()
+               if isinstance(value, type) and value.__module__ == new.__name__]  # fmt: skip
     assert classes, f"{new.__name__} defines no class"
     for name in classes:
         assert snapshot._class(f"{old}:{name}") is getattr(new, name)

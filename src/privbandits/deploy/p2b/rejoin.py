@@ -115,6 +115,7 @@ def restore_shuffler(deployment: Deployment[P2BProtocol], name: str) -> tuple[by
     arrays, meta = checkpoint.resume(deployment, name)
     releases = {}
     for kind, saved in meta.get("releases", {}).items():
-        batch = (RawBatch if kind == "raw" else EncodedBatch)(*(arrays[f"{kind}.{field}"] for field in BATCH_FIELDS[kind]))
+        fields = (arrays[f"{kind}.{field}"] for field in BATCH_FIELDS[kind])
+        batch = (RawBatch if kind == "raw" else EncodedBatch)(*fields)
         releases[kind] = (batch, saved["details"], saved["ledger"], saved["refused"])
     return arrays["key"].tobytes(), int(meta["batch_id"]), releases
