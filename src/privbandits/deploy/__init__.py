@@ -25,7 +25,7 @@ console
 cli
     The ``deploy`` and ``party`` command groups (imported lazily by the main CLI).
 
-One package per built-in protocol, shaped like any plug-in (``tests/toy_protocol``): its ``SECTION`` (the
+One package per built-in protocol, shaped like any plug-in protocol: its ``SECTION`` (the
 deployment file's ``[protocol]`` section, in ``section``) and its ``PARTY_CODE`` (each party's code, its synthetic
 data and the in-memory run it must equal):
 

@@ -86,7 +86,7 @@ MOVED: dict[str, str] = {
     "privbandits.deploy.p2b_messages": "privbandits.deploy.p2b.messages",
     "privbandits.deploy.p2b_parties": "privbandits.deploy.p2b.roles",
     "privbandits.deploy.p2b_scaleout": "privbandits.deploy.p2b.scaleout",
-    "privbandits.deploy.fclub": "privbandits.deploy.fclub.party",
+    "privbandits.deploy.fclub": "privbandits.deploy.fclub.messages",  # the classes of deploy/fclub.py: its messages
     "privbandits.deploy.fclub_global": "privbandits.deploy.fclub.global_server",
     "privbandits.deploy.fclub_local": "privbandits.deploy.fclub.local_server",
     "privbandits.deploy.fclub_users": "privbandits.deploy.fclub.users",

@@ -33,6 +33,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from collections.abc import Mapping, Sequence
 
 _MAX_MESSAGE = 1 << 16
@@ -252,7 +253,9 @@ def _run_module(argv: list[str]) -> int:
     module = argv[1]
     sys.argv = [module, *argv[2:]]  # runpy sets argv[0] to the module's file, as -m does
     try:
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        with warnings.catch_warnings():  # the module was preloaded: run anew as __main__, as -m runs it
+            warnings.filterwarnings("ignore", ".*found in sys.modules after import of package", RuntimeWarning)
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
