@@ -22,7 +22,8 @@ deploy_app = typer.Typer(
     help=(
         "Deployments: parties as separate processes over mutually authenticated TCP.\n\n"
         "Typical use:  privbandits deploy certs DEPLOY.toml;  "
-        "privbandits deploy data DEPLOY.toml;  privbandits deploy local DEPLOY.toml"
+        "privbandits deploy data DEPLOY.toml;  privbandits deploy local DEPLOY.toml  (DEPLOY.toml: a file, or a "
+        "shipped deployment's name, e.g. mpc-epsilon-greedy, copied into this folder on first use)"
     ),
     no_args_is_help=True,
     add_completion=False,
