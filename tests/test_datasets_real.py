@@ -1,4 +1,4 @@
-"""The real-data cache and loaders (MNIST-5k, Fashion-MNIST, MovieLens-100K) on small generated
+"""The real-data cache and loaders (MNIST-5k, Fashion-MNIST, MovieLens-100K, the OBD sample) on small generated
 fixtures: pinned checksums checked before use, one-line errors naming the fetch command or the
 checksums, package files read without installing them. No network, no real data."""
 
@@ -92,9 +92,10 @@ def root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def fake_sources(monkeypatch, tmp_path):
-    """The three sources re-pinned to generated package files (and a pip/apt stand-in that 'downloads' them)."""
+    """Every source re-pinned to generated package files (and a pip/apt/npm stand-in that 'downloads' them)."""
     csv = mnist_csv_bytes()
     inter = INTER.encode()
+    obd = {"random/all/all.csv": b"timestamp,item_id\n", "random/all/item_context.csv": b"item_id\n0\n"}
     idx, plain = {}, {}
     rng = np.random.default_rng(1)
     for part, n in (("train", 30), ("t10k", 10)):
@@ -109,9 +110,10 @@ def fake_sources(monkeypatch, tmp_path):
         "movielens-100k": _wheel({"recbole/dataset_example/ml-100k/ml-100k.inter": inter}),
         "fashion-mnist": _deb({f"usr/share/datasets/fashion-mnist/{k}": v for k, v in idx.items()}),
         "mnist": _tgz({f"package/data/{k}": v for k, v in plain.items()} | {"package/index.js": b"//"}),
+        "obd": _tgz({f"obp-0.5.5/obp/dataset/obd/{k}": v for k, v in obd.items()} | {"obp-0.5.5/setup.py": b"#"}),
     }
     contents = {"mnist5k": {"mnist_5k.csv.gz": csv}, "movielens-100k": {"ml-100k.inter": inter}, "fashion-mnist": idx,
-                "mnist": plain}  # fmt: skip
+                "mnist": plain, "obd": obd}  # fmt: skip
     sources = {}
     for name, spec in cache.SOURCES.items():
         members = {kept: (inner, _sha(contents[name][kept])) for kept, (inner, _) in spec.members.items()}
@@ -156,13 +158,13 @@ def test_the_cache_folder_comes_from_the_environment(monkeypatch, tmp_path):
 def test_fetch_checks_the_package_and_keeps_only_the_data_files(fake_sources, root):
     for name, spec in fake_sources["sources"].items():
         written = cache.fetch(name, root=root)
-        assert sorted(p.name for p in written) == sorted(spec.members)
+        assert sorted(str(p.relative_to(root / name)) for p in written) == sorted(spec.members)
         assert cache.is_cached(name, root) and cache.cached_folder(name, root) == root / name
     assert fake_sources["calls"] == list(cache.SOURCES)
     assert not any((root / "packages").iterdir())  # the package files are not kept
     cache.fetch("mnist5k", root=root)
     assert fake_sources["calls"] == list(cache.SOURCES)  # already cached: no download
-    assert [row["state"] for row in cache.status(root)] == ["cached"] * 4
+    assert [row["state"] for row in cache.status(root)] == ["cached"] * len(cache.SOURCES)
 
 
 def test_a_package_with_another_checksum_is_refused_before_it_is_opened(fake_sources, root, monkeypatch):

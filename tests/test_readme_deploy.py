@@ -1,8 +1,8 @@
 """The Deploy page's commands, as written, from where it says to run them (issue 28; the README's Deploy
 section moved to docs/deploy.md by issue 33, and the README's deployer example is the same block).
 
-The block is read from docs/deploy.md's "Step by step" and run in a temporary copy of the repository's
-``configs/deploy`` (the folder layout the page's paths assume); ``privbandits`` is this
+The block is read from docs/deploy.md's "Step by step" and run from an empty folder, as the page says (its first
+line copies the shipped deployment there, and the rest use that copy: issue 45 item 6); ``privbandits`` is this
 interpreter's ``python -m privbandits.cli`` (the set-up lines and ``deploy local`` run its app in this
 process, cheaper than a process each). The ``party run`` line runs one party as written: the other parties
 run the same line for their names, each a process forked from one that imported the party code once, so the
@@ -15,7 +15,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -64,20 +63,23 @@ def invoke(line: str):
 
 
 def test_the_readme_deploy_block_works_as_written(tmp_path, monkeypatch):
-    shutil.copytree(ROOT / "configs" / "deploy", tmp_path / "configs" / "deploy")
-    for shipped in (tmp_path / "configs" / "deploy").glob("*.toml"):  # the commands as written, a shorter session
-        shipped.write_text(re.sub(r"(?m)^rounds = \d+", "rounds = 20", shipped.read_text()))
     env = {**os.environ, "COLUMNS": "200"}
     lines = deploy_block()
     assert [shlex.split(line)[1:3] for line in lines] == [
         ["deploy", "certs"], ["deploy", "data"], ["deploy", "local"], ["party", "run"]
     ]  # fmt: skip
-    monkeypatch.chdir(tmp_path)  # from where the page says to run them
+    named = shlex.split(lines[0])[3]
+    assert {shlex.split(line)[3] for line in lines} == {named}  # one shipped deployment, by name
+    monkeypatch.chdir(tmp_path)  # from where the page says to run them: an empty folder
     for line in lines[:3]:  # in this process: the party processes `deploy local` starts are what costs
         done = invoke(line)
         assert done.exit_code == 0, (line, done.stdout, done.stderr)
         assert "no:" not in done.stdout and "mismatch" not in done.stdout
-    path = tmp_path / shlex.split(lines[-1])[3]
+        if line == lines[0]:  # it copied the shipped file here; the later lines use the copy: a shorter session
+            copy = tmp_path / f"{named}.toml"
+            assert done.stderr.startswith(f"copied the shipped deployment {named} to {copy}")
+            copy.write_text(re.sub(r"(?m)^rounds = \d+", "rounds = 20", copy.read_text()))
+    path = tmp_path / f"{named}.toml"
     spec = load_deployment(path)
     local = json.loads(spec.result_path(spec.names(spec.protocol.REPORTER)[0]).read_text())
     as_written = shlex.split(lines[-1])[-1]

@@ -1,7 +1,10 @@
 """The package as a user installs it (issue 30 item 6, issue 28 item 4): a wheel built from the tree after a
 deployment ran in it holds the package and the shipped TOML files only (no key, certificate, data, result or
 checkpoint), and, installed into a fresh virtual environment, runs from an empty folder: ``privbandits list``
-(which shows the shipped examples), a shipped example by name, a small paper reproduction and ``data list``.
+(which shows the shipped examples), a shipped example by name, a small paper reproduction and ``data list``; and
+the Deploy quick start with a shipped deployment named alone (issue 45 item 6: the first command copies it into the
+folder, the later ones use the copy, nothing is written inside the installed package), and the OBD example, with
+no sample at hand, says in one line how to fetch it.
 
 The fresh environment has no pip packages of its own: a ``.pth`` file puts the dependencies of the Python that
 runs the tests on its path (a plain path entry: that site's own ``.pth`` files, e.g. an editable install of
@@ -11,6 +14,7 @@ Building the wheel needs ``hatchling`` (pip fetches it into its build environmen
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -91,20 +95,30 @@ def test_the_wheel_ships_the_toml_files_and_no_secret_data_or_result(wheel):
     assert "[privbandits.reproductions]\npapers = privbandits.papers.catalog:CATALOG" in points  # the papers layer
 
 
-@pytest.mark.slow  # about 40 s on 2 cores: a venv, an install and five commands
-def test_the_installed_wheel_runs_from_an_empty_folder(wheel, tmp_path):
-    env_dir = tmp_path / "venv"
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> dict:
+    """The wheel installed into a fresh virtual environment: its python, its site folder, and the environment a
+    command runs in (its bin first on PATH; no PYTHONPATH, no offline data, an empty data cache)."""
+    root = tmp_path_factory.mktemp("installed")
+    env_dir = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True, timeout=120)
     python = env_dir / "bin" / "python"
-    site = Path(run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp_path,
+    site = Path(run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], root,
                     {**os.environ}).strip())  # fmt: skip
     (site / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q", str(wheel)],
-        tmp_path, {**os.environ})  # fmt: skip
-    empty = tmp_path / "empty"
-    empty.mkdir()
+        root, {**os.environ})  # fmt: skip
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PRIVBANDITS_SHARED_DATA")}
     env["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{env['PATH']}"
+    env["PRIVBANDITS_DATA"] = str(root / "empty-cache")
+    return {"python": python, "site": site, "env": env}
+
+
+@pytest.mark.slow  # about 40 s on 2 cores: a venv, an install and five commands
+def test_the_installed_wheel_runs_from_an_empty_folder(installed, tmp_path):
+    python, site, env = installed["python"], installed["site"], installed["env"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
     where = run([str(python), "-c", "import privbandits; print(privbandits.__file__)"], empty, env)
     assert Path(where.strip()).is_relative_to(site)
     listed = run(["privbandits", "list"], empty, env)
@@ -119,8 +133,37 @@ def test_the_installed_wheel_runs_from_an_empty_folder(wheel, tmp_path):
     assert "computed" in ran and (empty / "out" / "mpc-fig4-paper.md").is_file()
     assert "mnist5k" in run(["privbandits", "data", "list"], empty, env)
     assert "privbandits 0.1.0" in run([str(python), "-m", "privbandits", "--version"], empty, env)
-    # the offline data sets are not beside an installed package: named by the variable that points at them
+    # the OBD sample is neither beside an installed package nor in the (empty) cache: one line naming the fetch
     refused = subprocess.run(["privbandits", "run", "example-vfucb-obd-replay", *store], cwd=empty, env=env,
                              capture_output=True, text=True, timeout=120)  # fmt: skip
-    assert refused.returncode == 2 and "$PRIVBANDITS_SHARED_DATA" in refused.stderr + refused.stdout
+    assert refused.returncode == 2 and refused.stdout == "" and refused.stderr.count("\n") == 1
+    assert "run `privbandits data fetch obd`" in refused.stderr and "Traceback" not in refused.stderr
     assert sorted(p.name for p in empty.iterdir()) == ["out", "r.sqlite"]
+
+
+@pytest.mark.slow  # about 30 s on 2 cores (with the venv of the test above): three commands, four party processes
+def test_the_deploy_quick_start_runs_from_an_empty_folder_with_only_the_wheel(installed, tmp_path):
+    env, shipped = {**installed["env"], "COLUMNS": "300"}, installed["site"] / "privbandits" / "configs" / "deploy"
+    before = sorted(p.relative_to(shipped) for p in shipped.rglob("*"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    certs = subprocess.run(["privbandits", "deploy", "certs", "mpc-epsilon-greedy"], cwd=empty, env=env,
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert certs.returncode == 0, certs.stderr
+    copy = empty / "mpc-epsilon-greedy.toml"
+    assert certs.stderr.startswith(f"copied the shipped deployment mpc-epsilon-greedy to {copy}:")
+    assert copy.read_bytes() == (shipped / "mpc-epsilon-greedy.toml").read_bytes()
+    assert f"one bundle per party in {empty / 'certs' / 'mpc'}" in certs.stdout
+    copy.write_text(copy.read_text().replace("\nrounds = 500\n", "\nrounds = 12\n"))  # edit the copy: it runs
+    written = run(["privbandits", "deploy", "data", "mpc-epsilon-greedy"], empty, env)
+    assert f"bank: {empty / 'data' / 'bank.npz'}\n" in written
+    local = run(["privbandits", "deploy", "local", "mpc-epsilon-greedy", "--no-progress"], empty, env)
+    assert f"results: {empty / 'out'}" in local
+    result = json.loads((empty / "out" / "environment.result.json").read_text())
+    assert result["rounds"] == 12
+    assert sorted(p.name for p in empty.iterdir()) == ["certs", "data", "mpc-epsilon-greedy.toml", "out"]
+    assert sorted(p.relative_to(shipped) for p in shipped.rglob("*")) == before  # nothing beside the shipped file
+    unknown = subprocess.run(["privbandits", "deploy", "data", "mpc"], cwd=empty, env=env, capture_output=True,
+                             text=True, timeout=120)  # fmt: skip
+    assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1
+    assert "(shipped: fclub, mpc-epsilon-greedy, p2b, vertical-vfucb;" in unknown.stderr

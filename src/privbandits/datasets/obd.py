@@ -38,13 +38,32 @@ EVENT_COLUMNS = ("item_id", "position", "click", "propensity_score", *USER_COLUM
 OTHER = "other"
 
 
-def default_obd_path() -> Path | None:
-    """The OBD sample's ``obd/random/all`` in the offline data (:func:`~privbandits.datasets.cache.shared_data`),
-    or None if absent."""
-    from privbandits.datasets.cache import shared_data
+CAMPAIGN = ("random", "all")
+"""The campaign folder of the sample the reproductions and examples replay (the uniformly random log)."""
 
-    path = shared_data("obd", "random", "all")
-    return path if path is not None and path.is_dir() else None
+
+def default_obd_path() -> Path | None:
+    """The OBD sample's ``obd/random/all``: in the offline data (:func:`~privbandits.datasets.cache.shared_data`:
+    ``$PRIVBANDITS_SHARED_DATA``, else ``../shared/data`` beside a checkout), else in the data cache
+    (``privbandits data fetch obd``; its files' checksums checked), else None."""
+    from privbandits.datasets import cache
+
+    path = cache.shared_data("obd", *CAMPAIGN)
+    if path is not None and path.is_dir():
+        return path
+    if cache.is_cached("obd"):
+        return cache.cached_folder("obd").joinpath(*CAMPAIGN)
+    return None
+
+
+def missing_sample() -> str:
+    """The one line saying how to get the OBD sample when :func:`default_obd_path` finds none."""
+    from privbandits.datasets.cache import SHARED_ENV, fetch_command
+
+    return (
+        f"the Open Bandit Dataset sample is absent: run `{fetch_command('obd')}` to fetch it (a 1.3 MB package "
+        f"from PyPI, checksums pinned), or set ${SHARED_ENV} to a folder holding obd/{'/'.join(CAMPAIGN)}"
+    )
 
 
 def _read_columns(path: Path, columns: tuple[str, ...]) -> tuple[dict[str, list[str]], int]:

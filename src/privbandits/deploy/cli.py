@@ -22,7 +22,8 @@ deploy_app = typer.Typer(
     help=(
         "Deployments: parties as separate processes over mutually authenticated TCP.\n\n"
         "Typical use:  privbandits deploy certs DEPLOY.toml;  "
-        "privbandits deploy data DEPLOY.toml;  privbandits deploy local DEPLOY.toml"
+        "privbandits deploy data DEPLOY.toml;  privbandits deploy local DEPLOY.toml  (DEPLOY.toml: a file, or a "
+        "shipped deployment's name, e.g. mpc-epsilon-greedy, copied into this folder on first use)"
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -33,7 +34,14 @@ party_app = typer.Typer(
     add_completion=False,
 )
 
-DeploymentArgument = Annotated[Path, typer.Argument(help="The deployment file (TOML).", show_default=False)]
+DeploymentArgument = Annotated[
+    Path,
+    typer.Argument(
+        help="The deployment file (TOML), or a shipped deployment's name (mpc-epsilon-greedy, ...): copied to "
+        "./NAME.toml on first use, that copy used afterwards.",
+        show_default=False,
+    ),
+]
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -52,9 +60,10 @@ def _reason(exc: OSError) -> str:
 def _load(path: Path, *, fixed_ports: bool = False):
     """The deployment file, or exit 2 with one line; ``fixed_ports``: refuse port 0 (`deploy local` resolves it)."""
     from privbandits.deploy.deployment import DeploymentError, load_deployment
+    from privbandits.deploy.shipped import resolve
 
     try:
-        spec = load_deployment(path)
+        spec = load_deployment(resolve(path))  # a shipped deployment's name: its copy here (deploy/shipped.py)
         if fixed_ports:
             spec.check_ports()
         return spec

@@ -366,10 +366,13 @@ class OBDReplayEnvConfig(_EnvBase):
     @field_validator("path")
     @classmethod
     def _folder(cls, value: str | None) -> str:
-        if value is None:
-            default = _shared("obd", "random", "all")
-            if not default.is_dir():
-                raise ValueError(f"no such folder: {str(default)!r} (the default OBD sample); give path")
+        if value is None:  # the sample: the offline data's, else the data cache's
+            from privbandits.datasets.cache import DataNotFoundError
+            from privbandits.datasets.obd import default_obd_path, missing_sample
+
+            default = default_obd_path()
+            if default is None:  # not a ValueError: pydantic lets it through, one line naming the fetch command
+                raise DataNotFoundError(missing_sample())
             return str(default)
         folder = existing_path(value, "folder")
         for name in ("all.csv", "item_context.csv"):

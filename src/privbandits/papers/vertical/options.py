@@ -126,22 +126,20 @@ class ObdOptions(Options):
     folder: DirectoryPath | None = Field(
         None,
         validate_default=True,
-        description="OBD campaign folder with all.csv and item_context.csv (default: ../shared/data/obd/random/all).",
+        description="OBD campaign folder with all.csv and item_context.csv (default: the OBD sample, "
+        "../shared/data/obd/random/all or the data cache's: privbandits data fetch obd).",
     )
     alpha: Annotated[float, Field(ge=0)] = Field(0.5, description="LinUCB exploration weight α (both LinUCB policies).")
 
     @field_validator("folder")
     @classmethod
     def _holds_the_sample(cls, value: Path | None) -> Path:
-        from privbandits.datasets.obd import EVENTS_FILE, ITEMS_FILE, default_obd_path
+        from privbandits.datasets.obd import EVENTS_FILE, ITEMS_FILE, default_obd_path, missing_sample
 
         if value is None:
             value = default_obd_path()
             if value is None:
-                raise ValueError(
-                    "the OBD sample was not found at ../shared/data/obd/random/all beside the repository; "
-                    "give -o folder=PATH"
-                )
+                raise ValueError(f"{missing_sample()}; or give -o folder=PATH")
         missing = [name for name in (EVENTS_FILE, ITEMS_FILE) if not (value / name).is_file()]
         if missing:
             raise ValueError(f"must hold {EVENTS_FILE} and {ITEMS_FILE}; {value} lacks {', '.join(missing)}")
