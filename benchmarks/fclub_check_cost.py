@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import statistics
+import sys
 import textwrap
 import time
 import warnings
@@ -58,7 +59,7 @@ def _fclub_update():
     if check not in body:
         raise SystemExit("FederatedClusteredBandit.update no longer starts with the check this script removes")
     namespace: dict = {}
-    exec("def update(self, reward):\n" + body.replace(check, ""), dict(vars(fclub)), namespace)
+    exec("def update(self, reward):\n" + body.replace(check, ""), dict(vars(sys.modules[FCLUB.__module__])), namespace)
     return namespace["update"]
 
 
