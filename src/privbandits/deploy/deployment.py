@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Self
 
@@ -298,11 +297,11 @@ def parse_deployment(data: dict, base: Path = Path("."), source: Path | None = N
 
 def load_deployment(path: str | Path) -> Deployment:
     """Read and validate a deployment TOML file; :class:`DeploymentError` says what is wrong."""
+    from privbandits.experiments.tomlfile import read_toml
+
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text())
+        data = read_toml(path, DeploymentError, "deployment file ")
     except FileNotFoundError:
         raise DeploymentError(f"deployment file {path} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise DeploymentError(f"{path}: not valid TOML: {exc}") from None
     return parse_deployment(data, path.resolve().parent, path)
