@@ -3,11 +3,14 @@ allowed values and the value given, exit code 2, before any work is done (no dep
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 from bad_input import refused
+
+from privbandits.deploy.deployment import DeploymentError, load_deployment
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "configs" / "deploy"
@@ -29,6 +32,17 @@ def exactly(folder: Path, args: list[str], message: str) -> None:
     assert refused(folder, args, message) == f"error: {message}"
 
 
+def edited(folder: Path, shipped: str, **values: str) -> Path:
+    """The shipped deployment file ``shipped`` in ``folder`` with each ``KEY = ...`` line set to ``KEY = VALUE``."""
+    path = folder / shipped
+    text = path.read_text()
+    for key, value in values.items():
+        text, found = re.subn(rf"(?m)^{key} = [^#\n]*", f"{key} = {value} ", text, count=1)
+        assert found, key
+    path.write_text(text)
+    return path
+
+
 # -------------------------------------------------------------- the deployment file itself
 
 
@@ -37,3 +51,40 @@ def test_a_deployment_path_that_is_a_folder_or_binary_is_one_line(work, command)
     binary = "deployment file binary.toml is not a TOML file: byte 1 is not UTF-8 text (invalid start byte)"
     exactly(work, [*command, "folder.toml"], "deployment file folder.toml is a folder, not a TOML file")
     exactly(work, [*command, "binary.toml"], binary)
+
+
+STRICT = [
+    ({"rounds": '"500"'}, "protocol.rounds: Input should be a valid integer, got '500'"),
+    ({"deadline_s": '"30"'}, "deadline_s: Input should be a valid number, got '30'"),
+    ({"secure_aggregation": '"no"'}, "protocol.secure_aggregation: Input should be a valid boolean, got 'no'"),
+    ({"alpha": "inf"}, "protocol.alpha: Input should be a finite number, got inf"),
+    ({"alpha": "nan"}, "protocol.alpha: Input should be a finite number, got nan"),
+    ({"seed": "0.0"}, "protocol.seed: Input should be a valid integer, got 0.0"),
+    ({"checkpoint_every": "true"}, "checkpoint_every: Input should be a valid integer, got True"),
+    ({"output": "5"}, "output: Input should be a path (a string), got 5"),
+]
+
+
+@pytest.mark.parametrize(("values", "message"), STRICT, ids=lambda v: str(v)[:30])
+def test_a_deployment_file_converts_nothing_and_refuses_inf_and_nan_when_it_loads(work, values, message):
+    """Strict types and finite floats, as an experiment config (the one base, privbandits.strict): a privacy switch
+    written as a string, or an infinite alpha, is refused when the file loads, not after every party started."""
+    path = edited(work, "vertical-vfucb.toml", **values)
+    with pytest.raises(DeploymentError) as caught:
+        load_deployment(path)
+    assert str(caught.value) == f"{path}: {message}"
+    exactly(work, ["deploy", "local", path.name], f"{path.name}: {message}")
+
+
+def test_integers_are_numbers_and_paths_are_strings_in_a_strict_deployment_file(work):
+    path = edited(work, "vertical-vfucb.toml", deadline_s="30", alpha="1", output='"results/here"')
+    spec = load_deployment(path)
+    assert (spec.deadline_s, spec.protocol.alpha, spec.output) == (30.0, 1.0, work / "results" / "here")
+    assert isinstance(spec.deadline_s, float) and isinstance(spec.protocol.alpha, float)
+    assert spec.parties["active"].data == work / "data" / "active.npz"
+
+
+@pytest.mark.parametrize("shipped", sorted(path.name for path in SHIPPED.glob("*.toml")))
+def test_every_shipped_deployment_file_loads_under_the_strict_base(shipped):
+    spec = load_deployment(SHIPPED / shipped)
+    assert spec.protocol.model_config["strict"] and spec.model_config["allow_inf_nan"] is False
