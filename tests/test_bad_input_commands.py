@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from bad_input import refused
+from bad_input import read_only, refused
 
 from privbandits.deploy.deployment import DeploymentError, load_deployment
 
@@ -88,3 +88,28 @@ def test_integers_are_numbers_and_paths_are_strings_in_a_strict_deployment_file(
 def test_every_shipped_deployment_file_loads_under_the_strict_base(shipped):
     spec = load_deployment(SHIPPED / shipped)
     assert spec.protocol.model_config["strict"] and spec.model_config["allow_inf_nan"] is False
+
+
+# -------------------------------------------------------------- privbandits audit
+
+AUDIT = [
+    (["fclub.pvt", "fclub.pvt"], "mechanism 'fclub.pvt' is given 2 times; name each mechanism once"),
+    (["fclub.pvt", "--samples", str(10**12)], "--samples must be in [2, 1000000] (runs on each neighbouring input; at "
+     "most 10 times fclub.pvt's default), got 1000000000000"),
+    (["--samples", "1000000"], "--samples must be in [2, 100000] (runs on each neighbouring input; at most 10 times "
+     "dp_linucb.shuffle's default), got 1000000"),
+    (["fclub.pvt", "--seed", "-1"], "--seed must be >= 0 (the seed of the audit's runs), got -1"),
+    (["fclub.pvt", "--out", "afile"], "--out must be a folder (got 'afile', an existing file)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "message"), AUDIT, ids=lambda v: str(v)[:40])
+def test_audit_refuses_before_it_runs_or_opens_the_store(work, args, message):
+    (work / "afile").write_text("not a folder")
+    exactly(work, ["audit", *args, "--store", "s.sqlite"], message)
+
+
+def test_audit_refuses_an_out_folder_it_cannot_write_before_the_audit_runs(work):
+    with read_only(work / "ro"):
+        exactly(work, ["audit", "fclub.pvt", "--samples", "10", "--store", "s.sqlite", "--out", "ro/audit"],
+                "--out 'ro/audit' cannot be written: 'ro' is read-only")  # fmt: skip
