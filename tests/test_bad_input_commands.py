@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 from bad_input import read_only, refused
+from typer.testing import CliRunner
 
+from privbandits.cli import app
 from privbandits.deploy.deployment import DeploymentError, load_deployment
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,3 +115,25 @@ def test_audit_refuses_an_out_folder_it_cannot_write_before_the_audit_runs(work)
     with read_only(work / "ro"):
         exactly(work, ["audit", "fclub.pvt", "--samples", "10", "--store", "s.sqlite", "--out", "ro/audit"],
                 "--out 'ro/audit' cannot be written: 'ro' is read-only")  # fmt: skip
+
+
+# -------------------------------------------------------------- privbandits deploy certs
+
+
+@pytest.mark.parametrize("days", ["0", str(10**9)])
+def test_deploy_certs_refuses_a_validity_out_of_range(work, days):
+    exactly(work, ["deploy", "certs", "p2b.toml", "--days", days], "--days must be in [1, 3650] (a development "
+            f"certificate's validity in days: at most ten years), got {days}")  # fmt: skip
+
+
+def test_a_second_deploy_certs_keeps_the_ca_and_bundles_unless_forced(work):
+    """A new CA would silently invalidate every bundle already copied to the hosts: only --force replaces them."""
+    path, certs = work / "vertical-vfucb.toml", (work / "certs" / "vertical").resolve()
+    assert CliRunner().invoke(app, ["deploy", "certs", str(path)]).exit_code == 0
+    ca = (certs / "ca.pem").read_bytes()
+    exactly(work, ["deploy", "certs", path.name], f"bundles: {certs} already holds a CA and bundles (ca.pem, ca.key, "
+            "mask_generator/, active/, passive2/, passive3/); a new CA would replace them and every bundle already "
+            "copied to a host would stop working: add --force to replace them")  # fmt: skip
+    forced = CliRunner().invoke(app, ["deploy", "certs", str(path), "--force"])
+    assert forced.exit_code == 0, forced.output
+    assert (certs / "ca.pem").read_bytes() != ca and (certs / "active" / "ca.pem").read_bytes() != ca
