@@ -137,3 +137,19 @@ def test_a_second_deploy_certs_keeps_the_ca_and_bundles_unless_forced(work):
     forced = CliRunner().invoke(app, ["deploy", "certs", str(path), "--force"])
     assert forced.exit_code == 0, forced.output
     assert (certs / "ca.pem").read_bytes() != ca and (certs / "active" / "ca.pem").read_bytes() != ca
+
+
+# -------------------------------------------------------------- privbandits deploy hosts
+
+
+def test_deploy_hosts_refuses_a_dir_it_cannot_use_before_it_makes_a_namespace(work):
+    (work / "afile").write_text("not a folder")
+    with read_only(work / "ro"):
+        exactly(work, ["deploy", "hosts", "p2b.toml", "--dir", "ro/hosts"],
+                "--dir 'ro/hosts' cannot be written: 'ro' is read-only")  # fmt: skip
+    exactly(work, ["deploy", "hosts", "p2b.toml", "--dir", "afile"],
+            "--dir must be a folder (got 'afile', an existing file)")  # fmt: skip
+    (work / "full").mkdir()
+    (work / "full" / "a.txt").write_text("a host's files")
+    exactly(work, ["deploy", "hosts", "p2b.toml", "--dir", "full"],
+            "--dir must be a new or empty folder (got 'full', which holds files)")  # fmt: skip

@@ -286,11 +286,10 @@ def hosts(
     from privbandits.deploy.party import check_own_files
 
     spec = _load(deployment)
+    _new_folder(folder, "--dir")
     why = unavailable()
     if why is not None:
         _fail(f"deploy hosts: {why}")
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        _fail(f"--dir: {folder} must be a new or empty folder")
     try:
         for name in spec.parties:
             check_own_files(spec, name)
@@ -303,6 +302,18 @@ def hosts(
         console.print(f"{name}: exit {code}  {last}", highlight=False, soft_wrap=True)
     if any(run.codes.values()):
         raise typer.Exit(code=1)
+
+
+def _new_folder(folder: Path, option: str) -> None:
+    """Exit 2 with one line unless ``folder`` is a new or empty folder this process can write."""
+    from privbandits.experiments.writable import PathError, check_writable
+
+    try:
+        check_writable(folder, option, folder=True)
+    except PathError as exc:
+        _fail(str(exc))
+    if folder.is_dir() and any(folder.iterdir()):
+        _fail(f"{option} must be a new or empty folder (got {str(folder)!r}, which holds files)")
 
 
 def _run_local(spec, progress: bool, resume: bool, console, pin_cpus: bool = False):
