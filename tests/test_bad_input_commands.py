@@ -153,3 +153,18 @@ def test_deploy_hosts_refuses_a_dir_it_cannot_use_before_it_makes_a_namespace(wo
     (work / "full" / "a.txt").write_text("a host's files")
     exactly(work, ["deploy", "hosts", "p2b.toml", "--dir", "full"],
             "--dir must be a new or empty folder (got 'full', which holds files)")  # fmt: skip
+
+
+# -------------------------------------------------------------- privbandits deploy load
+
+LOAD = [
+    (["--devices", str(10**12)], "--devices must be an integer in [1, 10000000] (simulated devices, one TLS "
+     "connection each), got 1000000000000"),
+    (["--seed", "-1"], "--seed must be an integer >= 0, got -1"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "message"), LOAD, ids=lambda v: str(v)[:30])
+def test_deploy_load_refuses_devices_and_seed_before_it_starts_anything(work, args, message):
+    exactly(work, ["deploy", "load", "p2b.toml", *args], message)
+    exactly(work, ["deploy", "load", "p2b.toml", "--local", *args], message)
