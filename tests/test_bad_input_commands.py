@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -168,3 +170,32 @@ LOAD = [
 def test_deploy_load_refuses_devices_and_seed_before_it_starts_anything(work, args, message):
     exactly(work, ["deploy", "load", "p2b.toml", *args], message)
     exactly(work, ["deploy", "load", "p2b.toml", "--local", *args], message)
+
+
+# -------------------------------------------------------------- the benchmark scripts
+
+
+def benchmark(tmp_path: Path, script: str, *args: str) -> subprocess.CompletedProcess:
+    """``benchmarks/SCRIPT ARGS`` run in the empty folder ``tmp_path``; it must write nothing there."""
+    command = [sys.executable, str(ROOT / "benchmarks" / script), *args]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert list(tmp_path.iterdir()) == [] and "Traceback" not in done.stderr
+    return done
+
+
+@pytest.mark.parametrize("args", [["--repeat", "0"], ["--smoke", "--repeat", "0"]])
+def test_a_benchmark_refuses_no_runs_before_it_measures(tmp_path, args):
+    """Every benchmark's --repeat (the shared argument parser, benchmarks/_smoke.py) is at least 1."""
+    done = benchmark(tmp_path, "network_latency.py", *args)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", "error: --repeat must be >= 1 (runs of each "
+                                                              "measurement), got 0\n")  # fmt: skip
+
+
+def test_a_benchmark_without_the_bench_extra_is_one_line_naming_it(tmp_path):
+    done = benchmark(tmp_path, "linear_speed.py", "--smoke")
+    missing = re.search(r"No module named '(\w+)'", done.stderr)
+    if done.returncode == 0 or missing is None:
+        pytest.skip("the bench extra is installed")
+    assert (done.returncode, done.stdout) == (2, "")
+    line = f"No module named '{missing.group(1)}' (install it with make bench, or pip install -e '.[bench]')"
+    assert done.stderr == f"error: linear_speed.py needs the optional bench extra: {line}\n"
