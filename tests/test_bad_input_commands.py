@@ -199,3 +199,43 @@ def test_a_benchmark_without_the_bench_extra_is_one_line_naming_it(tmp_path):
     assert (done.returncode, done.stdout) == (2, "")
     line = f"No module named '{missing.group(1)}' (install it with make bench, or pip install -e '.[bench]')"
     assert done.stderr == f"error: linear_speed.py needs the optional bench extra: {line}\n"
+
+
+# -------------------------------------------------------------- privbandits show DEPLOY.toml
+
+
+def rows(output: str) -> dict[str, list[str]]:
+    """The first line of each row of the tables in ``output``, by key: its cells."""
+    lines = output.replace("┃", "│").splitlines()  # the header's rule, and the rows'
+    cells = [[cell.strip() for cell in line.strip("│").split("│")] for line in lines]
+    return {row[0]: row for row in cells if len(row) > 1 and row[0]}
+
+
+def test_show_a_deployment_file_lists_its_settings_and_its_protocol_options_with_the_file_s_values(work):
+    """Not the experiment option table: the Deployment model's and the protocol section's fields, with type, bounds,
+    default, the value the file sets and the description."""
+    from privbandits.deploy.deployment import Deployment, VerticalProtocol
+
+    done = CliRunner().invoke(app, ["show", str(work / "vertical-vfucb.toml")], env={"COLUMNS": "300"})
+    assert done.exit_code == 0, done.output
+    parties = "mask_generator (mask_generator), active (active), passive2 (passive), passive3 (passive)"
+    header = f"vfucb-three-data-holders: deployment file of protocol vertical-o3m; parties: {parties}"
+    assert done.output.splitlines()[0] == header
+    assert "settings (top level)" in done.output and "[protocol] options of vertical-o3m" in done.output
+    assert "-o KEY=VALUE" not in done.output and "horizon" not in done.output
+    table = rows(done.output)
+    assert table["key"] == ["key", "type", "bounds", "default", "this file", "description"]
+    assert table["rounds"] == ["rounds", "integer", ">= 1", "(required)", "500", ""]
+    assert table["prefetch"][:5] == ["prefetch", "integer", ">= 1, <= 1024", "1", "16"]
+    assert table["alpha"] == ["alpha", "number", ">= 0", "0.5", "0.5", "weight of the confidence width"]
+    assert table["v"][:5] == ["v", "number", ">= 0", "0.01", ""]  # not set: the default holds
+    assert table["deadline_s"][:5] == ["deadline_s", "number", "> 0, <= 86400", "30.0", "30"]
+    fields = {*Deployment.model_fields, *VerticalProtocol.model_fields} - {"protocol", "parties", "source", "name"}
+    assert fields <= set(table)  # every field of the models, none listed by hand
+
+
+def test_show_a_deployment_file_of_an_unknown_protocol_is_one_line(work):
+    path = work / "p2b.toml"
+    path.write_text(path.read_text().replace('name = "p2b"', 'name = "nope"'))
+    exactly(work, ["show", "p2b.toml"], "p2b.toml: protocol.name: must be one of 'vertical-o3m', "
+            "'mpc-epsilon-greedy', 'p2b', 'fclub', got 'nope'")  # fmt: skip
