@@ -53,8 +53,18 @@ def edited(folder: Path, shipped: str, **values: str) -> Path:
 @pytest.mark.parametrize("command", DEPLOY_COMMANDS, ids=" ".join)
 def test_a_deployment_path_that_is_a_folder_or_binary_is_one_line(work, command):
     binary = "deployment file binary.toml is not a TOML file: byte 1 is not UTF-8 text (invalid start byte)"
-    exactly(work, [*command, "folder.toml"], "deployment file folder.toml is a folder, not a TOML file")
+    folder = "deployment file folder.toml is a folder; give the deployment file (TOML)"
+    exactly(work, [*command, "folder.toml"], folder)
     exactly(work, [*command, "binary.toml"], binary)
+
+
+def test_loading_a_deployment_path_that_is_a_folder_or_binary_names_it(work):
+    """load_deployment, not only the command line (which finds a folder before it reads the file)."""
+    binary = "is not a TOML file: byte 1 is not UTF-8 text (invalid start byte)"
+    for name, why in (("folder.toml", "is a folder, not a TOML file"), ("binary.toml", binary)):
+        with pytest.raises(DeploymentError) as caught:
+            load_deployment(work / name)
+        assert str(caught.value) == f"deployment file {work / name} {why}"
 
 
 STRICT = [
@@ -214,7 +224,8 @@ def rows(output: str) -> dict[str, list[str]]:
 def test_show_a_deployment_file_lists_its_settings_and_its_protocol_options_with_the_file_s_values(work):
     """Not the experiment option table: the Deployment model's and the protocol section's fields, with type, bounds,
     default, the value the file sets and the description."""
-    from privbandits.deploy.deployment import Deployment, VerticalProtocol
+    from privbandits.deploy.deployment import Deployment
+    from privbandits.deploy.vertical.section import VerticalProtocol
 
     done = CliRunner().invoke(app, ["show", str(work / "vertical-vfucb.toml")], env={"COLUMNS": "300"})
     assert done.exit_code == 0, done.output
