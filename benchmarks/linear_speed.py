@@ -29,18 +29,21 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from _smoke import parse_args
-from contextualbandits.linreg import LinearRegression as CBLinearRegression
-from contextualbandits.online import LinUCB as CBLinUCB
-from mabwiser.mab import MAB, LearningPolicy
+from _smoke import bench_extra, parse_args
 from rich.console import Console
 from rich.table import Table
-from river import bandit as river_bandit
-from river import linear_model as river_linear_model
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from privbandits.envs import LinearGaussianBandit, normalised_gaussian
 from privbandits.linear import LinUCB
+from privbandits.validation import Real
+
+with bench_extra("linear_speed.py"):  # the peer libraries
+    from contextualbandits.linreg import LinearRegression as CBLinearRegression
+    from contextualbandits.online import LinUCB as CBLinUCB
+    from mabwiser.mab import MAB, LearningPolicy
+    from river import bandit as river_bandit
+    from river import linear_model as river_linear_model
 
 CONFIGS = ((20, 10), (100, 10), (100, 100))
 VARIANCE = 0.05  # contexts, parameters and noise, as in the env (spec §5.1)
@@ -247,9 +250,8 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=120.0, help="seconds per peer and setting")
     parser.add_argument("--blas-threads", type=int, default=1, help="BLAS threads (0: library default)")
     parser.add_argument("--seed", type=int, default=0)
-    args = parse_args(parser, rounds=20, repeat=1, budget=5.0)
-    if args.repeat < 1 or args.budget <= 0:
-        parser.error("--repeat must be >= 1 and --budget > 0")
+    budget = Real(0, low_open=True, note="seconds per peer and setting")
+    args = parse_args(parser, {"budget": budget}, rounds=20, repeat=1, budget=5.0)
     n_rounds = args.rounds or (500 if args.quick else 5000)
     if args.blas_threads:  # after every import, so that each BLAS copy loaded is limited
         threadpool_limits(args.blas_threads)

@@ -36,30 +36,33 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import phe.util
-from _smoke import parse_args
+from _smoke import bench_extra, parse_args
 from rich import box
 from rich.console import Console
 from rich.table import Table
 from threadpoolctl import threadpool_limits
 
-from privbandits.privacy.alternatives import (
-    KeyHolder,
-    PaillierProfile,
-    RoundInput,
-    RoundStatistics,
-    dp_statistics,
-    gaussian_sigma,
-    masked_state,
-    mpc_engine,
-    mpc_statistics,
-    o3m_statistics,
-    paillier_statistics,
-    plaintext_statistics,
-    random_round,
-    share_state,
-)
 from privbandits.privacy.masks import draw_mask, split_columns
+
+with bench_extra("vertical_alternatives.py"):  # phe, the Paillier library
+    import phe.util
+
+    from privbandits.privacy.alternatives import (
+        KeyHolder,
+        PaillierProfile,
+        RoundInput,
+        RoundStatistics,
+        dp_statistics,
+        gaussian_sigma,
+        masked_state,
+        mpc_engine,
+        mpc_statistics,
+        o3m_statistics,
+        paillier_statistics,
+        plaintext_statistics,
+        random_round,
+        share_state,
+    )
 
 N_PARTIES = 5
 HISTORY = 100

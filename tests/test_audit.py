@@ -163,7 +163,7 @@ def test_cli_audit_refuses_bad_input(tmp_path):
     assert bad.exit_code == 2
     assert "mechanism must be one of mpc_bandit.action" in bad.output and "got 'nope'" in bad.output
     few = runner.invoke(app, ["audit", "--samples", "1", "--store", str(tmp_path / "s")])
-    assert few.exit_code == 2 and "--samples must be an integer >= 2" in few.output
+    assert few.exit_code == 2 and "--samples must be in [2, 100000] (runs on each neighbouring input" in few.output
     assert not (tmp_path / "s").exists()
 
 

@@ -4,13 +4,11 @@ traceback, and nothing written; file-system problems are found before any comput
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import os
 import sqlite3
-import subprocess
 from pathlib import Path
 
 import pytest
+from bad_input import read_only, refused
 from typer.testing import CliRunner
 
 from privbandits.cli import app
@@ -30,57 +28,6 @@ n_arms = 2
 [[policies]]
 kind = "random"
 """
-
-
-def files(folder: Path) -> dict[str, str]:
-    """Every file under ``folder`` with a digest of its bytes."""
-    return {
-        str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in sorted(folder.rglob("*"))
-        if path.is_file()
-    }
-
-
-def refused(folder: Path, args: list[str], message: str) -> str:
-    """``privbandits ARGS`` run in ``folder`` exits 2 with one line holding ``message``, and writes nothing."""
-    before = files(folder)
-    cwd = os.getcwd()
-    os.chdir(folder)
-    try:
-        result = runner.invoke(app, args)
-    finally:
-        os.chdir(cwd)
-    output = result.output.strip()
-    assert result.exit_code == 2, output
-    assert isinstance(result.exception, SystemExit) and "Traceback" not in output
-    assert output.startswith("error: ") and "\n" not in output and message in output, output
-    assert files(folder) == before
-    return output
-
-
-@contextlib.contextmanager
-def read_only(folder: Path):
-    """``folder`` made read-only: a read-only bind mount as root (permissions do not bind root), else mode 0555."""
-    folder.mkdir(exist_ok=True)
-    mounted = False
-    if os.geteuid() == 0:
-        bind = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True)
-        ro = subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], capture_output=True)
-        mounted = bind.returncode == 0
-        if ro.returncode:
-            with contextlib.suppress(Exception):
-                subprocess.run(["umount", str(folder)], capture_output=True)
-            pytest.skip("cannot make a read-only folder here (root without mount)")
-    else:
-        folder.chmod(0o555)
-    try:
-        if os.access(folder, os.W_OK):
-            pytest.skip("cannot make a read-only folder here")
-        yield folder
-    finally:
-        if mounted:
-            subprocess.run(["umount", str(folder)], check=True)
-        folder.chmod(0o755)
 
 
 @pytest.fixture

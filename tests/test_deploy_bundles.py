@@ -117,7 +117,7 @@ def test_deploy_certs_refuses_an_out_folder_the_file_does_not_read(deployment, t
         "(relative to the file); omit --out, or change `bundles` in the file\n"
     )
     assert not elsewhere.exists()
-    assert invoke("deploy", "certs", deployment, "--out", deployment.parent / "certs").exit_code == 0
+    assert invoke("deploy", "certs", deployment, "--out", deployment.parent / "certs", "--force").exit_code == 0
 
 
 def test_deploy_certs_needs_the_bundles_field(tmp_path):
@@ -385,7 +385,7 @@ def test_a_bundles_or_data_folder_that_cannot_be_written_is_one_line(deployment,
 
     monkeypatch.setattr("privbandits.deploy.certs.write_bundles", refused)
     monkeypatch.setattr("privbandits.deploy.vertical.party.DEPLOYABLE.write_synthetic_data", refused)
-    certs, data = invoke("deploy", "certs", deployment), invoke("deploy", "data", deployment)
+    certs, data = invoke("deploy", "certs", deployment, "--force"), invoke("deploy", "data", deployment)
     assert (certs.exit_code, certs.output) == (2, "error: bundles: cannot write /readonly/file (Permission denied)\n")
     assert (data.exit_code, data.output) == (2, "error: /readonly/file: cannot write a data file (Permission denied)\n")
 

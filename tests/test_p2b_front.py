@@ -240,7 +240,8 @@ def test_deploy_load_drives_devices_through_a_local_shuffler_and_reports_the_rat
 @pytest.mark.parametrize(
     ("arguments", "replace", "error"),
     [
-        (["--devices", "0"], {}, "--devices must be an integer >= 1, got 0"),
+        (["--devices", "0"], {}, "--devices must be an integer in [1, 10000000] (simulated devices, one TLS "
+         "connection each), got 0"),
         (["--processes", "0"], {}, "--processes must be an integer >= 1, got 0"),
         (["--rate", "-5"], {}, "--rate must be a number of reports per second >= 0 (0: unpaced), got -5.0"),
         (["--devices", "100000", "--rate", "10"], {},

@@ -309,9 +309,14 @@ def show_command(
     name: Annotated[str, typer.Argument(help="A reproduction name, a config file, or a policy or environment kind.")],
 ) -> None:
     """Print every option of a reproduction, or of a policy or environment kind: key, type, default and what it
-    does (a protocol's options as the protocol declares them)."""
+    does (a protocol's options as the protocol declares them); of a deployment file, its settings and its protocol's
+    options with their bounds and the values the file sets."""
     from privbandits.experiments import reproduction as repro
 
+    deployment = _deployment_table(name)
+    if deployment is not None:
+        _show_deployment(Path(name), deployment)
+        return
     try:
         reproduction = repro.find(name)
     except _USER_ERRORS as exc:
@@ -332,17 +337,66 @@ def _kinds() -> dict:
     return by_kind(POLICY_CONFIGS + ENVIRONMENT_CONFIGS)
 
 
-def _options_table(model, title: str, defaults: dict) -> None:
-    """Key, type, default (``defaults`` over the model's) and description of every field of ``model``."""
+def _deployment_table(name: str) -> dict | None:
+    """The table of the deployment file ``name`` (a TOML file with ``protocol`` and ``parties``), else None."""
+    path = Path(name)
+    if path.suffix != ".toml" or not path.is_file():
+        return None
+    from privbandits.experiments.tomlfile import read_toml
+
+    try:
+        data = read_toml(path, ConfigError)
+    except ConfigError as exc:
+        _fail(str(exc))
+    return data if isinstance(data.get("protocol"), dict) and "parties" in data else None
+
+
+def _show_deployment(path: Path, data: dict) -> None:
+    """A deployment file's settings and its protocol section's options (the models' fields), with its values."""
+    from privbandits.deploy.deployment import Deployment
+    from privbandits.deploy.registry import PROTOCOLS
+
+    protocol = data["protocol"]
+    section = PROTOCOLS.section(protocol.get("name"))
+    if section is None:
+        known = ", ".join(map(repr, PROTOCOLS.names()))
+        _fail(f"{path}: protocol.name: must be one of {known}, got {protocol.get('name', '(nothing)')!r}")
+    parties = data["parties"] if isinstance(data["parties"], dict) else {}
+    roles = ", ".join(f"{party} ({entry.get('role', '?') if isinstance(entry, dict) else '?'})"
+                      for party, entry in parties.items())  # fmt: skip
+    console.print(f"[bold]{data.get('name', path.stem)}[/]: deployment file of protocol {protocol['name']}; "
+                  f"parties: {roles or 'none'}", highlight=False, soft_wrap=True)  # fmt: skip
+    _options_table(Deployment, "settings (top level)", {}, data, skip=("protocol", "parties", "source"))
+    _options_table(section, f"\\[protocol] options of {protocol['name']}", {}, protocol, skip=("name",))
+
+
+def _options_table(model, title: str, defaults: dict, values: dict | None = None, skip: tuple[str, ...] = ()) -> None:
+    """Key, type, default (``defaults`` over the model's) and description of every field of ``model`` but ``skip``;
+    with ``values`` (a deployment file's), also each field's bounds and the value ``values`` sets."""
     from privbandits.experiments.overrides import type_name
 
+    columns: tuple[str, ...] = ("key", "type", "default", "description")
+    if values is not None:
+        columns = ("key", "type", "bounds", "default", "this file", "description")
     table = Table(title=title, title_justify="left")
-    for column in ("key", "type", "default", "description"):
+    for column in columns:
         table.add_column(column, overflow="fold")
     for key, info in model.model_fields.items():
-        default = defaults.get(key, "(required)" if info.is_required() else info.default)
-        table.add_row(key, type_name(info.annotation), _shown(default), info.description or "")
+        if key in skip:
+            continue
+        default = "(required)" if info.is_required() else info.get_default(call_default_factory=True)
+        row = {"key": key, "type": type_name(info.annotation), "bounds": _bounds(info),
+               "default": _shown(defaults.get(key, default)), "description": info.description or "",
+               "this file": _shown(values[key]) if values and key in values else ""}  # fmt: skip
+        table.add_row(*(row[column] for column in columns))
     console.print(table)
+
+
+def _bounds(info) -> str:
+    """A field's bounds as its pydantic metadata states them: ``>= 1, <= 1024``."""
+    signs = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "min_length": "length >=", "max_length": "length <="}
+    return ", ".join(f"{sign} {getattr(item, key)}" for item in info.metadata for key, sign in signs.items()
+                     if hasattr(item, key))  # fmt: skip
 
 
 def _config_values(reproduction) -> dict:

@@ -24,14 +24,27 @@ def _fail(message: str) -> None:
     raise typer.Exit(code=2)
 
 
-def _check(names: list[str], samples: int | None, out: Path) -> None:
+def _check(names: list[str], samples: int | None, seed: int, out: Path) -> None:
+    """Refuse (one line, exit 2) what the audit cannot run or write, before it runs."""
     unknown = [name for name in names if name not in MECHANISM_NAMES]
     if unknown:
         _fail(f"mechanism must be one of {', '.join(MECHANISM_NAMES)}; got {', '.join(map(repr, unknown))}")
-    if samples is not None and samples < 2:
-        _fail(f"--samples must be an integer >= 2 (runs on each neighbouring input), got {samples}")
-    if out.exists() and not out.is_dir():
-        _fail(f"--out must be a folder (got {str(out)!r}, an existing file)")
+    repeated = next((name for name in names if names.count(name) > 1), None)
+    if repeated is not None:
+        _fail(f"mechanism {repeated!r} is given {names.count(repeated)} times; name each mechanism once")
+    from privbandits.audit.run import MOST_SAMPLES, default_samples
+    from privbandits.experiments.writable import PathError, check_writable
+    from privbandits.validation import Integer, InvalidInputError, check
+
+    most, name = min((MOST_SAMPLES * default_samples(name), name) for name in names)
+    note = f"runs on each neighbouring input; at most {MOST_SAMPLES} times {name}'s default"
+    try:
+        if samples is not None:
+            check(samples, "--samples", Integer(2, most, note=note))
+        check(seed, "--seed", Integer(0, note="the seed of the audit's runs"))
+        check_writable(out, "--out", folder=True)
+    except (InvalidInputError, PathError) as exc:
+        _fail(str(exc))
 
 
 def _plain_table(title: str, header: list[str], lines: list[list[str]]) -> Table:
@@ -72,7 +85,7 @@ def audit_command(
     samples and seed: a rerun reuses it unless --force.
     """
     names = list(names or MECHANISM_NAMES)
-    _check(names, samples, out)
+    _check(names, samples, seed, out)
     from privbandits.audit import calibrations
     from privbandits.audit.run import rows, write_report
     from privbandits.experiments.audits import AuditPlan, run_plan

@@ -42,6 +42,13 @@ MECHANISMS: dict[str, Callable[..., MechanismAudit]] = {
 FULL_SAMPLES = {"dp_linucb.shuffle": 10_000}
 """Samples per side where the default (100,000) would take minutes (a shuffled batch is 100 reports)."""
 DEFAULT_SAMPLES = 100_000
+MOST_SAMPLES = 10
+"""``privbandits audit --samples`` takes at most this many times a mechanism's default (memory and time)."""
+
+
+def default_samples(name: str) -> int:
+    """Samples per side of mechanism ``name``'s audit unless told otherwise."""
+    return FULL_SAMPLES.get(name, DEFAULT_SAMPLES)
 
 NOT_AUDITED = {
     "vertical.o3m": "not DP: orthogonal masks claim no ε; the attacks that apply (Gram leakage, "

@@ -28,6 +28,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from privbandits.deploy.deployment import DeploymentError, bundle_files
 
 DEFAULT_DAYS = 365
+MOST_DAYS = 3650
+"""The longest validity ``deploy certs`` gives a development certificate (ten years)."""
 BUNDLE_HINT = " (make the bundles with `privbandits deploy certs DEPLOY.toml`)"
 
 
@@ -170,6 +172,12 @@ def write_bundles(
         issue(ca, party, days=days).write(files["certificate"], files["key"])
         written[party] = files
     return Bundles(out / "ca.pem", out / "ca.key", written)
+
+
+def existing_bundles(out: Path, parties: Iterable[str]) -> list[str]:
+    """What :func:`write_bundles` would replace in ``out``: the CA's files and the parties' bundle folders there."""
+    ca = [name for name in ("ca.pem", "ca.key") if (out / name).exists()]
+    return ca + [f"{party}/" for party in parties if (out / party).exists()]
 
 
 def fingerprint(certificate: x509.Certificate) -> str:

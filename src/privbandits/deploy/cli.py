@@ -51,6 +51,16 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code=code)
 
 
+def _checked(value: int, option: str, low: int, high: int | None, note: str) -> None:
+    """Exit 2 with one line (``OPTION must be in [LOW, HIGH] (NOTE), got VALUE``) unless ``value`` is in range."""
+    from privbandits.validation import Integer, InvalidInputError, check
+
+    try:
+        check(value, option, Integer(low, high, note=note))
+    except InvalidInputError as exc:
+        _fail(str(exc))
+
+
 def _reason(exc: OSError) -> str:
     from privbandits.deploy.party import reason
 
@@ -78,12 +88,17 @@ def certs(
         Path | None,
         typer.Option("--out", help="Where to write the bundles: the file's `bundles` folder (the default) only."),
     ] = None,
-    days: Annotated[int, typer.Option("--days", min=1, help="Validity of every certificate.")] = 365,
+    days: Annotated[int, typer.Option("--days", help="Validity of every certificate, in days (1 to 3650).")] = 365,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Replace a CA and bundles already there (the hosts' copies stop working)."),
+    ] = False,
 ) -> None:
     """Make a development CA and one bundle per party: BUNDLES/NAME/ holds the CA certificate, the party's
     certificate and its key (0600); the CA's key stays in BUNDLES, in no party's folder. Copy BUNDLES/NAME to
-    party NAME's host (beside the deployment file, as the file names it): that host needs nothing else of it."""
-    from privbandits.deploy.certs import write_bundles
+    party NAME's host (beside the deployment file, as the file names it): that host needs nothing else of it.
+    A CA and bundles already in BUNDLES are kept unless --force."""
+    from privbandits.deploy.certs import MOST_DAYS, existing_bundles, write_bundles
 
     spec = _load(deployment)
     if spec.bundles is None:
@@ -95,6 +110,13 @@ def certs(
         _fail(
             f"--out {out}: the deployment reads its bundles from bundles = {spec.bundles} (relative to the file); "
             "omit --out, or change `bundles` in the file"
+        )
+    _checked(days, "--days", 1, MOST_DAYS, "a development certificate's validity in days: at most ten years")
+    there = existing_bundles(spec.bundles, spec.parties)
+    if there and not force:
+        _fail(
+            f"bundles: {spec.bundles} already holds a CA and bundles ({', '.join(there)}); a new CA would replace "
+            "them and every bundle already copied to a host would stop working: add --force to replace them"
         )
     try:
         written = write_bundles(spec.bundles, list(spec.parties), days=days)
@@ -264,11 +286,10 @@ def hosts(
     from privbandits.deploy.party import check_own_files
 
     spec = _load(deployment)
+    _new_folder(folder, "--dir")
     why = unavailable()
     if why is not None:
         _fail(f"deploy hosts: {why}")
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        _fail(f"--dir: {folder} must be a new or empty folder")
     try:
         for name in spec.parties:
             check_own_files(spec, name)
@@ -281,6 +302,18 @@ def hosts(
         console.print(f"{name}: exit {code}  {last}", highlight=False, soft_wrap=True)
     if any(run.codes.values()):
         raise typer.Exit(code=1)
+
+
+def _new_folder(folder: Path, option: str) -> None:
+    """Exit 2 with one line unless ``folder`` is a new or empty folder this process can write."""
+    from privbandits.experiments.writable import PathError, check_writable
+
+    try:
+        check_writable(folder, option, folder=True)
+    except PathError as exc:
+        _fail(str(exc))
+    if folder.is_dir() and any(folder.iterdir()):
+        _fail(f"{option} must be a new or empty folder (got {str(folder)!r}, which holds files)")
 
 
 def _run_local(spec, progress: bool, resume: bool, console, pin_cpus: bool = False):

@@ -43,12 +43,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Self
 
 from pydantic import Field, SerializeAsAny, ValidationError, field_validator, model_validator
-from pydantic_core import PydanticCustomError, PydanticKnownError
+from pydantic_core import ErrorDetails, PydanticCustomError, PydanticKnownError
 from typing_extensions import TypeVar
 
 from privbandits.deploy.deployment_parts import (  # what every protocol section builds on
@@ -64,6 +63,7 @@ from privbandits.deploy.deployment_parts import (
     parse_address as parse_address,  # re-exported
 )
 from privbandits.deploy.registry import PROTOCOLS
+from privbandits.strict import TomlPath
 
 SESSION_FIELDS = {"name", "deadline_s", "connect_deadline_s", "checkpoint_every", "reproducible", "protocol"}
 """What the session digest covers besides the parties and the CA: never a path."""
@@ -83,11 +83,11 @@ class Deployment(_Strict, Generic[P]):
     """
 
     name: str = Field(min_length=1)
-    ca: Path | None = Field(None, description="the CA certificate of every party that names none of its own")
-    bundles: Path | None = Field(None, description="the folder of the parties' bundles (BUNDLES/NAME/...)")
-    deadline_s: float = Field(30.0, gt=0, le=86400, allow_inf_nan=False)
-    connect_deadline_s: float = Field(60.0, gt=0, le=86400, allow_inf_nan=False)
-    output: Path = Path("out")
+    ca: TomlPath | None = Field(None, description="the CA certificate of every party that names none of its own")
+    bundles: TomlPath | None = Field(None, description="the folder of the parties' bundles (BUNDLES/NAME/...)")
+    deadline_s: float = Field(30.0, gt=0, le=86400)
+    connect_deadline_s: float = Field(60.0, gt=0, le=86400)
+    output: TomlPath = Path("out")
     checkpoint_every: int = Field(100, ge=1, description="rounds between checkpoints of a party's state")
     reproducible: bool = Field(
         False,
@@ -100,7 +100,7 @@ class Deployment(_Strict, Generic[P]):
     else:
         protocol: SerializeAsAny[ProtocolSection]
     parties: dict[str, PartyEntry] = Field(min_length=2)
-    source: Path | None = Field(None, exclude=True)
+    source: TomlPath | None = Field(None, exclude=True)
 
     @field_validator("parties")
     @classmethod
@@ -281,10 +281,21 @@ def _explain(exc: ValidationError) -> str:
             message = f"Input should be {' or '.join(map(repr, PROTOCOLS.names()))}"
         elif error["type"] == "missing" and loc[:1] == ["parties"] and loc[-1] in BUNDLE_FILES:
             message = "missing: name the file, or set `bundles` (the folder holding each party's bundle, BUNDLES/NAME/)"
-        elif isinstance(error.get("input"), int | float) and not isinstance(error["input"], bool):
-            message = f"{message}, got {error['input']!r}"  # a number out of range: say which
+        elif error["type"] == "path_type":
+            message = f"Input should be a path (a string), got {error['input']!r}"
+        elif _given(error):
+            message = f"{message}, got {error['input']!r}"  # say which value
         lines.append(f"{where}: {message}" if where else message)
     return "; ".join(lines)
+
+
+def _given(error: ErrorDetails) -> bool:
+    """Whether ``error``'s message should name the value given: a number out of range, or a value of another type
+    (``rounds = "500"``: the strict base converts nothing); a validator's own message names it itself."""
+    given = error.get("input")
+    if isinstance(given, int | float) and not isinstance(given, bool):
+        return True
+    return isinstance(given, str | bool) and error["type"] != "value_error"
 
 
 def parse_deployment(data: dict, base: Path = Path("."), source: Path | None = None) -> Deployment:
@@ -298,11 +309,11 @@ def parse_deployment(data: dict, base: Path = Path("."), source: Path | None = N
 
 def load_deployment(path: str | Path) -> Deployment:
     """Read and validate a deployment TOML file; :class:`DeploymentError` says what is wrong."""
+    from privbandits.experiments.tomlfile import read_toml
+
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text())
+        data = read_toml(path, DeploymentError, "deployment file ")
     except FileNotFoundError:
         raise DeploymentError(f"deployment file {path} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise DeploymentError(f"{path}: not valid TOML: {exc}") from None
     return parse_deployment(data, path.resolve().parent, path)

@@ -11,7 +11,9 @@ import re
 from pathlib import Path
 from typing import ClassVar, get_args
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import field_validator
+
+from privbandits.strict import StrictModel, TomlPath
 
 PARTY_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 
@@ -20,8 +22,9 @@ class DeploymentError(ValueError):
     """A deployment file that cannot be used; the message names the field."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Strict(StrictModel):
+    """The base of every model of a deployment file: strict types and finite floats, as an experiment config's
+    (:class:`privbandits.strict.StrictModel`); paths are :data:`~privbandits.strict.TomlPath`."""
 
 
 class ProtocolSection(_Strict):
@@ -87,10 +90,10 @@ class PartyEntry(_Strict):
 
     role: str
     address: str
-    ca: Path
-    certificate: Path
-    key: Path
-    data: Path | None = None
+    ca: TomlPath
+    certificate: TomlPath
+    key: TomlPath
+    data: TomlPath | None = None
 
     @field_validator("address")
     @classmethod

@@ -15,7 +15,7 @@ from typing import Any
 
 from privbandits.audit import calibrations
 from privbandits.audit.base import Weakening
-from privbandits.audit.run import DEFAULT_SAMPLES, FULL_SAMPLES, FUNCTION, MECHANISMS, mechanism
+from privbandits.audit.run import FUNCTION, MECHANISMS, default_samples, mechanism
 from privbandits.experiments.tasks import Task
 from privbandits.privacy.noise import NOISE_SAMPLER
 
@@ -36,7 +36,7 @@ class AuditPlan:
         tasks = []
         for name in self.names:
             audit = mechanism(name)
-            samples = self.samples or FULL_SAMPLES.get(name, DEFAULT_SAMPLES)
+            samples = self.samples or default_samples(name)
             for weak in (Weakening(), audit.weakened):
                 params = {"mechanism_name": name, "options": {}, "samples": samples, "seed": self.seed,
                           "weakening": weak.as_dict(), "noise_sampler": NOISE_SAMPLER}  # fmt: skip

@@ -28,6 +28,8 @@ from privbandits.deploy.deployment import Deployment, DeploymentError
 from privbandits.deploy.p2b.section import P2BProtocol
 
 OUTCOMES = ("accepted", "refused", "failed")
+MOST_DEVICES = 10_000_000
+"""The most devices one ``deploy load`` drives (ten times benchmarks/p2b_million.py's)."""
 
 
 @dataclass(frozen=True)
@@ -46,10 +48,14 @@ class LoadSettings:
 
     def check(self) -> None:
         """One line naming the first bad setting (DeploymentError)."""
-        for name, low in (("devices", 1), ("processes", 1), ("concurrency", 1)):
+        from privbandits.validation import Integer
+
+        allowed = {"devices": Integer(1, MOST_DEVICES, note="simulated devices, one TLS connection each"),
+                   "processes": Integer(1), "concurrency": Integer(1), "seed": Integer(0)}  # fmt: skip
+        for name, constraint in allowed.items():
             value = getattr(self, name)
-            if not isinstance(value, int) or value < low:
-                raise DeploymentError(f"--{name} must be an integer >= {low}, got {value!r}")
+            if not constraint.accepts(value):
+                raise DeploymentError(f"--{name} must be {constraint}, got {value!r}")
         if not np.isfinite(self.rate) or self.rate < 0:
             raise DeploymentError(f"--rate must be a number of reports per second >= 0 (0: unpaced), got {self.rate!r}")
 

@@ -11,17 +11,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TypeVar, get_args
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BaseModel, BeforeValidator
 
 from privbandits.declared import declared as declared  # re-exported: the config's fields read it
+from privbandits.strict import StrictModel
 
 
 class ConfigError(ValueError):
     """A config file that cannot be used; the message lists every problem."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+class _Strict(StrictModel):
+    """The base of every config model (:class:`privbandits.strict.StrictModel`, as the deployment files')."""
 
 
 def _listed(value: Any) -> Any:
