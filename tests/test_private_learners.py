@@ -1,28 +1,36 @@
-"""The experiments' learner kinds and private learners: a DP kind without a learner is refused (not silently the
+"""The experiments' learner kinds and private learners: each DP kind builds its own learner (never silently the
 shuffle model), the learners that measure their privacy are exactly the :class:`PrivateLearner` ones, and a
 learner's traffic is reported where it is a :class:`NetworkedLearner`."""
 
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from privbandits.experiments.adapters import PolicyLearner, PrivateLearner, private_metrics, traffic_of
-from privbandits.experiments.registry import dp_learner
+from privbandits.experiments.config import LinearGaussianEnvConfig
+from privbandits.experiments.registry import POLICY_KINDS
+from privbandits.experiments.sources import build_source
 from privbandits.linear import EpsilonGreedy, LinTS, LinUCB
 from privbandits.protocols.dp import JointDPLinUCB, LocalDPLinUCB, ShuffleDPLinUCB
 from privbandits.protocols.fclub.baselines import LocalBaselineBandit
 from privbandits.protocols.fclub.driver import FederatedClusteredBandit
 from privbandits.protocols.mpc_bandit import PlaintextEpsilonGreedy, PrivateEpsilonGreedy
 from privbandits.protocols.vertical.core import VerticalFederatedBandit
-from privbandits.validation import InvalidInputError
 
 
 def test_each_dp_kind_builds_its_own_learner_and_another_kind_is_refused_naming_the_kinds():
+    """Each DP kind's config names its learner (no lookup that could fall back to another); an unknown kind is
+    refused by the registry, naming the registered kinds."""
+    import numpy as np
+
+    source = build_source(LinearGaussianEnvConfig(kind="linear_gaussian", dim=3, n_arms=4))
     kinds = ("joint_dp_linucb", "local_dp_linucb", "shuffle_dp_linucb")
-    assert [dp_learner(kind) for kind in kinds] == [JointDPLinUCB, LocalDPLinUCB, ShuffleDPLinUCB]
-    expected = "kind: must be one of joint_dp_linucb, local_dp_linucb, shuffle_dp_linucb for a DP LinUCB policy, got "
-    with pytest.raises(InvalidInputError, match=f"^{expected}'central_dp_linucb'$"):
-        dp_learner("central_dp_linucb")
+    learners = [POLICY_KINDS.validate({"kind": kind}).learner(source, 10, np.random.SeedSequence(0)) for kind in kinds]
+    assert [type(learner.policy) for learner in learners] == [JointDPLinUCB, LocalDPLinUCB, ShuffleDPLinUCB]
+    assert {learner.policy.horizon for learner in learners} == {10}
+    with pytest.raises(ValidationError, match=r"Input tag 'central_dp_linucb' .* expected tags: .*'shuffle_dp_linucb'"):
+        POLICY_KINDS.validate({"kind": "central_dp_linucb"})
 
 
 def test_the_private_learners_and_only_they_are_private_learners():

@@ -332,9 +332,10 @@ def show_command(
 
 def _kinds() -> dict:
     """Policy and environment config classes by their ``kind``."""
-    from privbandits.experiments.config import ENVIRONMENT_CONFIGS, POLICY_CONFIGS, by_kind
+    from privbandits.experiments.config import ENVIRONMENT_CONFIGS, by_kind
+    from privbandits.experiments.registry import POLICY_KINDS
 
-    return by_kind(POLICY_CONFIGS + ENVIRONMENT_CONFIGS)
+    return {**POLICY_KINDS.by_kind(), **by_kind(ENVIRONMENT_CONFIGS)}
 
 
 def _deployment_table(name: str) -> dict | None:
@@ -425,17 +426,19 @@ def _shown(value) -> str:
 def list_command() -> None:
     """List the policies, environments and reproductions (with `show NAME` for their options)."""
     from privbandits.experiments.catalog import NONE_INSTALLED, REPRODUCTIONS, shipped_configs
-    from privbandits.experiments.config import ENVIRONMENT_CONFIGS, POLICY_CONFIGS, by_kind
+    from privbandits.experiments.config import ENVIRONMENT_CONFIGS, by_kind
+    from privbandits.experiments.registry import POLICY_KINDS
 
-    for title, models in (
-        ("policies (kind = ...)", POLICY_CONFIGS),
-        ("environments (kind = ...)", ENVIRONMENT_CONFIGS),
-    ):
+    kinds: tuple[tuple[str, dict], ...] = (
+        ("policies (kind = ...)", POLICY_KINDS.by_kind()),
+        ("environments (kind = ...)", by_kind(ENVIRONMENT_CONFIGS)),
+    )
+    for title, models in kinds:
         table = Table(title=title, title_justify="left")
         table.add_column("kind", style="bold cyan")
         table.add_column("description")
         table.add_column("options")
-        for kind, schema in by_kind(models).items():
+        for kind, schema in models.items():
             options = ", ".join(name for name in schema.model_fields if name != "kind")
             table.add_row(kind, (schema.__doc__ or "").strip().partition("\n")[0], options)
         console.print(table)

@@ -1,6 +1,7 @@
 """Experiments: specs, tasks, the results store, executors, the runner, reproductions and reports.
 
-Config experiments (TOML files validated by typed kinds) step each environment's round source through the
+Config experiments (TOML files validated by typed kinds; the policy kinds are plug-ins of
+:data:`~privbandits.experiments.registry.POLICY_KINDS`) step each environment's round source through the
 runner's one loop with learners behind one adapter contract; every (policy, seed) pair or reproduction point
 is a task keyed by the hash of its spec, computed by an executor (in process, a process pool or Ray) into
 the SQLite results store; reports, the results book and the static site are rebuilt from stored rows alone.
@@ -24,6 +25,8 @@ __all__, __getattr__, __dir__ = lazy_exports(
         "config_hash": "privbandits.experiments.config",
         "load_config": "privbandits.experiments.config",
         "parse_config": "privbandits.experiments.config",
+        "PolicyKindConfig": "privbandits.experiments.config.kind",
+        "POLICY_KINDS": "privbandits.experiments.registry",
         "SweepSummary": "privbandits.experiments.runner",
         "load_runs": "privbandits.experiments.runner",
         "pending_runs": "privbandits.experiments.runner",

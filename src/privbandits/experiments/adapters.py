@@ -22,7 +22,7 @@ parties exchange messages by being a :class:`NetworkedLearner` (its ``traffic``)
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -51,6 +51,30 @@ class NetworkedLearner(Protocol):
     @property
     def traffic(self) -> Traffic:
         """The ledger of the messages its parties sent."""
+        ...
+
+
+class Learner(Protocol):
+    """What the runner's loop drives: one of the adapters below, or a policy kind's own."""
+
+    policy: Any
+    """The learner behind the adapter (its ``theta``, where it has one, is the run's estimate series)."""
+
+    def select(self, round: Round) -> int:
+        """The arm of ``round``."""
+        ...
+
+    def update(self, round: Round, arm: int, reward: float) -> None:
+        """Learn ``reward`` of ``arm`` in ``round`` (called only for rounds that count)."""
+        ...
+
+    @property
+    def traffic(self) -> Traffic | None:
+        """The messages its parties sent (None for a learner without parties)."""
+        ...
+
+    def metrics(self) -> dict[str, float]:
+        """Scalars the run stores besides its rewards."""
         ...
 
 
@@ -101,7 +125,7 @@ class UserLearner:
         self.policy.update(reward)
 
     @property
-    def traffic(self):
+    def traffic(self) -> Traffic | None:
         return None  # reported by metrics(): FCLUB's phases are not the setup/round split of the summary
 
     def metrics(self) -> dict[str, float]:

@@ -1,130 +1,150 @@
-"""Build each run's learner from its validated policy config (plaintext, vertical, FCLUB, MPC, DP baselines)."""
+"""Policy kinds as plug-ins: the registry of the kinds an experiment config's ``[[policies]]`` tables name.
+
+A policy kind is its config model: a pydantic model deriving from
+:class:`~privbandits.experiments.config.kind.PolicyKindConfig` whose ``kind`` field is a one-value ``Literal`` (the
+kind's name, written there once). The model declares the kind's options, how it builds its learner from a run's
+round source (``learner``) or runs on a population (``population_metrics``), which environments it cannot serve
+(``environment_problem``) and what it adds to a run's store key (``noise_key``: the DP noise it draws). The registry
+(:data:`POLICY_KINDS`) holds the models by kind: the experiment config's policies validate through it
+(:meth:`PolicyKindRegistry.validate`, a tagged union of the registered models), the runner rebuilds a run's policy
+from its stored spec through it, ``privbandits list`` and ``show`` list it, and an unknown kind is refused with the
+registered ones listed.
+
+The built-in kinds register where they are declared (``@POLICY_KINDS.register`` on their classes in
+:mod:`privbandits.experiments.config.policies`, imported the first time the registry is asked); an installed
+package declares its own as an entry point (group :data:`ENTRY_POINTS`), found at the first kind the registry does
+not know; a test registers its own for a while with :meth:`PolicyKindRegistry.extended`. Light to import: the
+command line reads it before numpy.
+"""
 
 from __future__ import annotations
 
-import numpy as np
+import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
-from privbandits.experiments.adapters import PolicyLearner, StepLearner, UserLearner
-from privbandits.experiments.config import (
-    EpsilonGreedyConfig,
-    FCLUBPolicyConfig,
-    LinTSConfig,
-    LinUCBConfig,
-    MPCEpsilonGreedyConfig,
-    P2BPolicyConfig,
-    PlaintextMPCEpsilonGreedyConfig,
-    PolicyConfig,
-    RandomPolicyConfig,
-    VerticalLinTSConfig,
-    VerticalLinUCBConfig,
-    _DPLinUCBBase,
-    _LocalBaselineBase,
-)
-from privbandits.experiments.sources import EnvironmentSource, ReplaySource
-from privbandits.validation import InvalidInputError
+from pydantic import BaseModel, Field, TypeAdapter
 
-StreamPolicyConfig = LinUCBConfig | LinTSConfig | EpsilonGreedyConfig | RandomPolicyConfig
-"""The policies :func:`build_policy` builds (the vertical ones are LinUCB and LinTS subclasses)."""
+if TYPE_CHECKING:
+    from privbandits.experiments.config.kind import PolicyKindConfig
+
+Model = TypeVar("Model", bound=type[BaseModel])
 
 
-def build_policy(config: StreamPolicyConfig, n_arms: int, dim: int, rng: np.random.Generator):
-    """A fresh plaintext or vertical policy for ``n_arms`` arms on ``dim``-dimensional contexts."""
-    from privbandits.linear import EpsilonGreedy, LinTS, LinUCB, UniformRandom
-    from privbandits.protocols.vertical.core import VerticalFederatedBandit
-
-    if isinstance(config, RandomPolicyConfig):
-        return UniformRandom(n_arms, rng=rng)
-    common = dict(
-        layout=config.layout,
-        reg=config.reg,
-        refresh_every=config.refresh_every,
-        tie_break=config.tie_break,
-        tie_tolerance=config.tie_tolerance,
-        rng=rng,
-    )
-    if isinstance(config, VerticalLinUCBConfig | VerticalLinTSConfig):
-        mask_rng, common["rng"] = rng.spawn(2)
-        if isinstance(config, VerticalLinUCBConfig):
-            learner = LinUCB(n_arms, dim, alpha=config.alpha, **common)
-        else:
-            learner = LinTS(n_arms, dim, v=config.v, sampler=config.sampler, **common)
-        return VerticalFederatedBandit(
-            config.partition,
-            learner,
-            mask_source=config.mask_source,
-            rng=mask_rng,
-            secure_aggregation=config.secure_aggregation,
-        )
-    if isinstance(config, LinUCBConfig):
-        return LinUCB(n_arms, dim, alpha=config.alpha, **common)
-    if isinstance(config, LinTSConfig):
-        return LinTS(n_arms, dim, v=config.v, sampler=config.sampler, **common)
-    return EpsilonGreedy(n_arms, dim, epsilon=config.epsilon, **common)
+def kind_of(model: type[BaseModel]) -> str:
+    """The kind a config model is tagged with: its ``kind`` field's one ``Literal`` value."""
+    field = model.model_fields.get("kind")
+    values = get_args(field.annotation) if field is not None and get_origin(field.annotation) is Literal else ()
+    if len(values) != 1 or not isinstance(values[0], str):
+        raise TypeError(f"{model.__name__} is no policy kind: it needs a field kind: Literal['NAME']")
+    return values[0]
 
 
-def build_learner(
-    config: PolicyConfig,
-    source: EnvironmentSource | ReplaySource,
-    horizon: int,
-    seed: np.random.SeedSequence,
-) -> PolicyLearner | UserLearner | StepLearner:
-    """The learner of one run behind the runner's contract (:mod:`~privbandits.experiments.adapters`).
+class PolicyKindRegistry:
+    """Policy config models by kind, in registration order (the built-in kinds first)."""
 
-    ``seed`` is the run's policy stream: plaintext and vertical policies and FCLUB draw
-    from ``default_rng(seed)``; the MPC learners derive their engine and exploration
-    streams from it, so the private learner and its twin share their exploration draws.
-    """
-    rng = np.random.default_rng(seed)
-    if isinstance(config, FCLUBPolicyConfig | _LocalBaselineBase):
-        return _user_learner(config, source, horizon, rng)
-    if isinstance(config, PlaintextMPCEpsilonGreedyConfig):
-        from privbandits.protocols.mpc_bandit import PlaintextEpsilonGreedy, PrivateEpsilonGreedy
+    def __init__(self, builtins: str | None = None, entry_points: str | None = None) -> None:
+        self._models: dict[str, type[PolicyKindConfig]] = {}
+        self._builtins = builtins  # the module registering the built-in kinds: imported when first asked
+        self._group = entry_points  # installed packages' kinds: discovered at the first unknown kind
+        self._adapter: TypeAdapter[Any] | None = None
 
-        # incompatibility() refuses the MPC learners on replay, the only source without reward()
-        assert isinstance(source, EnvironmentSource), "MPC learners run on environments, not replay"
-        protocol = config.protocol_config(source.n_arms, source.dim)
-        if isinstance(config, MPCEpsilonGreedyConfig):
-            return StepLearner(PrivateEpsilonGreedy(protocol, seed=seed), source.reward)
-        return StepLearner(PlaintextEpsilonGreedy(protocol, seed=seed), source.reward)
-    if isinstance(config, _DPLinUCBBase):
-        learner = dp_learner(config.kind)
-        options = config.policy_options()
-        return PolicyLearner(learner(source.n_arms, source.dim, horizon=horizon, rng=rng, **options))
-    # population (P2B) runs never get here: the runner sends them to _run_population
-    assert not isinstance(config, P2BPolicyConfig), "P2B runs on populations, not streams"
-    visible = config.visible_features
-    return PolicyLearner(build_policy(config, source.n_arms, visible or source.dim, rng), visible)
+    def _load_builtins(self) -> None:
+        module, self._builtins = self._builtins, None
+        if module is not None:
+            importlib.import_module(module)
+
+    def _discover(self) -> None:
+        """Register, once, the kinds installed packages declare as entry points of the group (each
+        ``NAME = "module:attribute"``, the config model of kind NAME)."""
+        self._load_builtins()
+        group, self._group = self._group, None
+        if group is None:
+            return
+        from importlib.metadata import entry_points
+
+        for point in entry_points(group=group):
+            if point.name not in self._models:
+                model = point.load()
+                if not (isinstance(model, type) and issubclass(model, BaseModel)) or kind_of(model) != point.name:
+                    raise TypeError(f"entry point {point.name} = {point.value!r} ({group}) is not its kind's model")
+                self.register(model)
+
+    def register(self, model: Model) -> Model:
+        """Register config model ``model`` under its kind (so it decorates the class that declares it); refused
+        (``ValueError``) if that kind is taken."""
+        self._load_builtins()
+        kind = kind_of(model)
+        if kind in self._models:
+            raise ValueError(f"policy kind {kind!r} is already registered (registered: {', '.join(self._models)})")
+        self._models[kind] = model  # type: ignore[assignment]  # a PolicyKindConfig (its model's base)
+        self._adapter = None
+        return model
+
+    def unregister(self, kind: str) -> None:
+        """Forget kind ``kind``; ``KeyError`` naming the registered ones if there is none."""
+        if kind not in self._models:
+            raise KeyError(f"no policy kind {kind!r} is registered (registered: {', '.join(self._models)})")
+        del self._models[kind]
+        self._adapter = None
+
+    @contextmanager
+    def extended(self, *models: type[BaseModel]) -> Iterator[PolicyKindRegistry]:
+        """Register ``models`` for the ``with`` block, then forget them (e.g. a test's own kind)."""
+        added: list[str] = []
+        try:
+            for model in models:
+                self.register(model)
+                added.append(kind_of(model))
+            yield self
+        finally:
+            for kind in added:
+                self.unregister(kind)
+
+    def names(self) -> tuple[str, ...]:
+        """The registered kinds, in registration order (installed plug-ins' last)."""
+        self._discover()
+        return tuple(self._models)
+
+    def models(self) -> tuple[type[PolicyKindConfig], ...]:
+        """The registered config models, in registration order."""
+        self._discover()
+        return tuple(self._models.values())
+
+    def by_kind(self) -> dict[str, type[PolicyKindConfig]]:
+        """The registered config models by kind, in registration order."""
+        self._discover()
+        return dict(self._models)
+
+    def model(self, kind: object) -> type[PolicyKindConfig] | None:
+        """The config model of kind ``kind``; None if no kind of that name is registered."""
+        if not isinstance(kind, str):
+            return None
+        if kind not in self._models:
+            self._discover()
+        return self._models.get(kind)
+
+    def validate(self, value: object) -> PolicyKindConfig:
+        """``value`` (a mapping or a config) validated by the model its ``kind`` names: pydantic's errors of a
+        tagged union (``union_tag_invalid`` for an unknown kind, the kind in the location of a field's error)."""
+        if isinstance(value, dict):
+            self.model(value.get("kind"))  # an unknown kind: look for installed ones first
+        if self._adapter is None:
+            self._adapter = TypeAdapter(self._union())
+        return self._adapter.validate_python(value)
+
+    def _union(self) -> Any:
+        """The tagged union of the models registered so far (the built-in kinds are always among them: never a
+        union of one); installed kinds are looked for only when a config names a kind not among them."""
+        self._load_builtins()
+        return Annotated[Union[tuple(self._models.values())], Field(discriminator="kind")]  # noqa: UP007
 
 
-def dp_learner(kind: str) -> type:
-    """The DP LinUCB baseline class of policy kind ``kind``; :class:`InvalidInputError` naming the known kinds
-    for any other (a new DP config kind needs its learner here, not a silent fallback)."""
-    from privbandits.protocols import dp
+ENTRY_POINTS = "privbandits.policy_kinds"
+"""The entry-point group an installed package declares its policy kinds in (``NAME = "module:Model"``)."""
 
-    learners = {
-        "joint_dp_linucb": dp.JointDPLinUCB,
-        "local_dp_linucb": dp.LocalDPLinUCB,
-        "shuffle_dp_linucb": dp.ShuffleDPLinUCB,
-    }
-    if kind not in learners:
-        raise InvalidInputError(f"kind: must be one of {', '.join(learners)} for a DP LinUCB policy, got {kind!r}")
-    return learners[kind]
-
-
-def _user_learner(
-    config: FCLUBPolicyConfig | _LocalBaselineBase,
-    source: EnvironmentSource | ReplaySource,
-    horizon: int,
-    rng: np.random.Generator,
-) -> UserLearner:
-    """FCLUB or a local-server baseline; incompatibility() admits them only on environments with users."""
-    server_of_user = source.server_of_user
-    assert server_of_user is not None, "user learners need an environment with users"
-    if isinstance(config, FCLUBPolicyConfig):
-        from privbandits.protocols.fclub.driver import FederatedClusteredBandit
-
-        protocol = config.protocol_config(horizon)
-        return UserLearner(FederatedClusteredBandit(protocol, server_of_user, source.dim, source.n_arms, rng=rng))
-    from privbandits.protocols.fclub.baselines import LocalBaselineBandit
-
-    return UserLearner(LocalBaselineBandit(config.protocol_config(horizon), server_of_user, source.dim, rng))
+POLICY_KINDS = PolicyKindRegistry("privbandits.experiments.config.policies", ENTRY_POINTS)
+"""The experiment config's policy kinds: the built-in ones (registered by
+:mod:`privbandits.experiments.config.policies`), those installed packages declare (:data:`ENTRY_POINTS`) and any
+registered since."""

@@ -24,6 +24,7 @@ def _sections() -> dict[str, tuple[type, ...]]:
     """The classes behind each block, by the block's argument (imported only when a table is written)."""
     from privbandits.linear.policies import EpsilonGreedy, LinTS, LinUCB, UniformRandom
     from privbandits.linear.ridge import RidgeStatistics
+    from privbandits.protocols.dp import PrivateLinUCB, ShuffleDPLinUCB
     from privbandits.protocols.fclub.baselines import BaselineConfig
     from privbandits.protocols.fclub.config import FCLUBConfig
     from privbandits.protocols.mpc_bandit.config import MPCBanditConfig
@@ -36,6 +37,7 @@ def _sections() -> dict[str, tuple[type, ...]]:
         "vertical": (VerticalFederatedBandit,),
         "fclub": (FCLUBConfig, BaselineConfig),
         "mpc": (MPCBanditConfig,),
+        "dp": (PrivateLinUCB, ShuffleDPLinUCB),
     }
 
 

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from pydantic import TypeAdapter
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -39,20 +38,18 @@ from privbandits.comm import ROUND, SETUP, Traffic
 from privbandits.experiments.config import (
     EnvConfig,
     ExperimentConfig,
-    P2BPolicyConfig,
-    PolicyConfig,
+    PolicyKindConfig,
     config_hash,
     environment_from_spec,
 )
 from privbandits.experiments.executors import ExecutorName, run_tasks
-from privbandits.experiments.registry import build_learner
-from privbandits.experiments.sources import build_population, build_source
+from privbandits.experiments.registry import POLICY_KINDS
+from privbandits.experiments.sources import build_source
 from privbandits.experiments.store import RUN_FN, ResultsStore, RunRecord
 from privbandits.experiments.tasks import Task, canonical_json
 
 ProgressCallback = Callable[[int], None]
 _PROGRESS_EVERY = 250
-_POLICY_ADAPTER: TypeAdapter = TypeAdapter(PolicyConfig)
 
 
 def series_rounds(horizon: int, points: int) -> np.ndarray:
@@ -101,7 +98,7 @@ def run_single(
 def _run(
     spec: dict[str, Any],
     environment: EnvConfig,
-    policy_config: PolicyConfig,
+    policy_config: PolicyKindConfig,
     seed: int,
     progress: ProgressCallback | None,
 ) -> RunRecord:
@@ -111,7 +108,8 @@ def _run(
     learner (an adapter, :mod:`~privbandits.experiments.adapters`) picks an arm, the
     source scores it, and the learner learns when the round counts (always, except
     under replay, where only rounds whose chosen arm was logged count). Population
-    environments (P2B) have no rounds: :func:`_run_population`.
+    environments (P2B) have no rounds: :func:`_run_population`. The learner is the policy kind's
+    (:meth:`~privbandits.experiments.config.kind.PolicyKindConfig.learner`).
     """
     if environment.population:
         return _run_population(spec, environment, policy_config, seed)
@@ -119,7 +117,7 @@ def _run(
     source = build_source(environment)
     source.reset(np.random.default_rng(env_seed))
     horizon = spec["horizon"]
-    learner = build_learner(policy_config, source, horizon, policy_seed)
+    learner = policy_config.learner(source, horizon, policy_seed)
 
     keep = series_rounds(horizon, spec["series_points"]) - 1
     norms = np.empty(len(keep)) if _has_shared_estimate(learner.policy) else None
@@ -177,38 +175,14 @@ def _run(
     )
 
 
-P2B_SETTINGS = ("cold", "warm_non_private", "warm_private")
-
-
-def _run_population(spec: dict[str, Any], environment: EnvConfig, policy_config: PolicyConfig, seed: int) -> RunRecord:
-    """One P2B simulation (:func:`privbandits.protocols.p2b.core.simulate`): users generated from ``seed``,
-    ``spec["horizon"]`` interactions each; the run stores the late users' mean rewards as metrics."""
-    from privbandits.privacy.encoding import load_or_fit_encoder
-    from privbandits.protocols.p2b.core import simulate
-
-    if not isinstance(policy_config, P2BPolicyConfig):  # refused when the experiment config was validated
-        raise TypeError(f"a population environment runs the P2B policy only, got {policy_config.kind!r}")
+def _run_population(
+    spec: dict[str, Any], environment: EnvConfig, policy_config: PolicyKindConfig, seed: int
+) -> RunRecord:
+    """One run of a population kind (P2B: :meth:`~privbandits.experiments.config.P2BPolicyConfig.population_metrics`,
+    users generated from ``seed``, ``spec["horizon"]`` interactions each); the run stores its metrics."""
     start = time.perf_counter()
-    data = build_population(environment, spec["horizon"], seed)
-    encoder = load_or_fit_encoder(
-        environment.context_dim, policy_config.precision, policy_config.n_codes, seed=policy_config.encoder_seed
-    )
-    with threadpool_limits(limits=1):
-        outcome = simulate(data, encoder, policy_config.protocol_config(), seed)
+    metrics = policy_config.population_metrics(environment, spec["horizon"], seed)
     wall = time.perf_counter() - start
-    metrics: dict[str, float] = {}
-    for name in P2B_SETTINGS:
-        result = getattr(outcome, name)
-        metrics |= {name: result.mean, f"{name}_std": result.std}
-    metrics |= {
-        "late_users": outcome.cold.n_users,
-        "raw_tuples_shared": outcome.raw_tuples_shared,
-        "encoded_tuples_shared": outcome.encoded_tuples_shared,
-        "released": outcome.release.get("released", 0),
-        "min_released_crowd": outcome.release.get("min_released_crowd", float("nan")),
-        "epsilon": outcome.ledger.entries[-1].epsilon,
-        "bytes": outcome.traffic.total().bytes,
-    }
     digest = hashlib.sha256(canonical_json(metrics).encode()).hexdigest()
     empty = np.empty(0)
     return RunRecord(
@@ -232,7 +206,7 @@ def run_task(spec: dict[str, Any], seed: int) -> dict[str, Any]:
     """Task function of one (policy, seed) run: ``spec`` is :meth:`ExperimentConfig.run_spec`
     (data files by path and content hash; a file changed since is refused)."""
     environment = environment_from_spec(spec["environment"])
-    policy = _POLICY_ADAPTER.validate_python(spec["policy"])
+    policy = POLICY_KINDS.validate(spec["policy"])
     return _run(spec, environment, policy, seed, None).to_result()
 
 

@@ -15,9 +15,12 @@ hash (:func:`~privbandits.experiments.tasks.file_identity`), so a changed file i
 a different unit of the results store.
 
 The schema lives in the modules of this package: :mod:`.base` (the error type, strict models,
-data-file paths), :mod:`.environments`, :mod:`.policies`, :mod:`.compatibility` (which policy
+data-file paths), :mod:`.environments`, :mod:`.kind` (what a policy kind's config is),
+:mod:`.policies` (the built-in policy kinds, registered in
+:data:`~privbandits.experiments.registry.POLICY_KINDS`), :mod:`.compatibility` (which policy
 runs on which environment), :mod:`.experiment` (:class:`ExperimentConfig`, the run spec and its
-hash) and :mod:`.errors` (one line per validation problem). Every name is importable from here.
+hash) and :mod:`.errors` (one line per validation problem). Every name is importable from here;
+``POLICY_CONFIGS`` is the registered policy kinds' models, as registered when it is read.
 """
 
 from __future__ import annotations
@@ -52,8 +55,8 @@ from privbandits.experiments.config.experiment import (
     environment_from_spec,
     environment_spec,
 )
+from privbandits.experiments.config.kind import PolicyConfig, PolicyKindConfig
 from privbandits.experiments.config.policies import (
-    POLICY_CONFIGS,
     CLUBConfig,
     EpsilonGreedyConfig,
     FCLUBPolicyConfig,
@@ -64,16 +67,14 @@ from privbandits.experiments.config.policies import (
     MPCEpsilonGreedyConfig,
     P2BPolicyConfig,
     PlaintextMPCEpsilonGreedyConfig,
-    PolicyConfig,
     RandomPolicyConfig,
     SCLUBConfig,
     ShuffleDPLinUCBConfig,
     UserLinUCBConfig,
     VerticalLinTSConfig,
     VerticalLinUCBConfig,
-    _DPLinUCBBase,
-    _LocalBaselineBase,
 )
+from privbandits.experiments.registry import POLICY_KINDS
 from privbandits.experiments.tomlfile import read_toml
 
 __all__ = [
@@ -102,9 +103,9 @@ __all__ = [
     "OBDReplayEnvConfig",
     "P2BPolicyConfig",
     "P2BSyntheticEnvConfig",
-    "POLICY_CONFIGS",
     "PlaintextMPCEpsilonGreedyConfig",
     "PolicyConfig",
+    "PolicyKindConfig",
     "PooledUsersEnvConfig",
     "RandomPolicyConfig",
     "SCLUBConfig",
@@ -112,8 +113,6 @@ __all__ = [
     "UserLinUCBConfig",
     "VerticalLinTSConfig",
     "VerticalLinUCBConfig",
-    "_DPLinUCBBase",
-    "_LocalBaselineBase",
     "by_kind",
     "config_hash",
     "environment_from_spec",
@@ -123,6 +122,14 @@ __all__ = [
     "load_config",
     "parse_config",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``POLICY_CONFIGS``: the registered policy kinds' config models, in registration order (read when asked, so
+    a kind registered since is among them)."""
+    if name == "POLICY_CONFIGS":
+        return POLICY_KINDS.models()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def parse_config(data: dict[str, Any], source: str = "config") -> ExperimentConfig:

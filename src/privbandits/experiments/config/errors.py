@@ -14,12 +14,16 @@ from pydantic_core import ErrorDetails
 from privbandits.experiments.config.base import by_kind
 from privbandits.experiments.config.environments import ENVIRONMENT_CONFIGS
 from privbandits.experiments.config.experiment import ExperimentConfig
-from privbandits.experiments.config.policies import POLICY_CONFIGS
+from privbandits.experiments.registry import POLICY_KINDS
 
-_TAGS: dict[str, dict[str, type[BaseModel]]] = {
-    "environment": by_kind(ENVIRONMENT_CONFIGS),
-    "policies": by_kind(POLICY_CONFIGS),
-}
+
+def _tags(section: object) -> dict[str, type[BaseModel]]:
+    """The models of a tagged section by their ``kind`` (the policies' as registered now); none for another."""
+    if section == "environment":
+        return dict(by_kind(ENVIRONMENT_CONFIGS))
+    return dict(POLICY_KINDS.by_kind()) if section == "policies" else {}
+
+
 _TYPE_NAMES = {
     "int": "an integer",
     "float": "a number",
@@ -39,15 +43,10 @@ def _split_location(loc: tuple[Any, ...]) -> tuple[str, type[BaseModel]]:
     """
     model: type[BaseModel]
     path, model = "", ExperimentConfig
+    tags = _tags(loc[0]) if loc else {}
     for i, part in enumerate(loc):
-        section = loc[0]
-        if (
-            i > 0
-            and section in _TAGS
-            and part in _TAGS[section]
-            and (loc[i - 1] == "environment" or isinstance(loc[i - 1], int))
-        ):
-            model = _TAGS[section][part]
+        if i > 0 and part in tags and (loc[i - 1] == "environment" or isinstance(loc[i - 1], int)):
+            model = tags[part]
         elif isinstance(part, int):
             path += f"[{part}]"
         else:
@@ -65,7 +64,7 @@ def _describe(error: ErrorDetails) -> str:
     if kind == "missing":
         return f"{where}: required key is missing"
     if kind in ("union_tag_invalid", "union_tag_not_found"):
-        allowed = ", ".join(repr(tag) for tag in _TAGS[str(raw_loc[0])])
+        allowed = ", ".join(repr(tag) for tag in _tags(raw_loc[0]))
         got = f" (got {ctx['tag']!r})" if "tag" in ctx else " (got nothing)"
         return f"{where}.kind: must be one of {allowed}{got}"
     if kind == "literal_error":

@@ -16,10 +16,9 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator, model_validator
 
 from privbandits.experiments.config.base import ConfigError, Listed, _Strict, by_kind
-from privbandits.experiments.config.compatibility import _p2b_problem, incompatibility
+from privbandits.experiments.config.compatibility import incompatibility
 from privbandits.experiments.config.environments import ENVIRONMENT_CONFIGS, EnvConfig
-from privbandits.experiments.config.policies import P2BPolicyConfig, PolicyConfig
-from privbandits.experiments.noise_key import noise_key
+from privbandits.experiments.config.kind import PolicyConfig
 
 
 class ExperimentConfig(_Strict):
@@ -63,7 +62,8 @@ class ExperimentConfig(_Strict):
         for i, policy in enumerate(self.policies):
             why = incompatibility(env, policy)
             if why is not None:
-                raise ValueError(f"policies[{i}]: {why}")
+                named = why.partition(": ")[0] in type(policy).model_fields  # "FIELD: why": the field's location
+                raise ValueError(f"policies[{i}].{why}" if named else f"policies[{i}]: {why}")
             visible = getattr(policy, "visible_features", None)
             if visible is not None and visible > env.context_dim:
                 raise ValueError(
@@ -76,10 +76,6 @@ class ExperimentConfig(_Strict):
                     f"policies[{i}].partition: block sizes must sum to the environment's context "
                     f"dimension {env.context_dim} (got {sum(partition)})"
                 )
-            if isinstance(policy, P2BPolicyConfig):
-                problem = _p2b_problem(env, policy)
-                if problem is not None:
-                    raise ValueError(f"policies[{i}].{problem}")
             if getattr(policy, "layout", None) == "shared" and not env.per_arm_contexts:
                 raise ValueError(
                     f"policies[{i}].layout: 'shared' needs one context per arm, but environment "
@@ -100,7 +96,7 @@ class ExperimentConfig(_Strict):
             "series_points": self.series_points,
             "environment": environment_spec(self.environment),
             "policy": self.policies[policy_index].model_dump(mode="json"),
-        } | noise_key(self.policies[policy_index])  # DP runs name their noise sampler (noise_key.py)
+        } | self.policies[policy_index].noise_key()  # DP runs name their noise sampler (noise_key.py)
 
 
 def environment_spec(environment: Any) -> dict[str, Any]:

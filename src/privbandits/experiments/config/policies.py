@@ -1,55 +1,85 @@
-"""Policy configs: one pydantic model per learner or protocol ``kind``, and the tagged union of them.
+"""Policy configs: one pydantic model per learner or protocol ``kind``, each a registered policy kind.
 
-Each model declares its options (types, bounds, defaults) and, for the protocols, builds the
-protocol's own configuration (``protocol_config``). ``LATER`` fields were added after runs were
-stored: at their defaults they are left out of the run spec, so those runs keep their keys.
+Each model declares its options (types, bounds, defaults; a protocol's options from its declaration: the
+:func:`declared` fields, or a typed option model of :mod:`privbandits.declared` inherited whole), builds its run's
+learner or population run, and says what it cannot run on and what it adds to a run's store key
+(:class:`~privbandits.experiments.config.kind.PolicyKindConfig`'s hooks). Each registers itself where it is
+declared (``@register``: :data:`~privbandits.experiments.registry.POLICY_KINDS`, in the order the kinds are
+listed). The protocols are imported only when a run builds its learner, so the config stays light to import.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_serializer, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from privbandits.declared import DPLinUCBOptions, MPCBanditOptions, P2BOptions
 from privbandits.experiments.config.base import Listed, _Strict, declared
+from privbandits.experiments.config.kind import Needs, PolicyKindConfig
 from privbandits.experiments.later_options import MPC_LATER_OPTIONS
-from privbandits.linear.defaults import DEFAULT_TIE_TOLERANCE
+from privbandits.experiments.noise_key import FCLUB_UPLOADS, sampler_key
+from privbandits.experiments.registry import POLICY_KINDS, kind_of
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from privbandits.experiments.adapters import Learner
+    from privbandits.experiments.sources import EnvironmentSource, ReplaySource
+    from privbandits.protocols.dp import PrivateLinUCB
+
+register = POLICY_KINDS.register
 
 
-class _Labelled(_Strict):
-    if TYPE_CHECKING:  # each subclass's tag field (declared here for the checker only: it is no field of the base)
-        kind: str
-    label: str | None = Field(None, min_length=1, max_length=80)
-    needs: ClassVar[str] = "stream"
-    """What the policy plays on: 'stream' (contexts), 'users' (user + items) or 'population'."""
-    LATER: ClassVar[dict[str, object]] = {}
-    """Fields added after runs were stored, with their defaults: a run spec holds each only when it differs, so
-    the runs stored before keep their keys; at its default each computes what it computed then."""
-
-    @model_serializer(mode="wrap")
-    def _without_later_defaults(self, handler: Any) -> dict[str, Any]:
-        data = handler(self)
-        for name, default in self.LATER.items():
-            if data.get(name) == default:
-                del data[name]
-        return data
-
-    @property
-    def display_label(self) -> str:
-        return self.label or self.kind
+def _server_of_user(source: EnvironmentSource | ReplaySource) -> Any:
+    """The local server of each user of ``source`` (incompatibility() admits user kinds only on environments with
+    users)."""
+    server_of_user = source.server_of_user
+    assert server_of_user is not None, "user learners need an environment with users"
+    return server_of_user
 
 
-class _PolicyBase(_Labelled):
+# -- plaintext and vertical policies on the round's contexts ----------------------------------------------------------
+class _PolicyBase(PolicyKindConfig):
     visible_features: int | None = Field(None, ge=1)
+
+    def learner(self, source: EnvironmentSource | ReplaySource, horizon: int, seed: np.random.SeedSequence) -> Learner:
+        """The policy on the first ``visible_features`` features (all by default), drawing from
+        ``default_rng(seed)``."""
+        import numpy as np
+
+        from privbandits.experiments.adapters import PolicyLearner
+
+        visible = self.visible_features
+        return PolicyLearner(self.policy(source.n_arms, visible or source.dim, np.random.default_rng(seed)), visible)
+
+    def policy(self, n_arms: int, dim: int, rng: np.random.Generator) -> Any:
+        """A fresh policy for ``n_arms`` arms on ``dim``-dimensional contexts."""
+        raise NotImplementedError(f"{type(self).__name__} must build its policy")
 
 
 class _LinearPolicyBase(_PolicyBase):
+    if TYPE_CHECKING:  # each subclass's own field (its default differs)
+        layout: str
     reg: float = declared("LinUCB", "reg")
     refresh_every: int = declared("LinUCB", "refresh_every")
     tie_break: Literal["lowest", "random"] = declared("LinUCB", "tie_break")
     tie_tolerance: float = declared("LinUCB", "tie_tolerance", le=1)  # the learners take any tolerance >= 0
 
+    def _options(self, rng: np.random.Generator) -> dict[str, Any]:
+        """The options every linear learner takes."""
+        return dict(
+            layout=self.layout,
+            reg=self.reg,
+            refresh_every=self.refresh_every,
+            tie_break=self.tie_break,
+            tie_tolerance=self.tie_tolerance,
+            rng=rng,
+        )
 
+
+@register
 class LinUCBConfig(_LinearPolicyBase):
     """LinUCB (Li et al. 2010): ridge estimate + alpha × confidence width."""
 
@@ -57,7 +87,13 @@ class LinUCBConfig(_LinearPolicyBase):
     layout: Literal["shared", "disjoint"] = declared("LinUCB", "layout")
     alpha: float = declared("LinUCB", "alpha")
 
+    def policy(self, n_arms: int, dim: int, rng: np.random.Generator) -> Any:
+        from privbandits.linear import LinUCB
 
+        return LinUCB(n_arms, dim, alpha=self.alpha, **self._options(rng))
+
+
+@register
 class LinTSConfig(_LinearPolicyBase):
     """Linear Thompson sampling (Agrawal & Goyal 2013): μ ~ N(θ̂, v² A⁻¹)."""
 
@@ -66,13 +102,24 @@ class LinTSConfig(_LinearPolicyBase):
     v: float = declared("LinTS", "v")
     sampler: Literal["cholesky", "eigh"] = declared("LinTS", "sampler")
 
+    def policy(self, n_arms: int, dim: int, rng: np.random.Generator) -> Any:
+        from privbandits.linear import LinTS
 
+        return LinTS(n_arms, dim, v=self.v, sampler=self.sampler, **self._options(rng))
+
+
+@register
 class EpsilonGreedyConfig(_LinearPolicyBase):
     """ε-greedy on ridge estimates (the MPC paper's learner, Alg. 1)."""
 
     kind: Literal["epsilon_greedy"]
     layout: Literal["shared", "disjoint"] = declared("EpsilonGreedy", "layout")
     epsilon: float = declared("EpsilonGreedy", "epsilon")
+
+    def policy(self, n_arms: int, dim: int, rng: np.random.Generator) -> Any:
+        from privbandits.linear import EpsilonGreedy
+
+        return EpsilonGreedy(n_arms, dim, epsilon=self.epsilon, **self._options(rng))
 
 
 class _VerticalBase(_Strict):
@@ -86,9 +133,10 @@ class _VerticalBase(_Strict):
     @classmethod
     def _all_features(cls, value: int | None) -> int | None:
         if value is not None:
+            plaintext = " or ".join(repr(kind_of(model)) for model in (LinUCBConfig, LinTSConfig))
             raise ValueError(
                 "not used by vertical protocols (every party's block is used); for a partial "
-                "baseline use kind 'linucb' or 'lints' with visible_features"
+                f"baseline use kind {plaintext} with visible_features"
             )
         return value
 
@@ -98,33 +146,63 @@ class _VerticalBase(_Strict):
             raise ValueError("secure_aggregation needs at least 2 passive parties (3 or more partition blocks)")
         return self
 
+    def federated(self, learner: Any, mask_rng: np.random.Generator) -> Any:
+        """The active party's ``learner`` behind the protocol, its masks drawn from ``mask_rng``."""
+        from privbandits.protocols.vertical.core import VerticalFederatedBandit
 
+        return VerticalFederatedBandit(
+            self.partition,
+            learner,
+            mask_source=self.mask_source,
+            rng=mask_rng,
+            secure_aggregation=self.secure_aggregation,
+        )
+
+
+@register
 class VerticalLinUCBConfig(_VerticalBase, LinUCBConfig):
     """VFUCB: LinUCB at the active party on O3M-masked contexts from all parties (lossless)."""
 
     kind: Literal["vfucb"]  # type: ignore[assignment]  # its own tag: pydantic's union tells the subclass by it
     layout: Literal["shared"] = "shared"
 
+    def policy(self, n_arms: int, dim: int, rng: np.random.Generator) -> Any:
+        mask_rng, learner_rng = rng.spawn(2)
+        return self.federated(super().policy(n_arms, dim, learner_rng), mask_rng)
 
+
+@register
 class VerticalLinTSConfig(_VerticalBase, LinTSConfig):
     """VFTS: LinTS at the active party on O3M-masked contexts (same distribution as LinTS)."""
 
     kind: Literal["vfts"]  # type: ignore[assignment]  # its own tag: pydantic's union tells the subclass by it
     layout: Literal["shared"] = "shared"
 
+    def policy(self, n_arms: int, dim: int, rng: np.random.Generator) -> Any:
+        mask_rng, learner_rng = rng.spawn(2)
+        return self.federated(super().policy(n_arms, dim, learner_rng), mask_rng)
 
+
+@register
 class RandomPolicyConfig(_PolicyBase):
     """A uniformly random arm every round (baseline)."""
 
     kind: Literal["random"]
 
+    def policy(self, n_arms: int, dim: int, rng: np.random.Generator) -> Any:
+        from privbandits.linear import UniformRandom
 
+        return UniformRandom(n_arms, rng=rng)
+
+
+# -- users on local servers: FCLUB and the local baselines -----------------------------------------------------------
 def _fclub(name: str) -> Any:
     """FCLUBConfig's option ``name`` with no default: left out (None), the variant's preset decides."""
     return declared("FCLUBConfig", name, default=None)
 
 
-class FCLUBPolicyConfig(_Labelled):
+@register
+class FCLUBPolicyConfig(PolicyKindConfig):
     """FCLUB (Liu et al. 2022): CDP-FCLUB-DC and variants on local servers + a global server; every FCLUBConfig option.
 
     ``variant`` and ``preset`` give the starting options (``preset = "reference"``: the
@@ -172,7 +250,7 @@ class FCLUBPolicyConfig(_Labelled):
     pd_repair: Literal["clip", "shift"] | None = _fclub("pd_repair")
     refresh_every: int | None = _fclub("refresh_every")
     tie_break: Literal["lowest", "random"] | None = _fclub("tie_break")
-    needs: ClassVar[str] = "users"
+    needs: ClassVar[Needs] = "users"
 
     _PRESET_FIELDS: ClassVar[tuple[str, ...]] = ("kind", "label", "variant", "preset")
 
@@ -195,13 +273,28 @@ class FCLUBPolicyConfig(_Labelled):
             raise ValueError(str(error)) from None
         return self
 
+    def learner(self, source: EnvironmentSource | ReplaySource, horizon: int, seed: np.random.SeedSequence) -> Learner:
+        import numpy as np
 
-class _LocalBaselineBase(_Labelled):
+        from privbandits.experiments.adapters import UserLearner
+        from privbandits.protocols.fclub.driver import FederatedClusteredBandit
+
+        protocol, users, rng = self.protocol_config(horizon), _server_of_user(source), np.random.default_rng(seed)
+        return UserLearner(FederatedClusteredBandit(protocol, users, source.dim, source.n_arms, rng=rng))
+
+    def noise_key(self) -> dict[str, str]:
+        """The noise sampler and the snapped uploads (:data:`~privbandits.experiments.noise_key.FCLUB_UPLOADS`)
+        where the variant is private."""
+        private = self.private if self.private is not None else self.variant == "cdp-fclub-dc"
+        return {**sampler_key(), **FCLUB_UPLOADS} if private else {}
+
+
+class _LocalBaselineBase(PolicyKindConfig):
     ridge: float = declared("BaselineConfig", "ridge")
     beta_scale: float = declared("BaselineConfig", "beta_scale")
     beta_a: float | None = declared("BaselineConfig", "beta_a")
     tie_break: Literal["lowest", "random"] = declared("BaselineConfig", "tie_break")
-    needs: ClassVar[str] = "users"
+    needs: ClassVar[Needs] = "users"
     baseline: ClassVar[str]
 
     def protocol_config(self, horizon: int):
@@ -211,7 +304,17 @@ class _LocalBaselineBase(_Labelled):
         options = self.model_dump(exclude={"kind", "label"})
         return BaselineConfig(kind=LocalBaseline(self.baseline), horizon=horizon, **options)
 
+    def learner(self, source: EnvironmentSource | ReplaySource, horizon: int, seed: np.random.SeedSequence) -> Learner:
+        import numpy as np
 
+        from privbandits.experiments.adapters import UserLearner
+        from privbandits.protocols.fclub.baselines import LocalBaselineBandit
+
+        protocol, rng = self.protocol_config(horizon), np.random.default_rng(seed)
+        return UserLearner(LocalBaselineBandit(protocol, _server_of_user(source), source.dim, rng))
+
+
+@register
 class CLUBConfig(_LocalBaselineBase):
     """CLUB (Gentile et al. 2014) on each local server's users: edge deletion on a user graph; nothing is sent."""
 
@@ -220,6 +323,7 @@ class CLUBConfig(_LocalBaselineBase):
     baseline: ClassVar[str] = "club"
 
 
+@register
 class SCLUBConfig(_LocalBaselineBase):
     """SCLUB (Li et al. 2019) on each local server's users: stage-wise split and merge of clusters; nothing is sent."""
 
@@ -229,6 +333,7 @@ class SCLUBConfig(_LocalBaselineBase):
     baseline: ClassVar[str] = "sclub"
 
 
+@register
 class UserLinUCBConfig(_LocalBaselineBase):
     """LinUCB per user (OFUL): every user is its own cluster; nothing is sent."""
 
@@ -236,45 +341,64 @@ class UserLinUCBConfig(_LocalBaselineBase):
     baseline: ClassVar[str] = "linucb"
 
 
-def _mpc(name: str, **changes: Any) -> Any:
-    return declared("MPCBanditConfig", name, **changes)
-
-
-class PlaintextMPCEpsilonGreedyConfig(_Labelled):
-    """The float64 twin of the private ε-greedy learner: same exploration draws, per-arm ridge (λ = 1)."""
-
-    kind: Literal["plaintext_mpc_epsilon_greedy"]
-    epsilon: float = declared("MPCBanditConfig", "epsilon")
-    precision: int = declared("MPCBanditConfig", "precision")
+# -- the secure multi-party ε-greedy learner and its twin --------------------------------------------------------------
+class _MPCLearnerBase(PolicyKindConfig):
+    """What the private ε-greedy learner and its float64 twin share: one model per arm on one context per round,
+    learning from every round; their options are :class:`~privbandits.protocols.mpc_bandit.MPCBanditConfig`'s."""
 
     def protocol_config(self, n_arms: int, dim: int):
+        """The :class:`~privbandits.protocols.mpc_bandit.MPCBanditConfig` of a run: the options held here (later
+        options at their defaults left out: the protocol's defaults, the same values)."""
         from privbandits.protocols.mpc_bandit import MPCBanditConfig
 
-        return MPCBanditConfig(n_arms=n_arms, partition=(dim, 0), epsilon=self.epsilon, precision=self.precision)
+        options = self.model_dump(include=set(MPCBanditOptions.model_fields))
+        return MPCBanditConfig(n_arms=n_arms, partition=self.parties(dim), **options)
+
+    def parties(self, dim: int) -> tuple[int, ...]:
+        """Features per computing party."""
+        raise NotImplementedError(f"{type(self).__name__} must say how it splits the features")
+
+    def learner_class(self) -> type:
+        """The learner's class (the private one or its twin)."""
+        raise NotImplementedError(f"{type(self).__name__} must name its learner")
+
+    def learner(self, source: EnvironmentSource | ReplaySource, horizon: int, seed: np.random.SeedSequence) -> Learner:
+        """The learner, its engine and exploration streams derived from ``seed`` (so the private learner and its
+        twin share their exploration draws)."""
+        from privbandits.experiments.adapters import StepLearner
+        from privbandits.experiments.sources import EnvironmentSource
+
+        # environment_problem() refuses replay, the only source without reward()
+        assert isinstance(source, EnvironmentSource), "MPC learners run on environments, not replay"
+        protocol = self.protocol_config(source.n_arms, source.dim)
+        return StepLearner(self.learner_class()(protocol, seed=seed), source.reward)
+
+    def environment_problem(self, env: Any) -> str | None:
+        name = repr(env.kind)
+        if env.per_arm_contexts:
+            return (
+                f"kind {self.kind!r} keeps one model per arm on one context per round; "
+                f"environment {name} gives one context per arm"
+            )
+        if env.replay:
+            return (
+                f"kind {self.kind!r} learns from every round; replay needs learners that learn "
+                "only from matched rounds"
+            )
+        if getattr(self, "binary_rewards", False) and not env.binary_rewards:
+            return f"binary_rewards is set but environment {name} has real-valued rewards; set binary_rewards = false"
+        return None
 
 
-class MPCEpsilonGreedyConfig(PlaintextMPCEpsilonGreedyConfig):
+@register
+class MPCEpsilonGreedyConfig(MPCBanditOptions, _MPCLearnerBase):
     """The MPC paper's private ε-greedy learner (Alg. 1): per-arm ridge statistics secret-shared among the parties."""
 
-    kind: Literal["mpc_epsilon_greedy"]  # type: ignore[assignment]  # its own tag: pydantic's union tells the subclass by it
+    kind: Literal["mpc_epsilon_greedy"]
     partition: Annotated[list[Annotated[int, Field(ge=0)]] | None, Listed] = Field(
         None, min_length=2, description="features per computing party (None: two parties, halves)"
     )
-    nr_iterations: int = _mpc("nr_iterations", le=50)  # the protocol takes any number
-    truncation: Literal["auto", "local", "wraps", "exact"] = _mpc("truncation")
-    truncation_rounding: Literal["unbiased"] = _mpc("truncation_rounding")
-    puller: str = _mpc("puller")
-    rewarder: str = _mpc("rewarder")
-    binary_rewards: bool = _mpc("binary_rewards")
-    mask_encoding: Literal["integer", "fixed_point"] = _mpc("mask_encoding")
-    reciprocal_start: Literal["exp", "linear"] = _mpc("reciprocal_start")
-    overlap_reciprocal: bool = _mpc("overlap_reciprocal")
-    mask_factors: bool = _mpc("mask_factors")
-    allmax_lookup: bool = _mpc("allmax_lookup")
-    lookup_comparison: bool = _mpc("lookup_comparison")
-    goldschmidt: bool = _mpc("goldschmidt")
-    dealt_exploration: bool = _mpc("dealt_exploration")
-    fused_input: bool = _mpc("fused_input")
+    nr_iterations: int = declared("MPCBanditConfig", "nr_iterations", le=50)  # the protocol takes any number
 
     LATER: ClassVar[dict[str, object]] = {"reciprocal_start": "exp", **dict.fromkeys(MPC_LATER_OPTIONS, False)}
     """The protocol's options added after runs were stored
@@ -282,6 +406,11 @@ class MPCEpsilonGreedyConfig(PlaintextMPCEpsilonGreedyConfig):
 
     def parties(self, dim: int) -> tuple[int, ...]:
         return tuple(self.partition) if self.partition is not None else ((dim + 1) // 2, dim // 2)
+
+    def learner_class(self) -> type:
+        from privbandits.protocols.mpc_bandit import PrivateEpsilonGreedy
+
+        return PrivateEpsilonGreedy
 
     @model_validator(mode="after")
     def _consistent(self) -> MPCEpsilonGreedyConfig:
@@ -307,14 +436,31 @@ class MPCEpsilonGreedyConfig(PlaintextMPCEpsilonGreedyConfig):
             raise ValueError(problem)
         return self
 
-    def protocol_config(self, n_arms: int, dim: int):
-        from privbandits.protocols.mpc_bandit import MPCBanditConfig
 
-        options = self.model_dump(exclude={"kind", "label", "partition"})
-        return MPCBanditConfig(n_arms=n_arms, partition=self.parties(dim), **options)
+@register
+class PlaintextMPCEpsilonGreedyConfig(_MPCLearnerBase):
+    """The float64 twin of the private ε-greedy learner: same exploration draws, per-arm ridge (λ = 1)."""
+
+    kind: Literal["plaintext_mpc_epsilon_greedy"]
+    epsilon: float = declared("MPCBanditConfig", "epsilon")
+    precision: int = declared("MPCBanditConfig", "precision")
+
+    def parties(self, dim: int) -> tuple[int, ...]:
+        return (dim, 0)  # one party holds every feature: nothing is shared
+
+    def learner_class(self) -> type:
+        from privbandits.protocols.mpc_bandit import PlaintextEpsilonGreedy
+
+        return PlaintextEpsilonGreedy
 
 
-class P2BPolicyConfig(_Labelled):
+# -- P2B's population --------------------------------------------------------------------------------------------------
+P2B_SETTINGS = ("cold", "warm_non_private", "warm_private")
+"""The late users' settings a P2B run reports the mean reward of."""
+
+
+@register
+class P2BPolicyConfig(P2BOptions, PolicyKindConfig):
     """P2B (Malekzadeh et al. 2020): early users share codes through a thresholding shuffler; late users warm-start.
 
     Encoder: ``n_codes`` k-means cells of the q = ``precision`` simplex grid (cached on disk).
@@ -327,109 +473,120 @@ class P2BPolicyConfig(_Labelled):
     n_codes: int = Field(1024, ge=2, le=1_000_000, description="encoder: k, the number of codes")
     precision: int = Field(1, ge=1, le=9, description="encoder: q, decimals of the simplex grid")
     encoder_seed: int = Field(0, ge=0, description="encoder: k-means seed")
-    participation: float = declared("P2BConfig", "participation")
-    threshold: int = declared("P2BConfig", "threshold")
-    omega: float | None = declared("P2BConfig", "omega")
-    negative_rate: float = declared("P2BConfig", "negative_rate")
-    early_fraction: float = declared("P2BConfig", "early_fraction")
-    alpha: float = declared("P2BConfig", "alpha")
-    representation: Literal["one_hot", "scalar_code"] = declared("P2BConfig", "representation")
-    shared_warm_agent: bool = declared("P2BConfig", "shared_warm_agent")
-    tie_break: Literal["random", "lowest"] = declared("P2BConfig", "tie_break")
-    needs: ClassVar[str] = "population"
+    needs: ClassVar[Needs] = "population"
 
     def protocol_config(self):
-        from privbandits.protocols.p2b.core import P2BConfig
+        """The :class:`~privbandits.protocols.p2b.config.P2BConfig` of a run: every option it declares, from here."""
+        from privbandits.protocols.p2b.config import P2BConfig
 
-        return P2BConfig(
-            participation=self.participation,
-            negative_rate=self.negative_rate,
-            threshold=self.threshold,
-            alpha=self.alpha,
-            early_fraction=self.early_fraction,
-            representation=self.representation,
-            shared_warm_agent=self.shared_warm_agent,
-            tie_break=self.tie_break,
-            omega=self.omega,
-        )
+        return P2BConfig(**self.model_dump(include=set(P2BOptions.model_fields)))
+
+    def environment_problem(self, env: Any) -> str | None:
+        """What makes the encoder or the early / late split unusable on the population (``field: why``)."""
+        grid = math.comb(10**self.precision + env.context_dim - 1, env.context_dim - 1)
+        if self.n_codes > grid:
+            return (
+                f"n_codes: must be <= the {grid} points of the simplex grid (d = {env.context_dim}, "
+                f"q = {self.precision}) (got {self.n_codes})"
+            )
+        users = env.users
+        early = int(self.early_fraction * users)
+        if not 1 <= early < users:
+            return (
+                f"early_fraction: leaves {early} early and {users - early} late users of {users}; "
+                f"both must be >= 1 (got {self.early_fraction})"
+            )
+        return None
+
+    def population_metrics(self, environment: Any, horizon: int, seed: int) -> dict[str, float]:
+        """One P2B simulation (:func:`privbandits.protocols.p2b.core.simulate`): users generated from ``seed``,
+        ``horizon`` interactions each; the late users' mean rewards in each setting, and what was shared."""
+        from threadpoolctl import threadpool_limits
+
+        from privbandits.experiments.sources import build_population
+        from privbandits.privacy.encoding import load_or_fit_encoder
+        from privbandits.protocols.p2b.core import simulate
+
+        data = build_population(environment, horizon, seed)
+        encoder = load_or_fit_encoder(environment.context_dim, self.precision, self.n_codes, seed=self.encoder_seed)
+        with threadpool_limits(limits=1):
+            outcome = simulate(data, encoder, self.protocol_config(), seed)
+        metrics: dict[str, float] = {}
+        for name in P2B_SETTINGS:
+            result = getattr(outcome, name)
+            metrics |= {name: result.mean, f"{name}_std": result.std}
+        return metrics | {
+            "late_users": outcome.cold.n_users,
+            "raw_tuples_shared": outcome.raw_tuples_shared,
+            "encoded_tuples_shared": outcome.encoded_tuples_shared,
+            "released": outcome.release.get("released", 0),
+            "min_released_crowd": outcome.release.get("min_released_crowd", float("nan")),
+            "epsilon": outcome.ledger.entries[-1].epsilon,
+            "bytes": outcome.traffic.total().bytes,
+        }
 
 
-class _DPLinUCBBase(_Labelled):
-    """Fields shared by the DP LinUCB baselines (:mod:`privbandits.protocols.dp`); the horizon is the experiment's."""
+# -- the DP LinUCB baselines -------------------------------------------------------------------------------------------
+class _DPLinUCBBase(DPLinUCBOptions, PolicyKindConfig):
+    """The options of the DP LinUCB baselines (:mod:`privbandits.protocols.dp`), as
+    :class:`~privbandits.protocols.dp.PrivateLinUCB` declares them; the horizon is the experiment's."""
 
-    epsilon: float = Field(1.0, gt=0, description="the privacy ε")
-    delta: float = Field(1e-5, gt=0, lt=1, description="the privacy δ")
-    alpha: float = Field(1.0, ge=0, description="LinUCB width multiplier")
-    reg: float = Field(1.0, gt=0, description="ridge λ (before the paper's shift)")
-    failure_probability: float | None = Field(None, gt=0, lt=1, description="α of the noise bound Υ (None: 1/T)")
-    shift_regularizer: bool = Field(True, description="add the paper's 2Υ to the regulariser")
-    tie_break: Literal["lowest", "random"] = "lowest"
-    tie_tolerance: float = Field(DEFAULT_TIE_TOLERANCE, ge=0, le=1)
-    calibration: Literal["paper", "analytic"] = Field(
-        "paper", description="noise σ from the paper's formula, or the analytic Gaussian (tight, Balle & Wang 2018)"
-    )
+    epsilon: float = declared("PrivateLinUCB", "epsilon", default=1.0)  # the learners have no default ε or δ
+    delta: float = declared("PrivateLinUCB", "delta", default=1e-5)
+    tie_tolerance: float = declared("PrivateLinUCB", "tie_tolerance", le=1)  # as the other configs
     LATER: ClassVar[dict[str, object]] = {"calibration": "paper"}
     per_arm_only: ClassVar[bool] = True
-    """One shared θ over one context per arm: refused on environments with one context per round."""
 
-    def policy_options(self) -> dict[str, Any]:
-        """Keyword arguments of the learner class (besides n_arms, dim, horizon and rng)."""
-        return self.model_dump(exclude={"kind", "label"})
+    def learner_class(self) -> type[PrivateLinUCB]:
+        """The baseline's learner."""
+        raise NotImplementedError(f"{type(self).__name__} must name its learner")
+
+    def learner(self, source: EnvironmentSource | ReplaySource, horizon: int, seed: np.random.SeedSequence) -> Learner:
+        import numpy as np
+
+        from privbandits.experiments.adapters import PolicyLearner
+
+        options = self.model_dump(exclude={"kind", "label"})
+        rng = np.random.default_rng(seed)
+        return PolicyLearner(self.learner_class()(source.n_arms, source.dim, horizon=horizon, rng=rng, **options))
+
+    def noise_key(self) -> dict[str, str]:
+        """The noise sampler, at a finite ε."""
+        return sampler_key() if math.isfinite(self.epsilon) else {}
 
 
+@register
 class JointDPLinUCBConfig(_DPLinUCBBase):
     """Joint-DP LinUCB (Shariff & Sheffet 2018): the Gram matrix and Σ r·x through the tree-based mechanism."""
 
     kind: Literal["joint_dp_linucb"]
 
+    def learner_class(self) -> type[PrivateLinUCB]:
+        from privbandits.protocols.dp import JointDPLinUCB
 
+        return JointDPLinUCB
+
+
+@register
 class LocalDPLinUCBConfig(_DPLinUCBBase):
     """Local-DP LinUCB (Zheng et al. 2020): each user sends x xᵀ and r·x with Gaussian noise."""
 
     kind: Literal["local_dp_linucb"]
 
+    def learner_class(self) -> type[PrivateLinUCB]:
+        from privbandits.protocols.dp import LocalDPLinUCB
 
+        return LocalDPLinUCB
+
+
+@register
 class ShuffleDPLinUCBConfig(_DPLinUCBBase):
     """Shuffle-model LinUCB (Chowdhury & Zhou 2022): batches of local reports through a trusted shuffler."""
 
     kind: Literal["shuffle_dp_linucb"]
-    batch_size: int = Field(100, ge=1, description="users per shuffled batch (the model is fixed within one)")
+    batch_size: int = declared("ShuffleDPLinUCB", "batch_size")
 
+    def learner_class(self) -> type[PrivateLinUCB]:
+        from privbandits.protocols.dp import ShuffleDPLinUCB
 
-POLICY_CONFIGS = (
-    LinUCBConfig,
-    LinTSConfig,
-    EpsilonGreedyConfig,
-    VerticalLinUCBConfig,
-    VerticalLinTSConfig,
-    RandomPolicyConfig,
-    FCLUBPolicyConfig,
-    CLUBConfig,
-    SCLUBConfig,
-    UserLinUCBConfig,
-    MPCEpsilonGreedyConfig,
-    PlaintextMPCEpsilonGreedyConfig,
-    P2BPolicyConfig,
-    JointDPLinUCBConfig,
-    LocalDPLinUCBConfig,
-    ShuffleDPLinUCBConfig,
-)
-PolicyConfig = Annotated[
-    LinUCBConfig
-    | LinTSConfig
-    | EpsilonGreedyConfig
-    | VerticalLinUCBConfig
-    | VerticalLinTSConfig
-    | RandomPolicyConfig
-    | FCLUBPolicyConfig
-    | CLUBConfig
-    | SCLUBConfig
-    | UserLinUCBConfig
-    | MPCEpsilonGreedyConfig
-    | PlaintextMPCEpsilonGreedyConfig
-    | P2BPolicyConfig
-    | JointDPLinUCBConfig
-    | LocalDPLinUCBConfig
-    | ShuffleDPLinUCBConfig,
-    Field(discriminator="kind"),
-]
+        return ShuffleDPLinUCB

@@ -33,6 +33,7 @@ import scipy.linalg
 from privbandits.linear.defaults import DEFAULT_TIE_TOLERANCE
 from privbandits.linear.policies import as_generator
 from privbandits.linear.tiebreak import TieBreak, break_ties
+from privbandits.options import Option, declare
 from privbandits.privacy.bounds import DataBounds
 from privbandits.privacy.calibration import GaussianCalibration
 from privbandits.privacy.ledger import PrivacyLedger
@@ -48,7 +49,6 @@ from privbandits.validation import (
     check_arm,
     check_finite_array,
     check_reward,
-    validate,
 )
 
 
@@ -99,6 +99,37 @@ class PrivateLinUCB(ABC):
 
     mechanism: str = "dp_linucb"
 
+    OPTIONS = declare(
+        {
+            "n_arms": Option(Integer(low=1), doc="K, the number of arms"),
+            "dim": Option(Integer(low=1), doc="d, the context dimension (one context per arm, one shared θ)"),
+            "epsilon": Option(
+                Real(low=0, low_open=True, finite=False, note="inf = no privacy"), doc="the privacy ε"
+            ),
+            "delta": Option(Real(low=0, high=1, low_open=True, high_open=True), doc="the privacy δ"),
+            "horizon": Option(Integer(low=1), doc="T, the number of rounds the noise is calibrated for"),
+            "alpha": Option(Real(low=0), 1.0, "LinUCB width multiplier"),
+            "reg": Option(Real(low=0, low_open=True), 1.0, "ridge λ (before the paper's shift)"),
+            "failure_probability": Option(
+                NoneOr(Real(low=0, high=1, low_open=True, high_open=True), "1/horizon"),
+                None,
+                "α of the noise bound Υ (None: 1/T)",
+            ),
+            "shift_regularizer": Option(Boolean(), True, "add the paper's 2Υ to the regulariser"),
+            "tie_break": Option(Choice(TieBreak), TieBreak.LOWEST, "rule among arms whose scores tie"),
+            "tie_tolerance": Option(Real(low=0), DEFAULT_TIE_TOLERANCE, "relative tolerance within which scores tie"),
+            "calibration": Option(
+                Choice(GaussianCalibration),
+                GaussianCalibration.PAPER,
+                "noise σ from the paper's formula, or the analytic Gaussian (tight, Balle & Wang 2018)",
+            ),
+            "ledger": Option(
+                NoneOr(Instance((PrivacyLedger,))), None, "where releases are recorded (None: a new PrivacyLedger)"
+            ),
+        }
+    )
+    """The options every DP LinUCB baseline takes (checked at construction; the experiment config's fields)."""
+
     def __init__(
         self,
         n_arms: int,
@@ -117,24 +148,8 @@ class PrivateLinUCB(ABC):
         rng: np.random.Generator | int | None = None,
         ledger: PrivacyLedger | None = None,
     ) -> None:
-        owner = type(self).__name__
-        checked = validate(
-            owner,
-            {
-                "n_arms": Integer(low=1),
-                "dim": Integer(low=1),
-                "epsilon": Real(low=0, low_open=True, finite=False, note="inf = no privacy"),
-                "delta": Real(low=0, high=1, low_open=True, high_open=True),
-                "horizon": Integer(low=1),
-                "alpha": Real(low=0),
-                "reg": Real(low=0, low_open=True),
-                "failure_probability": NoneOr(Real(low=0, high=1, low_open=True, high_open=True), "1/horizon"),
-                "shift_regularizer": Boolean(),
-                "calibration": Choice(GaussianCalibration),
-                "tie_break": Choice(TieBreak),
-                "tie_tolerance": Real(low=0),
-                "ledger": NoneOr(Instance((PrivacyLedger,))),
-            },
+        checked = PrivateLinUCB.OPTIONS.check(
+            type(self).__name__,
             {
                 "n_arms": n_arms,
                 "dim": dim,
@@ -145,9 +160,9 @@ class PrivateLinUCB(ABC):
                 "reg": reg,
                 "failure_probability": failure_probability,
                 "shift_regularizer": shift_regularizer,
-                "calibration": calibration,
                 "tie_break": tie_break,
                 "tie_tolerance": tie_tolerance,
+                "calibration": calibration,
                 "ledger": ledger,
             },
         )

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from privbandits.options import Option
 from privbandits.privacy.amplification import amplified_delta, amplified_epsilon, local_epsilon_for
 from privbandits.privacy.calibration import GaussianCalibration
 from privbandits.privacy.ledger import LedgerEntry
@@ -18,7 +19,7 @@ from privbandits.protocols.dp.local import (
     local_noise_std,
     report_noise,
 )
-from privbandits.validation import Integer, check
+from privbandits.validation import Integer
 
 PRIVACY_UNIT = "one user's (x, r) report (shuffle DP, central view of one batch)"
 
@@ -118,8 +119,12 @@ class ShuffleDPLinUCB(PrivateLinUCB):
 
     mechanism = "dp_linucb.shuffle"
 
+    OPTIONS = PrivateLinUCB.OPTIONS | {
+        "batch_size": Option(Integer(low=1), 100, "users per shuffled batch (the model is fixed within one)")
+    }
+
     def __init__(self, n_arms: int, dim: int, *, batch_size: int = 100, **kwargs) -> None:
-        batch_size = check(batch_size, "batch_size", Integer(low=1), type(self).__name__)
+        batch_size = self.OPTIONS["batch_size"].check(batch_size, "batch_size", type(self).__name__)
         super().__init__(n_arms, dim, **kwargs)
         self.batch_size = batch_size
         self.calibration = shuffle_calibration(self.epsilon, self.delta, batch_size, self.noise_calibration, dim)
