@@ -236,7 +236,7 @@ def test_show_a_deployment_file_lists_its_settings_and_its_protocol_options_with
     assert "-o KEY=VALUE" not in done.output and "horizon" not in done.output
     table = rows(done.output)
     assert table["key"] == ["key", "type", "bounds", "default", "this file", "description"]
-    assert table["rounds"] == ["rounds", "integer", ">= 1", "(required)", "500", ""]
+    assert table["rounds"] == ["rounds", "integer", ">= 1, <= 10000000", "(required)", "500", ""]
     assert table["prefetch"][:5] == ["prefetch", "integer", ">= 1, <= 1024", "1", "16"]
     assert table["alpha"] == ["alpha", "number", ">= 0", "0.5", "0.5", "weight of the confidence width"]
     assert table["v"][:5] == ["v", "number", ">= 0", "0.01", ""]  # not set: the default holds

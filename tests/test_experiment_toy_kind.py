@@ -95,7 +95,7 @@ def test_the_toy_kinds_bad_options_get_the_configs_one_line_errors():
 def test_the_cli_lists_and_shows_the_toy_kind_only_while_it_is_registered(monkeypatch):
     from privbandits import cli
 
-    monkeypatch.setattr(cli.console, "width", 250)
+    monkeypatch.setattr(cli.console, "_width", 250)  # restored to None (the terminal's) afterwards
     with POLICY_KINDS.extended(ToyCycleConfig):
         listed = CliRunner().invoke(app, ["list"])
         shown = CliRunner().invoke(app, ["show", KIND])

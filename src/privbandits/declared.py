@@ -227,3 +227,34 @@ class DPLinUCBOptions(BaseModel):
     tie_break: Literal['lowest', 'random'] = declared('PrivateLinUCB', 'tie_break')
     tie_tolerance: float = declared('PrivateLinUCB', 'tie_tolerance')
     calibration: Literal['paper', 'analytic'] = declared('PrivateLinUCB', 'calibration')
+
+
+class MPCDeploymentOptions(BaseModel):
+    """MPCBanditConfig's options but n_arms, partition, puller, rewarder, truncation_rounding, mask_encoding (a deployment sets them), as fields."""
+
+    epsilon: float = declared('MPCBanditConfig', 'epsilon')
+    precision: int = declared('MPCBanditConfig', 'precision')
+    nr_iterations: int = declared('MPCBanditConfig', 'nr_iterations')
+    reciprocal_start: Literal['exp', 'linear'] = declared('MPCBanditConfig', 'reciprocal_start')
+    truncation: Literal['auto', 'local', 'wraps', 'exact'] = declared('MPCBanditConfig', 'truncation')
+    binary_rewards: bool = declared('MPCBanditConfig', 'binary_rewards')
+    overlap_reciprocal: bool = declared('MPCBanditConfig', 'overlap_reciprocal')
+    mask_factors: bool = declared('MPCBanditConfig', 'mask_factors')
+    allmax_lookup: bool = declared('MPCBanditConfig', 'allmax_lookup')
+    lookup_comparison: bool = declared('MPCBanditConfig', 'lookup_comparison')
+    goldschmidt: bool = declared('MPCBanditConfig', 'goldschmidt')
+    dealt_exploration: bool = declared('MPCBanditConfig', 'dealt_exploration')
+    fused_input: bool = declared('MPCBanditConfig', 'fused_input')
+
+
+class P2BDeploymentOptions(BaseModel):
+    """P2BConfig's options but shared_warm_agent (each device host keeps its own warm agents), as fields."""
+
+    participation: float = declared('P2BConfig', 'participation')
+    negative_rate: float = declared('P2BConfig', 'negative_rate')
+    threshold: int = declared('P2BConfig', 'threshold')
+    alpha: float = declared('P2BConfig', 'alpha')
+    early_fraction: float = declared('P2BConfig', 'early_fraction')
+    representation: Literal['one_hot', 'scalar_code'] = declared('P2BConfig', 'representation')
+    tie_break: Literal['lowest', 'random'] = declared('P2BConfig', 'tie_break')
+    omega: float | None = declared('P2BConfig', 'omega')

@@ -7,6 +7,7 @@ imports it from here.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import ClassVar, get_args
@@ -25,6 +26,29 @@ class DeploymentError(ValueError):
 class _Strict(StrictModel):
     """The base of every model of a deployment file: strict types and finite floats, as an experiment config's
     (:class:`privbandits.strict.StrictModel`); paths are :data:`~privbandits.strict.TomlPath`."""
+
+
+MOST_ROUNDS = 10_000_000
+"""The most rounds (or the longest horizon) a deployment file may ask for."""
+MOST_ARMS = 10_000
+"""The most arms a deployment file may ask for."""
+MOST_FEATURES = 10_000
+"""The most context features a deployment file may ask for (in all, or one party's block)."""
+MOST_NUMBERS = 100_000_000
+"""The most numbers one party may have to hold at once for a section's sizes (its data file, its per-arm or per-user
+statistics): 800 MB as float64, so a file's sizes are refused when it loads, not by a ``MemoryError`` mid-session."""
+
+
+def check_numbers(held: str, *sizes: tuple[str, int]) -> None:
+    """Refuse (``ValueError`` naming the fields, the limit and the values) sizes ``(field, value)`` whose product,
+    the numbers one party holds as ``held``, exceeds :data:`MOST_NUMBERS`."""
+    total = math.prod(value for _, value in sizes)
+    if total > MOST_NUMBERS:
+        product = " × ".join(f"{name} ({value:,})" for name, value in sizes)
+        raise ValueError(
+            f"{product} = {total:,} numbers in {held}, at most {MOST_NUMBERS:,} (800 MB as float64): make one of "
+            "them smaller"
+        )
 
 
 class ProtocolSection(_Strict):

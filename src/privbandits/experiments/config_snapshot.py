@@ -62,8 +62,8 @@ def _snapshot_classes() -> tuple[type, ...]:
 
 
 def _option_models() -> tuple[tuple[str, type, tuple[str, ...], str], ...]:
-    """(model, declaring class, options it leaves out, why) of each typed option model an experiment config
-    inherits: every other option of the class becomes a field."""
+    """(model, declaring class, options it leaves out, why) of each typed option model an experiment config or a
+    deployment section inherits: every other option of the class becomes a field."""
     from privbandits.protocols.dp import PrivateLinUCB
     from privbandits.protocols.mpc_bandit.config import MPCBanditConfig
     from privbandits.protocols.p2b.config import P2BConfig
@@ -72,7 +72,14 @@ def _option_models() -> tuple[tuple[str, type, tuple[str, ...], str], ...]:
         ("MPCBanditOptions", MPCBanditConfig, ("n_arms", "partition"), "the run's environment sets them"),
         ("P2BOptions", P2BConfig, (), ""),
         ("DPLinUCBOptions", PrivateLinUCB, ("n_arms", "dim", "horizon", "ledger"), "the run sets them"),
+        ("MPCDeploymentOptions", MPCBanditConfig, MPC_DEPLOYMENT_SETS, "a deployment sets them"),
+        ("P2BDeploymentOptions", P2BConfig, ("shared_warm_agent",), "each device host keeps its own warm agents"),
     )
+
+
+MPC_DEPLOYMENT_SETS = ("n_arms", "partition", "puller", "rewarder", "truncation_rounding", "mask_encoding")
+"""The MPC options a deployment's section does not take as its own: its own n_arms and partition (with its bounds),
+p′ = p″ = its environment party, and the two encodings at their defaults."""
 
 
 def annotation(constraint: Constraint[object]) -> str:

@@ -7,7 +7,14 @@ from typing import Any, ClassVar, Literal, get_args
 from pydantic import Field, model_validator
 
 from privbandits.declared import declared  # the protocols' declared options, without importing the protocols
-from privbandits.deploy.deployment_parts import PartyEntry, ProtocolSection, _roles
+from privbandits.deploy.deployment_parts import (
+    MOST_ARMS,
+    MOST_ROUNDS,
+    PartyEntry,
+    ProtocolSection,
+    _roles,
+    check_numbers,
+)
 
 
 class FCLUBProtocol(ProtocolSection):
@@ -33,11 +40,11 @@ class FCLUBProtocol(ProtocolSection):
     name: Literal["fclub"]
     variant: Literal["cdp-fclub-dc", "fclub-dc", "fclub", "homo-dc", "homo"] = "cdp-fclub-dc"
     preset: Literal["paper", "reference"] = "paper"
-    horizon: int = declared("FCLUBConfig", "horizon", required=True)
-    n_users: int = Field(40, ge=1, description="n, users of all local servers together")
+    horizon: int = declared("FCLUBConfig", "horizon", required=True, le=MOST_ROUNDS)
+    n_users: int = Field(40, ge=1, le=1_000_000, description="n, users of all local servers together")
     n_clusters: int = Field(4, ge=1, description="m, the users' true clusters")
-    dim: int = Field(10, ge=1, description="d")
-    n_arms: int = Field(10, ge=1, description="K, arms per round")
+    dim: int = Field(10, ge=1, le=1000, description="d")
+    n_arms: int = Field(10, ge=1, le=MOST_ARMS, description="K, arms per round")
     construction: Literal["reference", "paper"] = "reference"
     epsilon: float = declared("FCLUBConfig", "epsilon", allow_inf_nan=False)
     seed: int = Field(
@@ -75,6 +82,8 @@ class FCLUBProtocol(ProtocolSection):
     def _clusters(self) -> FCLUBProtocol:
         if self.n_clusters > self.n_users:
             raise ValueError(f"n_clusters = {self.n_clusters} exceeds n_users = {self.n_users}")
+        sizes = ("n_users", self.n_users), ("dim", self.dim), ("dim", self.dim)
+        check_numbers("the local servers' statistics (a d × d matrix per user)", *sizes)
         from dataclasses import fields
 
         from privbandits.protocols.fclub.config import FCLUBConfig

@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from privbandits.comm import Message, Network, Party, TlsNetwork, message
+from privbandits.declared import MPCDeploymentOptions
 from privbandits.deploy import checkpoint, entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError
 from privbandits.deploy.files import read_arrays, write_private_npz
@@ -191,25 +192,9 @@ def config_of(deployment: Deployment[MPCProtocol]):
 
     protocol: MPCProtocol = deployment.protocol
     environment = deployment.names("environment")[0]
-    return MPCBanditConfig(
-        n_arms=protocol.n_arms,
-        partition=tuple(protocol.partition),
-        epsilon=protocol.epsilon,
-        precision=protocol.precision,
-        nr_iterations=protocol.nr_iterations,
-        reciprocal_start=protocol.reciprocal_start,
-        truncation=protocol.truncation,
-        puller=environment,
-        rewarder=environment,
-        binary_rewards=protocol.binary_rewards,
-        overlap_reciprocal=protocol.overlap_reciprocal,
-        mask_factors=protocol.mask_factors,
-        allmax_lookup=protocol.allmax_lookup,
-        lookup_comparison=protocol.lookup_comparison,
-        goldschmidt=protocol.goldschmidt,
-        dealt_exploration=protocol.dealt_exploration,
-        fused_input=protocol.fused_input,
-    )
+    options = protocol.model_dump(include=set(MPCDeploymentOptions.model_fields))  # the section's own
+    parties = {"n_arms": protocol.n_arms, "partition": tuple(protocol.partition)}
+    return MPCBanditConfig(**parties, puller=environment, rewarder=environment, **options)
 
 
 def dealer_seeds(seed: Sequence[int]) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:

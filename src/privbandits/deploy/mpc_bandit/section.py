@@ -7,11 +7,19 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from privbandits.declared import declared  # the protocols' declared options, without importing the protocols
-from privbandits.deploy.deployment_parts import PartyEntry, ProtocolSection, _roles
+from privbandits.declared import MPCDeploymentOptions, declared  # the protocol's options, without importing it
+from privbandits.deploy.deployment_parts import (
+    MOST_ARMS,
+    MOST_FEATURES,
+    MOST_ROUNDS,
+    PartyEntry,
+    ProtocolSection,
+    _roles,
+    check_numbers,
+)
 
 
-class MPCProtocol(ProtocolSection):
+class MPCProtocol(ProtocolSection, MPCDeploymentOptions):
     """The private multi-party ε-greedy bandit (spec ``mpc-bandit.md``, Alg. 1).
 
     Roles: one ``dealer`` (the trusted dealer of correlated randomness and exploration
@@ -21,23 +29,12 @@ class MPCProtocol(ProtocolSection):
     """
 
     name: Literal["mpc-epsilon-greedy"]
-    partition: list[int] = Field(min_length=2, description="context features of each computing party, in file order")
-    n_arms: int = declared("MPCBanditConfig", "n_arms", required=True)
-    rounds: int = Field(ge=1)
+    partition: list[int] = Field(
+        min_length=2, max_length=16, description="context features of each computing party, in file order"
+    )
+    n_arms: int = declared("MPCBanditConfig", "n_arms", required=True, le=MOST_ARMS)
+    rounds: int = Field(ge=1, le=MOST_ROUNDS)
     seed: int = Field(0, ge=0, description="the synthetic data of `deploy data` (never a party's secrets)")
-    epsilon: float = declared("MPCBanditConfig", "epsilon")
-    precision: int = declared("MPCBanditConfig", "precision")
-    nr_iterations: int = declared("MPCBanditConfig", "nr_iterations")
-    reciprocal_start: Literal["exp", "linear"] = declared("MPCBanditConfig", "reciprocal_start")
-    truncation: Literal["auto", "local", "wraps", "exact"] = declared("MPCBanditConfig", "truncation")
-    binary_rewards: bool = declared("MPCBanditConfig", "binary_rewards")
-    overlap_reciprocal: bool = declared("MPCBanditConfig", "overlap_reciprocal")
-    mask_factors: bool = declared("MPCBanditConfig", "mask_factors")
-    allmax_lookup: bool = declared("MPCBanditConfig", "allmax_lookup")
-    lookup_comparison: bool = declared("MPCBanditConfig", "lookup_comparison")
-    goldschmidt: bool = declared("MPCBanditConfig", "goldschmidt")
-    dealt_exploration: bool = declared("MPCBanditConfig", "dealt_exploration")
-    fused_input: bool = declared("MPCBanditConfig", "fused_input")
 
     ROLES: ClassVar[tuple[str, ...]] = ("dealer", "computing", "environment")
     REPORTER: ClassVar[str] = "environment"
@@ -47,14 +44,18 @@ class MPCProtocol(ProtocolSection):
     @field_validator("partition")
     @classmethod
     def _blocks(cls, value: list[int]) -> list[int]:
-        if any(size < 0 for size in value) or sum(value) < 1:
-            raise ValueError(f"blocks must be >= 0 features, at least one in all, got {value}")
+        if any(size < 0 for size in value) or not 1 <= sum(value) <= MOST_FEATURES:
+            raise ValueError(f"blocks must be >= 0 features, 1 to {MOST_FEATURES:,} in all, got {value}")
         return value
 
     @model_validator(mode="after")
     def _truncation(self) -> MPCProtocol:
         if self.truncation == "local" and len(self.partition) != 2:
             raise ValueError(f"local truncation is for 2 computing parties, got {len(self.partition)}")
+        per_round = ("features + n_arms", self.dim + self.n_arms)
+        check_numbers("the data files (a context and a reward per arm each round)", ("rounds", self.rounds), per_round)
+        per_arm = ("n_arms", self.n_arms), ("features", self.dim), ("features", self.dim)
+        check_numbers("the learner's shared statistics (a d × d matrix per arm)", *per_arm)
         from privbandits.protocols.mpc_bandit import (  # the protocol's rules
             dealt_exploration_problem,
             lookup_comparison_problem,

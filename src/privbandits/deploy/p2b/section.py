@@ -6,11 +6,11 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from privbandits.declared import declared  # P2BConfig's declared options, without importing the protocol
-from privbandits.deploy.deployment_parts import PartyEntry, ProtocolSection, _roles
+from privbandits.declared import P2BDeploymentOptions  # P2BConfig's options, without importing the protocol
+from privbandits.deploy.deployment_parts import MOST_ROUNDS, PartyEntry, ProtocolSection, _roles, check_numbers
 
 
-class P2BProtocol(ProtocolSection):
+class P2BProtocol(ProtocolSection, P2BDeploymentOptions):
     """P2B (spec ``p2b.md``): device hosts, the trusted shuffler and the server (:mod:`privbandits.deploy.p2b.party`).
 
     Roles: one ``shuffler`` and one ``server`` (neither holds private data) and one or more
@@ -27,11 +27,11 @@ class P2BProtocol(ProtocolSection):
     """
 
     name: Literal["p2b"]
-    n_users: int = Field(ge=2, description="U, early and late users of all device hosts together")
-    interactions: int = Field(ge=1, description="t, rounds per user")
-    dim: int = Field(ge=2, description="d, the context dimension")
-    n_actions: int = Field(ge=1, description="|A|")
-    n_codes: int = Field(ge=1, description="k, the encoder's codes")
+    n_users: int = Field(ge=2, le=MOST_ROUNDS, description="U, early and late users of all device hosts together")
+    interactions: int = Field(ge=1, le=100_000, description="t, rounds per user")
+    dim: int = Field(ge=2, le=100, description="d, the context dimension")
+    n_actions: int = Field(ge=1, le=10_000, description="|A|")
+    n_codes: int = Field(ge=1, le=1_000_000, description="k, the encoder's codes")
     precision: int = Field(1, ge=1, le=3, description="q, decimal digits of the encoder's grid")
     encoder_seed: int = Field(0, ge=0)
     mapping: Literal["softmax", "linear"] = "linear"
@@ -45,14 +45,6 @@ class P2BProtocol(ProtocolSection):
         "reward to the server (through the shuffler, no thresholding) and late users play warm from that model; "
         "off, devices never send raw contexts and the server publishes only the private model",
     )
-    participation: float = declared("P2BConfig", "participation")
-    negative_rate: float = declared("P2BConfig", "negative_rate")
-    threshold: int = declared("P2BConfig", "threshold")
-    alpha: float = declared("P2BConfig", "alpha")
-    early_fraction: float = declared("P2BConfig", "early_fraction")
-    representation: Literal["one_hot", "scalar_code"] = declared("P2BConfig", "representation")
-    tie_break: Literal["random", "lowest"] = declared("P2BConfig", "tie_break")
-    omega: float | None = declared("P2BConfig", "omega")
     batch_size: int | None = Field(
         None, ge=1, description="the shuffler closes a batch once it holds this many reports; later ones are refused"
     )
@@ -90,6 +82,8 @@ class P2BProtocol(ProtocolSection):
                 f"early_fraction = {self.early_fraction} of n_users = {self.n_users} gives {n_early} early users; "
                 "both the early and the late users must be non-empty"
             )
+        sizes = ("n_users", self.n_users), ("interactions", self.interactions), ("dim", self.dim)
+        check_numbers("the device hosts' data files (every interaction's context)", *sizes)
         return self
 
     def check_parties(self, parties: dict[str, PartyEntry]) -> None:

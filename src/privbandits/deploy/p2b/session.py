@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from privbandits.declared import P2BDeploymentOptions
 from privbandits.deploy import entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError
 from privbandits.deploy.p2b.data import p2b_protocol as _protocol
@@ -20,17 +21,7 @@ N_STREAMS = 9
 
 def config_of(protocol: P2BProtocol):
     """The :class:`~privbandits.protocols.p2b.core.P2BConfig` the deployment runs (no shared warm agent)."""
-    return P2BConfig(
-        participation=protocol.participation,
-        negative_rate=protocol.negative_rate,
-        threshold=protocol.threshold,
-        alpha=protocol.alpha,
-        early_fraction=protocol.early_fraction,
-        representation=protocol.representation,
-        shared_warm_agent=False,
-        tie_break=protocol.tie_break,
-        omega=protocol.omega,
-    )
+    return P2BConfig(**protocol.model_dump(include=set(P2BDeploymentOptions.model_fields)), shared_warm_agent=False)
 
 
 def encoder_of(protocol: P2BProtocol):

@@ -7,7 +7,15 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from privbandits.declared import declared  # the protocols' declared options, without importing the protocols
-from privbandits.deploy.deployment_parts import PartyEntry, ProtocolSection, _roles
+from privbandits.deploy.deployment_parts import (
+    MOST_ARMS,
+    MOST_FEATURES,
+    MOST_ROUNDS,
+    PartyEntry,
+    ProtocolSection,
+    _roles,
+    check_numbers,
+)
 
 
 class VerticalProtocol(ProtocolSection):
@@ -15,9 +23,9 @@ class VerticalProtocol(ProtocolSection):
 
     name: Literal["vertical-o3m"]
     policy: Literal["vfucb", "vfts"] = "vfucb"
-    partition: list[int] = Field(min_length=2)
-    n_arms: int = Field(ge=1)
-    rounds: int = Field(ge=1)
+    partition: list[int] = Field(min_length=2, max_length=64)
+    n_arms: int = Field(ge=1, le=MOST_ARMS)
+    rounds: int = Field(ge=1, le=MOST_ROUNDS)
     seed: int = Field(0, ge=0)
     alpha: float = declared("LinUCB", "alpha", default=0.5)  # β_t = 0.5 in the paper's experiments
     v: float = declared("LinTS", "v")
@@ -49,14 +57,16 @@ class VerticalProtocol(ProtocolSection):
     @field_validator("partition")
     @classmethod
     def _blocks(cls, value: list[int]) -> list[int]:
-        if any(size < 1 for size in value):
-            raise ValueError(f"every block needs at least one feature, got {value}")
+        if any(not 1 <= size <= MOST_FEATURES for size in value):
+            raise ValueError(f"every block needs 1 to {MOST_FEATURES:,} features, got {value}")
         return value
 
     @model_validator(mode="after")
     def _aggregation(self) -> VerticalProtocol:
         if self.secure_aggregation and len(self.partition) < 3:
             raise ValueError("secure_aggregation needs at least 2 passive parties (3 or more partition blocks)")
+        sizes = ("rounds", self.rounds), ("n_arms", self.n_arms), ("features", self.dim)
+        check_numbers("the data files (a context per round and arm)", *sizes)
         single = [j + 1 for j, size in enumerate(self.partition) if j > 0 and size == 1]
         if single and not self.allow_single_feature_parties:
             raise ValueError(
