@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from privbandits.datasets.cache import CACHE_ENV
 from privbandits.experiments.book import book_sections, rerun_command, write_book
-from privbandits.experiments.reproduction import find
+from privbandits.experiments.catalog import find
 from privbandits.papers.data_choice import shown_source
 from privbandits.papers.mpc.options import MNIST_STEMS
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from privbandits.experiments.reproduction import find, run
+from privbandits.experiments.catalog import find
+from privbandits.experiments.reproduction import run
 from privbandits.experiments.store import ResultsStore, RunRecord
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "configs" / "examples"

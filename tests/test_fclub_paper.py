@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from privbandits.datasets.movielens import default_fclub_data_path
-from privbandits.experiments.catalog import REPRODUCTIONS
+from privbandits.experiments.catalog import REPRODUCTIONS, find
 from privbandits.experiments.overrides import OptionError
-from privbandits.experiments.reproduction import find, report, run
+from privbandits.experiments.reproduction import report, run
 from privbandits.experiments.store import ResultsStore
 from privbandits.papers.fclub import fig2, fig3
 from privbandits.papers.fclub.options import ALGORITHMS, COMMUNICATING, FAITHFUL

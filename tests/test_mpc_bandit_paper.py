@@ -12,9 +12,9 @@ import pytest
 from mnist_idx_fixture import write_mnist_folder
 
 from privbandits.datasets.mnist import MNIST_FILES
-from privbandits.experiments.catalog import REPRODUCTIONS
+from privbandits.experiments.catalog import REPRODUCTIONS, find
 from privbandits.experiments.overrides import OptionError
-from privbandits.experiments.reproduction import find, report, run
+from privbandits.experiments.reproduction import report, run
 from privbandits.experiments.store import ResultsStore
 from privbandits.papers.mpc import sweeps
 from privbandits.papers.mpc.options import MAX_PRECISION, MNIST_STEMS

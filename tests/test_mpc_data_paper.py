@@ -14,8 +14,9 @@ from mnist5k_fixture import write_mnist5k as _write_mnist5k
 
 from privbandits.datasets import cache
 from privbandits.datasets.mnist import MNIST_FILES
+from privbandits.experiments.catalog import find
 from privbandits.experiments.overrides import OptionError
-from privbandits.experiments.reproduction import find, report, run
+from privbandits.experiments.reproduction import report, run
 from privbandits.experiments.store import ResultsStore
 from privbandits.papers.mpc.reference import PAPER_REWARD_LEVEL
 

@@ -152,7 +152,7 @@ def test_the_example_says_in_one_line_how_to_get_the_sample(tmp_path):
 
 @pytest.mark.skipif(not (REAL / "random" / "all").is_dir(), reason=f"the OBD sample is not at {REAL}")
 def test_the_example_runs_on_the_sample_from_the_cache(tmp_path, monkeypatch):
-    from privbandits.experiments.reproduction import find
+    from privbandits.experiments.catalog import find
 
     cache.install_from("obd", REAL, tmp_path / "cache")
     monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))

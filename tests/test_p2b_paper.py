@@ -10,8 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from privbandits.cli import app
+from privbandits.experiments.catalog import find
 from privbandits.experiments.overrides import OptionError
-from privbandits.experiments.reproduction import find, report, run
+from privbandits.experiments.reproduction import report, run
 from privbandits.experiments.store import ResultsStore
 
 P2B_NAMES = ("p2b-fig3", "p2b-fig4", "p2b-fig5", "p2b-fig5-reference", "p2b-fig6", "p2b-fig6-reference", "p2b-fig7")

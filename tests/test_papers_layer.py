@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from privbandits.experiments import catalog
+from privbandits.experiments.catalog import find
 from privbandits.experiments.config import ConfigError
-from privbandits.experiments.reproduction import Catalog, find
+from privbandits.experiments.reproduction import Catalog
 from privbandits.experiments.store import ResultsStore
 from privbandits.experiments.tasks import MOVED, Task, canonical_json, keyed_name, resolve
 

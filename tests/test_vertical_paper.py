@@ -11,9 +11,9 @@ import pytest
 
 from privbandits.datasets.obd import default_obd_path
 from privbandits.experiments import parse_config, run_single
-from privbandits.experiments.catalog import CONFIG_REPORTS, REPRODUCTIONS
+from privbandits.experiments.catalog import CONFIG_REPORTS, REPRODUCTIONS, find
 from privbandits.experiments.overrides import OptionError
-from privbandits.experiments.reproduction import find, report, run
+from privbandits.experiments.reproduction import report, run
 from privbandits.experiments.store import ResultsStore
 from privbandits.experiments.tasks import resolve
 from privbandits.papers.vertical import fig5

@@ -15,9 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from privbandits.experiments.catalog import config_reproduction, find
 from privbandits.experiments.config import ExperimentConfig
 from privbandits.experiments.overrides import OptionError, unknown_key, validation_message
-from privbandits.experiments.reproduction import ConfigReproduction, Reproduction, find
+from privbandits.experiments.reproduction import ConfigReproduction, Reproduction
 from privbandits.experiments.reproduction import report as build_report
 from privbandits.experiments.reproduction import run as run_reproduction
 from privbandits.experiments.tasks import Task
@@ -142,7 +143,7 @@ def _reproduction_of(spec: str | Path | ExperimentConfig | Mapping[str, Any]) ->
     if isinstance(spec, Mapping):
         data = dict(spec)
         name = str(data.get("name", "experiment"))
-        return ConfigReproduction(name, str(data.get("description", "")), None), data
+        return config_reproduction(name, str(data.get("description", "")), None), data
     return find(str(spec)), {}
 
 

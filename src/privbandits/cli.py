@@ -139,6 +139,7 @@ def run(
     interrupted command, run again, continues where it stopped; a changed option is a
     different unit. Options are checked, all of them, before anything runs.
     """
+    from privbandits.experiments import catalog
     from privbandits.experiments import reproduction as repro
 
     try:
@@ -150,7 +151,7 @@ def run(
         raw = split_assignments(option)
         plans = []
         for name in names:
-            reproduction = repro.find(name)
+            reproduction = catalog.find(name)
             plans.append((reproduction, reproduction.parse(raw)))
         from privbandits.experiments.store import ResultsStore
 
@@ -215,6 +216,7 @@ def report_command(
 
     Without -o, each reproduction is reported with the options it was last run with.
     """
+    from privbandits.experiments import catalog
     from privbandits.experiments import reproduction as repro
 
     _existing_store(store)
@@ -235,7 +237,7 @@ def report_command(
                 _fail(f"{store} holds no runs yet")
             sections = []
             for name in sorted(chosen) if book else chosen:
-                reproduction = repro.find(name, results)
+                reproduction = catalog.find(name, results)
                 if not raw and results.recall(reproduction.name) is None:
                     raise ReportError(
                         f"no stored runs of {reproduction.name!r} in {store}; run `privbandits run {name}` first"
@@ -264,13 +266,14 @@ def _also_sections(also: list[str], results) -> list[str]:
     """The book's sections for ``--also`` options (reports drawn in a scratch folder: the book has no figures)."""
     import tempfile
 
+    from privbandits.experiments import catalog
     from privbandits.experiments import reproduction as repro
     from privbandits.experiments.book import parse_also, section
 
     sections = []
     for text in also:
         name, assignments = parse_also(text)
-        reproduction = repro.find(name, results)
+        reproduction = catalog.find(name, results)
         options = repro.resolve_options(reproduction, split_assignments(assignments), None)
         with tempfile.TemporaryDirectory() as scratch:
             sections.append(section(reproduction, options, repro.report(reproduction, options, results, Path(scratch))))
@@ -311,14 +314,14 @@ def show_command(
     """Print every option of a reproduction, or of a policy or environment kind: key, type, default and what it
     does (a protocol's options as the protocol declares them); of a deployment file, its settings and its protocol's
     options with their bounds and the values the file sets."""
-    from privbandits.experiments import reproduction as repro
+    from privbandits.experiments import catalog
 
     deployment = _deployment_table(name)
     if deployment is not None:
         _show_deployment(Path(name), deployment)
         return
     try:
-        reproduction = repro.find(name)
+        reproduction = catalog.find(name)
     except _USER_ERRORS as exc:
         kind = _kinds().get(name)
         if kind is None:

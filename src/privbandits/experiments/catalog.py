@@ -19,7 +19,9 @@ from collections.abc import Iterable
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from privbandits.experiments.config import ConfigError
 from privbandits.experiments.reproduction import Catalog, ConfigReproduction, Reproduction
+from privbandits.experiments.tomlfile import read_toml
 
 GROUP = "privbandits.reproductions"
 NONE_INSTALLED = (
@@ -73,5 +75,34 @@ def shipped_configs() -> dict[str, ConfigReproduction]:
     for path in [*sorted(folder.glob("*.toml")), *sorted(folder.glob("examples/*.toml"))]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
         name = str(data.get("name", path.stem))
-        found[name] = ConfigReproduction(name, data.get("description", ""), path)
+        found[name] = config_reproduction(name, data.get("description", ""), path)
     return found
+
+
+def config_reproduction(name: str, description: str, path: Path | None) -> ConfigReproduction:
+    """The config experiment ``name`` (its TOML file ``path``, or None: known from the store), with the layer's
+    paper panels its report starts from where a layer declares them for that name (:data:`CONFIG_REPORTS`)."""
+    return ConfigReproduction(name, description, path, CONFIG_REPORTS.get(name))
+
+
+def find(name: str, store=None) -> Reproduction | ConfigReproduction:
+    """A reproduction by name, a shipped config by name, a TOML file by path, or a config experiment
+    remembered in ``store`` (given) by its name."""
+    if name in REPRODUCTIONS:
+        return REPRODUCTIONS[name]
+    path = Path(name)
+    if path.suffix == ".toml" or path.is_file():
+        if not path.is_file():
+            raise ConfigError(f"config file not found: {path}")
+        data = read_toml(path, ConfigError)
+        return config_reproduction(str(data.get("name", path.stem)), str(data.get("description", "")), path)
+    configs = shipped_configs()
+    if name in configs:
+        return configs[name]
+    remembered = None if store is None else store.recall(name)
+    if remembered is not None and {"policies", "environment"} <= set(remembered):
+        return config_reproduction(name, str(remembered.get("description", "")), None)
+    names = sorted([*REPRODUCTIONS, *configs])
+    hint = "" if REPRODUCTIONS else f" ({NONE_INSTALLED})"
+    raise ConfigError(f"no config file or reproduction named {name!r}; reproductions: {', '.join(names)}{hint}")
+

@@ -21,16 +21,17 @@ from privbandits.experiments.store import RunRecord
 from privbandits.experiments.tasks import resolve
 
 
-def config_report(config: ExperimentConfig, points: dict[str, dict[str, Any]], out: Path) -> PaperReport:
-    """Everything a config's stored runs show: final values over seeds, plots, and the paper's claims."""
-    from privbandits.experiments.catalog import CONFIG_REPORTS
-
+def config_report(
+    config: ExperimentConfig, points: dict[str, dict[str, Any]], out: Path, panels: str | None = None
+) -> PaperReport:
+    """Everything a config's stored runs show: final values over seeds, plots, and the paper's claims (starting from
+    ``panels``, the ``"module:function"`` of a layer's panels for this config, where it has them)."""
     records = [RunRecord.from_result(result) for result in points.values()]
     summaries = summarise(records)
     title = config.description or config.name
     report = PaperReport(config.name, title)
-    if config.name in CONFIG_REPORTS:
-        report = resolve(CONFIG_REPORTS[config.name])(records, out)
+    if panels is not None:
+        report = resolve(panels)(records, out)
     rows = [["policy", "seeds", "rounds", "cum. regret", "cum. reward", "s / run"]]
     rows += [
         [

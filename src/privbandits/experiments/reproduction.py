@@ -113,6 +113,9 @@ class ConfigReproduction:
     description: str
     path: Path | None
     """The TOML file; None for an experiment known only from the store (its remembered config)."""
+    panels: str | None = None
+    """``"module:function"`` of a layer's paper panels and claims its report starts from (the catalog's
+    ``config_reports`` for this name), or None."""
 
     def options_model(self) -> type[BaseModel]:
         return ExperimentConfig
@@ -140,9 +143,9 @@ class ConfigReproduction:
         return run_tasks_of(_experiment(config))
 
     def build_report(self, config: BaseModel, points: dict[str, dict[str, Any]], out: Path):
-        from privbandits.experiments.config_report import config_report
+        from privbandits.experiments.config_report import config_report  # matplotlib: only when a report is made
 
-        return config_report(_experiment(config), points, out)
+        return config_report(_experiment(config), points, out, self.panels)
 
 
 def _experiment(options: BaseModel) -> ExperimentConfig:
@@ -211,30 +214,6 @@ def _descend(target: Any, part: str, where: str) -> Any:
 
 
 # -- finding, running and reporting ----------------------------------------------------
-def find(name: str, store=None) -> Reproduction | ConfigReproduction:
-    """A reproduction by name, a shipped config by name, a TOML file by path, or a config experiment
-    remembered in ``store`` (given) by its name."""
-    from privbandits.experiments.catalog import NONE_INSTALLED, REPRODUCTIONS, shipped_configs
-
-    if name in REPRODUCTIONS:
-        return REPRODUCTIONS[name]
-    path = Path(name)
-    if path.suffix == ".toml" or path.is_file():
-        if not path.is_file():
-            raise ConfigError(f"config file not found: {path}")
-        data = _read_toml(path)
-        return ConfigReproduction(str(data.get("name", path.stem)), str(data.get("description", "")), path)
-    configs = shipped_configs()
-    if name in configs:
-        return configs[name]
-    remembered = None if store is None else store.recall(name)
-    if remembered is not None and {"policies", "environment"} <= set(remembered):
-        return ConfigReproduction(name, str(remembered.get("description", "")), None)
-    names = sorted([*REPRODUCTIONS, *configs])
-    hint = "" if REPRODUCTIONS else f" ({NONE_INSTALLED})"
-    raise ConfigError(f"no config file or reproduction named {name!r}; reproductions: {', '.join(names)}{hint}")
-
-
 def resolve_options(reproduction: Reproduction | ConfigReproduction, raw: dict[str, str], store=None) -> BaseModel:
     """The options to use: the defaults (or, with no overrides, those the store last ran) plus ``raw``."""
     base = None

@@ -207,12 +207,13 @@ def index_page(pages: list[SitePage], out: Path, audit: str = "") -> Path:
 
 def build_site(store, out: Path, names: list[str] | None = None) -> list[SitePage]:
     """Report every stored reproduction (or ``names``) into ``out`` and write the pages and index."""
+    from privbandits.experiments import catalog
     from privbandits.experiments import reproduction as repro
     from privbandits.experiments.book import rerun_command
 
     pages = []
     for name in sorted(names or store.invocations()):
-        reproduction = repro.find(name, store)
+        reproduction = catalog.find(name, store)
         options = repro.resolve_options(reproduction, {}, store)
         folder = out / reproduction.name
         paper = repro.report(reproduction, options, store, folder)
