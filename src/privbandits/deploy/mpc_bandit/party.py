@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -193,7 +194,7 @@ def config_of(deployment: Deployment[MPCProtocol]):
     protocol: MPCProtocol = deployment.protocol
     environment = deployment.names("environment")[0]
     options = protocol.model_dump(include=set(MPCDeploymentOptions.model_fields))  # the section's own
-    parties = {"n_arms": protocol.n_arms, "partition": tuple(protocol.partition)}
+    parties: dict[str, Any] = {"n_arms": protocol.n_arms, "partition": tuple(protocol.partition)}
     return MPCBanditConfig(**parties, puller=environment, rewarder=environment, **options)
 
 
