@@ -19,7 +19,7 @@ know; a test registers its own for a while with :meth:`ProtocolRegistry.extended
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,6 +124,30 @@ class DeployableProtocol(Generic[D]):
                 line += f", regret {result['cumulative_regret']:.2f}"
             return line
         return str(result.get("outcome", "done"))
+
+
+def play_by_role(plays: Mapping[str, Callable[..., dict]]) -> Callable[..., dict]:
+    """A protocol's ``run_party`` from one function per role, ``play(deployment, name, network, resume)``; the role
+    that learns the decisions (the section's ``REPORTER``) also gets ``on_round``:
+    ``play(deployment, name, network, resume, on_round)``."""
+
+    def run_party(deployment, name: str, network, *, resume: bool = False, on_round: OnRound | None = None) -> dict:
+        role = deployment.parties[name].role
+        if role == deployment.protocol.REPORTER:
+            return plays[role](deployment, name, network, resume, on_round)
+        return plays[role](deployment, name, network, resume)
+
+    return run_party
+
+
+def deadline_by_role(factors: Mapping[str, float], default: float = 1.0) -> Callable[[Any, str], float]:
+    """A protocol's ``receive_deadline``: the file's ``deadline_s`` times the party's role's factor (``default`` for
+    a role ``factors`` does not name)."""
+
+    def receive_deadline(deployment, name: str) -> float:
+        return factors.get(deployment.parties[name].role, default) * deployment.deadline_s
+
+    return receive_deadline
 
 
 @dataclass

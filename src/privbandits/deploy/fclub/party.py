@@ -95,7 +95,7 @@ from privbandits.deploy.fclub.messages import NOISE_WARNING
 from privbandits.deploy.fclub.section import FCLUBProtocol
 from privbandits.deploy.fclub.session import _protocol, _seeds, _server_of_user, config_of, environment_of
 from privbandits.deploy.fclub.users import run_users
-from privbandits.deploy.registry import PartyFunctions
+from privbandits.deploy.registry import PartyFunctions, deadline_by_role, play_by_role
 from privbandits.privacy.ledger import PrivacyLedger
 from privbandits.protocols.fclub.accounting import Communication
 from privbandits.protocols.fclub.driver import FederatedClusteredBandit
@@ -123,16 +123,12 @@ def prepare(deployment: Deployment[FCLUBProtocol], name: str) -> None:
         play(bandit, env, config.horizon)
 
 
-def receive_deadline(deployment: Deployment[FCLUBProtocol], name: str) -> float:
-    """Seconds party ``name`` waits for a message before it counts its peer as lost.
-
-    The global server waits ``deadline_s`` (for a local server's phase uploads or its
-    :class:`Applied`), a local server twice that (for the global server, which may be waiting on
-    another local server), the users three times (for a local server waiting on the global server):
-    so a stalled local server is named by the global server, which goes on without it.
-    """
-    factor = {"global_server": 1.0, "local_server": 2.0}.get(deployment.parties[name].role, 3.0)
-    return factor * deployment.deadline_s
+receive_deadline = deadline_by_role({"global_server": 1.0, "local_server": 2.0}, default=3.0)
+"""Seconds a party waits for a message before it counts its peer as lost: the global server waits ``deadline_s``
+(for a local server's phase uploads or its :class:`~privbandits.deploy.fclub.messages.Applied`), a local server twice
+that (for the global server, which may be waiting on another local server), the users three times (for a local
+server waiting on the global server): so a stalled local server is named by the global server, which goes on
+without it."""
 
 
 @entropy.recorded
@@ -146,15 +142,13 @@ def run_party(
 ) -> dict:
     """Play party ``name``'s part of the session on ``network`` (already connected); ``resume``: go on from the
     parties' checkpoints (:mod:`privbandits.deploy.fclub.resume`)."""
-    role = deployment.parties[name].role
     with warnings.catch_warnings():
         if _protocol(deployment).preset == "reference":  # as the experiments' runs
             warnings.filterwarnings("ignore", message=NOISE_WARNING)
-        if role == "users":
-            return run_users(deployment, name, network, on_round, resume)
-        if role == "global_server":
-            return run_global(deployment, name, network, resume)
-        return run_local_server(deployment, name, network, resume)
+        return _by_role(deployment, name, network, resume=resume, on_round=on_round)
+
+
+_by_role = play_by_role({"users": run_users, "global_server": run_global, "local_server": run_local_server})
 
 
 # -- the session's outcome, and the in-memory run it must equal -------------------------------------

@@ -177,7 +177,7 @@ class _Clock(Checkpointed):
 
 
 def run_users(
-    deployment: Deployment[FCLUBProtocol], name: str, network: TlsNetwork, on_round, resume: bool = False
+    deployment: Deployment[FCLUBProtocol], name: str, network: TlsNetwork, resume: bool = False, on_round=None
 ) -> dict:
     protocol, config = _protocol(deployment), config_of(deployment)
     env = environment_of(deployment)

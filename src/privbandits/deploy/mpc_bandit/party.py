@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,7 @@ from privbandits.deploy import checkpoint, entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError
 from privbandits.deploy.files import read_arrays, write_private_npz
 from privbandits.deploy.mpc_bandit.section import MPCProtocol
-from privbandits.deploy.registry import PartyFunctions
+from privbandits.deploy.registry import PartyFunctions, deadline_by_role, play_by_role
 
 PARTY_IMPORTS = ("privbandits.protocols.mpc_bandit",)
 """Modules the parties import when they run (not when the CLI loads this one): a fork server preloads them."""
@@ -301,34 +301,11 @@ def _offer_and_agree(deployment: Deployment[MPCProtocol], party: Party) -> tuple
 # ----------------------------------------------------------------------------- the parties
 
 
-def receive_deadline(deployment: Deployment[MPCProtocol], name: str) -> float:
-    """Seconds party ``name`` waits for a message before it counts its peer as lost.
-
-    Computing parties wait ``deadline_s``; the dealer and the environment twice that. The
-    environment waits on the computing parties, which wait on each other: if one computing
-    party stalls, the one waiting on it reports the stall first and tells everyone, before the
-    environment (or a dealer blocked writing to a computing party) would blame the wrong one.
-    """
-    factor = 1.0 if deployment.parties[name].role == "computing" else 2.0
-    return factor * deployment.deadline_s
-
-
-@entropy.recorded
-def run_party(
-    deployment: Deployment[MPCProtocol],
-    name: str,
-    network: TlsNetwork,
-    *,
-    resume: bool = False,
-    on_round: Callable[[int, int], None] | None = None,
-) -> dict:
-    """Play party ``name``'s part of the session on ``network`` (already connected)."""
-    role = deployment.parties[name].role
-    if role == "dealer":
-        return _run_dealer(deployment, name, network, resume)
-    if role == "computing":
-        return _run_computing(deployment, name, network, resume)
-    return _run_environment(deployment, name, network, resume, on_round)
+receive_deadline = deadline_by_role({"computing": 1.0}, default=2.0)
+"""Seconds a party waits for a message before it counts its peer as lost: computing parties wait ``deadline_s``;
+the dealer and the environment twice that. The environment waits on the computing parties, which wait on each
+other: if one computing party stalls, the one waiting on it reports the stall first and tells everyone, before the
+environment (or a dealer blocked writing to a computing party) would blame the wrong one."""
 
 
 def _run_dealer(deployment: Deployment[MPCProtocol], name: str, network: TlsNetwork, resume: bool) -> dict:
@@ -471,6 +448,11 @@ def _run_environment(deployment, name, network, resume, on_round) -> dict:
         "cpu_seconds_per_round": cpu / max(protocol.rounds - done, 1),
     }
 
+
+run_party = entropy.recorded(
+    play_by_role({"dealer": _run_dealer, "computing": _run_computing, "environment": _run_environment})
+)
+"""Play party ``name``'s part of the session on ``network`` (already connected)."""
 
 DEPLOYABLE = PartyFunctions(
     MPCProtocol, (__name__, *PARTY_IMPORTS), run_party, receive_deadline,

@@ -104,6 +104,7 @@ from privbandits.deploy.p2b.messages import FetchModel as FetchModel  # re-expor
 from privbandits.deploy.p2b.rejoin import rejoin as rejoin  # the parties' networks: lost peers may come back
 from privbandits.deploy.p2b.section import P2BProtocol
 from privbandits.deploy.p2b.session import BATCH_FIELDS, KINDS, SHARE_ENCODED, SHARE_RAW, encoder_of, phases, streams_of
+from privbandits.deploy.registry import play_by_role
 
 RAW_WARNING = (
     "WARNING: raw_baseline = true: every participating device sends a raw context, action and reward to the "
@@ -161,14 +162,7 @@ def run_party(
     """Play party ``name``'s part of the session on ``network`` (already connected)."""
     if _protocol(deployment).raw_baseline:
         print(RAW_WARNING, file=sys.stderr, flush=True)
-    role = deployment.parties[name].role
-    if role == "shuffler":
-        return _run_shuffler(deployment, name, network, resume)
-    if role == "server":
-        return _run_server(deployment, name, network, on_round, resume)
-    if role == p2b_scaleout.ROLE:
-        return p2b_scaleout.run_front(deployment, name, network, resume)
-    return _run_host(deployment, name, network, resume)
+    return _by_role(deployment, name, network, resume=resume, on_round=on_round)
 
 
 def _shuffler_state(deployment: Deployment[P2BProtocol], name: str, queue, resume: bool) -> tuple[bytes, int, dict]:
@@ -310,7 +304,7 @@ def open_queue(deployment: Deployment[P2BProtocol], name: str, *, resume: bool =
 
 
 def _run_server(
-    deployment: Deployment[P2BProtocol], name: str, network: TlsNetwork, on_round, resume: bool = False
+    deployment: Deployment[P2BProtocol], name: str, network: TlsNetwork, resume: bool = False, on_round=None
 ) -> dict:
     from privbandits.deploy.p2b.roles import PublishingServer
 
@@ -464,3 +458,9 @@ def _run_host(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwor
         "resumed": resume,
         "ledger": host.ledger.rows(),
     }
+
+
+_by_role = play_by_role(
+    {"shuffler": _run_shuffler, "server": _run_server, p2b_scaleout.ROLE: p2b_scaleout.run_front,
+     "device_host": _run_host}
+)  # fmt: skip

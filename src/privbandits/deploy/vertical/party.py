@@ -51,7 +51,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,7 +61,7 @@ from privbandits.comm import ROUND, SETUP, InMemoryNetwork, Message, Network, Tl
 from privbandits.deploy import checkpoint, entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError
 from privbandits.deploy.files import read_arrays, write_private_npz
-from privbandits.deploy.registry import PartyFunctions
+from privbandits.deploy.registry import PartyFunctions, deadline_by_role, play_by_role
 from privbandits.deploy.vertical.section import VerticalProtocol
 
 PARTY_IMPORTS = ("privbandits.protocols.vertical.core",)
@@ -314,33 +314,10 @@ def run_in_memory(deployment: Deployment[VerticalProtocol], network: Network | N
     return _run_summary(active, arms, time.perf_counter() - start), network
 
 
-def receive_deadline(deployment: Deployment[VerticalProtocol], name: str) -> float:
-    """Seconds party ``name`` waits for a message before it counts its peer as lost.
-
-    The active party waits ``deadline_s`` for each answer. A passive party waits twice that
-    for the next request: if another passive party stalls, the active party (which waits for
-    it) reports the stall and tells everyone, before the passive parties would blame it.
-    """
-    factor = 2.0 if deployment.parties[name].role == "passive" else 1.0
-    return factor * deployment.deadline_s
-
-
-@entropy.recorded
-def run_party(
-    deployment: Deployment[VerticalProtocol],
-    name: str,
-    network: TlsNetwork,
-    *,
-    resume: bool = False,
-    on_round: Callable[[int, int], None] | None = None,
-) -> dict:
-    """Play party ``name``'s part of the session on ``network`` (already connected)."""
-    role = deployment.parties[name].role
-    if role == "mask_generator":
-        return _run_generator(deployment, name, network, resume)
-    if role == "passive":
-        return _run_passive(deployment, name, network, resume)
-    return _run_active(deployment, name, network, resume, on_round)
+receive_deadline = deadline_by_role({"passive": 2.0})
+"""Seconds a party waits for a message before it counts its peer as lost: the active party waits ``deadline_s`` for
+each answer; a passive party twice that for the next request: if another passive party stalls, the active party
+(which waits for it) reports the stall and tells everyone, before the passive parties would blame it."""
 
 
 def _run_generator(deployment: Deployment[VerticalProtocol], name: str, network: TlsNetwork, resume: bool) -> dict:
@@ -513,6 +490,11 @@ def _check_rounds(protocol: VerticalProtocol, active: PartyData) -> int:
         )
     return protocol.rounds
 
+
+run_party = entropy.recorded(
+    play_by_role({"mask_generator": _run_generator, "passive": _run_passive, "active": _run_active})
+)
+"""Play party ``name``'s part of the session on ``network`` (already connected)."""
 
 DEPLOYABLE = PartyFunctions(
     VerticalProtocol, (__name__, *PARTY_IMPORTS), run_party, receive_deadline,
