@@ -141,3 +141,14 @@ def _roles(parties: dict[str, PartyEntry], allowed: tuple[str, ...], single: tup
         if len(holders) != 1:
             raise ValueError(f"parties: exactly one party must have role {role!r}, found {len(holders)}")
     return roles
+
+
+def _block_holders(roles: dict[str, str], partition: list[int], role: str, blocks: int) -> list[str]:
+    """The parties of ``role``, checked to be as many as the ``blocks`` of ``partition`` they hold."""
+    holders = [name for name, have in roles.items() if have == role]
+    if len(holders) != blocks:
+        raise ValueError(
+            f"parties: partition {partition} has {len(partition)} blocks, so it needs {blocks} {role} parties; "
+            f"found {len(holders)}"
+        )
+    return holders

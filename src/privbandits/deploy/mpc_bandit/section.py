@@ -14,6 +14,7 @@ from privbandits.deploy.deployment_parts import (
     MOST_ROUNDS,
     PartyEntry,
     ProtocolSection,
+    _block_holders,
     _roles,
     check_numbers,
 )
@@ -79,12 +80,7 @@ class MPCProtocol(ProtocolSection, MPCDeploymentOptions):
 
     def check_parties(self, parties: dict[str, PartyEntry]) -> None:
         roles = _roles(parties, self.ROLES, ("dealer", "environment"))
-        computing = [name for name, role in roles.items() if role == "computing"]
-        if len(computing) != len(self.partition):
-            raise ValueError(
-                f"parties: partition {self.partition} has {len(self.partition)} blocks, so it needs "
-                f"{len(self.partition)} computing parties; found {len(computing)}"
-            )
+        _block_holders(roles, self.partition, "computing", len(self.partition))
         for name, entry in parties.items():
             if entry.data is None:
                 what = "its private seed" if entry.role == "dealer" else "its local data and private seed"

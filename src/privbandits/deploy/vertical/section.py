@@ -13,6 +13,7 @@ from privbandits.deploy.deployment_parts import (
     MOST_ROUNDS,
     PartyEntry,
     ProtocolSection,
+    _block_holders,
     _roles,
     check_numbers,
 )
@@ -81,12 +82,7 @@ class VerticalProtocol(ProtocolSection):
 
     def check_parties(self, parties: dict[str, PartyEntry]) -> None:
         roles = _roles(parties, self.ROLES, ("mask_generator", "active"))
-        passive = [name for name, role in roles.items() if role == "passive"]
-        if len(passive) != len(self.partition) - 1:
-            raise ValueError(
-                f"parties: partition {self.partition} has {len(self.partition)} blocks, so it needs "
-                f"{len(self.partition) - 1} passive parties; found {len(passive)}"
-            )
+        _block_holders(roles, self.partition, "passive", len(self.partition) - 1)  # the active party holds the first
         for name, entry in parties.items():
             if entry.role != "mask_generator" and entry.data is None:
                 raise ValueError(f"parties.{name}.data: the {entry.role} party needs its local data file")
