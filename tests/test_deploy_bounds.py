@@ -68,3 +68,18 @@ def test_the_largest_sizes_within_the_bounds_still_load():
     assert parse_deployment(section("vertical-vfucb", rounds=rounds)).protocol.rounds == rounds
     with pytest.raises(DeploymentError, match="at most 100,000,000"):
         parse_deployment(section("vertical-vfucb", rounds=rounds + 1))
+
+
+@pytest.mark.parametrize(
+    ("name", "partition", "message"),
+    [
+        ("vertical-vfucb", [20, 20, 20],
+         "parties: partition [20, 20, 20] has 3 blocks, so it needs 2 passive parties; found 3"),
+        ("mpc-epsilon-greedy", [5, 5, 10],
+         "parties: partition [5, 5, 10] has 3 blocks, so it needs 3 computing parties; found 2"),
+    ],
+)  # fmt: skip
+def test_a_partition_needs_one_party_per_block_it_gives_out(name, partition, message):
+    with pytest.raises(DeploymentError) as refused:
+        parse_deployment(section(name, partition=partition))
+    assert str(refused.value) == message
