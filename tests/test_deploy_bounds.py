@@ -73,8 +73,8 @@ def test_the_largest_sizes_within_the_bounds_still_load():
 @pytest.mark.parametrize(
     ("name", "partition", "message"),
     [
-        ("vertical-vfucb", [20, 20, 20],
-         "parties: partition [20, 20, 20] has 3 blocks, so it needs 2 passive parties; found 3"),
+        ("vertical-vfucb", [20, 20, 20, 40],
+         "parties: partition [20, 20, 20, 40] has 4 blocks, so it needs 3 passive parties; found 2"),
         ("mpc-epsilon-greedy", [5, 5, 10],
          "parties: partition [5, 5, 10] has 3 blocks, so it needs 3 computing parties; found 2"),
     ],
