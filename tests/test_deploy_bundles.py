@@ -29,7 +29,7 @@ from privbandits.deploy.cli import standalone
 from privbandits.deploy.console import link_summary
 from privbandits.deploy.deployment import DeploymentError, load_deployment
 from privbandits.deploy.local import PartyProcess, wait_parties
-from privbandits.deploy.party import check_own_files
+from privbandits.deploy.party import check_own_files, write_json_atomic
 
 NAMES = ("mask_generator", "active", "passive2")
 HINT = " (make the bundles with `privbandits deploy certs DEPLOY.toml`)"
@@ -242,6 +242,13 @@ def test_every_secret_file_is_the_owners_only(deployment, tmp_path):
     log.start()
     log.append([1, 2])
     assert mode(saved) == 0o600 and mode(log.path) == 0o600
+    for umask in (0o022, 0o077):  # a party's result holds what only it may see
+        previous = os.umask(umask)
+        try:
+            write_json_atomic(tmp_path / "out" / f"result-{umask:o}.json", {"arms": [1, 2]})
+        finally:
+            os.umask(previous)
+        assert mode(tmp_path / "out" / f"result-{umask:o}.json") == 0o600
     stale = tmp_path / "stale.npz"  # a data file left readable by others is made the owner's when rewritten
     stale.write_bytes(b"")
     os.chmod(stale, 0o644)

@@ -39,7 +39,9 @@ class PartyFailed(RuntimeError):
 
 
 def write_json_atomic(path: Path, value: object) -> None:
-    """Write JSON to a temporary file beside ``path`` and rename it: never half-written."""
+    """Write JSON to a temporary file beside ``path`` and rename it: never half-written. The file is its owner's
+    alone (0600, whatever the umask), like every other private file: a party's result holds what only it may see
+    (the MPC environment's and the active party's arms, P2B hosts' late rewards, FCLUB users' arms)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -47,7 +49,7 @@ def write_json_atomic(path: Path, value: object) -> None:
             json.dump(value, handle, indent=1)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(temporary, 0o644)
+        os.chmod(temporary, 0o600)  # mkstemp's mode already; said here, since the result is private
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
