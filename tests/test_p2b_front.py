@@ -263,3 +263,49 @@ def test_deploy_load_without_local_needs_fixed_ports(tmp_path):
     done = CliRunner().invoke(standalone, ["deploy", "load", str(load_file(tmp_path))], terminal_width=400)
     assert done.exit_code == 2 and len(done.output.strip().splitlines()) == 1, done.output
     assert "port 0" in done.output or ":0" in done.output, done.output
+
+
+def host_sends_one_wrong(net, devices: dict[str, EncodedReport], wrong: str) -> dict:
+    """Device host ``net``: its devices send their reports, and device ``wrong`` a message of another kind
+    (a :class:`CloseBatch`) in the middle; then the host closes the batch. Each send's answer."""
+    party = Party(net.local, net)
+    with net.phase(SHARE_ENCODED):
+        party.receive(BatchOpen.kind, "shuffler")
+        names = list(devices)
+        answers = {device: send_own(net, device, "shuffler", devices[device]) for device in names[:3]}
+        answers[wrong] = send_own(net, wrong, "shuffler", CloseBatch())
+        answers |= {device: send_own(net, device, "shuffler", devices[device]) for device in names[3:]}
+        party.send("shuffler", CloseBatch())
+    return answers
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_one_device_sending_another_kind_of_message_is_dropped_and_the_batch_goes_on(pki, tmp_path, workers):
+    """Issue 48: with either front end, a device that sends a message of the wrong kind is refused, counted and
+    logged; every other device's report is in the batch and the session goes on (with ``workers = 0`` it ended
+    the session)."""
+    nets = linked(pki, ["shuffler", *HOSTS], keep_listening=True, deadline=8.0)
+    front = Front(nets["shuffler"], HOSTS, workers).start() if workers else None
+    queue = SqliteReportQueue(tmp_path / "queue.sqlite", n_codes=8, n_arms=3)
+    try:
+        shuffler = shuffler_of(nets, front, queue)
+        devices = [reports_of(0, range(0, 6)), reports_of(1, range(10, 16))]
+        wrong = f"{HOSTS[0]}-device99"
+        jobs = [Background(lambda: host_sends_one_wrong(nets[HOSTS[0]], devices[0], wrong)),
+                Background(lambda: host_sends_one_wrong(nets[HOSTS[1]], devices[1], f"{HOSTS[1]}-device98"))]
+        with nets["shuffler"].phase(SHARE_ENCODED):
+            batch = shuffler.collect_batch(EncodedReport.kind)
+        answers = [job.result() for job in jobs]
+        assert [a.pop(w) for a, w in zip(answers, [wrong, f"{HOSTS[1]}-device98"], strict=True)] == [False, False]
+        assert all(all(a.values()) for a in answers)
+        expected = [*devices[0].values(), *devices[1].values()]
+        got = sorted((r.code, r.action, r.reward) for r in batch)
+        assert got == sorted((r.code, r.action, r.reward) for r in expected)
+        dropped = nets["shuffler"].dropped
+        assert sum("sent a 'p2b.close_batch' message" in reason for reason in dropped) == 2, dropped
+    finally:
+        if front is not None:
+            front.stop()
+        queue.close()
+        for net in nets.values():
+            net.abort("test over")

@@ -89,7 +89,8 @@ def serial_reports(shuffler, host: str, kind: str):
     """``(identity, report, delivery)`` of ``host``'s devices until it closes the batch, taken one connection at a
     time in the shuffler's process (the host is first told to open the batch). A device connection dropped
     half-way loses only its own report; a report for a batch its host has already closed (a restarted host's
-    devices replay) is acknowledged and counted in ``shuffler.replayed``, not taken."""
+    devices replay) is acknowledged and counted in ``shuffler.replayed``, not taken; a message of another kind is
+    refused and counted among the network's drops (the session goes on)."""
     from privbandits.comm.oneshot import accept_own, device_waiting
     from privbandits.deploy.p2b.messages import BatchOpen
     from privbandits.protocols.p2b.core import CloseBatch
@@ -109,9 +110,11 @@ def serial_reports(shuffler, host: str, kind: str):
             shuffler.replayed += 1
             delivery.ack()
             continue
-        if got.kind != kind:
-            delivery.ack()
-            raise ProtocolError(f"a device of {host!r} sent a {got.kind!r} message; expected {kind!r}")
+        if got.kind != kind:  # one bad device never ends the session: dropped, counted and logged, as concurrently
+            reason = f"a device of {host!r} sent a {got.kind!r} message; expected {kind!r}"
+            network.note_dropped(reason)
+            delivery.refuse(reason)
+            continue
         closed = closed_reason(shuffler)
         if closed is not None:
             delivery.refuse(closed)
