@@ -2,7 +2,9 @@
 
 A checkpoint holds named arrays and a JSON ``meta`` mapping; it is written to a temporary
 file beside the target, fsynced and renamed, so a party killed mid-write leaves the
-previous checkpoint intact. Files are created with mode 0600 (they may hold mask seeds).
+previous checkpoint intact. A damaged one (truncated, emptied, bytes changed: the archive's CRC-32 of each member
+catches a change) is refused whole (:class:`DamagedState`, one line naming the file), never half-used. Files are
+created with mode 0600 (they may hold mask seeds).
 No pickle: :func:`capture` / :func:`restore` save a learner's numpy arrays, numbers and
 random-generator states attribute by attribute (its configuration is rebuilt from the
 deployment file).
@@ -14,10 +16,13 @@ import enum
 import json
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from privbandits.deploy.deployment_parts import DeploymentError
 
 if TYPE_CHECKING:
     from privbandits.deploy.deployment import Deployment
@@ -42,21 +47,35 @@ def save(path: Path, arrays: dict[str, np.ndarray], meta: dict) -> None:
         raise
 
 
+class DamagedState(DeploymentError):
+    """A state file that is there but cannot be read back whole (a party's exit code 2, one line naming it)."""
+
+
 def load(path: Path) -> tuple[dict[str, np.ndarray], dict] | None:
-    """``(arrays, meta)`` of the checkpoint at ``path``, or None if there is none."""
+    """``(arrays, meta)`` of the checkpoint at ``path``, or None if there is none; :class:`DamagedState` if it is
+    there but damaged."""
     if not path.is_file():
         return None
-    with np.load(path, allow_pickle=False) as archive:
-        arrays = {key: archive[key] for key in archive.files if key != _META}
-        meta = json.loads(archive[_META].tobytes().decode())
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            if _META not in archive.files:
+                raise ValueError("no meta record")
+            arrays = {key: archive[key] for key in archive.files if key != _META}
+            meta = json.loads(archive[_META].tobytes().decode())
+        if not isinstance(meta, dict):
+            raise ValueError("its meta record is not a mapping")
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise DamagedState(
+            f"{path} is damaged ({why}): not a whole file this party wrote; restore it or move it away to start the "
+            "session afresh"
+        ) from None
     return arrays, meta
 
 
 def resume(deployment: Deployment, name: str) -> tuple[dict[str, np.ndarray], dict]:
     """Party ``name``'s checkpoint to resume from: ``(arrays, meta)``, refused (:class:`DeploymentError`)
     when there is none or it was written for another deployment (``meta["digest"]``)."""
-    from privbandits.deploy.deployment import DeploymentError
-
     path = deployment.checkpoint_path(name)
     saved = load(path)
     if saved is None:
@@ -94,10 +113,9 @@ class DecisionLog:
                 os.fsync(handle.fileno())
         self.written = len(decisions)
 
-    def restore(self, count: int) -> list[int]:
-        """The first ``count`` decisions; the log is cut there. :class:`DeploymentError` if it holds fewer."""
-        from privbandits.deploy.deployment import DeploymentError
-
+    def restore(self, count: int, n_arms: int | None = None) -> list[int]:
+        """The first ``count`` decisions; the log is cut there. :class:`DeploymentError` if it holds fewer, and
+        :class:`DamagedState` if one is no arm (outside ``[0, n_arms)``, where given)."""
         if count == 0:  # the session's first checkpoint: nothing to keep
             self.start()
             return []
@@ -105,12 +123,14 @@ class DecisionLog:
         if size < 8 * count:
             raise DeploymentError(f"{self.path} holds {size // 8} decisions; the checkpoint counts {count}")
         with open(self.path, "r+b") as handle:
-            data = handle.read(8 * count)
+            decisions = np.frombuffer(handle.read(8 * count), dtype="<i8")
+            if n_arms is not None and not (0 <= decisions.min() and decisions.max() < n_arms):  # checked, then cut
+                raise DamagedState(f"{self.path} is damaged: it holds decisions that are no arm of 0..{n_arms - 1}")
             handle.truncate(8 * count)
             handle.flush()
             os.fsync(handle.fileno())
         self.written = count
-        return np.frombuffer(data, dtype="<i8").tolist()
+        return decisions.tolist()
 
 
 def decision_log(deployment: Deployment, name: str) -> DecisionLog:

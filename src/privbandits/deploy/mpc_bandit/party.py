@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import secrets
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -274,12 +275,22 @@ def save_state(
 
 
 def saved_states(deployment: Deployment[MPCProtocol], name: str) -> dict[int, tuple[dict[str, np.ndarray], dict]]:
-    """This party's checkpoints by round (the latest two), for this deployment only."""
-    states = {}
+    """This party's checkpoints by round (the latest two), for this deployment only. A damaged one is left out, with
+    a line on stderr naming it (the party offers the other: the session resumes from the previous checkpoint); both
+    damaged is :class:`~privbandits.deploy.checkpoint.DamagedState`."""
+    states, damaged = {}, []
     for path in (_previous(deployment, name), _latest(deployment, name)):
-        saved = checkpoint.load(path)
+        try:
+            saved = checkpoint.load(path)
+        except checkpoint.DamagedState as exc:
+            damaged.append(exc)
+            continue
         if saved is not None and saved[1].get("digest") == deployment.protocol_digest():
             states[int(saved[1]["round"])] = saved
+    if damaged and not states:
+        raise damaged[-1]
+    for refused in damaged:
+        print(f"{name}: {refused}; resuming from the previous checkpoint", file=sys.stderr, flush=True)
     return states
 
 
@@ -409,7 +420,7 @@ def _run_environment(deployment, name, network, resume, on_round) -> dict:
     log = checkpoint.decision_log(deployment, name)
     if resume:
         done, (_, meta) = _offer_and_agree(deployment, party.engine.party)
-        arms = log.restore(done)
+        arms = log.restore(done, config.n_arms)
         rng.bit_generator.state = meta["rng"]
         party.rounds, party.invalid_openings = done, meta["invalid_openings"]
         for index in range(done):  # the privacy ledger: one opening per round played

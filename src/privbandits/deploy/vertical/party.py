@@ -393,7 +393,7 @@ def _load_active(
     arrays, meta = checkpoint.resume(deployment, name)
     learned = {key.removeprefix("learner."): value for key, value in arrays.items() if key.startswith("learner.")}
     checkpoint.restore(learner, learned, meta["learner"])
-    return log.restore(meta["round"])
+    return log.restore(meta["round"], deployment.protocol.n_arms)
 
 
 def _run_active(deployment, name, network, resume, on_round) -> dict:

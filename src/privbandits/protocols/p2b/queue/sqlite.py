@@ -82,6 +82,9 @@ class SqliteReportQueue(ReportQueue):
             self._db.execute("PRAGMA secure_delete=ON")
             self._db.execute("PRAGMA foreign_keys=ON")
             self._db.execute("PRAGMA user_version").fetchone()
+            problems = [row[0] for row in self._db.execute("PRAGMA quick_check").fetchall()]
+            if problems != ["ok"]:  # a damaged file is refused whole, never half-used
+                raise sqlite3.DatabaseError("damaged: " + " ".join(" ".join(problems[:3]).split()))
         except sqlite3.DatabaseError as exc:
             self._db.close()
             raise InvalidInputError(f"{owner}: path {str(self.path)!r} is not a report queue: {exc}") from None
