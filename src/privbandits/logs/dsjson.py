@@ -183,7 +183,7 @@ def _lines(path: Path) -> Iterator[tuple[_Line, dict[str, Any]]]:
                 continue
             line = _Line(path, number)
             try:
-                event = json.loads(text)
+                event = json.loads(text.rstrip("\r\n"))
             except json.JSONDecodeError as error:
                 raise line.fail(f"not JSON ({error.msg} at column {error.colno})") from None
             if not isinstance(event, dict):

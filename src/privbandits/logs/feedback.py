@@ -188,14 +188,14 @@ class LoggedFeedback:
         bad = np.abs(sums - 1.0) > PI_B_TOLERANCE
         if bad.any():
             t = _first(bad)
-            raise _fail(f"pi_b rows must sum to 1 (within {PI_B_TOLERANCE:g}), got {sums[t]!r} at round {t}")
+            raise _fail(f"pi_b rows must sum to 1 (within {PI_B_TOLERANCE:g}), got {float(sums[t])} at round {t}")
         taken = pi_b[np.arange(n), action]
         bad = np.abs(taken - pscore) > PI_B_TOLERANCE
         if bad.any():
             t = _first(bad)
             raise _fail(
                 f"pscore must equal pi_b[t, action[t]] (within {PI_B_TOLERANCE:g}), "
-                f"got pscore {pscore[t]!r} and pi_b {taken[t]!r} at round {t}"
+                f"got pscore {float(pscore[t])} and pi_b {float(taken[t])} at round {t}"
             )
         return pi_b
 

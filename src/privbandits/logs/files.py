@@ -13,7 +13,8 @@ DSJSON = (".dsjson", ".jsonl", ".json")
 ALLOWED = "a .npz file (BanditFeedback) or a .dsjson, .jsonl or .json file (DSJSON lines)"
 
 
-def _kind(path: Path, name: str) -> str:
+def log_format(path: Path, name: str) -> str:
+    """The format of ``path`` by its suffix, "npz" or "dsjson"; any other suffix is refused naming ``name``."""
     suffix = path.suffix.lower()
     if suffix in NPZ:
         return "npz"
@@ -35,7 +36,7 @@ def load_log(path: str | Path, name: str = "log") -> LoggedFeedback:
                 f"{name} must be {ALLOWED}, or an Open Bandit Dataset folder holding all.csv, got {str(path)!r}"
             )
         return obd_feedback(path)
-    kind = _kind(path, name)
+    kind = log_format(path, name)
     if not path.is_file():
         raise FileNotFoundError(f"{name} {str(path)!r} does not exist")
     return load_npz(path) if kind == "npz" else read_dsjson(path)
@@ -48,6 +49,6 @@ def save_log(log: LoggedFeedback, path: str | Path, name: str = "log") -> Path:
     from privbandits.logs.obp import save_npz
 
     path = Path(path)
-    kind = _kind(path, name)
+    kind = log_format(path, name)
     check_writable(path, name, folder=False)
     return save_npz(log, path) if kind == "npz" else write_dsjson(log, path)
