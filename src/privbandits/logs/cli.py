@@ -4,7 +4,7 @@ typer here; numpy and the formats load when a command runs)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -18,7 +18,7 @@ logs_app = typer.Typer(
 )
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     from rich.console import Console
     from rich.text import Text
 
