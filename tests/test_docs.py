@@ -163,7 +163,7 @@ def test_the_command_reference_covers_every_command_and_option():
 
 
 def test_every_exported_name_is_defined_in_the_module_the_api_page_names():
-    for package in ("linear", "envs", "datasets", "protocols", "experiments", "comm", "mpc"):
+    for package in ("linear", "envs", "datasets", "logs", "protocols", "experiments", "comm", "mpc"):
         names = exports(f"privbandits.{package}")
         markdown = api_markdown(f"privbandits.{package}")
         assert len(names) >= 5

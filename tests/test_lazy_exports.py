@@ -17,6 +17,7 @@ LAZY = (
     "privbandits.envs",
     "privbandits.experiments",
     "privbandits.linear",
+    "privbandits.logs",
     "privbandits.protocols",
 )
 

@@ -27,6 +27,7 @@ from privbandits.deploy.cli import deploy_app, party_app  # noqa: E402
 from privbandits.experiments.config import ConfigError  # noqa: E402
 from privbandits.experiments.overrides import OptionError, split_assignments  # noqa: E402
 from privbandits.experiments.reproduction import ReportError  # noqa: E402
+from privbandits.logs.cli import logs_app  # noqa: E402
 
 app = typer.Typer(
     help=(
@@ -42,6 +43,7 @@ app = typer.Typer(
 app.add_typer(deploy_app, name="deploy")
 app.add_typer(party_app, name="party")
 app.add_typer(data_app, name="data")
+app.add_typer(logs_app, name="logs")
 app.command("audit")(audit_command)
 console = Console()
 err_console = Console(stderr=True)
