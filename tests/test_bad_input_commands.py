@@ -221,12 +221,14 @@ def rows(output: str) -> dict[str, list[str]]:
     return {row[0]: row for row in cells if len(row) > 1 and row[0]}
 
 
-def test_show_a_deployment_file_lists_its_settings_and_its_protocol_options_with_the_file_s_values(work):
+def test_show_a_deployment_file_lists_its_settings_and_its_protocol_options_with_the_file_s_values(work, monkeypatch):
     """Not the experiment option table: the Deployment model's and the protocol section's fields, with type, bounds,
     default, the value the file sets and the description."""
+    from privbandits import cli
     from privbandits.deploy.deployment import Deployment
     from privbandits.deploy.vertical.section import VerticalProtocol
 
+    monkeypatch.setattr(cli.console, "_width", 300)  # one line a row, whatever width the console was made with
     done = CliRunner().invoke(app, ["show", str(work / "vertical-vfucb.toml")], env={"COLUMNS": "300"})
     assert done.exit_code == 0, done.output
     parties = "mask_generator (mask_generator), active (active), passive2 (passive), passive3 (passive)"

@@ -36,7 +36,7 @@ MOST_FEATURES = 10_000
 """The most context features a deployment file may ask for (in all, or one party's block)."""
 MOST_NUMBERS = 100_000_000
 """The most numbers one party may have to hold at once for a section's sizes (its data file, its per-arm or per-user
-statistics): 800 MB as float64, so a file's sizes are refused when it loads, not by a ``MemoryError`` mid-session."""
+statistics, as float64): a file's sizes are refused when it loads, not by a ``MemoryError`` mid-session."""
 
 
 def check_numbers(held: str, *sizes: tuple[str, int]) -> None:
