@@ -188,8 +188,11 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     return error_response(500, "server", "the service failed on this request (its log says why)")
 
 
-def build_app(service: DecisionService, tokens: Callable[[], TokenSet], limits: ApiLimits | None = None) -> Starlette:
-    """The ASGI app serving ``service``; ``tokens()`` reads the current client tokens (re-read every sweep)."""
+def build_app(
+    service: DecisionService, tokens: Callable[[], TokenSet], limits: ApiLimits | None = None, *, owns: bool = False
+) -> Starlette:
+    """The ASGI app serving ``service``; ``tokens()`` reads the current client tokens (re-read every sweep);
+    ``owns``: close the service when the app shuts down (a server's app, whose process may end right after)."""
     api = ServeApp(service, tokens, limits or ApiLimits())
 
     @contextlib.asynccontextmanager
@@ -201,6 +204,8 @@ def build_app(service: DecisionService, tokens: Callable[[], TokenSet], limits: 
             sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sweeper
+            if owns:
+                service.close()
 
     routes = [
         Route("/v1/decide", api.guarded(api.decide, "decide"), methods=["POST"]),

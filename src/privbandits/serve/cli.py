@@ -8,6 +8,7 @@ and that is said in one line (exit 2). Heavy modules (uvicorn, starlette, numpy)
 
 from __future__ import annotations
 
+import ssl
 import sys
 import tomllib
 from dataclasses import dataclass
@@ -145,6 +146,8 @@ def serve_command(
 
     try:
         serve(service, served.settings, announce)
+    except ssl.SSLError as exc:
+        _fail(f"service.certificate and service.key cannot be used for TLS: {exc}")
     except OSError as exc:
         _fail(f"cannot listen on {served.settings.host}:{served.settings.port}: {exc.strerror or exc}", 5)
 

@@ -3,7 +3,8 @@
 The listening socket is bound here (so port 0 works and the actual address is printed before the first request);
 TLS uses the party's certificate and key; uvicorn's limits bound what a client may hold: connections, idle
 keep-alive, header size. SIGINT or SIGTERM stops the service gracefully: in-flight requests finish, the learner is
-checkpointed, the store closed. SIGKILL loses nothing acknowledged (see :mod:`privbandits.serve.service`).
+checkpointed, the store closed (then uvicorn ends the process by the same signal, as it does for every app).
+SIGKILL loses nothing acknowledged (see :mod:`privbandits.serve.service`).
 """
 
 from __future__ import annotations
@@ -38,12 +39,12 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(service: DecisionService, settings: ServiceSettings, announce: Callable[[str], None]) -> None:
-    """Serve ``service`` until SIGINT/SIGTERM; ``announce(url)`` once listening. Closes the service on the way out."""
+def make_server(service: DecisionService, settings: ServiceSettings) -> tuple[uvicorn.Server, socket.socket, str]:
+    """The uvicorn server of ``service``, its bound listening socket and its URL (TLS files checked here)."""
+    sock = _bind(settings.host, settings.port)
     try:
-        sock = _bind(settings.host, settings.port)
         limits = ApiLimits(settings.max_body_bytes, settings.body_timeout_s)
-        app = build_app(service, lambda: TokenSet(service.store.token_hashes()), limits)
+        app = build_app(service, lambda: TokenSet(service.store.token_hashes()), limits, owns=True)
         config = uvicorn.Config(
             app,
             lifespan="on",
@@ -58,12 +59,20 @@ def serve(service: DecisionService, settings: ServiceSettings, announce: Callabl
             ssl_certfile=None if settings.certificate is None else str(settings.certificate),
             ssl_keyfile=None if settings.key is None else str(settings.key),
         )
-        host, port = sock.getsockname()[:2]
-        scheme = "https" if settings.tls else "http"
-        shown = f"[{host}]" if ":" in host else host
-        server = uvicorn.Server(config)
-        config.load()  # fails here, before the announcement, on unusable TLS files
-        announce(f"{scheme}://{shown}:{port}")
+        config.load()  # fails here, before anything is announced, on unusable TLS files
+    except BaseException:
+        sock.close()
+        raise
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return uvicorn.Server(config), sock, f"{'https' if settings.tls else 'http'}://{shown}:{port}"
+
+
+def serve(service: DecisionService, settings: ServiceSettings, announce: Callable[[str], None]) -> None:
+    """Serve ``service`` until SIGINT/SIGTERM; ``announce(url)`` once listening. Closes the service on the way out."""
+    try:
+        server, sock, url = make_server(service, settings)
+        announce(url)
         server.run(sockets=[sock])
     finally:
         service.close()

@@ -74,6 +74,7 @@ class DecisionService:
         self.decider, self.store, self.options, self.clock = decider, store, options, clock
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="privbandits-serve")
         self._checkpointed = 0
+        self._closed = False
         self.started = time.monotonic()
         self.open_events = store.counts()["open"]
         self.metrics = ServiceMetrics(
@@ -117,7 +118,10 @@ class DecisionService:
         return await asyncio.get_running_loop().run_in_executor(self._worker, function, *args)
 
     def close(self) -> None:
-        """Checkpoint the learner and close the store (after the worker's last call)."""
+        """Checkpoint the learner and close the store (after the worker's last call); again: nothing."""
+        if self._closed:
+            return
+        self._closed = True
         self._worker.shutdown(wait=True)
         if self.store.last_seq > self._checkpointed:
             self.store.write_checkpoint(self.decider.checkpoint(), self.decider.model_version)

@@ -55,6 +55,9 @@ class ServiceSettings(BaseModel):
         if (self.certificate is None) != (self.key is None):
             raise SettingsError("service.certificate and service.key must be given together")
         if self.tls:
+            for name in ("certificate", "key"):
+                if not Path(getattr(self, name)).is_file():
+                    raise SettingsError(f"service.{name} {getattr(self, name)} does not exist")
             if plain_http:
                 raise SettingsError("--dev-plain-http is for a service without TLS files; this one names them")
             return
