@@ -15,7 +15,7 @@ from privbandits.serve.reference import ReferenceDecider
 from privbandits.serve.store import EventStore, StoreError
 
 
-def _traffic(service, clock: Clock, seed: int, n: int = 40) -> None:
+def _traffic(service, clock: Clock, seed: int, n: int = 20) -> None:
     """Decisions, rewards late and out of order, duplicates, and some events left to time out."""
     rng = np.random.default_rng(seed)
     open_ids: list[str] = []
@@ -40,7 +40,7 @@ def _replayed_reference(service) -> bytes:
 
 
 @pytest.mark.parametrize("policy", ["linucb", "epsilon-greedy"])
-@pytest.mark.parametrize("checkpoint_every", [1, 4, 1000])
+@pytest.mark.parametrize("checkpoint_every", [1, 5, 1000])
 def test_a_crashed_service_is_rebuilt_exactly(tmp_path, policy: str, checkpoint_every: int) -> None:
     clock = Clock()
     path = tmp_path / "s.sqlite"
