@@ -3,9 +3,10 @@
 Each cycle starts ``privbandits serve`` (127.0.0.1, plain HTTP for development), drives it with a few client threads
 (new decisions, rewards late and out of order, some sent twice) for a bounded time, and kills it with SIGKILL in the
 middle. After the restart every acknowledged decision is still joinable (asked again: the same arm) and every
-acknowledged reward is known (sent again: a duplicate). At the end the service is stopped and its final checkpoint,
-the live learner's state, is compared bit for bit with a reference learner fed the store's rewards in the order they
-were absorbed: each acknowledged reward among them, each exactly once.
+acknowledged reward is known (sent again: a duplicate). The kill comes after a random number of acknowledgements
+(bounded in time too), so it lands mid-load however fast the machine is. At the end the service is stopped and its
+final checkpoint, the live learner's state, is compared bit for bit with a reference learner fed the store's rewards
+in the order they were absorbed: each acknowledged reward among them, each exactly once.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from privbandits.serve.decider import DecidedEvent
 from privbandits.serve.reference import ReferenceDecider, ReferenceLearner
 
 LEARNER = {"policy": "linucb", "n_arms": 3, "dim": 2, "alpha": 0.5}
-CYCLES, THREADS, MOST_REQUESTS, LOAD_S = 3, 4, 400, (0.6, 1.5)
+CYCLES, THREADS, MOST_REQUESTS = 3, 4, 400
+ACKS = (20, 60)  # each cycle is killed after a random number of acknowledgements in this range...
+MOST_LOAD_S = 30.0  # ...or after this long, whichever comes first
 
 
 class Load:
@@ -36,6 +39,7 @@ class Load:
         self.lock = threading.Lock()
         self.decided: dict[str, tuple[list[list[float]], int]] = {}
         self.rewarded: dict[str, float] = {}
+        self.acks = 0
 
     def drive(self, url: str, token: str, cycle: int, thread: int, stop: threading.Event) -> None:
         rng = random.Random(cycle * 100 + thread)
@@ -51,6 +55,7 @@ class Load:
                         client.reward(event, value)
                         with self.lock:
                             self.rewarded[event] = value
+                            self.acks += 1
                         if rng.random() < 0.2:
                             assert client.reward(event, value).duplicate
                     else:
@@ -59,6 +64,7 @@ class Load:
                         decision = client.decide(event, f"u{i % 5}", rows)
                         with self.lock:
                             self.decided[event] = (rows, decision.arm)
+                            self.acks += 1
                         pending.append(event)
                 except (httpx.TransportError, ServeError):
                     return  # the service was killed under this request: unacknowledged
@@ -87,7 +93,10 @@ def test_sigkill_under_load_loses_no_acknowledged_reward_or_decision(tmp_path) -
             threads = [threading.Thread(target=load.drive, args=(url, token, cycle, t, stop)) for t in range(THREADS)]
             for thread in threads:
                 thread.start()
-            time.sleep(random.Random(cycle).uniform(*LOAD_S))
+            target = load.acks + random.Random(cycle).randint(*ACKS)
+            deadline = time.monotonic() + MOST_LOAD_S
+            while load.acks < target and time.monotonic() < deadline:
+                time.sleep(0.01)
         finally:
             process.send_signal(signal.SIGKILL)
             process.wait(timeout=30)
