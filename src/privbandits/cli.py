@@ -28,6 +28,7 @@ from privbandits.experiments.config import ConfigError  # noqa: E402
 from privbandits.experiments.overrides import OptionError, split_assignments  # noqa: E402
 from privbandits.experiments.reproduction import ReportError  # noqa: E402
 from privbandits.logs.cli import logs_app  # noqa: E402
+from privbandits.serve.cli import serve_command, token_command  # noqa: E402
 
 app = typer.Typer(
     help=(
@@ -45,6 +46,8 @@ app.add_typer(party_app, name="party")
 app.add_typer(data_app, name="data")
 app.add_typer(logs_app, name="logs")
 app.command("audit")(audit_command)
+app.command("serve")(serve_command)
+app.command("serve-token")(token_command)
 console = Console()
 err_console = Console(stderr=True)
 

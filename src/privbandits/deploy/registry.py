@@ -29,6 +29,7 @@ from privbandits.deploy.deployment_parts import DeploymentError, ProtocolSection
 
 if TYPE_CHECKING:
     from privbandits.comm import Network, TlsNetwork
+    from privbandits.serve.decider import Decider
 
 OnRound = Callable[[int, int], None]
 
@@ -114,6 +115,12 @@ class DeployableProtocol(Generic[D]):
     def run_in_memory(self, deployment: D, network: Network | None = None) -> Any:
         """The in-memory run the deployed parties must equal (its form is the protocol's); default: refused."""
         raise DeploymentError(f"protocol {self.name!r} has no in-memory run")
+
+    def serving_role(self, deployment: D, name: str) -> Decider | None:
+        """The :class:`~privbandits.serve.decider.Decider` party ``name`` answers its application with (``privbandits
+        serve``), built from its own files; default None: the protocol has no serving role (yet), or not for that
+        party's role."""
+        return None
 
     def summary(self, result: dict) -> str:
         """One line on a party's result (``deploy local``'s report); default: the rounds, the cumulative reward

@@ -1,0 +1,178 @@
+"""``privbandits serve`` and ``privbandits serve-token``: run a party as a service, give an application a token.
+
+Both take either a **reference service file** (a ``[learner]`` table: the plaintext development service,
+:mod:`privbandits.serve.settings`) or a **deployment file** with ``--as NAME``, whose protocol is asked for that
+party's serving role (:meth:`~privbandits.deploy.registry.DeployableProtocol.serving_role`); no protocol has one yet,
+and that is said in one line (exit 2). Heavy modules (uvicorn, starlette, numpy) load only when a command runs.
+"""
+
+from __future__ import annotations
+
+import ssl
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from privbandits.serve.decider import Decider
+    from privbandits.serve.settings import ServiceSettings
+
+FileArgument = Annotated[
+    Path,
+    typer.Argument(
+        help="A reference service file (TOML with a [learner] table: the plaintext development service) or a "
+        "deployment file (then --as names the party).",
+        show_default=False,
+    ),
+]
+AsOption = Annotated[
+    str | None,
+    typer.Option("--as", help="The party to serve (a deployment file); a reference file's name, if given.",
+                 show_default=False),
+]  # fmt: skip
+
+
+def _fail(message: str, code: int = 2) -> None:
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    raise typer.Exit(code=code)
+
+
+@dataclass
+class Served:
+    """What a service file names: the party's name, its decider and its service settings."""
+
+    name: str
+    decider: Decider
+    settings: ServiceSettings
+    reproducible: bool
+
+
+def _read(path: Path) -> dict:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        _fail(f"{path} does not exist")
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        _fail(f"{path} cannot be read as TOML: {exc}")
+    raise AssertionError("unreachable")
+
+
+def load_served(path: Path, name: str | None) -> Served:
+    """The party ``path`` (and ``--as``) names, or exit 2 with one line."""
+    from privbandits.serve.settings import SettingsError, is_reference_file, parse_reference
+
+    if not path.exists() or path.suffix != ".toml":
+        return _from_deployment(path, name)  # a shipped deployment's name, or a missing file: the loader says
+    data = _read(path)
+    if not is_reference_file(data):
+        return _from_deployment(path, name)
+    from privbandits.serve.reference import ReferenceDecider
+
+    try:
+        parsed = parse_reference(data, path.resolve().parent)
+    except SettingsError as exc:
+        _fail(f"{path}: {exc}")
+        raise
+    if name is not None and name != parsed.name:
+        _fail(f"--as {name!r}: {path} is the reference service {parsed.name!r}")
+    return Served(parsed.name, ReferenceDecider(parsed.learner), parsed.service, parsed.learner.seed is not None)
+
+
+def _from_deployment(path: Path, name: str | None) -> Served:
+    from privbandits.deploy.cli import _load
+    from privbandits.deploy.registry import PROTOCOLS
+    from privbandits.serve.settings import ServiceSettings
+
+    spec = _load(path)
+    if name is None or name not in spec.parties:
+        _fail(f"--as must name a party of {spec.name} ({', '.join(spec.parties)}), got {name!r}")
+    assert name is not None
+    decider = PROTOCOLS.get(spec.protocol.name).serving_role(spec, name)
+    if decider is None:
+        _fail(
+            f"protocol {spec.protocol.name!r} has no serving role yet (party {name!r}): `privbandits serve` serves "
+            "only the reference learner for now (a reference service file, docs/serve.md)"
+        )
+    assert decider is not None
+    party = spec.parties[name]
+    settings = ServiceSettings(
+        store=Path(spec.output) / f"{name}.serve.sqlite", certificate=party.certificate, key=party.key
+    )
+    return Served(name, decider, settings, spec.reproducible)
+
+
+def serve_command(
+    file: FileArgument,
+    name: AsOption = None,
+    dev_plain_http: Annotated[
+        bool,
+        typer.Option("--dev-plain-http", help="Development only: plain HTTP, allowed on a loopback address only."),
+    ] = False,
+) -> None:
+    """Serve a party's decisions to its application over HTTP until stopped (SIGINT/SIGTERM).
+
+    Today this serves the reference learner (a plaintext LinUCB or ε-greedy policy, no privacy) from a reference
+    service file; a deployment file is accepted, but no protocol has a serving role yet, which is said in one line
+    (exit 2). Endpoints: POST /v1/decide, POST /v1/reward, GET /v1/health, GET /v1/ledger, GET /metrics, and the
+    OpenAPI document at GET /v1/openapi.json; every request but the document needs a token (`privbandits
+    serve-token`). The API is TLS with the service's certificate; plain HTTP only with --dev-plain-http on a
+    loopback address. Every answer is sent after what it acknowledges is in the party's store (SQLite): after a
+    crash, a restart absorbs every acknowledged reward exactly once. On stderr: one line with the URL once
+    listening. Exit codes: 0 stopped; 2 unusable file, settings or store (the line names it); 5 the address
+    cannot be listened on.
+    """
+    from privbandits.serve.server import open_service, serve
+    from privbandits.serve.settings import SettingsError
+    from privbandits.serve.store import StoreError
+
+    served = load_served(file, name)
+    try:
+        served.settings.check_transport(dev_plain_http)
+        service = open_service(served.decider, served.settings)
+    except (SettingsError, StoreError) as exc:
+        _fail(str(exc))
+        raise
+    if served.reproducible:
+        print("warning: reproducible coins (a seed): for tests and demos only", file=sys.stderr, flush=True)
+
+    def announce(url: str) -> None:
+        line = f"serving {served.name} ({served.decider.kind}) at {url}; store {served.settings.store}"
+        print(line, file=sys.stderr, flush=True)
+
+    try:
+        serve(service, served.settings, announce)
+    except ssl.SSLError as exc:
+        _fail(f"service.certificate and service.key cannot be used for TLS: {exc}")
+    except OSError as exc:
+        _fail(f"cannot listen on {served.settings.host}:{served.settings.port}: {exc.strerror or exc}", 5)
+
+
+def token_command(
+    file: FileArgument,
+    client: Annotated[str, typer.Option("--client", help="The application's name (replaces its token).")],
+    name: AsOption = None,
+) -> None:
+    """Make a client token for an application of the service and print it (once: the store keeps only its hash).
+
+    The running service picks it up within a second. Pass it as `Authorization: Bearer TOKEN`.
+    """
+    from privbandits.serve.auth import check_client_name, new_token, token_hash
+    from privbandits.serve.store import EventStore, StoreError
+
+    served = load_served(file, name)
+    try:
+        check_client_name(client)
+        store = EventStore(served.settings.store, served.decider.identity())
+    except (ValueError, StoreError) as exc:
+        _fail(f"--client: {exc}" if isinstance(exc, ValueError) and not isinstance(exc, StoreError) else str(exc))
+        raise
+    token = new_token()
+    store.add_token(client, token_hash(token))
+    store.close()
+    print(f"token for {client!r} of {served.name} (shown once; the store keeps its hash):", file=sys.stderr)
+    print(token)

@@ -1,0 +1,134 @@
+"""The application-facing role a protocol implements to be served: :class:`Decider`.
+
+A served party answers an application's events: decide now, reward later or never. The service
+(:mod:`privbandits.serve.service`) owns what every protocol shares: the HTTP API, the event store, idempotency,
+timeouts, metrics and recovery. A protocol supplies a :class:`Decider`, which owns only the learning:
+
+* :meth:`Decider.decide` chooses an arm for one event (it may exchange protocol messages and block) and returns a
+  :class:`Decision`, whose ``event_state`` is everything the decider needs later to absorb that event's reward (e.g.
+  the caller's features, masked contributions, secret shares). The service writes it to the party's own store
+  before the answer is sent, so per-event state survives a crash and never leaves the party.
+* :meth:`Decider.absorb` learns from an event's reward, :meth:`Decider.expire` hears that an event closed without
+  one (the reference learner learns nothing from it).
+* :meth:`Decider.checkpoint` / :meth:`Decider.restore` save and load the learner's state as bytes. Recovery is exact
+  because every change of that state goes through :meth:`absorb`, :meth:`expire` or :meth:`replay_decision`, which
+  the store journals in order: the last checkpoint plus the journal after it rebuilds the state bit for bit.
+
+Refusals are :class:`Refused` (the request's field and a message): raised before anything changes, they become
+one JSON error with a 4xx status.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+JsonObject = dict[str, Any]
+
+
+class Refused(ValueError):
+    """A request the decider refuses, naming the request's ``field``; raised before any state changes."""
+
+    def __init__(self, field: str, message: str, status: int = 422) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field, self.message, self.status = field, message, status
+
+
+@dataclass(frozen=True)
+class DecideInput:
+    """One event to decide: the application's id for it, its user, its features and candidate arms.
+
+    ``features`` is float64 of shape ``(rows, dim)``: one row per arm, or one row shared by every arm (the decider
+    says which shapes it takes). ``arms`` is None (every arm) or the candidate arms, distinct, in the caller's order.
+    """
+
+    event_id: str
+    user_id: str
+    features: np.ndarray
+    arms: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A decider's answer: the arm, its propensity where the policy randomises (None where it does not), the model
+    version that chose it, and the per-event state the decider needs to absorb the reward (JSON-able)."""
+
+    arm: int
+    propensity: float | None
+    model_version: int
+    event_state: JsonObject = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DecidedEvent:
+    """An event as the store holds it, handed back to the decider to absorb its reward or expire it."""
+
+    event_id: str
+    user_id: str
+    arm: int
+    propensity: float | None
+    model_version: int
+    event_state: JsonObject
+
+
+class Decider(ABC):
+    """What a protocol's serving role implements (see the module docstring for the contract).
+
+    All calls come from one thread, one at a time, so an implementation needs no locking of its own.
+    """
+
+    kind: str = "decider"
+    """A short name for health and metrics (``reference-linucb``, ``vertical-active``, ...)."""
+
+    @abstractmethod
+    def identity(self) -> str:
+        """A fingerprint of the configuration the learner's state depends on: a store written under another one is
+        refused at start (its checkpoints would not fit)."""
+
+    @abstractmethod
+    def decide(self, request: DecideInput) -> Decision:
+        """Choose an arm for ``request``; :class:`Refused` (nothing changed) for input the decider cannot take.
+        Must not change the learner's state, except as :meth:`replay_decision` repeats it on recovery."""
+
+    def check_reward(self, event: DecidedEvent, reward: float) -> None:
+        """:class:`Refused` naming ``reward`` when this decider cannot absorb it (default: any finite reward)."""
+        return None
+
+    @abstractmethod
+    def absorb(self, event: DecidedEvent, reward: float) -> None:
+        """Learn from ``reward`` for ``event`` (already checked by :meth:`check_reward` and made durable)."""
+
+    def expire(self, event: DecidedEvent) -> None:
+        """``event`` closed without a reward (its ``reward_timeout_s`` passed); default: learn nothing."""
+        return None
+
+    def replay_decision(self, event: DecidedEvent) -> None:
+        """Redo the state change :meth:`decide` made for ``event`` (recovery); default: none (deciding changed no
+        state). A decider whose decisions spend something (a privacy budget, a counter) redoes it here."""
+        return None
+
+    @property
+    @abstractmethod
+    def model_version(self) -> int:
+        """A number that grows whenever the model changes (e.g. the rewards absorbed)."""
+
+    @abstractmethod
+    def ledger(self) -> JsonObject:
+        """What the party has spent and learnt, JSON-able, for ``GET /v1/ledger`` (privacy spent, counts)."""
+
+    def privacy_spent(self) -> Mapping[str, float]:
+        """The privacy spent so far as numbers for the metrics (e.g. ``{"epsilon": 1.5, "delta": 1e-6}``); default
+        none (a non-private learner)."""
+        return {}
+
+    @abstractmethod
+    def checkpoint(self) -> bytes:
+        """The learner's state as bytes, exact (float bytes, not decimal text)."""
+
+    @abstractmethod
+    def restore(self, state: bytes) -> None:
+        """Load a :meth:`checkpoint` into this freshly built decider; ``ValueError`` if it does not fit."""
