@@ -1,0 +1,31 @@
+"""Off-policy evaluation of logged bandit feedback (issue 49 item 2): the value of a target policy estimated
+from a log another policy collected, with confidence intervals.
+
+Estimators (:mod:`.estimators`): IPS, SNIPS, clipped IPS, the direct method, doubly robust and switch-DR, each
+returning an :class:`~privbandits.evaluation.result.Estimate`; the reward model they use (:mod:`.reward_model`);
+the intervals (:mod:`.intervals`); and any fixed privbandits policy as the target (:mod:`.policies`).
+
+The exports load lazily (PEP 562), so the command line starts without numpy.
+"""
+
+from __future__ import annotations
+
+from privbandits._lazy import lazy_exports
+
+__all__, __getattr__, __dir__ = lazy_exports(
+    globals(),
+    {
+        "ESTIMATORS": ".estimators",
+        "Estimate": ".result",
+        "clipped_ips": ".estimators",
+        "dm": ".estimators",
+        "dr": ".estimators",
+        "evaluate": ".estimators",
+        "ips": ".estimators",
+        "policy_probabilities": ".policies",
+        "ridge_reward_model": ".reward_model",
+        "snips": ".estimators",
+        "switch_dr": ".estimators",
+        "train_on_log": ".policies",
+    },
+)
