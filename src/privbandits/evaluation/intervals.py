@@ -54,7 +54,7 @@ def normal(terms: np.ndarray, level: float, method: str) -> tuple[float, float]:
         raise InvalidInputError(f"{method}: interval 'normal' needs n_rounds >= 2, got {n}")
     z = NormalDist().inv_cdf((1.0 + level) / 2.0)
     centre = float(terms.mean())
-    half = z * float(terms.std(ddof=1)) / np.sqrt(n)
+    half = z * float(terms.std(ddof=1)) / float(np.sqrt(n))
     return centre - half, centre + half
 
 
