@@ -24,6 +24,7 @@ from privbandits import __version__  # noqa: E402
 from privbandits.audit.cli import audit_command  # noqa: E402
 from privbandits.data_cli import data_app  # noqa: E402
 from privbandits.deploy.cli import deploy_app, party_app  # noqa: E402
+from privbandits.evaluation.cli import evaluate_command  # noqa: E402
 from privbandits.experiments.config import ConfigError  # noqa: E402
 from privbandits.experiments.overrides import OptionError, split_assignments  # noqa: E402
 from privbandits.experiments.reproduction import ReportError  # noqa: E402
@@ -46,6 +47,7 @@ app.add_typer(party_app, name="party")
 app.add_typer(data_app, name="data")
 app.add_typer(logs_app, name="logs")
 app.command("audit")(audit_command)
+app.command("evaluate")(evaluate_command)
 app.command("serve")(serve_command)
 app.command("serve-token")(token_command)
 console = Console()

@@ -62,5 +62,3 @@ def check_interval_options(method: str, interval: object, level: object, n_boots
         },
         {"interval": interval, "level": level, "n_bootstrap": n_bootstrap, "seed": seed},
     )  # fmt: skip
-
-

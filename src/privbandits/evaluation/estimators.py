@@ -196,15 +196,24 @@ def evaluate(
             raise InvalidInputError(f"evaluate: methods must be among {', '.join(ESTIMATORS)}, got {name!r}")
     needs_model = {"dm", "dr", "switch_dr"} & set(names)
     model = _model("evaluate", log, q_hat) if needs_model else None
-    def run(name: str) -> Estimate:
-        kind = "bootstrap" if name == "snips" else interval
-        kw = {"interval": kind, "level": level, "n_bootstrap": n_bootstrap, "seed": seed}
-        if name in ("ips", "snips"):
-            return (ips if name == "ips" else snips)(log, pi, **kw)  # type: ignore[arg-type]
-        if name == "clipped_ips":
-            return clipped_ips(log, pi, threshold, **kw)  # type: ignore[arg-type]
-        if name == "switch_dr":
-            return switch_dr(log, pi, threshold, model, **kw)  # type: ignore[arg-type]
-        return (dm if name == "dm" else dr)(log, pi, model, **kw)  # type: ignore[arg-type]
+    options = _Interval(interval, level, n_bootstrap, seed)
+    return [_run(name, log, pi, model, threshold, options) for name in names]
 
-    return [run(name) for name in names]
+
+def _run(
+    name: str, log: LoggedFeedback, pi: np.ndarray, model: np.ndarray | None, threshold: float, options: _Interval
+) -> Estimate:
+    """One estimator of :func:`evaluate` (SNIPS always with the bootstrap)."""
+    kind = "bootstrap" if name == "snips" else options.interval
+    kw = {"interval": kind, "level": options.level, "n_bootstrap": options.n_bootstrap, "seed": options.seed}
+    if name == "ips":
+        return ips(log, pi, **kw)  # type: ignore[arg-type]
+    if name == "snips":
+        return snips(log, pi, **kw)  # type: ignore[arg-type]
+    if name == "clipped_ips":
+        return clipped_ips(log, pi, threshold, **kw)  # type: ignore[arg-type]
+    if name == "dm":
+        return dm(log, pi, model, **kw)  # type: ignore[arg-type]
+    if name == "dr":
+        return dr(log, pi, model, **kw)  # type: ignore[arg-type]
+    return switch_dr(log, pi, threshold, model, **kw)  # type: ignore[arg-type]
