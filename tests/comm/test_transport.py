@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import socket
 import ssl
-import threading
 import time
 
 import numpy as np
 import pytest
+from tls_links import DEADLINE, Background, addresses, assert_same_message, close_all, linked, network, raw_link
 
 from privbandits.comm import ROUND, SETUP, InMemoryNetwork, Party, PeerLost, TlsCredentials, TlsNetwork, encode
 from privbandits.comm.codec import Envelope
@@ -21,17 +21,6 @@ from privbandits.comm.frames import FrameError, FrameType, pack, pack_header
 from privbandits.comm.tls import READ_AHEAD, HandshakeError, bind_listener
 from privbandits.deploy.certs import write_development_pki
 from privbandits.protocols.vertical.core import AggregationShare, MaskBlock, MaskedContexts, RoundRequest
-
-DEADLINE = 3.0
-JOIN = 15.0
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory) -> dict[str, TlsCredentials]:
-    """Certificates of parties a, b, c from one development CA."""
-    out = tmp_path_factory.mktemp("pki")
-    ca, files = write_development_pki(out, ["a", "b", "c"])
-    return {name: TlsCredentials(ca, f.certificate, f.key) for name, f in files.items()}
 
 
 @pytest.fixture(scope="module")
@@ -42,57 +31,6 @@ def rogue(tmp_path_factory) -> dict[str, TlsCredentials]:
     return {name: TlsCredentials(ca, f.certificate, f.key) for name, f in files.items()}
 
 
-class Background:
-    """Run a callable in a thread; ``result()`` joins it (bounded) and re-raises its error."""
-
-    def __init__(self, function) -> None:
-        self.value, self.error = None, None
-
-        def target() -> None:
-            try:
-                self.value = function()
-            except BaseException as exc:  # noqa: BLE001 - handed to the test thread
-                self.error = exc
-
-        self.thread = threading.Thread(target=target, daemon=True)
-        self.thread.start()
-
-    def result(self):
-        self.thread.join(JOIN)
-        assert not self.thread.is_alive(), "background party did not finish in time"
-        if self.error is not None:
-            raise self.error
-        return self.value
-
-
-def addresses(names: list[str]) -> tuple[dict[str, tuple[str, int]], dict[str, socket.socket]]:
-    listeners = {name: bind_listener() for name in names}
-    return {name: listener.getsockname()[:2] for name, listener in listeners.items()}, listeners
-
-
-def network(name, addrs, listeners, credentials, **options) -> TlsNetwork:
-    options = {"deadline": DEADLINE, "connect_deadline": DEADLINE, "handshake_timeout": 2.0, **options}
-    return TlsNetwork(name, addrs, credentials, listener=listeners.pop(name, None), **options)
-
-
-def linked(pki, names: list[str], **options) -> dict[str, TlsNetwork]:
-    """Networks of ``names``, all connected to each other."""
-    addrs, listeners = addresses(names)
-    nets = {name: network(name, addrs, listeners, pki[name], **options) for name in names}
-    jobs = [Background(net.connect) for net in nets.values()]
-    for job in jobs:
-        job.result()
-    for listener in listeners.values():
-        listener.close()
-    return nets
-
-
-def close_all(nets) -> None:
-    jobs = [Background(net.close) for net in nets.values()]
-    for job in jobs:
-        job.result()
-
-
 def sample_messages():
     rng = np.random.default_rng(3)
     return [
@@ -101,12 +39,6 @@ def sample_messages():
         MaskedContexts(rng.standard_normal((4, 7))),
         AggregationShare(rng.integers(0, 2**63, size=(4, 7), dtype=np.uint64)),
     ]
-
-
-def assert_same_message(got, sent) -> None:
-    assert type(got) is type(sent)
-    for name in sent.field_names:
-        np.testing.assert_array_equal(getattr(got, name), getattr(sent, name))
 
 
 # ---------------------------------------------------------------- refusals at connection time
@@ -235,10 +167,6 @@ def test_a_plaintext_connection_is_refused_before_any_frame(pki):
 
 
 # ---------------------------------------------------------------- frames on a linked session
-
-
-def raw_link(net: TlsNetwork, peer: str):
-    return net.link(peer)
 
 
 def test_a_replayed_frame_is_refused(pki):

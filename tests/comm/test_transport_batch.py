@@ -1,6 +1,6 @@
 """``TlsNetwork.batch``: outgoing messages held and written together when the party is about to wait.
 
-As in ``tests/test_transport.py``: 127.0.0.1, ephemeral ports, parties in threads, a deadline of a
+As in ``tests/comm/test_transport.py``: 127.0.0.1, ephemeral ports, parties in threads, a deadline of a
 few seconds on every wait, every thread joined with a timeout.
 """
 
@@ -10,7 +10,7 @@ import select
 
 import numpy as np
 import pytest
-from test_transport import Background, close_all, linked, raw_link
+from tls_links import Background, close_all, linked, raw_link
 
 from privbandits.comm import ROUND, InMemoryNetwork, Party, PeerLost, TlsCredentials
 from privbandits.deploy.certs import write_development_pki

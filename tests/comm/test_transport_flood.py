@@ -1,6 +1,6 @@
 """Unauthenticated connections at a party's listener (``privbandits.comm.tls.gate``), in one process.
 
-As in ``tests/test_transport.py``: 127.0.0.1, ephemeral ports, parties in threads, every wait bounded. Idle and
+As in ``tests/comm/test_transport.py``: 127.0.0.1, ephemeral ports, parties in threads, every wait bounded. Idle and
 garbage connections (:mod:`flood`) arrive before the real peer; the real peer still links (or a device's message
 is still taken) at once, each bogus connection is refused at its own handshake timeout, and a dialer whose first
 tries fail (the listener not yet taking connections) tries again until it links.
@@ -12,7 +12,7 @@ import time
 
 import pytest
 from flood import Flood
-from test_transport import Background, addresses, close_all, linked, network, pki  # noqa: F401 (fixture)
+from tls_links import Background, addresses, close_all, linked, network
 
 from privbandits.comm import ROUND, HandshakeError, Party, PeerLost
 from privbandits.comm.oneshot import accept_own, device_waiting, send_own
@@ -20,7 +20,7 @@ from privbandits.comm.tls.gate import MAX_PENDING
 from privbandits.protocols.p2b.core import CloseBatch, EncodedReport
 
 
-def test_idle_and_garbage_connections_do_not_hold_up_the_real_peer(pki):  # noqa: F811
+def test_idle_and_garbage_connections_do_not_hold_up_the_real_peer(pki):
     addrs, listeners = addresses(["a", "b"])
     flood = Flood([addrs["a"]], hold_s=10.0).start()  # queued before a accepts anything
     flood.wait_opened()
@@ -42,7 +42,7 @@ def test_idle_and_garbage_connections_do_not_hold_up_the_real_peer(pki):  # noqa
     close_all({"a": net_a, "b": net_b})
 
 
-def test_idle_connections_do_not_hold_up_a_device_nor_make_the_shuffler_blame_its_host(pki):  # noqa: F811
+def test_idle_connections_do_not_hold_up_a_device_nor_make_the_shuffler_blame_its_host(pki):
     nets = linked(pki, ["a", "b"], keep_listening=True, deadline=3.0, handshake_timeout=0.5)
     flood = Flood([nets["a"].listen_address], hold_s=10.0).start()
     flood.wait_opened()
@@ -70,7 +70,7 @@ def test_idle_connections_do_not_hold_up_a_device_nor_make_the_shuffler_blame_it
         net.abort("test over")
 
 
-def test_past_the_cap_the_oldest_pending_connection_is_dropped(pki):  # noqa: F811
+def test_past_the_cap_the_oldest_pending_connection_is_dropped(pki):
     nets = linked(pki, ["a", "b"], keep_listening=True, deadline=3.0, handshake_timeout=5.0)
     flood = Flood([nets["a"].listen_address], idle=MAX_PENDING + 6, garbage=0, hold_s=10.0).start()
     flood.wait_opened()
@@ -87,7 +87,7 @@ def test_past_the_cap_the_oldest_pending_connection_is_dropped(pki):  # noqa: F8
         net.abort("test over")
 
 
-def test_a_dialer_tries_again_until_the_listening_party_takes_connections(pki):  # noqa: F811
+def test_a_dialer_tries_again_until_the_listening_party_takes_connections(pki):
     addrs, listeners = addresses(["a", "b"])  # a's listener is bound, but a starts taking connections late
     net_b = network("b", addrs, listeners, pki["b"], handshake_timeout=0.5, connect_deadline=10.0)
     job = Background(net_b.connect)
@@ -98,7 +98,7 @@ def test_a_dialer_tries_again_until_the_listening_party_takes_connections(pki): 
     close_all({"a": net_a, "b": net_b})
 
 
-def test_a_refusal_by_an_authenticated_peer_ends_the_dialers_tries_at_once_with_its_reason(pki):  # noqa: F811
+def test_a_refusal_by_an_authenticated_peer_ends_the_dialers_tries_at_once_with_its_reason(pki):
     addrs, listeners = addresses(["a", "b"])
     net_a = network("a", addrs, listeners, pki["a"], session="one", connect_deadline=2.0)
     job = Background(net_a.connect)

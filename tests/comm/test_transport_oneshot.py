@@ -1,6 +1,6 @@
 """One message on a connection of its own (``privbandits.comm.oneshot``): a device of a party sends one report.
 
-As in ``tests/test_transport.py``: 127.0.0.1, ephemeral ports, parties in threads, a deadline of a few seconds
+As in ``tests/comm/test_transport.py``: 127.0.0.1, ephemeral ports, parties in threads, a deadline of a few seconds
 on every wait, every thread joined with a timeout. ``a`` keeps its listener open (the shuffler); ``b`` and ``c``
 host devices.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import socket
 
 import pytest
-from test_transport import Background, close_all, linked
+from tls_links import Background, close_all, linked
 
 from privbandits.comm import ROUND, Party, PeerLost, ProtocolError, TlsCredentials, frames
 from privbandits.comm.codec import Envelope, encode

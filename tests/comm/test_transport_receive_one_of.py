@@ -2,7 +2,7 @@
 
 The shuffler of P2B waits for either a device's report or the end of the batch, from
 whichever device host sends first. These tests run the TLS transport as
-``tests/test_transport.py`` does: 127.0.0.1, ephemeral ports, parties in threads, a deadline of
+``tests/comm/test_transport.py`` does: 127.0.0.1, ephemeral ports, parties in threads, a deadline of
 at most a few seconds on every wait, every thread joined with a timeout. Where an in-memory run
 can say the same thing, the TLS run is compared with it.
 """
@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 import pytest
-from test_transport import Background, close_all, linked
+from tls_links import Background, close_all, linked
 
 from privbandits.comm import ROUND, InMemoryNetwork, Party, PeerLost, ProtocolError, TlsCredentials
 from privbandits.deploy.certs import write_development_pki

@@ -1,6 +1,6 @@
 """Links that survive a peer's restart (``privbandits.comm.tls.rejoin``): a lost peer may come back within a budget.
 
-As in ``tests/test_transport.py``: 127.0.0.1, ephemeral ports, parties in threads, every thread joined with a
+As in ``tests/comm/test_transport.py``: 127.0.0.1, ephemeral ports, parties in threads, every thread joined with a
 timeout. ``a`` accepts ``b``; ``b`` dies (its sockets closed with no CLOSE, as a killed process's are) and a new
 ``b`` comes back, replaying its part from the start.
 """
@@ -11,7 +11,7 @@ import socket
 
 import numpy as np
 import pytest
-from test_transport import Background, addresses, assert_same_message
+from tls_links import Background, addresses, assert_same_message
 
 from privbandits.comm import ROUND, Party, PeerLost, TlsCredentials
 from privbandits.comm.frames import FrameError

@@ -1,7 +1,7 @@
 """TLS 1.3 session tickets at a party's listener (``privbandits.comm.tls.gate``): a full handshake gets a ticket,
 a client that resumes its session gets none (the ticket it used stays good).
 
-127.0.0.1, ephemeral ports, the client in a thread joined with a timeout, as ``tests/test_transport.py``.
+127.0.0.1, ephemeral ports, the client in a thread joined with a timeout, as ``tests/comm/test_transport.py``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import ssl
 import time
 
 import pytest
-from test_transport import Background
+from tls_links import Background
 
 from privbandits.comm import TlsCredentials
 from privbandits.comm.frames import FrameType

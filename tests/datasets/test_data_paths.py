@@ -5,17 +5,15 @@ a source checkout); no other module builds a path from its own location."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
+from project_paths import ROOT
 
 from privbandits.datasets import cache
 from privbandits.datasets.movielens import default_fclub_data_path
 from privbandits.datasets.obd import default_obd_path
 from privbandits.experiments.config import ConfigError, parse_config
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_a_source_checkout_reads_shared_data_beside_it(monkeypatch):

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_logged_data import write_obd
+from obd_fixture import write_obd
+from project_paths import ROOT
 
 from privbandits.datasets import cache
 from privbandits.datasets.obd import default_obd_path, load_obd
 from privbandits.experiments.config import parse_config
 
-ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT.parent / "shared" / "data" / "obd"
 INNER = "obp-0.5.5/obp/dataset/obd/"
 

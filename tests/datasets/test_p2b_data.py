@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from multilabel_fixture import tmc_arff
 from sklearn.feature_selection import chi2
 
 from privbandits.datasets.criteo import CATEGORICAL_COLUMNS, KAGGLE_COLUMNS, NUMERIC_COLUMNS, load_criteo
 from privbandits.datasets.interactions import UserInteractions, interactions_from_rows, normalise_rows
 from privbandits.datasets.multilabel import (
-    DATASETS,
     MultiLabelData,
     chi2_relevance,
     cluster_labels,
@@ -391,20 +391,6 @@ def test_cluster_labels_groups_and_errors():
         cluster_labels(labels, 5)
     duplicates = cluster_labels(np.ones((3, 3), dtype=np.int8), 2)  # identical columns still fill every group
     assert sorted(np.concatenate(duplicates).tolist()) == [0, 1, 2] and min(map(len, duplicates)) == 1
-
-
-def tmc_arff(rng: np.random.Generator, n_rows: int, n_features: int) -> str:
-    """A sparse MULAN-style file with TMC2007's 22 binary labels after ``n_features`` binary words."""
-    n_labels = DATASETS["tmc2007_500"].n_labels
-    lines = ["@relation tmc2007_fixture"]
-    lines += [f"@attribute word{j} {{0,1}}" for j in range(n_features)]
-    lines += [f"@attribute class{j} {{0,1}}" for j in range(n_labels)]
-    lines.append("@data")
-    for _ in range(n_rows):
-        words = np.flatnonzero(rng.random(n_features) < 0.3)
-        labels = n_features + np.flatnonzero(rng.random(n_labels) < 0.2)
-        lines.append("{" + ",".join(f"{index} 1" for index in np.concatenate((words, labels))) + "}")
-    return "\n".join(lines) + "\n"
 
 
 def test_tmc_reduction_and_pipeline_on_a_sparse_fixture(tmp_path):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from cryptography import x509
+from project_paths import SHIPPED_DEPLOYMENTS
 from typer.testing import CliRunner
 
 from privbandits.deploy.certs import make_ca, write_development_pki
@@ -167,7 +168,7 @@ def test_a_deployment_file_parses_without_the_protocols_or_numpy():
     """The file's fields read the declarations' light snapshot (privbandits.declared), so importing the parser and
     parsing a vertical or P2B file imports no protocol, numpy or numba (0.64 s when the fields read the protocol
     classes). FCLUB's and MPC's files check their options through the protocol's config class, so they load it."""
-    example = Path(__file__).resolve().parents[1] / "configs" / "deploy"
+    example = SHIPPED_DEPLOYMENTS
     files = [str(example / name) for name in ("vertical-vfucb.toml", "p2b.toml")]
     code = (
         "import sys; from privbandits.deploy.deployment import load_deployment; "
@@ -180,7 +181,7 @@ def test_a_deployment_file_parses_without_the_protocols_or_numpy():
 
 
 def test_the_shipped_vertical_example_is_a_valid_deployment():
-    example = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "vertical-vfucb.toml"
+    example = SHIPPED_DEPLOYMENTS / "vertical-vfucb.toml"
     spec = load_deployment(example)
     assert spec.protocol.partition == [40, 25, 35] and spec.names("passive") == ["passive2", "passive3"]
     assert spec.parties["mask_generator"].data is not None  # the mask seed is the mask generator's own
@@ -189,7 +190,7 @@ def test_the_shipped_vertical_example_is_a_valid_deployment():
 def test_deploy_local_places_online_parties_first_and_lowers_the_dealer():
     """``deploy local``: the MPC dealer (its material runs ahead) is the one background party;
     pinning puts the parties that answer each other every round on cores of their own first."""
-    configs = Path(__file__).resolve().parents[1] / "configs" / "deploy"
+    configs = SHIPPED_DEPLOYMENTS
     mpc = load_deployment(configs / "mpc-epsilon-greedy.toml")
     assert list(mpc.parties) == ["dealer", "bank", "shop", "environment"]
     assert background(mpc) == ["dealer"]
@@ -218,7 +219,7 @@ def test_a_placed_process_runs_on_its_core_at_lower_priority():
 
 
 def test_pinning_where_the_platform_cannot_is_refused_before_any_party_starts(monkeypatch):
-    configs = Path(__file__).resolve().parents[1] / "configs" / "deploy"
+    configs = SHIPPED_DEPLOYMENTS
     monkeypatch.delattr(os, "sched_getaffinity", raising=False)
     started = []
     monkeypatch.setattr(subprocess, "Popen", lambda *args, **kwargs: started.append(args))

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from deploy_files import reproducible
+from project_paths import SHIPPED_DEPLOYMENTS
 
 from privbandits.comm import InMemoryNetwork
 from privbandits.deploy.deployment import load_deployment
@@ -25,7 +26,7 @@ from privbandits.deploy.fclub.attacks import fclub_noise_removal
 from privbandits.deploy.p2b.attacks import p2b_server_attack
 from privbandits.privacy.noise import grid_step
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "deploy"
+CONFIGS = SHIPPED_DEPLOYMENTS
 
 
 def spec_of(folder: Path, example: str, seeded: bool, **replace: str):

@@ -6,14 +6,14 @@ tracebacks before)."""
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 
 import pytest
+from project_paths import SHIPPED_DEPLOYMENTS
 
 from privbandits.deploy.deployment import DeploymentError, parse_deployment
 from privbandits.deploy.deployment_parts import MOST_NUMBERS
 
-SHIPPED = Path(__file__).resolve().parents[1] / "configs" / "deploy"
+SHIPPED = SHIPPED_DEPLOYMENTS
 
 
 def section(name: str, **changes) -> dict:

@@ -21,6 +21,7 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 from forked_parties import fork_server, start, stderr_of
+from project_paths import SHIPPED_DEPLOYMENTS
 from typer.testing import CliRunner
 
 from privbandits.deploy import checkpoint
@@ -231,7 +232,7 @@ def test_every_secret_file_is_the_owners_only(deployment, tmp_path):
     for name in NAMES:  # data files: the passive and active parties' blocks, the mask generator's seed
         assert mode(deployment.parent / "data" / f"{name}.npz") == 0o600
     for protocol in ("mpc-epsilon-greedy", "p2b"):
-        example = Path(__file__).resolve().parents[1] / "configs" / "deploy" / f"{protocol}.toml"
+        example = SHIPPED_DEPLOYMENTS / f"{protocol}.toml"
         copy = _write(tmp_path / protocol, example.read_text())
         assert invoke("deploy", "data", copy).exit_code == 0
         written = sorted((copy.parent / "data").iterdir())
@@ -415,7 +416,7 @@ def test_on_a_terminal_progress_is_one_line_rewritten_in_place(monkeypatch):
 
 
 def test_each_shipped_deployment_has_its_own_bundles_folder_and_ports():
-    shipped = sorted((Path(__file__).resolve().parents[1] / "configs" / "deploy").glob("*.toml"))
+    shipped = sorted((SHIPPED_DEPLOYMENTS).glob("*.toml"))
     specs = [load_deployment(path) for path in shipped]
     assert len(specs) == 4
     assert len({spec.bundles for spec in specs}) == 4 and all(spec.ca is None for spec in specs)

@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from deploy_files import reproducible
+from project_paths import SHIPPED_DEPLOYMENTS
 
 from privbandits.deploy import entropy
 from privbandits.deploy.deployment import DeploymentError, load_deployment, parse_deployment
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "fclub.toml"
+EXAMPLE = SHIPPED_DEPLOYMENTS / "fclub.toml"
 
 
 def spec_in(folder: Path, seeded: bool = False):

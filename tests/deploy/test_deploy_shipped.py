@@ -1,7 +1,7 @@
 """A shipped deployment named from any folder (issue 45 item 6): the first command naming it copies the shipped
 file into the current folder (one line saying where), every later command finds that copy, so certificates, data
 and results go beside the copy, never beside the shipped file; a name that is neither a file nor a shipped
-deployment is refused in one line listing the shipped names. Run from the source tree here (tests/test_wheel.py
+deployment is refused in one line listing the shipped names. Run from the source tree here (tests/project/test_wheel.py
 runs the same commands from an installed wheel)."""
 
 from __future__ import annotations

@@ -12,24 +12,14 @@ import re
 
 import numpy as np
 import pytest
+from fclub_runs import _bandit
 
 from privbandits.comm import InMemoryNetwork, Party
 from privbandits.deploy import snapshot
-from privbandits.envs.clustered import ClusteredLinearBandit
-from privbandits.protocols.fclub import FederatedClusteredBandit, LocalServer, Repairs, Upload, play
+from privbandits.protocols.fclub import LocalServer, Repairs, Upload
 from privbandits.protocols.fclub.config import Calibration, FCLUBConfig
 from privbandits.protocols.fclub.global_server import _GlobalCluster, _Member
 from privbandits.protocols.fclub.local_server import _LocalCluster
-
-
-def _bandit(horizon: int) -> tuple[FederatedClusteredBandit, ClusteredLinearBandit]:
-    env = ClusteredLinearBandit(n_users=12, n_clusters=2, dim=5, n_arms=6)
-    env.reset(np.random.default_rng(3))
-    config = FCLUBConfig(horizon=horizon, private=True, epsilon=1.0)
-    servers = np.repeat([0, 1], 6)
-    bandit = FederatedClusteredBandit(config, servers, 5, 6, rng=np.random.default_rng(4))
-    play(bandit, env, horizon)
-    return bandit, env
 
 
 def _copy(server: LocalServer, network) -> LocalServer:

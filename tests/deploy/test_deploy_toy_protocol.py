@@ -15,6 +15,8 @@ import threading
 from pathlib import Path
 
 import pytest
+from project_paths import ROOT, TESTS
+from toy_protocol import EXAMPLE as TOY_FILE
 from toy_protocol import NAME, TOY, ToyProtocol
 from typer.testing import CliRunner
 
@@ -26,25 +28,6 @@ from privbandits.deploy.registry import ENTRY_POINTS, PROTOCOLS
 
 BUILT_IN = "'vertical-o3m' or 'mpc-epsilon-greedy' or 'p2b' or 'fclub'"
 
-TOY_FILE = """
-name = "toy"
-bundles = "certs"
-deadline_s = 10
-connect_deadline_s = 10
-
-[protocol]
-name = "toy-sum"
-rounds = 5
-seed = 7
-
-[parties.asker]
-role = "asker"
-address = "127.0.0.1:0"
-
-[parties.answerer]
-role = "answerer"
-address = "127.0.0.1:0"
-"""
 
 
 def _write(tmp_path: Path, text: str = TOY_FILE) -> Path:
@@ -126,7 +109,7 @@ def test_an_installed_toy_protocol_runs_as_processes_with_deploy_local(tmp_path)
     site.mkdir(parents=True)
     (site / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-plugin\nVersion: 0.1\n")
     (site / "entry_points.txt").write_text(f"[{ENTRY_POINTS}]\n{NAME} = toy_protocol:TOY\n")
-    paths = [str(site.parent), str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]
+    paths = [str(site.parent), str(TESTS), os.environ.get("PYTHONPATH", "")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "COLUMNS": "200"}
     path = _write(tmp_path)
     for command in (["certs", str(path)], ["local", str(path), "--no-progress"]):
@@ -142,7 +125,6 @@ def test_an_installed_toy_protocol_runs_as_processes_with_deploy_local(tmp_path)
 
 
 def test_no_module_of_the_library_names_the_toy_protocol():
-    root = Path(__file__).resolve().parents[1]
-    found = subprocess.run(["grep", "-rIl", "-e", "toy-sum", "-e", "toy_protocol", str(root / "src")],
+    found = subprocess.run(["grep", "-rIl", "-e", "toy-sum", "-e", "toy_protocol", str(ROOT / "src")],
                            capture_output=True, text=True)  # fmt: skip
     assert found.returncode == 1 and found.stdout == ""  # grep: 1 = no match (2 would be an error)

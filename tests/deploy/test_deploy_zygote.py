@@ -12,7 +12,7 @@ import signal
 import time
 
 import pytest
-from test_deploy_mpc import assert_same_as_in_memory, make_deployment
+from mpc_deployment import assert_same_as_in_memory, make_deployment
 
 from privbandits.deploy import zygote
 from privbandits.deploy.deployment import load_deployment

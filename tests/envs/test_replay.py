@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from project_paths import OBD_SAMPLE as REAL_OBD
 
 from privbandits.datasets import EventContexts, LoggedBanditData, load_obd, vertical_obd_contexts
 from privbandits.envs import check_uniform_logging, relative_ctr, replay
 from privbandits.linear.policies import LinUCB, UniformRandom
-
-REAL_OBD = Path(__file__).resolve().parents[2] / "shared" / "data" / "obd" / "random" / "all"
 
 
 def uniform_log(rng: np.random.Generator, n_events: int, n_arms: int, click_rates, **overrides) -> LoggedBanditData:

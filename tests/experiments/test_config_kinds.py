@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from mnist_idx_fixture import write_mnist_folder
+from project_paths import OBD_SAMPLE, ROOT, SHARED_DATA
 
 from privbandits.experiments.config import (
     ENVIRONMENT_CONFIGS,
@@ -22,8 +23,7 @@ from privbandits.experiments.config import (
 )
 from privbandits.experiments.runner import run_single, run_task, run_tasks_of
 
-OBD_SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "obd" / "random" / "all"
-FCLUB_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "fclub"
+FCLUB_DATA = SHARED_DATA / "fclub"
 needs_obd = pytest.mark.skipif(not OBD_SAMPLE.is_dir(), reason="the OBD sample is not in ../shared/data")
 needs_fclub = pytest.mark.skipif(not FCLUB_DATA.is_dir(), reason="the FCLUB matrices are not in ../shared/data")
 
@@ -257,7 +257,7 @@ def test_ints_are_accepted_for_reals_and_shipped_configs_still_load():
 
     config = parse_config(_config(GAUSSIAN, {"kind": "linucb", "alpha": 1}))
     assert config.policies[0].alpha == 1.0 and isinstance(config.policies[0].alpha, float)
-    root = Path(__file__).resolve().parents[1] / "configs"
+    root = ROOT / "configs"
     paths = [*root.glob("*.toml"), *root.glob("examples/*.toml")]
     needs_sample = {path for path in paths if "obd_replay" in path.read_text()}
     assert needs_sample  # the OBD example is among them

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from project_paths import OBD_SAMPLE, ROOT
 
 from privbandits.experiments.catalog import find
 from privbandits.experiments.reproduction import run
 from privbandits.experiments.store import ResultsStore, RunRecord
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "configs" / "examples"
-OBD_SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "obd" / "random" / "all"
+EXAMPLES = ROOT / "configs" / "examples"
 
 SMALL = {
     "fclub-vs-club.toml": {"horizon": "300", "seeds": "0,1"},

@@ -12,10 +12,10 @@ import hashlib
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from project_paths import ROOT, TESTS
 from pydantic import BaseModel
 from toy_policy import KIND, ToyCycleConfig
 from typer.testing import CliRunner
@@ -132,7 +132,7 @@ def test_an_installed_toy_kind_is_found_by_a_fresh_process_and_its_workers(tmp_p
         f'name = "toy"\nhorizon = {HORIZON}\nseeds = [0, 1]\n[environment]\nkind = "linear_gaussian"\n'
         f'dim = 4\nn_arms = {ARMS}\n[[policies]]\nkind = "{KIND}"\noffset = 2\n'
     )
-    paths = [str(site.parent), str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]
+    paths = [str(site.parent), str(TESTS), os.environ.get("PYTHONPATH", "")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "COLUMNS": "200"}
     store, out = tmp_path / "results.sqlite", tmp_path / "out"
     command = [sys.executable, "-m", "privbandits", "run", str(config), "--store", str(store), "--out", str(out)]
@@ -146,7 +146,6 @@ def test_an_installed_toy_kind_is_found_by_a_fresh_process_and_its_workers(tmp_p
 
 
 def test_no_module_of_the_library_names_the_toy_kind():
-    root = Path(__file__).resolve().parents[1]
-    found = subprocess.run(["grep", "-rIl", "-e", "toy_cycle", "-e", "toy_policy", str(root / "src")],
+    found = subprocess.run(["grep", "-rIl", "-e", "toy_cycle", "-e", "toy_policy", str(ROOT / "src")],
                            capture_output=True, text=True)  # fmt: skip
     assert found.returncode == 1 and found.stdout == ""  # grep: 1 = no match (2 would be an error)

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
+from project_paths import ROOT
 
 from privbandits.experiments.privacy_claims import unguaranteed_private_claims
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_readme_the_docs_and_the_book_name_no_run_without_a_guarantee_as_private():

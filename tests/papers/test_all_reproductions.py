@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from mnist5k_fixture import install as install_mnist5k
+from project_paths import OBD_SAMPLE
 from typer.testing import CliRunner
 
 from privbandits.cli import app
@@ -69,7 +68,6 @@ def test_every_listed_name_has_tiny_options_here():
     assert set(TINY) == set(REPRODUCTIONS) | set(shipped_configs())
 
 
-OBD_SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "obd" / "random" / "all"
 NEEDS_OBD_SAMPLE = {"vertical-obd", "example-vfucb-obd-replay"}
 """Reproductions whose default data is the OBD sample in ../shared (the others fall back or skip a panel)."""
 

@@ -123,7 +123,7 @@ def test_fig6_runs_on_marked_stand_ins_without_the_real_files(tmp_path):
 
 @pytest.mark.slow
 def test_fig6_reads_given_arff_files_and_a_changed_file_is_new_work(tmp_path):
-    from test_p2b_data import tmc_arff
+    from multilabel_fixture import tmc_arff
 
     rng = np.random.default_rng(2)
     train, test = tmp_path / "train.arff", tmp_path / "test.arff"

@@ -10,9 +10,9 @@ import hashlib
 import importlib.util
 import tomllib
 from importlib.metadata import EntryPoint, entry_points
-from pathlib import Path
 
 import pytest
+from project_paths import ROOT
 
 from privbandits.experiments import catalog
 from privbandits.experiments.catalog import find
@@ -21,7 +21,6 @@ from privbandits.experiments.reproduction import Catalog
 from privbandits.experiments.store import ResultsStore
 from privbandits.experiments.tasks import MOVED, Task, canonical_json, keyed_name, resolve
 
-ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "privbandits"
 LAYER = "privbandits.papers"
 ALLOWED = {("experiments/tasks.py", "string", "privbandits.papers.")}

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 from bad_input import read_only, refused
+from project_paths import ROOT
 from typer.testing import CliRunner
 
 from privbandits.cli import app
 from privbandits.deploy.deployment import DeploymentError, load_deployment
 
-ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "configs" / "deploy"
 DEPLOY_COMMANDS = [["deploy", "certs"], ["deploy", "data"], ["deploy", "hosts"], ["deploy", "load"],
                    ["deploy", "local"], ["party", "run", "--as", "active"]]  # fmt: skip

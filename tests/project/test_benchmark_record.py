@@ -7,8 +7,9 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+from project_paths import ROOT
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "record.py"
+SCRIPT = ROOT / "benchmarks" / "record.py"
 
 
 @pytest.fixture

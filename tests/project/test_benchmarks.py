@@ -9,21 +9,20 @@ import re
 import subprocess
 import sys
 import tomllib
-from pathlib import Path
 
 import pytest
+from project_paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted(path.name for path in (ROOT / "benchmarks").glob("*.py") if not path.name.startswith("_"))
 SLOW = {
     "network_latency.py": "starts about twenty processes over mutual TLS (about 40 s on 2 cores)",
     "fclub_free_running.py": "four FCLUB sessions of seven processes each (82 s at a load average of 18 on 2 cores); "
-    "the default suite runs free-running sessions in tests/test_deploy_fclub_free_running.py",
+    "the default suite runs free-running sessions in tests/deploy/fclub/test_deploy_fclub_free_running.py",
     "shuffler_throughput.py": "starts a shuffler, a server and two device drivers five times (about 45 s on 2 cores)",
     "p2b_million.py": "starts a shuffler, its workers, a server and two device drivers (6 s on 2 busy cores); the "
     "default suite runs the same path in shuffler_throughput.py's part",
     "p2b_front_ends.py": "starts a PostgreSQL server and two P2B services (the default suite drives front ends in "
-    "tests/test_deploy_p2b_postgres.py)",
+    "tests/deploy/p2b/test_deploy_p2b_postgres.py)",
 }
 """Scripts whose whole smoke run is marked slow, with the reason; the default suite runs a part of some in PARTS (the
 shuffler's front end with one worker, given one core where this machine has two: the pinning path too)."""

@@ -4,11 +4,10 @@ import importlib.util
 import subprocess
 import sys
 import tomllib
-from pathlib import Path
 
 import pytest
+from project_paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / ".ci" / "bounds.py"
 
 

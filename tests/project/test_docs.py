@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 from markdown_prose import prose as markdown_prose
+from project_paths import ROOT
 from typer.testing import CliRunner
 
-ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 sys.path.insert(0, str(DOCS / "_tools"))
 
@@ -73,8 +73,8 @@ def readme_commands() -> list[str]:
 
 def test_every_readme_command_is_one_this_file_or_a_named_test_runs():
     """Each command has its check: make targets dry-run here (`make demo`'s numbers in a slow test), `privbandits
-    list` here, `pip install .` in a slow test here (and tests/test_wheel.py installs the wheel it builds), the
-    deploy lines in tests/test_readme_deploy.py, `source` the environment `make` writes."""
+    list` here, `pip install .` in a slow test here (and tests/project/test_wheel.py installs the wheel it builds), the
+    deploy lines in tests/project/test_readme_deploy.py, `source` the environment `make` writes."""
     kinds = {
         "make demo": "make",
         "make test": "make",
@@ -109,7 +109,7 @@ def test_the_readme_list_command_works_as_written(tmp_path):
 @pytest.mark.slow
 def test_pip_install_dot_installs_the_command(tmp_path):
     """`pip install .` into a fresh environment (its dependencies from this interpreter's site, as
-    tests/test_wheel.py does): the installed command runs."""
+    tests/project/test_wheel.py does): the installed command runs."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "env")], check=True)
     python = tmp_path / "env" / "bin" / "python"
     site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -242,7 +242,7 @@ def test_the_performance_page_lists_every_benchmark_script_with_what_it_measures
 
 
 # Numbers only from generated files (issue 33): a page states a measured decimal only inside a results block
-# (checked against docs/results.md by tests/test_readme.py) or a generated requirements block. Anything else
+# (checked against docs/results.md by tests/project/test_readme.py) or a generated requirements block. Anything else
 # must be on this list, as a phrase of the page (whitespace collapsed) with the reason it is not a measurement.
 NOT_MEASURED = [
     ("README.md", "doi:10.1145/3580305.3599475", "a DOI"),

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 from markdown_prose import prose
+from project_paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "privbandits"
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"

@@ -7,7 +7,8 @@ import doctest
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from project_paths import ROOT
+
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 

@@ -20,12 +20,11 @@ import sys
 from pathlib import Path
 
 from forked_parties import fork_server, start, stderr_of
+from project_paths import ROOT
 from typer.testing import CliRunner
 
 from privbandits.cli import app
 from privbandits.deploy.deployment import load_deployment
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def first_bash_block(path: Path, heading: str) -> list[str]:

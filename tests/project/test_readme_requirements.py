@@ -5,9 +5,9 @@ defaults are the signatures', their refusals quote their constraints."""
 from __future__ import annotations
 
 import inspect
-from pathlib import Path
 
 import pytest
+from project_paths import ROOT
 
 from privbandits.experiments.marked_blocks import block_pattern
 from privbandits.experiments.requirements import TAG, _sections, section_table, write_tables
@@ -16,7 +16,7 @@ from privbandits.options import REQUIRED, Option, options_of
 from privbandits.protocols.mpc_bandit import MPCBanditConfig
 from privbandits.validation import Integer, InvalidInputError
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "requirements.md"
+PAGE = ROOT / "docs" / "requirements.md"
 
 
 def test_the_page_tables_are_what_the_declarations_write():

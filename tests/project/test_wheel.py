@@ -24,8 +24,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from project_paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SECRETS = (".key", ".pem", ".npz", ".npy", ".sqlite", ".json", ".csv", ".ckpt")
 
 

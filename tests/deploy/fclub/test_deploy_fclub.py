@@ -13,12 +13,11 @@ import re
 import signal
 import stat
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
-from deploy_files import reproducible
-from test_message_boundary_fclub import snooped_run
+from fclub_deployment import PROTOCOL_PHASES, assert_equals_in_memory, certs, local0_in_memory, local_copy, uploads_of
+from fclub_runs import snooped_run
 from typer.testing import CliRunner
 
 from privbandits.comm import InMemoryNetwork
@@ -26,30 +25,6 @@ from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
 from privbandits.deploy.fclub.party import outcome, run_in_memory
 from privbandits.deploy.fclub.session import config_of, environment_of, upload_digest
-from privbandits.protocols.fclub import PhaseUpload, Upload
-
-EXAMPLE = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "fclub.toml"
-PROTOCOL_PHASES = ("detect", "phase_end", "async", "check")
-
-
-def local_copy(folder: Path, *, seeded: bool = True, servers: int = 5, **replace: str) -> Path:
-    """The shipped example with ephemeral ports (and ``replace``d settings), in ``folder``; ``seeded``: reproducible
-    (so it equals the in-memory run); ``servers``: its first local servers only (local0, ...; fewer processes)."""
-    text = re.sub(r'address = "127\.0\.0\.1:\d+"', 'address = "127.0.0.1:0"', EXAMPLE.read_text())
-    text = reproducible(text) if seeded else text
-    for old, new in replace.items():
-        assert old in text, old
-        text = text.replace(old, new)
-    if servers < 5:
-        text = text.split(f"[parties.local{servers}]")[0]
-    path = folder / "fclub.toml"
-    path.write_text(text)
-    return path
-
-
-def certs(path: Path) -> None:
-    result = CliRunner().invoke(standalone, ["deploy", "certs", str(path)])
-    assert result.exit_code == 0, result.output
 
 
 def arrivals(spec) -> np.ndarray:
@@ -60,37 +35,6 @@ def arrivals(spec) -> np.ndarray:
     env.reset(_streams(spec)[0])
     servers = _server_of_user(spec)
     return np.array([servers[env.user] for _ in range(spec.protocol.horizon) if env.next_round() is not None])
-
-
-def protocol_links(traffic_rows) -> dict[tuple[str, str, str], tuple[int, int]]:
-    return {(p, s, r): (m, b) for p, s, r, m, b, _ in traffic_rows if p in PROTOCOL_PHASES}
-
-
-def uploads_of(network) -> list:
-    """``(sender, message)`` of every phase upload and upload the global server received, in order."""
-    return [(e.sender, e.message) for e in network.transcript if e.message.kind in (PhaseUpload.kind, Upload.kind)]
-
-
-def assert_equals_in_memory(spec) -> dict:
-    """Regret, communication, counts, ledger, traffic and the global server's uploads: as in memory."""
-    got = outcome(spec)
-    network = InMemoryNetwork(record=True)
-    reference = run_in_memory(spec, network)
-    bandit = reference.bandit
-    assert np.array_equal(got["regret"], reference.regret)
-    assert np.array_equal(got["communication"], reference.communication)
-    assert got["counts"] == bandit.communication
-    assert [(e.mechanism, e.epsilon, e.details) for e in got["ledger"].entries] == [
-        (e.mechanism, e.epsilon, e.details) for e in bandit.ledger.entries
-    ]
-    results = got["results"]
-    processes = {}
-    for result in results.values():
-        processes |= protocol_links(result["traffic"])
-    in_memory = {key: (link.messages, link.bytes) for key, link in bandit.traffic.links.items()}
-    assert processes == in_memory
-    assert results["global"]["uploads_digest"] == upload_digest(uploads_of(network))
-    return got
 
 
 def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(tmp_path):
@@ -118,8 +62,8 @@ def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(tmp_
     assert results["users"]["served"] == 255 and results["global"]["lost"] == {}
 
     # no upload the global server received carries raw statistics: the same run in memory, each upload compared
-    # with every raw statistic of its sender at the moment of sending (tests/test_message_boundary_fclub.py),
-    # received the very uploads the process did (equal digests)
+    # with every raw statistic of its sender at the moment of sending
+    # (tests/protocols/fclub/test_message_boundary_fclub.py), received the very uploads the process did (equal digests)
     network = snooped_run(config_of(spec), spec.protocol.seed, environment_of(spec), 5)
     assert len(network.uploads) > 100 and [matches for _, matches in network.uploads if matches] == []
     assert upload_digest(uploads_of(network)) == results["global"]["uploads_digest"]
@@ -242,25 +186,6 @@ def test_deploy_data_says_fclub_needs_no_data_files(tmp_path):
     result = CliRunner().invoke(standalone, ["deploy", "data", str(path)])
     assert result.exit_code == 0 and "fclub: no data files" in result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fclub.toml"]
-
-
-def local0_in_memory(tmp_path, **edits):
-    """local0 of the example (``edits`` applied to the file) over an in-memory network, its local clusters detected
-    (the phase uploads wait at the global server, unread): ``(spec, network, users' party, server, index of its
-    users)``."""
-    from privbandits.comm import Party
-    from privbandits.deploy.fclub.session import _calibration, _streams
-    from privbandits.protocols.fclub import LocalServer
-
-    spec = load_deployment(local_copy(tmp_path, **edits))
-    network = InMemoryNetwork(serialize=True)
-    users = Party("users", network)
-    Party("global", network)
-    members = np.arange(8)  # local0's block
-    server = LocalServer("local0", network, members, 10, _calibration(spec), _streams(spec)[1][0])
-    with network.phase("detect"):
-        server.detect(1)
-    return spec, network, users, server, {int(u): i for i, u in enumerate(members)}
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,8 @@ import re
 
 import numpy as np
 import pytest
-from test_deploy_fclub_resume import small
-from test_deploy_snapshot import _bandit
+from fclub_deployment import small
+from fclub_runs import _bandit
 
 from privbandits.checkpointed import PARTY, StateMismatch
 from privbandits.comm import InMemoryNetwork, Traffic

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_deploy_fclub import certs, local0_in_memory, local_copy
+from fclub_deployment import certs, local0_in_memory, local_copy
 from typer.testing import CliRunner
 
 from privbandits.deploy.cli import standalone

@@ -12,21 +12,13 @@ import stat
 import time
 
 import pytest
-from test_deploy_fclub import assert_equals_in_memory, certs, local_copy
+from fclub_deployment import assert_equals_in_memory, small
 
-from privbandits.deploy.deployment import DeploymentError, load_deployment
+from privbandits.deploy.deployment import DeploymentError
 from privbandits.deploy.fclub.resume import load, saved_phases
 
-SMALL = {"horizon = 4095": "horizon = 511", "n_users = 40": "n_users = 12", "n_clusters = 4": "n_clusters = 2",
-         "deadline_s = 10": "deadline_s = 3"}  # fmt: skip
 KILL_AFTER = 300
 """The users' progress at which the party is killed: after the phase start at t = 255, before the last, at 511."""
-
-
-def small(folder, **more: str):
-    path = local_copy(folder, servers=2, **SMALL, **more)  # local0 and local1 only
-    certs(path)
-    return load_deployment(path)
 
 
 def kill_and_resume(spec, folder, victim: str) -> dict[str, int]:

@@ -12,7 +12,7 @@ import os
 import signal
 import time
 
-from test_deploy_mpc import make_deployment
+from mpc_deployment import make_deployment
 
 from privbandits.deploy.deployment import load_deployment
 from privbandits.deploy.local import start_parties, wait_parties

@@ -8,14 +8,12 @@ message from a device host (transcript check).
 from __future__ import annotations
 
 import math
-import re
-import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from deploy_files import reproducible
+from p2b_deployment import _held_reports, _restart_alone, _wait_all, deployed, local_copy
 from typer.testing import CliRunner
 
 from privbandits.comm import TlsCredentials
@@ -25,35 +23,9 @@ from privbandits.deploy.p2b.data import layout, load_host
 from privbandits.deploy.p2b.outcome import SETTINGS, outcome, run_in_memory, without_baseline
 from privbandits.protocols.p2b.core import EncodedBatch, ModelRelease, RawBatch
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "p2b.toml"
 SMALL = {"n_users = 3000": "n_users = 500"}
 """A sixth of the shipped example's users (350 early devices, about 175 reports a batch over both hosts): for the
 tests whose assertions do not depend on the size (the shipped size runs as written in the first test)."""
-
-
-def local_copy(folder: Path, *, raw_baseline: bool = True, seeded: bool = True, **replace: str) -> Path:
-    """The shipped example with ephemeral ports (and ``replace``d settings), in ``folder``: by default reproducible
-    (``seeded``, so it equals the in-memory run) and with the raw baseline (off in the shipped file)."""
-    text = re.sub(r'address = "127\.0\.0\.1:\d+"', 'address = "127.0.0.1:0"', EXAMPLE.read_text())
-    text = reproducible(text) if seeded else text
-    if raw_baseline:
-        text = text.replace('name = "p2b"\n', 'name = "p2b"\nraw_baseline = true\n')
-    for old, new in replace.items():
-        assert old in text, old
-        text = text.replace(old, new)
-    path = folder / "p2b.toml"
-    path.write_text(text)
-    return path
-
-
-def deployed(path: Path):
-    """``deploy certs``, ``deploy data`` and ``deploy local`` of the file at ``path`` (bundles where it names them)."""
-    runner = CliRunner()
-    for command in (["deploy", "certs", str(path)], ["deploy", "data", str(path)],
-                    ["deploy", "local", str(path), "--no-progress"]):  # fmt: skip
-        result = runner.invoke(standalone, command)
-        assert result.exit_code == 0, result.output
-    return load_deployment(path)
 
 
 @pytest.fixture
@@ -237,35 +209,6 @@ def test_a_shuffler_queue_left_with_held_reports_is_not_reused_by_a_fresh_sessio
     open_queue(spec, "shuffler").close()  # every batch released: the next session numbers on
 
 
-def _held_reports(path: Path) -> int:
-    """Reports accepted by the shuffler's queue and not yet batched (read-only, while the shuffler writes)."""
-    import sqlite3
-
-    if not path.exists():
-        return 0
-    try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0) as db:
-            return db.execute("SELECT COUNT(*) FROM reports WHERE batch_id IS NULL").fetchone()[0]
-    except sqlite3.OperationalError:  # the schema is not written yet
-        return 0
-
-
-def _wait_all(parties, limit: float) -> dict[str, int]:
-    """Every party's exit code, each waited for until ``limit`` seconds from now (a party still running then is
-    killed and the test fails, naming it): no launcher countdown that could kill a slow survivor."""
-    stop = time.monotonic() + limit
-    for party in parties:
-        try:
-            party.process.wait(timeout=max(stop - time.monotonic(), 0.1))
-        except subprocess.TimeoutExpired:
-            for other in parties:
-                if other.process.poll() is None:
-                    other.process.kill()
-            pytest.fail(f"{party.name} still ran {limit:.0f} s on: {''.join(party.stderr)[-2000:]}")
-    time.sleep(0.05)  # the stderr readers take the last lines
-    return {party.name: party.process.returncode for party in parties}
-
-
 def _kill_mid_batch(spec, victim: str, workdir: Path):
     """Start every party, SIGKILL ``victim`` once the shuffler's queue holds 20 reports of the encoded batch (hosta
     sending), and return the parties, the queue's file and the seconds the session took to get there (the
@@ -284,26 +227,6 @@ def _kill_mid_batch(spec, victim: str, workdir: Path):
         time.sleep(0.005)
     by_name[victim].process.send_signal(signal.SIGKILL)
     return parties, queue_file, time.monotonic() - start
-
-
-def _restart_alone(parties, victim: str, workdir: Path, limit: float) -> tuple[dict[str, int], object]:
-    """Once the SIGKILLed ``victim`` has ended, restart it alone with --resume and wait for every party (each until
-    ``limit`` seconds from now, :func:`_wait_all`); every process still running then is killed. The exit codes and
-    the restarted party."""
-    import signal
-
-    from privbandits.deploy.local import start_party
-
-    restarted = None
-    try:
-        assert next(party for party in parties if party.name == victim).process.wait(timeout=60) == -signal.SIGKILL
-        restarted = start_party(workdir / "deployment.resolved.toml", victim, resume=True)
-        codes = _wait_all([*(party for party in parties if party.name != victim), restarted], limit)
-    finally:
-        for party in [*parties, *([restarted] if restarted is not None else [])]:
-            if party.process.poll() is None:
-                party.process.kill()
-    return codes, restarted
 
 
 def _assert_equals_uninterrupted(spec, got) -> None:
@@ -371,7 +294,7 @@ def test_a_party_killed_mid_run_and_restarted_alone_rejoins_and_the_session_equa
     ("victim", "seeded"),
     [("shuffler", True), ("server", True), ("shuffler", False)],
 )
-@pytest.mark.slow  # about 1 min each on 2 shared cores (the budget exceeded: also tests/test_transport_rejoin.py)
+@pytest.mark.slow  # about 1 min each on 2 shared cores (the budget exceeded: also tests/comm/test_transport_rejoin.py)
 def test_a_party_away_past_the_rejoin_budget_ends_the_session_and_every_party_resumes(
     tmp_path, encoder_cache, victim, seeded
 ):

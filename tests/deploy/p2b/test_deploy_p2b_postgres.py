@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 
+import p2b_deployment
 import pytest
 import small_deployments
 from pg_server import psycopg_missing
@@ -19,7 +20,7 @@ from typer.testing import CliRunner
 
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
-from privbandits.deploy.p2b.outcome import outcome
+from privbandits.deploy.p2b.outcome import outcome, run_in_memory
 from privbandits.deploy.p2b.party import open_queue
 from privbandits.protocols.p2b.core import EncodedBatch
 from privbandits.protocols.p2b.queue import PostgresReportQueue
@@ -89,9 +90,9 @@ def test_two_front_ends_on_one_postgresql_queue_release_the_batch_of_one(
     for fronts in ((), ("fronta", "frontb")):
         folder = tmp_path / (fronts[0] if fronts else "shuffler")
         folder.mkdir()
-        path = small_deployments.p2b_tests.local_copy(folder, raw_baseline=False, **{"n_users = 3000": "n_users = 400"})
+        path = p2b_deployment.local_copy(folder, raw_baseline=False, **{"n_users = 3000": "n_users = 400"})
         path = with_front_ends(path, url, fronts)
-        specs[fronts] = small_deployments.p2b_tests.deployed(path)
+        specs[fronts] = p2b_deployment.deployed(path)
     one, two = specs[()], specs[("fronta", "frontb")]
     assert comparable(two) == comparable(one)
     _assert_released_as_in_memory(two, comparable(two)["batches"]["encoded"])  # in the same order
@@ -113,7 +114,7 @@ def test_deploy_load_spreads_the_devices_over_the_front_ends_and_the_shuffler_ba
     tmp_path, postgres_server, encoder_cache  # noqa: F811
 ):
     url = postgres_server.database()
-    path = small_deployments.p2b_tests.local_copy(tmp_path, raw_baseline=False, seeded=False, **{
+    path = p2b_deployment.local_copy(tmp_path, raw_baseline=False, seeded=False, **{
         "deadline_s = 30 ": "deadline_s = 5 ", "connect_deadline_s = 60": "connect_deadline_s = 20"})  # fmt: skip
     path = with_front_ends(path, url, ("fronta", "frontb"))
     assert CliRunner().invoke(standalone, ["deploy", "certs", str(path)]).exit_code == 0
@@ -133,7 +134,7 @@ def test_deploy_load_spreads_the_devices_over_the_front_ends_and_the_shuffler_ba
 
 def test_a_postgresql_queue_left_with_held_reports_is_not_reused_by_a_fresh_session(tmp_path, postgres_server):
     url = postgres_server.database()
-    spec = load_deployment(with_queue_url(small_deployments.p2b_tests.local_copy(tmp_path), url))
+    spec = load_deployment(with_queue_url(p2b_deployment.local_copy(tmp_path), url))
     queue = open_queue(spec, "shuffler")  # a fresh queue opens
     queue.accept("0" * 32, "hosta", 3, 1, 1)
     queue.close()
@@ -151,7 +152,7 @@ def test_an_unreachable_queue_stops_the_shuffler_in_one_line_without_the_passwor
         pytest.skip(psycopg_missing())
     monkeypatch.setenv("PGPASSWORD", "hunter2")  # where the password belongs: libpq reads it, no file holds it
     url = "postgresql://shuffler@/p2b?host=/nonexistent&connect_timeout=2"
-    spec = load_deployment(with_queue_url(small_deployments.p2b_tests.local_copy(tmp_path), url))
+    spec = load_deployment(with_queue_url(p2b_deployment.local_copy(tmp_path), url))
     with pytest.raises(DeploymentError) as error:
         open_queue(spec, "shuffler")
     message = str(error.value)
@@ -172,7 +173,7 @@ def test_an_unreachable_queue_stops_the_shuffler_in_one_line_without_the_passwor
     ],
 )  # fmt: skip
 def test_a_bad_queue_url_is_refused_naming_the_field_not_the_password(tmp_path, url, error):
-    path = with_queue_url(small_deployments.p2b_tests.local_copy(tmp_path), url)
+    path = with_queue_url(p2b_deployment.local_copy(tmp_path), url)
     with pytest.raises(DeploymentError) as refused:
         load_deployment(path)
     assert str(refused.value) == f"{path}: {error}"
@@ -195,7 +196,7 @@ def test_a_bad_queue_url_is_refused_naming_the_field_not_the_password(tmp_path, 
     ],
 )  # fmt: skip
 def test_front_ends_are_refused_where_they_cannot_work_naming_the_field(tmp_path, change, error):
-    path = small_deployments.p2b_tests.local_copy(tmp_path, raw_baseline=False)
+    path = p2b_deployment.local_copy(tmp_path, raw_baseline=False)
     path = with_front_ends(path, "postgresql://shuffler@db.example/p2b", ("fronta",))
     assert load_deployment(path).names("shuffler_front") == ["fronta"]  # as written, it loads
     old, new = change
@@ -222,7 +223,7 @@ def _started_with_front_ends(tmp_path, url: str, rejoin_s: float = 0):
     data made, every party started: the spec, the run folder, the parties by name, and when they were started."""
     from privbandits.deploy.local import start_parties
 
-    path = small_deployments.p2b_tests.local_copy(tmp_path, raw_baseline=False, **{
+    path = p2b_deployment.local_copy(tmp_path, raw_baseline=False, **{
         "n_users = 3000": "n_users = 1000", "deadline_s = 30 ": "deadline_s = 10 "})  # fmt: skip
     path = with_front_ends(path, url, ("fronta", "frontb"))
     path.write_text(path.read_text().replace("rejoin_s = 0\n", f"rejoin_s = {rejoin_s:g}\n"))
@@ -237,7 +238,7 @@ def _started_with_front_ends(tmp_path, url: str, rejoin_s: float = 0):
 
 def _assert_released_as_in_memory(spec, batch: dict) -> None:
     """The encoded batch a deployment released is the in-memory run's, element for element."""
-    _, network = small_deployments.p2b_tests.run_in_memory(spec)
+    _, network = run_in_memory(spec)
     released = next(e.message for e in network.transcript if e.message.kind == EncodedBatch.kind)
     assert {field: batch[field] for field in ("codes", "actions", "rewards")} == {
         field: getattr(released, field).tolist() for field in ("codes", "actions", "rewards")}  # fmt: skip
@@ -252,7 +253,7 @@ def test_a_front_end_killed_mid_batch_ends_the_session_and_every_party_resumed_e
     front ends keep each report once, and the released batch is the uninterrupted session's."""
     import signal
 
-    from test_deploy_p2b import _wait_all
+    from p2b_deployment import _wait_all
 
     from privbandits.deploy.local import start_party
     from privbandits.deploy.party import EXIT_LOST
@@ -313,7 +314,7 @@ def test_a_party_of_a_scaled_out_shuffler_killed_and_restarted_alone_rejoins(
     the uninterrupted session's batch, every report in the shared queue once."""
     import signal
 
-    from test_deploy_p2b import _restart_alone
+    from p2b_deployment import _restart_alone
 
     url = postgres_server.database()
     spec, workdir, by_name, start = _started_with_front_ends(tmp_path, url, rejoin_s=20)
@@ -345,7 +346,7 @@ def test_front_ends_link_with_the_shuffler_only_and_dial_it(tmp_path):
     from privbandits.deploy.p2b.party import link_order
     from privbandits.deploy.p2b.scaleout import front_of, linked_peers
 
-    path = small_deployments.p2b_tests.local_copy(tmp_path, raw_baseline=False)
+    path = p2b_deployment.local_copy(tmp_path, raw_baseline=False)
     spec = load_deployment(with_front_ends(path, "postgresql://shuffler@db.example/p2b", ("fronta", "frontb")))
     assert link_order(spec) == ["server", "hosta", "hostb", "shuffler", "fronta", "frontb"]
     assert linked_peers(spec, "fronta") == ["shuffler"]
@@ -353,5 +354,5 @@ def test_front_ends_link_with_the_shuffler_only_and_dial_it(tmp_path):
     assert linked_peers(spec, "hosta") == ["shuffler", "server", "hostb"]
     assert [front_of(("fronta", "frontb"), user, "shuffler") for user in range(4)] == ["fronta", "frontb"] * 2
     (tmp_path / "plain").mkdir()
-    plain = load_deployment(small_deployments.p2b_tests.local_copy(tmp_path / "plain", raw_baseline=False))
+    plain = load_deployment(p2b_deployment.local_copy(tmp_path / "plain", raw_baseline=False))
     assert front_of((), 3, "shuffler") == "shuffler" and linked_peers(plain, "hosta") is None

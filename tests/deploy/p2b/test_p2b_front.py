@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_transport import Background, linked
+from project_paths import SHIPPED_DEPLOYMENTS
+from tls_links import Background, linked
 from typer.testing import CliRunner
 
 from privbandits.comm import Party, TlsCredentials
@@ -33,7 +34,7 @@ from privbandits.protocols.p2b.core import CloseBatch, EncodedReport
 from privbandits.protocols.p2b.queue import SqliteReportQueue
 
 HOSTS = ["hosta", "hostb"]
-EXAMPLE = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "p2b.toml"
+EXAMPLE = SHIPPED_DEPLOYMENTS / "p2b.toml"
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ passive party killed mid-run makes every other party exit non-zero, naming it, i
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -15,82 +14,17 @@ import time
 from pathlib import Path
 
 import pytest
-from deploy_files import reproducible
 from forked_parties import party_server  # noqa: F401 (a fixture)
+from project_paths import SHIPPED_DEPLOYMENTS
 from typer.testing import CliRunner
+from vertical_deployment import NAMES, assert_same_as_in_memory, make_deployment, results
 
 from privbandits.deploy import checkpoint
-from privbandits.deploy.certs import write_development_pki
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import load_deployment
 from privbandits.deploy.local import start_parties, wait_parties
 from privbandits.deploy.party import EXIT_LOST
-from privbandits.deploy.vertical.party import in_memory_names, run_in_memory, write_synthetic_data
-
-NAMES = ["mask_generator", "active", "passive2", "passive3"]
-ROLES = {"mask_generator": "mask_generator", "active": "active", "passive2": "passive", "passive3": "passive"}
-
-
-def make_deployment(
-    folder: Path, *, lacking=None, deadline_s: float = 60.0, checkpoint_every: int = 100, seeded=True, **protocol
-) -> Path:
-    """A four-party deployment (M = 3 data holders, uneven blocks) with certificates and data; ``seeded``:
-    reproducible (VFTS samples from the seed, as in memory)."""
-    settings = {"policy": "vfucb", "partition": [5, 2, 3], "n_arms": 4, "rounds": 200, "seed": 7, **protocol}
-    lines = [
-        'name = "vertical-test"',
-        'ca = "certs/ca.pem"',
-        f"deadline_s = {deadline_s}",
-        "connect_deadline_s = 30",
-        f"checkpoint_every = {checkpoint_every}",
-        "\n[protocol]",
-        'name = "vertical-o3m"',
-    ]
-    lines += [f"{key} = {json.dumps(value)}" for key, value in settings.items()]
-    for name in NAMES:
-        lines += [
-            f"\n[parties.{name}]",
-            f'role = "{ROLES[name]}"',
-            'address = "127.0.0.1:0"',
-            f'certificate = "certs/{name}.pem"',
-            f'key = "certs/{name}.key"',
-        ]
-        lines.append(f'data = "data/{name}.npz"')  # the mask generator's: its private mask seed
-    path = folder / "deploy.toml"
-    text = "\n".join(lines) + "\n"
-    path.write_text(reproducible(text) if seeded else text)
-    write_development_pki(folder / "certs", NAMES)
-    write_synthetic_data(load_deployment(path), lacking=lacking)
-    return path
-
-
-def results(spec) -> dict[str, dict]:
-    return {name: json.loads(spec.result_path(name).read_text()) for name in spec.parties}
-
-
-def assert_same_as_in_memory(spec) -> None:
-    got = results(spec)
-    reference, network = run_in_memory(spec)
-    assert got["active"]["arms"] == reference.arms.tolist()
-    # every process's ledger holds the links it sends on; together, with the simulation's names, the in-memory
-    # ledger. With prefetch, requests for several rounds share one round on their link, so a link's round count
-    # is lower; messages and bytes are the same.
-    # With chunk_requests, a request or answer link carries one message per top-up instead of one per round: the
-    # bytes are the same.
-    names = in_memory_names(spec)
-    columns = 6 if spec.protocol.prefetch == 1 else 5
-    keep = (lambda row: (*row[:3], row[4])) if spec.protocol.chunk_requests else (lambda row: row[:columns])
-    rows = sorted(
-        keep((phase, names[sender], names[receiver], messages, size, rounds))
-        for result in got.values()
-        for phase, sender, receiver, messages, size, rounds in result["traffic"]
-    )
-    assert rows == [keep(row) for row in network.traffic.rows()]
-    # what each party received is what its peers sent
-    sent = sorted(tuple(row[:5]) for result in got.values() for row in result["traffic"])
-    received = sorted(tuple(row[:5]) for result in got.values() for row in result["received"])
-    assert sent == received
-    assert all(result["refusals"] == [] for result in got.values())
+from privbandits.deploy.vertical.party import run_in_memory
 
 
 @pytest.mark.parametrize("prefetch", [1, 8])
@@ -215,7 +149,7 @@ def test_a_stalled_passive_party_is_reported_by_the_active_party_and_everyone_st
 
 
 def test_the_shipped_example_runs_with_certs_data_and_local(tmp_path):
-    example = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "vertical-vfucb.toml"
+    example = SHIPPED_DEPLOYMENTS / "vertical-vfucb.toml"
     text = re.sub(r'address = "127\.0\.0\.1:\d+"', 'address = "127.0.0.1:0"', example.read_text())
     path = tmp_path / "vertical-vfucb.toml"
     path.write_text(text.replace("rounds = 500", "rounds = 100"))

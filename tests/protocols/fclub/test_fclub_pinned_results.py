@@ -300,7 +300,7 @@ def test_fclub_pinned_results_are_portable(tables):
 
 
 def main(argv: list[str]) -> None:
-    """Print the pins (``python tests/test_fclub_pinned_results.py``), or ``--check SMALL,PAPER`` them and print
+    """Print the pins (``python tests/protocols/fclub/test_fclub_pinned_results.py``), or ``--check SMALL,PAPER`` them and print
     how many held."""
     warnings.filterwarnings("ignore", message="FCLUB: privatizer noise exceeded")
     runs = {"SMALL": (cases(), False), "PAPER": (paper_cases(), True)}

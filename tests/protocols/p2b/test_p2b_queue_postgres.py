@@ -21,7 +21,7 @@ import time
 import numpy as np
 import pytest
 from pg_server import psycopg_missing
-from test_p2b_queue import JOIN, SCHEMA, Postgres, fill, rid, stored_reports
+from report_queues import JOIN, SCHEMA, Postgres, fill, rid, stored_reports
 
 from privbandits.protocols.p2b.queue import PostgresReportQueue
 from privbandits.protocols.p2b.queue.postgres import MISSING, check_queue_url, redact
