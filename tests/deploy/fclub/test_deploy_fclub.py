@@ -153,8 +153,6 @@ def test_a_killed_local_server_is_named_by_the_global_server_and_the_others_fini
          "options: unknown FCLUBConfig field"),
         (lambda t: t.replace("# options = { rebuild_local_copies = true }", "options = { upload_threshold = 0.5 }"),
          "options: upload_threshold"),
-        (lambda t: t.replace('variant = "cdp-fclub-dc"', 'variant = "linucb"'), "variant"),
-        (lambda t: t.replace('preset = "paper"', 'preset = "faithful"'), "preset"),
         (lambda t: t.replace('variant = "cdp-fclub-dc"', 'algorithm = "Homo-DC"'),
          "for algorithm = 'Homo-DC' write variant = 'homo-dc' and preset = 'reference'"),
         (lambda t: t.replace('variant = "cdp-fclub-dc"', 'algorithm = "CDP-FCLUB-DC (faithful)"'),
