@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 import pytest
+from protocol_harness import honest_run
 
 from privbandits.comm import Endpoint, Envelope, ForgedSender, InMemoryNetwork, Party, ProtocolError
 from privbandits.linear.population import CodeModel, DisjointModel
@@ -48,19 +49,13 @@ def _is_device(name: str, prefix: str = "device") -> bool:
     return re.fullmatch(rf"{prefix}\d+", name) is not None
 
 
-# -- the whole protocol as bytes, every queue drained ----------------------------------------------------
-@pytest.mark.parametrize(
-    "config", [P2BConfig(omega=1.0), P2BConfig(representation="scalar_code")], ids=["one_hot", "scalar_code"]
-)
-def test_a_serialized_run_leaves_no_message_unread_and_equals_the_plain_run(world, config):
-    encoder, data = world
-    network = InMemoryNetwork(serialize=True, record=True)
-    out = simulate(data, encoder, config, seed=3, network=network)
-    assert network.pending() == []  # every message sent was received: no shortcut around a message
-    plain = simulate(data, encoder, config, seed=3)
-    for name in ("cold", "warm_non_private", "warm_private"):
-        assert getattr(out, name) == getattr(plain, name)
-    assert out.traffic.rows() == plain.traffic.rows()
+# -- who hears whom -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("variant", ["one_hot", "scalar_code"])
+def test_the_server_hears_only_the_shufflers_and_new_agents_only_the_server(variant):
+    """The deployment's in-memory run (every message through codec bytes; that it drains every queue and equals the
+    plain run is the contract suite's, tests/protocols/test_message_boundaries.py): each shuffler's batch ends with
+    its host's CloseBatch, the server hears only the shufflers, and new agents get the model only from the server."""
+    _, network = honest_run("p2b", variant)
     kinds = {(e.sender, e.receiver, e.message.kind) for e in network.transcript if not _is_device(e.sender)}
     assert kinds >= {
         ("devices", "shuffler", CloseBatch.kind),
@@ -68,6 +63,7 @@ def test_a_serialized_run_leaves_no_message_unread_and_equals_the_plain_run(worl
         ("server", "new_agents", ModelRelease.kind),
     }
     assert {e.sender for e in network.transcript if e.receiver == "server"} == {"shuffler", "raw_shuffler"}
+    assert {e.sender for e in network.transcript if e.receiver == "new_agents"} == {"server"}
 
 
 def test_pending_names_what_is_still_waiting():
