@@ -3,7 +3,10 @@ error (issue 14).
 
 Every refused round is refused before round t starts: the bandit's state digest (every local server's
 statistics and privatizers' generators, the global server, the network's counters) is unchanged, and it
-then plays exactly as a twin that never saw the call.
+then plays exactly as a twin that never saw the call. Those refused calls (``select``, ``update``, in every variant
+and baseline, scored rounds and detection rounds) are the refused-calls suite's
+(tests/protocols/test_refused_calls_keep_state.py); here, what is particular to FCLUB's rounds, construction and
+configs.
 """
 
 from __future__ import annotations
@@ -11,137 +14,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from bad_input import INF, NAN, digest, rejects
+from fclub_rounds import BANDITS, SERVERS, D, K, _round, _same_play
 
 from privbandits.comm import InMemoryNetwork
 from privbandits.protocols.fclub import FederatedClusteredBandit
 from privbandits.protocols.fclub.baselines import BaselineConfig, LocalBaselineBandit
 from privbandits.protocols.fclub.config import Calibration, FCLUBConfig
-from privbandits.validation import CallOrderError, InvalidInputError
-
-SERVERS = np.array([0, 0, 0, 1, 1, 1])
-N_USERS, K, D = len(SERVERS), 4, 3
+from privbandits.validation import InvalidInputError
 
 
-def _fclub(variant: str):
-    config = FCLUBConfig.for_variant(variant, horizon=64, m_bound=2)
-    return lambda: FederatedClusteredBandit(config, SERVERS, D, K, rng=np.random.default_rng(7))
-
-
-def _local(kind: str):
-    return lambda: LocalBaselineBandit(BaselineConfig(kind=kind), SERVERS, D, np.random.default_rng(7))
-
-
-BANDITS = {
-    "cdp-fclub-dc": _fclub("cdp-fclub-dc"),
-    "fclub": _fclub("fclub"),
-    "homo-dc": _fclub("homo-dc"),
-    "club": _local("club"),
-    "sclub": _local("sclub"),
-    "linucb": _local("linucb"),
-}
-
-
-def _round(rng: np.random.Generator) -> tuple[int, np.ndarray]:
-    x = rng.normal(size=(K, D))
-    return int(rng.integers(N_USERS)), x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
-def _warm(bandit, rounds: int = 20) -> np.random.Generator:
-    rng = np.random.default_rng(3)
-    for _ in range(rounds):
-        user, contexts = _round(rng)
-        arm = bandit.select(user, contexts)
-        bandit.update(float(contexts[arm, 0] > 0))
-    return rng
-
-
-def _same_play(bandit, twin, rng: np.random.Generator, rounds: int = 12) -> None:
-    for _ in range(rounds):
-        user, contexts = _round(rng)
-        arm = bandit.select(user, contexts)
-        assert arm == twin.select(user, contexts)
-        bandit.update(float(contexts[arm, 1] > 0))
-        twin.update(float(contexts[arm, 1] > 0))
-    assert digest(bandit) == digest(twin)
-
-
-# -- per round --------------------------------------------------------------------------------------
-def _with(value: float, index: tuple = (1, 2)):
-    def make(contexts: np.ndarray) -> np.ndarray:
-        contexts = contexts.copy()
-        contexts[index] = value
-        return contexts
-
-    return make
-
-
-BAD_SELECTS = [
-    (-1, None, "user must be an integer in [0, n_users) = [0, 6), got -1"),
-    (N_USERS, None, "user must be an integer in [0, n_users) = [0, 6), got 6"),
-    (1.0, None, "user must be an integer in [0, n_users) = [0, 6), got 1.0"),
-    (True, None, "user must be an integer in [0, n_users) = [0, 6), got True"),
-    ("0", None, "user must be an integer in [0, n_users) = [0, 6), got '0'"),
-    (None, None, "user must be an integer in [0, n_users) = [0, 6), got None"),
-    (0, _with(NAN), "contexts must be finite (no NaN or inf), got nan at index (1, 2)"),
-    (0, _with(-INF, (3, 0)), "contexts must be finite (no NaN or inf), got -inf at index (3, 0)"),
-    (0, _with(1e200, (2, 1)), "contexts are too large: a row's squared norm overflows float64 (max |x_i| = 1e+200)"),
-    (0, lambda c: np.ones((K, D + 1)), "contexts have shape (4, 4); expected (n_arms, dim) = (4, 3)"),
-    (0, lambda c: np.ones((K + 1, D)), "contexts have shape (5, 3); expected (n_arms, dim) = (4, 3)"),
-    (0, lambda c: c[0], "contexts have shape (3,); expected (n_arms, dim) = (4, 3)"),
-    (0, lambda c: c.tolist(), "contexts must be a float array of shape (n_arms, dim) = (4, 3), got [["),
-    (0, lambda c: np.full((K, D), "a"), "contexts must be a real-valued array, got dtype <U1"),
-    (0, lambda c: None, "contexts must be a float array of shape (n_arms, dim) = (4, 3), got None"),
-]
-
-
-@pytest.mark.parametrize("kind", BANDITS)
-@pytest.mark.parametrize(("user", "bad", "message"), BAD_SELECTS)
-@pytest.mark.parametrize("warm", [20, 30], ids=["scored", "detection"])
-def test_select_refuses_bad_rounds_before_round_t_starts(kind, user, bad, message, warm):
-    """Round 21 tests finiteness through the scores; round 31 = 2^5 - 1 starts a phase, whose cluster
-    detection runs before scoring, so the contexts are tested first (see ``RoundChecks``)."""
-    bandit, twin = BANDITS[kind](), BANDITS[kind]()
-    rng, _ = _warm(bandit, warm), _warm(twin, warm)
-    _, contexts = _round(np.random.default_rng(0))
-    before = digest(bandit)
-    assert message in rejects(lambda: bandit.select(user, contexts if bad is None else bad(contexts)), message[:4])
-    assert digest(bandit) == before
-    assert bandit.t == twin.t
-    _same_play(bandit, twin, rng)
-
-
-BAD_REWARDS = [NAN, INF, -INF, "1", True, None, [1.0]]
-
-
-@pytest.mark.parametrize("kind", BANDITS)
-@pytest.mark.parametrize("reward", BAD_REWARDS)
-def test_update_refuses_a_bad_reward_and_keeps_the_round_open(kind, reward):
-    bandit, twin = BANDITS[kind](), BANDITS[kind]()
-    rng, _ = _warm(bandit), _warm(twin)
-    user, contexts = _round(rng)
-    arm = bandit.select(user, contexts)
-    assert arm == twin.select(user, contexts)
-    before = digest(bandit)
-    message = rejects(lambda: bandit.update(reward), "reward")
-    assert message.startswith("reward must be a finite real number, got ")
-    assert digest(bandit) == before
-    bandit.update(0.5)  # the round is still open: its good reward is taken
-    twin.update(0.5)
-    _same_play(bandit, twin, rng)
-
-
-@pytest.mark.parametrize("kind", BANDITS)
-def test_update_needs_a_select_first_and_takes_one_reward_per_round(kind):
-    bandit, twin = BANDITS[kind](), BANDITS[kind]()
-    message = "update(reward) needs a select(user, contexts) first: one update per selected round"
-    assert rejects(lambda: bandit.update(1.0), "update", CallOrderError) == message
-    rng, _ = _warm(bandit), _warm(twin)
-    before = digest(bandit)
-    assert rejects(lambda: bandit.update(1.0), "select", CallOrderError) == message  # a second update
-    assert digest(bandit) == before
-    _same_play(bandit, twin, rng)
-
-
+# -- per round (the refused calls themselves: the refused-calls suite) ------------------------------
 def test_fclub_checks_contexts_of_any_real_dtype_as_float64():
     bandit, twin = BANDITS["fclub"](), BANDITS["fclub"]()
     rng = np.random.default_rng(1)

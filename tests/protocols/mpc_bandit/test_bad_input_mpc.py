@@ -2,9 +2,10 @@
 
 A refused context is refused before any draw or message: the learner's state digest (shares, dealer and
 exploration generators, network counters, ledger) is unchanged and it then plays exactly as a learner that
-never saw the call. A refused reward arrives after the arm was opened to p′: the round is void — the
-opening stays in the ledger and in the traffic, the shared model is untouched — and the private learner
-and its twin, which refuse the same rewards, go on in step.
+never saw the call (each refused context, with its exact message: the refused-calls suite,
+tests/protocols/test_refused_calls_keep_state.py). A refused reward arrives after the arm was opened to p′: the
+round is void — the opening stays in the ledger and in the traffic, the shared model is untouched — and the private
+learner and its twin, which refuse the same rewards, go on in step.
 """
 
 from __future__ import annotations
@@ -14,16 +15,11 @@ import math
 import numpy as np
 import pytest
 from bad_input import INF, NAN, digest, rejects
+from mpc_rounds import CONFIG, LEARNERS, PARTITION, REAL, D, _reward, _unit, _warm
 
-from privbandits.comm import ROUND, InMemoryNetwork
+from privbandits.comm import ROUND
 from privbandits.protocols.mpc_bandit import MPCBanditConfig, PlaintextEpsilonGreedy, PrivateEpsilonGreedy
 from privbandits.validation import InvalidInputError
-
-PARTITION = (2, 2)
-D = sum(PARTITION)
-CONFIG = MPCBanditConfig(n_arms=3, partition=PARTITION, epsilon=0.3, precision=16)
-REAL = MPCBanditConfig(n_arms=3, partition=PARTITION, epsilon=0.3, precision=16, binary_rewards=False)
-
 
 # -- configuration ---------------------------------------------------------------------------------
 BAD_CONFIGS = [
@@ -83,60 +79,7 @@ def test_learners_refuse_bad_arguments(make, message):
     assert message in rejects(make, message.split()[0])
 
 
-# -- contexts: refused before any draw or message ----------------------------------------------------
-def _unit(rng: np.random.Generator) -> np.ndarray:
-    x = rng.normal(size=D)
-    return x / np.linalg.norm(x) * rng.uniform(0.2, 1.0)
-
-
-def _reward(config: MPCBanditConfig):
-    """Binary: 1 for arm 1. Real: never 0, whose product with x a truncation may turn into -2^-L, breaking the
-    exact tie of never-rewarded arms that the twin keeps."""
-    return (lambda arm: int(arm == 1)) if config.binary_rewards else (lambda arm: 0.25 + (arm == 1))
-
-
-def _warm(learner, rounds: int = 3) -> np.random.Generator:
-    rng = np.random.default_rng(11)
-    for _ in range(rounds):
-        learner.step(_unit(rng), _reward(learner.config))
-    return rng
-
-
-LEARNERS = {
-    "private": lambda config=CONFIG: PrivateEpsilonGreedy(config, seed=3, network=InMemoryNetwork(record=True)),
-    "twin": lambda config=CONFIG: PlaintextEpsilonGreedy(config, seed=3),
-}
-BAD_CONTEXTS = [
-    (np.ones(D) * 7.5, "context must have L2 norm <= 1 (up to rounding: 1.00003052; normalise it, e.g. "
-                       "x / max(1, |x|)), got norm 15"),
-    (np.ones(D) * 1.5 / 2, "got norm 1.5"),
-    (np.array([1.0, 0.0, 0.0, 1e-2]), "got norm 1.00005"),
-    (np.full(D, 1e200), "got norm inf"),
-    (np.array([NAN, 0.0, 0.0, 0.0]), "context must be finite (no NaN or inf), got nan at index 0"),
-    (np.array([0.0, 0.0, -INF, 0.0]), "context must be finite (no NaN or inf), got -inf at index 2"),
-    (np.ones(D + 1) / 4, "context must have shape (4,), got (5,)"),
-    (np.ones(D - 1) / 4, "context must have shape (4,), got (3,)"),
-    (np.ones((1, D)) / 4, "context must have shape (4,), got (1, 4)"),
-    (["a"] * D, "context must be a real array of shape (4,), got ['a', 'a', 'a', 'a']"),
-    (None, "context must have shape (4,), got ()"),
-]  # fmt: skip
-
-
-@pytest.mark.parametrize("kind", LEARNERS)
-@pytest.mark.parametrize(("x", "message"), BAD_CONTEXTS)
-def test_bad_context_is_refused_before_any_draw_or_message(kind, x, message):
-    learner, twin = LEARNERS[kind](), LEARNERS[kind]()
-    rng, _ = _warm(learner), _warm(twin)
-    before = digest(learner)
-    pulled = []
-    assert message in rejects(lambda: learner.step(x, pulled.append), "context")
-    assert pulled == [] and digest(learner) == before  # the environment was never asked
-    good = _unit(rng)
-    assert learner.step(good, lambda arm: 1) == twin.step(good, lambda arm: 1)
-    assert digest(learner) != before
-    np.testing.assert_array_equal(learner.checkpoint()[1], twin.checkpoint()[1])
-
-
+# -- contexts: refused before any draw or message (each refused one: the refused-calls suite) --------
 def test_a_context_on_the_norm_limit_is_accepted_and_matches_the_twin():
     x = np.zeros(D)
     x[0] = CONFIG.context_norm_limit

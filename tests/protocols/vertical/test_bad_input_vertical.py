@@ -1,4 +1,9 @@
-"""Bad input never corrupts the vertical O3M protocol and always gets a clear error (issue 14)."""
+"""Bad input never corrupts the vertical O3M protocol and always gets a clear error (issue 14).
+
+Each refused call on the protocol (``select``, ``update``, the active party's own steps), with its exact message, the
+state it leaves unchanged and the twin it then plays as, is in the refused-calls suite
+(tests/protocols/test_refused_calls_keep_state.py); here, construction and the cases particular to secure aggregation.
+"""
 
 from __future__ import annotations
 
@@ -6,48 +11,18 @@ import warnings
 
 import numpy as np
 import pytest
-from bad_input import digest, rejects
+from bad_input import rejects
+from vertical_rounds import PARTITION, D, K, _nan_in_passive, contexts, play, protocol, state
 
-from privbandits.linear import LinTS, LinUCB
+from privbandits.linear import LinUCB
 from privbandits.protocols.vertical.core import (
     SingleFeaturePartyWarning,
     VerticalFederatedBandit,
     from_fixed_point,
     to_fixed_point,
 )
-from privbandits.validation import CallOrderError
 
-K, PARTITION = 4, (3, 2, 2)
-D = sum(PARTITION)
 NAN, INF = float("nan"), float("inf")
-
-
-def protocol(secure: bool = False, learner=None) -> VerticalFederatedBandit:
-    learner = learner if learner is not None else LinUCB(K, D, alpha=0.5)
-    return VerticalFederatedBandit(PARTITION, learner, rng=np.random.default_rng(3), secure_aggregation=secure)
-
-
-def contexts(seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).normal(size=(K, D)) / 3
-
-
-def state(vf: VerticalFederatedBandit) -> str:
-    """Digest of everything but the wall-clock counters."""
-    timers = vf.compute_seconds, vf.critical_path_seconds
-    vf.compute_seconds, vf.critical_path_seconds = None, None
-    try:
-        return digest(vf)
-    finally:
-        vf.compute_seconds, vf.critical_path_seconds = timers
-
-
-def play(vf: VerticalFederatedBandit, rounds: range) -> list[int]:
-    arms = []
-    for t in rounds:
-        c = contexts(t)
-        arms.append(vf.select(c))
-        vf.update(c, arms[-1], 0.1 * t)
-    return arms
 
 
 # -- construction ----------------------------------------------------------------------------------
@@ -82,41 +57,7 @@ def test_a_one_feature_passive_party_warns_unless_allowed():
         VerticalFederatedBandit([1, 5, 2], LinUCB(K, 8), rng=np.random.default_rng(0))  # the AP's own block
 
 
-# -- rounds ----------------------------------------------------------------------------------------
-def _nan_in_passive(c: np.ndarray) -> np.ndarray:
-    c = c.copy()
-    c[1, D - 1] = NAN  # the last passive party's feature
-    return c
-
-
-BAD_SELECTS = [
-    (lambda c: (_nan_in_passive(c),), {}, "contexts"),
-    (lambda c: (np.where(c > 0, INF, c),), {}, "contexts"),
-    (lambda c: (c[:, :-1],), {}, "contexts"),
-    (lambda c: (np.zeros((K + 1, D)),), {}, "contexts"),
-    (lambda c: (c,), {"present": [True, False]}, "present"),
-    (lambda c: (c,), {"present": [True, 1, 0]}, "present"),
-    (lambda c: (c,), {"present": [False, True, True]}, "present[0]"),
-    (lambda c: (c,), {"present": True}, "present"),
-    (lambda c: (c,), {"user": -1}, "user"),
-    (lambda c: (c,), {"user": 1.5}, "user"),
-]
-
-
-@pytest.mark.parametrize("secure", [False, True])
-@pytest.mark.parametrize(("args", "kwargs", "name"), BAD_SELECTS)
-def test_select_refuses_bad_input_before_any_message(secure, args, kwargs, name):
-    vf, twin = protocol(secure), protocol(secure)
-    play(vf, range(3))
-    play(twin, range(3))
-    before, rows = state(vf), vf.traffic.rows()
-    rejects(lambda: vf.select(*args(contexts(3)), **kwargs), name)
-    assert state(vf) == before
-    assert vf.traffic.rows() == rows  # no message was sent
-    assert play(vf, range(3, 6)) == play(twin, range(3, 6))
-    np.testing.assert_array_equal(vf.theta, twin.theta)
-
-
+# -- rounds (the refused calls themselves: the refused-calls suite) --------------------------------
 def test_nan_features_under_secure_aggregation_are_refused_not_learnt():
     """The issue's case: NaN became a context of about -8.4e6 that the AP picked and learnt."""
     vf = protocol(secure=True)
@@ -152,48 +93,6 @@ def test_contexts_just_inside_the_secure_aggregation_range_are_served():
     near = contexts(0) * 0
     near[0, PARTITION[0]], near[0, D - 1] = 2.0e6, 2.0e6  # Σ_j ‖x^j‖ = 4e6 < 2^22
     vf.update(near, vf.select(near), 1.0)
-
-
-BAD_UPDATES = [
-    (lambda c: (c, -1, 1.0), "arm"),
-    (lambda c: (c, K, 1.0), "arm"),
-    (lambda c: (c, 0.0, 1.0), "arm"),
-    (lambda c: (c, 0, NAN), "reward"),
-    (lambda c: (c, 0, INF), "reward"),
-    (lambda c: (c, 0, "1"), "reward"),
-    (lambda c: (c[:, :-1], 0, 1.0), "contexts"),
-    (lambda c: (c + 1.0, 0, 1.0), "contexts"),
-]
-
-
-@pytest.mark.parametrize(("bad", "name"), BAD_UPDATES)
-def test_update_refuses_bad_input_unchanged(bad, name):
-    vf, twin = protocol(learner=LinTS(K, D, rng=4)), protocol(learner=LinTS(K, D, rng=4))
-    play(vf, range(2))
-    play(twin, range(2))
-    c = contexts(2)
-    arms = vf.select(c), twin.select(c)
-    assert arms[0] == arms[1]
-    before = state(vf)
-    rejects(lambda: vf.update(*bad(c)), name)
-    assert state(vf) == before
-    vf.update(c, arms[0], 1.0)
-    twin.update(c, arms[1], 1.0)
-    assert play(vf, range(3, 6)) == play(twin, range(3, 6))
-
-
-def test_update_before_select_and_twice_per_round_are_call_order_errors():
-    vf = protocol()
-    before = state(vf)
-    rejects(lambda: vf.update(contexts(0), 0, 1.0), "select", CallOrderError)
-    assert state(vf) == before
-    c = contexts(0)
-    arm = vf.select(c)
-    vf.update(c, arm, 1.0)
-    after_one = state(vf)
-    rejects(lambda: vf.update(c, arm, 1.0), "select", CallOrderError)  # would double-count
-    assert state(vf) == after_one
-    rejects(lambda: vf.active.learn(arm, 1.0), "choose", CallOrderError)
 
 
 def test_update_accepts_an_equal_copy_of_the_selected_contexts():
