@@ -12,9 +12,12 @@ Not a test module: ``tests/`` is on ``sys.path`` (pyproject.toml's ``[tool.pytes
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import json
+import os
+import shutil
 import tempfile
 import tomllib
 from collections.abc import Callable, Iterator
@@ -142,6 +145,29 @@ ALL_VARIANTS = [pair for name in NAMES for pair in variants(name)]
 
 
 @functools.cache
+def _folder() -> Path:
+    """This process's folder for the quick deployments and their caches (removed when the process ends)."""
+    folder = Path(tempfile.mkdtemp(prefix="privbandits-contracts-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+@contextlib.contextmanager
+def _own_cache() -> Iterator[None]:
+    """``PRIVBANDITS_CACHE`` in this process's folder for the block: a run fits what it caches (P2B's public encoder)
+    there, never in the user's cache."""
+    before = os.environ.get("PRIVBANDITS_CACHE")
+    os.environ["PRIVBANDITS_CACHE"] = str(_folder() / "cache")
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["PRIVBANDITS_CACHE"]
+        else:
+            os.environ["PRIVBANDITS_CACHE"] = before
+
+
+@functools.cache
 def small_deployment(name: str, variant: str) -> Deployment:
     """Protocol ``name``'s quick deployment (reproducible, its data files written): one per process."""
     small = SMALL.get(name, {}).get(variant, Small())
@@ -150,8 +176,9 @@ def small_deployment(name: str, variant: str) -> Deployment:
     data["protocol"].update(small.protocol)
     if small.parties is not None:
         data["parties"] = {party: data["parties"][party] for party in small.parties}
-    folder = Path(tempfile.mkdtemp(prefix=f"privbandits-{name}-"))
-    with registered(name):
+    folder = _folder() / f"{name}-{variant}".replace(" ", "-")
+    folder.mkdir()
+    with registered(name), _own_cache():
         spec = load_deployment(write_file(folder, data))
         code = PROTOCOLS.get(name)
         if code.no_data_files is None and name != TOY:
@@ -196,7 +223,7 @@ def run_in_memory(name: str, variant: str, network: InMemoryNetwork) -> Any:
     """Protocol ``name``'s in-memory run (its party code's ``run_in_memory``) of the quick deployment, on
     ``network``."""
     spec = small_deployment(name, variant)
-    with registered(name):
+    with registered(name), _own_cache():
         return PROTOCOLS.get(name).run_in_memory(spec, network)
 
 
