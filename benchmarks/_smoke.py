@@ -1,5 +1,5 @@
 """The ``--smoke`` flag of every benchmark: tiny sizes that run in seconds, so that a test can check each script still
-runs (``tests/test_benchmarks.py``); a smoke run's numbers mean nothing and its targets are not judged.
+runs (``tests/project/test_benchmarks.py``); a smoke run's numbers mean nothing and its targets are not judged.
 
 Bad options are refused as the ``privbandits`` command refuses them: one line naming the option, the allowed
 values and the value given, exit code 2, before any work (:func:`refuse`); so is a missing optional package of the

@@ -8,16 +8,20 @@ import re
 import time
 from pathlib import Path
 
+import fclub_deployment
+import mpc_deployment
 import numpy as np
+import p2b_deployment
 import pytest
-import test_deploy_fclub as fclub_tests
-import test_deploy_mpc as mpc_tests
-import test_deploy_p2b as p2b_tests
-import test_deploy_vertical as vertical_tests
+import vertical_deployment
 from deploy_files import reproducible
 from typer.testing import CliRunner
 
 from privbandits.deploy.cli import standalone
+from privbandits.deploy.fclub import party as fclub_party
+from privbandits.deploy.mpc_bandit import party as mpc_party
+from privbandits.deploy.p2b import outcome as p2b_outcome
+from privbandits.deploy.vertical import party as vertical_party
 
 KINDS = ("vertical", "mpc", "p2b", "fclub")
 FCLUB_SMALL = {"horizon = 4095": "horizon = 127", "n_users = 40": "n_users = 12", "n_clusters = 4": "n_clusters = 2"}
@@ -35,15 +39,15 @@ def deployment(kind: str, folder: Path, deadline_s: float = 10.0, mpc_rounds: in
 
 def _build(kind: str, folder: Path, deadline_s: float, mpc_rounds: int) -> Path:
     if kind == "vertical":
-        return vertical_tests.make_deployment(folder, deadline_s=deadline_s, rounds=200)
+        return vertical_deployment.make_deployment(folder, deadline_s=deadline_s, rounds=200)
     if kind == "mpc":
-        return mpc_tests.make_deployment(folder, deadline_s=deadline_s, rounds=mpc_rounds)
+        return mpc_deployment.make_deployment(folder, deadline_s=deadline_s, rounds=mpc_rounds)
     if kind == "fclub":
-        path = fclub_tests.local_copy(folder, **FCLUB_SMALL, **{"deadline_s = 10": f"deadline_s = {deadline_s:g}"})
+        path = fclub_deployment.local_copy(folder, **FCLUB_SMALL, **{"deadline_s = 10": f"deadline_s = {deadline_s:g}"})
         path.write_text(path.read_text().split("[parties.local2]")[0])  # local0 and local1 only
-        fclub_tests.certs(path)
+        fclub_deployment.certs(path)
         return path
-    path = p2b_tests.local_copy(
+    path = p2b_deployment.local_copy(
         folder, **{"n_users = 3000": "n_users = 400", "deadline_s = 30": f"deadline_s = {deadline_s:g}"}
     )
     runner = CliRunner()
@@ -63,19 +67,19 @@ def assert_equals_in_memory(kind: str, spec, *, flooded: bool = True) -> None:
     """The parties' results equal the in-memory twin's; ``flooded``: the P2B shuffler dropped flood connections."""
     got = results(spec)
     if kind == "vertical":
-        reference, _ = vertical_tests.run_in_memory(spec)
+        reference, _ = vertical_party.run_in_memory(spec)
         assert got["active"]["arms"] == reference.arms.tolist()
     elif kind == "mpc":
-        reference, _, _ = mpc_tests.run_in_memory(spec)
+        reference, _, _ = mpc_party.run_in_memory(spec)
         assert got["env"]["arms"] == reference.arms.tolist()
     elif kind == "fclub":
-        outcome, reference = fclub_tests.outcome(spec), fclub_tests.run_in_memory(spec)
+        outcome, reference = fclub_party.outcome(spec), fclub_party.run_in_memory(spec)
         assert np.array_equal(outcome["regret"], reference.regret)
         assert np.array_equal(outcome["communication"], reference.communication)
     else:
-        outcome, (reference, _) = p2b_tests.outcome(spec), p2b_tests.run_in_memory(spec)
+        outcome, (reference, _) = p2b_outcome.outcome(spec), p2b_outcome.run_in_memory(spec)
         assert len(outcome["batches"]["encoded"]["codes"]) == reference.release["released"]
-        for setting in p2b_tests.SETTINGS:
+        for setting in p2b_outcome.SETTINGS:
             assert outcome["late"][setting]["mean"] == getattr(reference, setting).mean
         assert bool(got["shuffler"]["dropped"]) == flooded, "the mid-run flood reached the shuffler's device listener"
 
@@ -87,7 +91,7 @@ def wait_mid_run(kind: str, spec, parties) -> None:
     if kind == "p2b":
         from privbandits.deploy.p2b.party import queue_path
 
-        while p2b_tests._held_reports(queue_path(spec, "shuffler")) < 5 and time.monotonic() < stop:
+        while p2b_deployment._held_reports(queue_path(spec, "shuffler")) < 5 and time.monotonic() < stop:
             time.sleep(0.005)
         return
     reporter = next(party for party in parties if party.process.stdout is not None)

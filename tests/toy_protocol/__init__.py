@@ -21,6 +21,28 @@ from privbandits.deploy.registry import DeployableProtocol
 NAME = "toy-sum"
 
 
+EXAMPLE = """
+name = "toy"
+bundles = "certs"
+deadline_s = 10
+connect_deadline_s = 10
+
+[protocol]
+name = "toy-sum"
+rounds = 5
+seed = 7
+
+[parties.asker]
+role = "asker"
+address = "127.0.0.1:0"
+
+[parties.answerer]
+role = "answerer"
+address = "127.0.0.1:0"
+"""
+"""A toy-sum deployment: five rounds between two parties on ephemeral ports (the contract suites' valid file)."""
+
+
 class ToySection(ProtocolSection):
     """The ``[protocol]`` section of a toy-sum deployment."""
 

@@ -12,7 +12,7 @@ file's top-level ``reproducible`` field:
 * ``reproducible = true`` (mode ``"reproducible"``): each party derives its streams from the
   protocol's ``seed`` exactly as the in-memory run does, so the processes equal that run. Anyone
   holding the deployment file can recompute every party's draws (tests
-  ``tests/test_deploy_attacks.py`` do): for tests and demos only. Every party warns on stderr
+  ``tests/deploy/test_deploy_attacks.py`` do): for tests and demos only. Every party warns on stderr
   (:func:`announce`) and its result records the mode (``"randomness"``, :func:`recorded`).
 
 The vertical protocol's mask seed and secure-aggregation pair seeds and the MPC protocol's dealer

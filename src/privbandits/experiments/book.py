@@ -12,7 +12,7 @@ marked blocks::
 
 and :func:`unbacked_numbers` lists every decimal number, and every whole number of three or more digits, of
 such a block that the book's section for that reproduction does not contain, thousands commas aside
-(``tests/test_readme.py`` asserts none).
+(``tests/project/test_readme.py`` asserts none).
 
 A reproduction's section shows the options it was last run with. ``--also "NAME -o KEY=VALUE"``
 adds a section for other stored options of it (e.g. ``mpc-fig2 -o data=fashion`` beside the

@@ -7,7 +7,7 @@ instead: the pydantic ``Field`` arguments (default, bounds, description) of ever
 classes below, which this module writes, and typed option models (:func:`_option_models`): pydantic models whose
 fields are a class's options, their types written from the constraints (a choice as its ``Literal``), which an
 experiment config inherits instead of repeating the options field by field.
-``make declarations`` rewrites it; ``tests/test_config_declarations.py`` fails while it differs.
+``make declarations`` rewrites it; ``tests/experiments/test_config_declarations.py`` fails while it differs.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ CDP-FCLUB-DC uploads its statistics raw (noise only in the upload trigger), so i
 records ε = ∞ and its stored ``claimed_epsilon`` is ∞. Every passage of the README or the
 results book that names such a run must say so in the same passage (a results block, a
 book section, a paragraph or a list item): :func:`unguaranteed_private_claims` lists the
-passages that do not (``tests/test_privacy_claims.py`` asserts none).
+passages that do not (``tests/experiments/test_privacy_claims.py`` asserts none).
 """
 
 from __future__ import annotations

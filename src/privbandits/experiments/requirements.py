@@ -5,7 +5,7 @@ of :data:`SECTIONS`' classes' declared options (:mod:`privbandits.options`): eve
 (the constraint's own phrase, the one its refusal quotes), its default and what it is. Rules that tie
 options together and each call's arguments stay in the prose around the blocks.
 ``make declarations`` (``python -m privbandits.experiments.requirements docs/requirements.md``) rewrites the
-blocks; ``tests/test_readme_requirements.py`` fails while the page differs from what it would write.
+blocks; ``tests/project/test_readme_requirements.py`` fails while the page differs from what it would write.
 """
 
 from __future__ import annotations

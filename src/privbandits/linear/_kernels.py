@@ -4,7 +4,7 @@ A bandit round touches a few small arrays many times; in plain numpy each of
 the ~20 calls of a round costs a microsecond or two of interpreter overhead,
 which dominates at the sizes the papers use (d ≤ 100, K ≤ 100). These kernels
 do a round's ridge update and its shared-layout UCB scores in one call each,
-with the same formulas as the numpy reference (see ``tests/test_linear.py``).
+with the same formulas as the numpy reference (see ``tests/linear/test_linear.py``).
 """
 
 from __future__ import annotations

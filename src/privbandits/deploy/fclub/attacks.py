@@ -2,7 +2,7 @@
 
 Issue 28 measured it on deployments whose every party derived its randomness from the deployment file's ``seed``; it
 is what ``reproducible = true`` still allows (by design: it is for tests and demos), and what the default, OS entropy
-at each party (:mod:`privbandits.deploy.entropy`), defeats. ``tests/test_deploy_attacks.py`` asserts both.
+at each party (:mod:`privbandits.deploy.entropy`), defeats. ``tests/deploy/test_deploy_attacks.py`` asserts both.
 
 :func:`fclub_noise_removal`: the FCLUB global server, holding the file and the phase uploads it received, regenerates
 each local server's privatizer noise from the file's ``seed`` and subtracts it, recovering the raw cluster sums

@@ -34,7 +34,7 @@ server, which holds the file, cannot regenerate and remove that noise. With the 
 ``reproducible = true``, local server ℓ derives them from the ℓ-th child of the second stream,
 as ``run_fclub`` does, so regret, communication and the local servers' releases equal
 :func:`run_in_memory`'s; anyone holding the file can then recompute the noise
-(``tests/test_deploy_attacks.py``): for tests and demos only.
+(``tests/deploy/test_deploy_attacks.py``): for tests and demos only.
 
 Schedules (the file's ``protocol.schedule``). ``lock-step`` (the default) is the order above, and equals
 the in-memory run. ``free-running`` drops the sequencing: a local server sends its uploads and download
@@ -69,7 +69,7 @@ the local copy S is smaller, so Eq. 5 fires sooner and there are more uploads), 
 global server reads uploads from different local servers (which decides Eq. 6's downloads); a session is
 therefore not reproducible run to run. ``benchmarks/fclub_free_running.py`` compares the two schedules'
 regret over seeds. With a phase start every round (the synchronous FCLUB preset) every round is a barrier
-and free-running equals lock-step (``tests/test_deploy_fclub_free_running.py``).
+and free-running equals lock-step (``tests/deploy/fclub/test_deploy_fclub_free_running.py``).
 
 A lost local server (killed, stalled past the deadline, or failed): the global server names it
 (its result's ``lost`` and outcome), drops its link and its clusters from later merges, and

@@ -15,7 +15,7 @@ which phases it holds (:class:`Saved`), the users pick the latest phase every pa
 (:class:`ResumeAt`), and every party loads that phase's checkpoint (traffic counters included) and goes on
 from round t; the users replay their environment to round t (it is drawn from the file's seed). A party
 killed between two phase starts thus costs the rounds since the last phase start every party saved, and in
-lock-step the session ends as the uninterrupted one would (tests/test_deploy_fclub_resume.py).
+lock-step the session ends as the uninterrupted one would (tests/deploy/fclub/test_deploy_fclub_resume.py).
 
 What a checkpoint holds of each party object is what its class declares
 (:class:`~privbandits.checkpointed.Checkpointed`: ``SAVED``, and ``NOT_SAVED`` for its links and configuration);

@@ -2,7 +2,7 @@
 
 Issue 28 measured it on deployments whose every party derived its randomness from the deployment file's ``seed``; it
 is what ``reproducible = true`` still allows (by design: it is for tests and demos), and what the default, OS entropy
-at each party (:mod:`privbandits.deploy.entropy`), defeats. ``tests/test_deploy_attacks.py`` asserts both.
+at each party (:mod:`privbandits.deploy.entropy`), defeats. ``tests/deploy/test_deploy_attacks.py`` asserts both.
 
 :func:`p2b_server_attack`: the P2B server, holding the file and the encoded batch it received, recomputes every early
 device's participation coin and names the device behind each released report. It replays what the file determines:

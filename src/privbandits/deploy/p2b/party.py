@@ -55,7 +55,7 @@ released batches, the published models and the late users' rewards equal ``simul
 encoder, config, seed)`` on the union of the hosts' data
 (:func:`~privbandits.deploy.p2b.outcome.run_in_memory`, which also says what is compared when
 the raw baseline is off); anyone holding the file can then recompute every coin
-(``tests/test_deploy_attacks.py``): for tests and demos only.
+(``tests/deploy/test_deploy_attacks.py``): for tests and demos only.
 
 ``shared_warm_agent`` (one agent carried across all late users) is sequential across hosts
 and is not offered here.
@@ -72,7 +72,7 @@ queue keeps each encoded report once (its id is a keyed hash of its device), a r
 is acknowledged and not taken again, and a released batch is sent again from the shuffler's checkpoint. Once the
 encoded batch is released the shuffler forgets its report-id key (its checkpoint keeps an empty one), so nothing
 left can link an id in the queue to its device; it needs the key no more (a replay after the release is
-acknowledged without the queue). The session then ends as the uninterrupted one (``tests/test_deploy_p2b.py``
+acknowledged without the queue). The session then ends as the uninterrupted one (``tests/deploy/p2b/test_deploy_p2b.py``
 kills each role). Restarting every party with ``--resume`` works the same way. With the concurrent front end
 (``workers >= 1``) its workers hold the shuffler's listener, so the shuffler dials every peer, also one that comes
 back (:func:`link_order`), and its listener takes only devices; a device that comes before its batch is open (a

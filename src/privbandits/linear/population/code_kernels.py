@@ -175,7 +175,7 @@ def _code_population(
         local_sums = np.zeros((n_rounds, n_arms))
         for u in range(first * block, min(n_users, (first + 1) * block)):
             # ignored: the stub types this argument as the int it is; np.int64, not 0, so that numba compiles no
-            # second specialisation for a literal 0 (tests/test_kernel_specialisations.py)
+            # second specialisation for a literal 0 (tests/linear/test_kernel_specialisations.py)
             used = _code_play(
                 base_counts, base_sums, slot_codes, np.int64(0), local_counts, local_sums, Y[u], R[u],  # type: ignore[arg-type]
                 arms[u], alpha, tolerance, random, uniforms[u if random else 0],

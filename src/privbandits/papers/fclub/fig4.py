@@ -49,7 +49,8 @@ def report(options: Fig4Options, points: dict[str, dict], out: Path) -> PaperRep
         "1 per round) is in the table.",
         "Faithful CDP: every upload adds 3ρI, so Eq. 5 holds by itself while a cluster's copy holds fewer than "
         "about d/ln U ≈ 1000 such shifts: after each renewal (the noisy merge changes the partition at most phase "
-        "starts) every visit uploads again for a while, hence the staircase (tests/test_fclub_reductions.py).",
+        "starts) every visit uploads again for a while, hence the staircase "
+        "(tests/protocols/fclub/test_fclub_reductions.py).",
         "Runs are the units of fclub-fig2 (the same tasks, stored once). Payload bytes are the traffic ledger's sum "
         "over every message (float64 statistics).",
     ]

@@ -110,7 +110,7 @@ class MPCBanditConfig:
         and o_a·x (exact integer products, computed while p′ pulls), and the outer products come
         out masked, instead of o masking the finished D×D updates in one more matrix product. The
         same learner in about a third fewer bytes, online and of dealer material per party
-        (``tests/test_mpc_bandit.py`` pins both counts for |A| = 10, D = 20), with the
+        (``tests/protocols/mpc_bandit/test_mpc_bandit.py`` pins both counts for |A| = 10, D = 20), with the
         last round after r_t's input done alongside r_t·x. Those outer products are truncated, which
         keeps a 0 exactly 0 with 2 parties (arms not pulled do not change: :func:`~privbandits.mpc.
         truncation.share_quotients`). Other randomness for a seed; not the paper's.
@@ -127,8 +127,8 @@ class MPCBanditConfig:
         compared (the other half is 1 minus them). Exact, so the same choice: 5 communication rounds fewer a
         learner round (3 with ``overlap_reciprocal``, whose steps then lack openings to ride on, unless
         ``goldschmidt`` shortens them), a small fraction of the argmax's online payload, and more dealer
-        material per party (``tests/test_mpc_bandit.py`` pins the byte counts). Other randomness for a seed; not the
-        paper's.
+        material per party (``tests/protocols/mpc_bandit/test_mpc_bandit.py`` pins the byte counts). Other
+        randomness for a seed; not the paper's.
     goldschmidt : bool
         The reciprocal by Goldschmidt's iteration (:func:`~privbandits.mpc.approximations.goldschmidt_steps`)
         instead of Newton–Raphson: the same error 1 − (1 − d·y_0)^(2^k) after ``nr_iterations`` = k, in 1 + k

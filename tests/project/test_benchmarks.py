@@ -1,0 +1,87 @@
+"""Every benchmark script runs: ``--smoke`` (tiny sizes, seconds) of each script in ``benchmarks/``, so that none
+rots unnoticed (issue 30). A script that needs the optional ``bench`` extra is skipped, naming the missing package,
+when that package is not installed."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tomllib
+
+import pytest
+from project_paths import ROOT
+
+SCRIPTS = sorted(path.name for path in (ROOT / "benchmarks").glob("*.py") if not path.name.startswith("_"))
+SLOW = {
+    "network_latency.py": "starts about twenty processes over mutual TLS (about 40 s on 2 cores)",
+    "fclub_free_running.py": "four FCLUB sessions of seven processes each (82 s at a load average of 18 on 2 cores); "
+    "the default suite runs free-running sessions in tests/deploy/fclub/test_deploy_fclub_free_running.py",
+    "shuffler_throughput.py": "starts a shuffler, a server and two device drivers five times (about 45 s on 2 cores)",
+    "p2b_million.py": "starts a shuffler, its workers, a server and two device drivers (6 s on 2 busy cores); the "
+    "default suite runs the same path in shuffler_throughput.py's part",
+    "p2b_front_ends.py": "starts a PostgreSQL server and two P2B services (the default suite drives front ends in "
+    "tests/deploy/p2b/test_deploy_p2b_postgres.py)",
+}
+"""Scripts whose whole smoke run is marked slow, with the reason; the default suite runs a part of some in PARTS (the
+shuffler's front end with one worker, given one core where this machine has two: the pinning path too)."""
+PINNING = hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) >= 2
+PARTS = {
+    "network_latency.py": ["--skip-p2b", "--skip-fclub", "--skip-mpc"],
+    "shuffler_throughput.py": ["--no-baselines", "--workers", "", "--service-cores", "1"]
+    if PINNING
+    else ["--no-baselines", "--workers", "1"],
+}
+
+
+def bench_extra() -> set[str]:
+    """Import names of the ``bench`` extra's packages (pyproject.toml)."""
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["bench"]
+    return {re.split(r"[<>=!~ \[]", requirement, maxsplit=1)[0].replace("-", "_") for requirement in extra}
+
+
+def cases() -> list:
+    out = []
+    for name in SCRIPTS:
+        if name in SLOW:
+            if name in PARTS:
+                out.append(pytest.param(name, PARTS[name], id=f"{name}-part"))
+            out.append(pytest.param(name, [], id=name, marks=pytest.mark.slow))
+        else:
+            out.append(pytest.param(name, [], id=name))
+    return out
+
+
+@pytest.mark.parametrize(("name", "extra"), cases())
+def test_benchmark_smoke_run(name, extra, tmp_path):
+    """The script's ``--smoke`` run exits 0 from an empty folder (so it writes nothing into the checkout)."""
+    command = [sys.executable, str(ROOT / "benchmarks" / name), "--smoke", *extra]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    missing = re.search(r"No module named '([^'.]+)", done.stderr)
+    if done.returncode != 0 and missing and missing.group(1) in bench_extra():
+        pytest.skip(f"{name} needs the optional bench extra: {missing.group(1)} is not installed (make bench)")
+    assert done.returncode == 0, f"{name} --smoke failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert "smoke run: tiny sizes" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_benchmark_is_run_here():
+    """The list is the folder: a new script is smoke-tested without editing this file, and SLOW names real ones."""
+    assert len(SCRIPTS) >= 11 and set(SLOW) <= set(SCRIPTS) and set(PARTS) <= set(SLOW)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="pinning cores needs os.sched_setaffinity (Linux)")
+@pytest.mark.parametrize("value", ["1,x", "0"])
+def test_the_shuffler_benchmark_refuses_bad_service_cores_before_starting_anything(value, tmp_path):
+    """``--service-cores`` outside 1 .. cores - 1 (or not integers) ends the script with one line naming the option,
+    the allowed counts and the value given, before any party starts."""
+    command = [sys.executable, str(ROOT / "benchmarks" / "shuffler_throughput.py"), "--smoke", "--service-cores", value]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    cores = len(os.sched_getaffinity(0))
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"--service-cores takes core counts from 1 to {cores - 1} (this process may run on {cores} cores), "
+        f"comma-separated; got {value!r}"
+    )
+    assert "P2B shuffler" not in done.stdout
