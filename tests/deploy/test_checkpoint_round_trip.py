@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from protocol_harness import honest_run, small_deployment
+from protocol_harness import Recording, honest_run, run_in_memory, small_deployment
 
 from privbandits.comm import InMemoryNetwork, Traffic
 from privbandits.deploy import checkpoint, snapshot
@@ -35,6 +35,7 @@ def encoded(state: dict[str, Any]) -> dict[str, tuple[str, dict[str, tuple]]]:
         arrays, tree = snapshot.encode({key: value})
         coded[key] = json.dumps(tree), {k: (a.dtype.str, a.shape, a.tobytes()) for k, a in arrays.items()}
     return coded
+
 
 
 def _vertical(spec: Deployment) -> tuple[dict, dict]:
@@ -117,8 +118,8 @@ def _fclub(spec: Deployment) -> tuple[dict, dict]:
     from privbandits.deploy.fclub.session import _calibration
     from privbandits.protocols.fclub import LocalServer
 
-    out, _ = honest_run("fclub", "cdp-fclub-dc")
-    bandit, t = out.bandit, spec.protocol.horizon
+    out = run_in_memory("fclub", "cdp-fclub-dc", Recording(serialize=True))  # its own run: other tests of the
+    bandit, t = out.bandit, spec.protocol.horizon  # process may have played on from the shared one's parties
     assert resume.is_phase_start(t)
     local = bandit.servers[0]
 
