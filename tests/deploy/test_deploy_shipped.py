@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
+from cli_runner import separate
 
 from privbandits.cli import app
 from privbandits.deploy import shipped
@@ -18,7 +18,7 @@ SHIPPED = shipped.shipped_folder()
 
 
 def invoke(*arguments: str):
-    return CliRunner().invoke(app, list(arguments), env={"COLUMNS": "300"})
+    return separate().invoke(app, list(arguments), env={"COLUMNS": "300"})
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cli_runner import separate
 from forked_parties import fork_server, start, stderr_of
 from project_paths import ROOT
-from typer.testing import CliRunner
 
 from privbandits.cli import app
 from privbandits.deploy.deployment import load_deployment
@@ -58,7 +58,7 @@ def command(line: str) -> list[str]:
 
 def invoke(line: str):
     """``line`` run in this process by the app that ``python -m privbandits.cli`` runs (stdout and stderr apart)."""
-    return CliRunner().invoke(app, arguments(line), env={"COLUMNS": "200"})
+    return separate().invoke(app, arguments(line), env={"COLUMNS": "200"})
 
 
 def test_the_readme_deploy_block_works_as_written(tmp_path, monkeypatch):
