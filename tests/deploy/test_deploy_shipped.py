@@ -40,7 +40,7 @@ def test_the_shipped_names_are_the_files_in_configs_deploy():
 
 def test_the_first_command_copies_the_shipped_file_here_and_later_ones_use_the_copy(empty):
     first = invoke("deploy", "certs", "mpc-epsilon-greedy")
-    assert first.exit_code == 0, first.output
+    assert first.exit_code == 0, first.stderr
     copy = empty / "mpc-epsilon-greedy.toml"
     assert copy.read_bytes() == (SHIPPED / "mpc-epsilon-greedy.toml").read_bytes()  # byte-identical: links with it
     said = [line for line in first.stderr.splitlines() if line.startswith("copied the shipped deployment")]
@@ -51,20 +51,20 @@ def test_the_first_command_copies_the_shipped_file_here_and_later_ones_use_the_c
     # the copy is what runs: an edit of it (fewer rounds) reaches the data the next command writes
     copy.write_text(copy.read_text().replace("\nrounds = 500\n", "\nrounds = 7\n"))
     second = invoke("deploy", "data", "mpc-epsilon-greedy")
-    assert second.exit_code == 0, second.output
+    assert second.exit_code == 0, second.stderr
     assert "copied" not in second.stderr and "\nrounds = 7\n" in copy.read_text()
     with np.load(empty / "data" / "bank.npz") as bank:
         assert bank["contexts"].shape == (7, 10)
     # the file's own name works too, and a party finds the copy (and refuses a name that is not one of its parties)
     assert invoke("deploy", "data", "mpc-epsilon-greedy.toml").exit_code == 0
     party = invoke("party", "run", "mpc-epsilon-greedy", "--as", "nobody")
-    assert party.exit_code == 2 and "no party named 'nobody'" in party.output
+    assert party.exit_code == 2 and "no party named 'nobody'" in party.stderr
     assert sorted(p.name for p in empty.iterdir()) == ["certs", "data", "mpc-epsilon-greedy.toml"]
 
 
 def test_naming_a_shipped_file_with_its_toml_suffix_copies_it_as_well(empty):
     done = invoke("deploy", "data", "vertical-vfucb.toml")
-    assert done.exit_code == 0, done.output
+    assert done.exit_code == 0, done.stderr
     assert (empty / "vertical-vfucb.toml").read_bytes() == (SHIPPED / "vertical-vfucb.toml").read_bytes()
     assert (empty / "data" / "active.npz").is_file()
 
