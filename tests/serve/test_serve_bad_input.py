@@ -24,6 +24,7 @@ DECIDE = [  # body, status, field, message (None: pydantic's own words, not pinn
     (b'{"event_id":"e9","user_id":"u1","features":[[1e999,1],[0,1],[1,1]]}', 422, "features[0][0]",
      "Input should be a finite number"),
     (b"[" * 1500 + b"]" * 1500, 400, "body", "is nested too deeply"),
+    (b"[" * 33 + b"]" * 33, 400, "body", "is nested too deeply"),  # past MAX_DEPTH, short of any recursion limit
     ([1, 2], 422, "body", "must be a JSON object"),
     ("text", 422, "body", "must be a JSON object"),
     (with_(event_id=...), 422, "event_id", "is required"),

@@ -80,11 +80,31 @@ async def read_json(request: Request, limits: ApiLimits) -> Any:
     except TimeoutError:
         raise Refused("body", f"was not received within {limits.body_timeout_s:g} s", 408) from None
     try:
-        return json.loads(body, parse_constant=_reject_constant)
+        data = json.loads(body, parse_constant=_reject_constant)
     except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
         raise Refused("body", f"is not valid JSON ({exc})", 400) from None
-    except RecursionError:
+    except RecursionError:  # deeper than the parser goes (how deep that is depends on the Python)
         raise Refused("body", "is nested too deeply", 400) from None
+    if _too_deep(data):
+        raise Refused("body", "is nested too deeply", 400)
+    return data
+
+
+MAX_DEPTH = 32
+"""The deepest nesting of arrays and objects a request body may have (a decide request needs 3)."""
+
+
+def _too_deep(data: Any) -> bool:
+    """Whether ``data`` nests arrays and objects deeper than :data:`MAX_DEPTH` (walked without recursion)."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > MAX_DEPTH:
+                return True
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def parse(model: type[BaseModel], data: Any) -> Any:
