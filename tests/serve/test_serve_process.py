@@ -8,6 +8,7 @@ import sqlite3
 import ssl
 import threading
 import tomllib
+from pathlib import Path
 
 import httpx
 import pytest
@@ -128,3 +129,18 @@ def test_serve_token_prints_a_token_the_store_keeps_hashed(tmp_path) -> None:
         assert db.execute("SELECT client FROM tokens").fetchall() == [("shop",)]
     bad = CliRunner().invoke(app, ["serve-token", str(service_file), "--client", "no spaces"])
     assert bad.exit_code == 2 and "--client: client name must be" in bad.output
+
+
+def test_a_serve_table_must_name_a_party(tmp_path, monkeypatch) -> None:
+    from privbandits.deploy.cli import _load
+
+    monkeypatch.chdir(tmp_path)
+    shipped = _load(Path("vertical-vfucb"))
+    text = Path("vertical-vfucb.toml").read_text()
+    assert shipped.serve == {}
+    Path("named.toml").write_text(text + '\n[serve.active]\nport = 8761\nreward_timeout_s = 30\n')
+    named = _load(Path("named.toml"))
+    assert (named.serve["active"].port, named.serve["active"].reward_timeout_s) == (8761, 30.0)
+    Path("wrong.toml").write_text(text + "\n[serve.nobody]\nport = 8761\n")
+    result = CliRunner().invoke(app, ["serve", "wrong.toml", "--as", "active"])
+    assert result.exit_code == 2 and "serve.nobody: no party is named 'nobody'" in result.output

@@ -32,6 +32,9 @@ Example (vertical O3M, three data holders and the mask generator)::
     [parties.passive2]             # passive parties take the partition's blocks in file order
     ...
 
+    [serve.active]                 # optional: how `privbandits serve` serves a party's application
+    port = 8750
+
 Instead of ``bundles``, a file may name each party's ``certificate`` and ``key`` (and ``ca``,
 at the top or per party) one by one. Parties are listed in file order; a party dials the ones
 before it and accepts the ones after it. Every party must use the same protocol, parties and
@@ -63,6 +66,7 @@ from privbandits.deploy.deployment_parts import (
     parse_address as parse_address,  # re-exported
 )
 from privbandits.deploy.registry import PROTOCOLS
+from privbandits.serve.options import ServeOptions
 from privbandits.strict import TomlPath
 
 SESSION_FIELDS = {"name", "deadline_s", "connect_deadline_s", "checkpoint_every", "reproducible", "protocol"}
@@ -100,6 +104,12 @@ class Deployment(_Strict, Generic[P]):
     else:
         protocol: SerializeAsAny[ProtocolSection]
     parties: dict[str, PartyEntry] = Field(min_length=2)
+    serve: dict[str, ServeOptions] = Field(
+        default_factory=dict,
+        description="[serve.NAME]: how party NAME serves its application under `privbandits serve` (its API's address "
+        "and limits; the store is OUTPUT/NAME.serve.sqlite, TLS the party's own certificate); a party without one "
+        "takes the defaults",
+    )
     source: TomlPath | None = Field(None, exclude=True)
 
     @field_validator("parties")
@@ -147,6 +157,9 @@ class Deployment(_Strict, Generic[P]):
     @model_validator(mode="after")
     def _roles(self) -> Self:
         self.protocol.check_parties(self.parties)
+        for name in self.serve:
+            if name not in self.parties:
+                raise ValueError(f"serve.{name}: no party is named {name!r} (parties: {', '.join(self.parties)})")
         seen: dict[tuple[str, int], str] = {}
         for name, entry in self.parties.items():
             if entry.host_port[1] and seen.setdefault(entry.host_port, name) != name:

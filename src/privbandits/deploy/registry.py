@@ -29,7 +29,7 @@ from privbandits.deploy.deployment_parts import DeploymentError, ProtocolSection
 
 if TYPE_CHECKING:
     from privbandits.comm import Network, TlsNetwork
-    from privbandits.serve.decider import Decider
+    from privbandits.serve.role import ServedRole
 
 OnRound = Callable[[int, int], None]
 
@@ -116,10 +116,10 @@ class DeployableProtocol(Generic[D]):
         """The in-memory run the deployed parties must equal (its form is the protocol's); default: refused."""
         raise DeploymentError(f"protocol {self.name!r} has no in-memory run")
 
-    def serving_role(self, deployment: D, name: str) -> Decider | None:
-        """The :class:`~privbandits.serve.decider.Decider` party ``name`` answers its application with (``privbandits
-        serve``), built from its own files; default None: the protocol has no serving role (yet), or not for that
-        party's role."""
+    def serving_role(self, deployment: D, name: str) -> ServedRole | None:
+        """What party ``name`` is under ``privbandits serve`` (:mod:`privbandits.serve.role`: a decider, a feature
+        holder, or a role that serves the other parties only), built from its own files; default None: the protocol
+        has no serving role (yet), or not for that party's role."""
         return None
 
     def summary(self, result: dict) -> str:

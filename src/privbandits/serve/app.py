@@ -1,4 +1,5 @@
-"""The HTTP API of a served party (Starlette): decide, reward, health, ledger, metrics, the OpenAPI document.
+"""The HTTP API of a served party (Starlette): decide and reward (a decider), features (a feature holder), health,
+ledger, metrics, the OpenAPI document.
 
 Every request except ``GET /v1/openapi.json`` needs a client token (``Authorization: Bearer``; 401 otherwise). A body
 is read with a size limit (413) and a time limit (408: a client too slow to send it), parsed as strict JSON (400:
@@ -30,10 +31,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from privbandits.serve.auth import TokenSet
-from privbandits.serve.decider import DecideInput, Refused
+from privbandits.serve.decider import DecideInput, Decider, Refused
+from privbandits.serve.role import FeatureHolder, FeaturePut
 from privbandits.serve.schema import (
     DecideRequest,
     DecideResponse,
+    FeaturesRequest,
+    FeaturesResponse,
     HealthResponse,
     LedgerResponse,
     RewardRequest,
@@ -135,9 +139,7 @@ class ServeApp:
     # -- endpoints -----------------------------------------------------------
     async def decide(self, request: Request) -> Response:
         asked = parse(DecideRequest, await read_json(request, self.limits))
-        features = np.asarray(asked.features, dtype=np.float64) if _rectangular(asked.features) else None
-        if features is None:
-            raise Refused("features", "rows must all have the same length", 422)
+        features = _rows(asked.features)
         arms = None if asked.arms is None else tuple(asked.arms)
         event = await self.service.call(
             self.service.decide, DecideInput(asked.event_id, asked.user_id, features, arms)
@@ -151,6 +153,12 @@ class ServeApp:
         content = {"event_id": asked.event_id, "duplicate": outcome.duplicate, "model_version": outcome.model_version}
         return _respond(RewardResponse, content)
 
+    async def features(self, request: Request) -> Response:
+        asked = parse(FeaturesRequest, await read_json(request, self.limits))
+        outcome = await self.service.call(self.service.put, FeaturePut(asked.key, _rows(asked.features)))
+        content = {"key": asked.key, "duplicate": outcome.duplicate, "model_version": outcome.model_version}
+        return _respond(FeaturesResponse, content)
+
     async def health(self, request: Request) -> Response:
         return _respond(HealthResponse, await self.service.call(self.service.health))
 
@@ -161,7 +169,8 @@ class ServeApp:
         return Response(self.service.metrics.render(), media_type=self.service.metrics.content_type)
 
     async def openapi(self, request: Request) -> Response:
-        return JSONResponse(openapi_document())
+        role = self.service.decider
+        return JSONResponse(openapi_document(isinstance(role, Decider), isinstance(role, FeatureHolder)))
 
     # -- around every request ------------------------------------------------
     def guarded(self, endpoint: Handler, name: str, public: bool = False) -> Handler:
@@ -193,8 +202,11 @@ class ServeApp:
                 log.exception("sweep failed")
 
 
-def _rectangular(rows: list[list[float]]) -> bool:
-    return all(len(row) == len(rows[0]) for row in rows)
+def _rows(rows: list[list[float]]) -> np.ndarray:
+    """The rows as float64 ``(rows, width)``, or :class:`Refused` naming ``features`` when their lengths differ."""
+    if any(len(row) != len(rows[0]) for row in rows):
+        raise Refused("features", "rows must all have the same length", 422)
+    return np.asarray(rows, dtype=np.float64)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -227,9 +239,15 @@ def build_app(
             if owns:
                 service.close()
 
-    routes = [
-        Route("/v1/decide", api.guarded(api.decide, "decide"), methods=["POST"]),
-        Route("/v1/reward", api.guarded(api.reward, "reward"), methods=["POST"]),
+    routes = []
+    if isinstance(service.decider, Decider):
+        routes += [
+            Route("/v1/decide", api.guarded(api.decide, "decide"), methods=["POST"]),
+            Route("/v1/reward", api.guarded(api.reward, "reward"), methods=["POST"]),
+        ]
+    if isinstance(service.decider, FeatureHolder):
+        routes.append(Route("/v1/features", api.guarded(api.features, "features"), methods=["POST"]))
+    routes += [
         Route("/v1/health", api.guarded(api.health, "health"), methods=["GET"]),
         Route("/v1/ledger", api.guarded(api.ledger, "ledger"), methods=["GET"]),
         Route("/metrics", api.guarded(api.metrics, "metrics"), methods=["GET"]),

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from privbandits.serve.decider import Decider
+    from privbandits.serve.role import ServedRole
     from privbandits.serve.settings import ServiceSettings
 
 FileArgument = Annotated[
@@ -43,10 +43,10 @@ def _fail(message: str, code: int = 2) -> None:
 
 @dataclass
 class Served:
-    """What a service file names: the party's name, its decider and its service settings."""
+    """What a service file names: the party's name, its role and its service settings."""
 
     name: str
-    decider: Decider
+    decider: ServedRole
     settings: ServiceSettings
     reproducible: bool
 
@@ -100,8 +100,10 @@ def _from_deployment(path: Path, name: str | None) -> Served:
         )
     assert decider is not None
     party = spec.parties[name]
+    options = spec.serve.get(name)
     settings = ServiceSettings(
-        store=Path(spec.output) / f"{name}.serve.sqlite", certificate=party.certificate, key=party.key
+        **(options.model_dump() if options is not None else {}),
+        store=Path(spec.output) / f"{name}.serve.sqlite", certificate=party.certificate, key=party.key,
     )
     return Served(name, decider, settings, spec.reproducible)
 

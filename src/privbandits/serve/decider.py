@@ -14,28 +14,24 @@ timeouts, metrics and recovery. A protocol supplies a :class:`Decider`, which ow
   because every change of that state goes through :meth:`absorb`, :meth:`expire` or :meth:`replay_decision`, which
   the store journals in order: the last checkpoint plus the journal after it rebuilds the state bit for bit.
 
+A decider is one kind of :class:`~privbandits.serve.role.ServedRole` (its lifecycle, ledger and checkpoints); the
+others are a party whose application puts its own features (:class:`~privbandits.serve.role.FeatureHolder`) and a
+party with no application API of its own (a plain ``ServedRole``: it serves only the other parties).
+
 Refusals are :class:`Refused` (the request's field and a message): raised before anything changes, they become
 one JSON error with a 4xx status.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from abc import abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
-JsonObject = dict[str, Any]
+from privbandits.serve.role import JsonObject, Refused, ServedRole
 
-
-class Refused(ValueError):
-    """A request the decider refuses, naming the request's ``field``; raised before any state changes."""
-
-    def __init__(self, field: str, message: str, status: int = 422) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field, self.message, self.status = field, message, status
+__all__ = ["DecideInput", "DecidedEvent", "Decider", "Decision", "JsonObject", "Refused"]
 
 
 @dataclass(frozen=True)
@@ -75,19 +71,11 @@ class DecidedEvent:
     event_state: JsonObject
 
 
-class Decider(ABC):
+class Decider(ServedRole):
     """What a protocol's serving role implements (see the module docstring for the contract).
 
     All calls come from one thread, one at a time, so an implementation needs no locking of its own.
     """
-
-    kind: str = "decider"
-    """A short name for health and metrics (``reference-linucb``, ``vertical-active``, ...)."""
-
-    @abstractmethod
-    def identity(self) -> str:
-        """A fingerprint of the configuration the learner's state depends on: a store written under another one is
-        refused at start (its checkpoints would not fit)."""
 
     @abstractmethod
     def decide(self, request: DecideInput) -> Decision:
@@ -110,25 +98,3 @@ class Decider(ABC):
         """Redo the state change :meth:`decide` made for ``event`` (recovery); default: none (deciding changed no
         state). A decider whose decisions spend something (a privacy budget, a counter) redoes it here."""
         return None
-
-    @property
-    @abstractmethod
-    def model_version(self) -> int:
-        """A number that grows whenever the model changes (e.g. the rewards absorbed)."""
-
-    @abstractmethod
-    def ledger(self) -> JsonObject:
-        """What the party has spent and learnt, JSON-able, for ``GET /v1/ledger`` (privacy spent, counts)."""
-
-    def privacy_spent(self) -> Mapping[str, float]:
-        """The privacy spent so far as numbers for the metrics (e.g. ``{"epsilon": 1.5, "delta": 1e-6}``); default
-        none (a non-private learner)."""
-        return {}
-
-    @abstractmethod
-    def checkpoint(self) -> bytes:
-        """The learner's state as bytes, exact (float bytes, not decimal text)."""
-
-    @abstractmethod
-    def restore(self, state: bytes) -> None:
-        """Load a :meth:`checkpoint` into this freshly built decider; ``ValueError`` if it does not fit."""

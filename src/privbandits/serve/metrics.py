@@ -31,6 +31,8 @@ class ServiceMetrics:
         self.repeats = Counter(prefix + "decision_repeats", "Decides answered from the store", registry=registry)
         self.rewards = Counter(prefix + "rewards", "Rewards absorbed", registry=registry)
         self.duplicates = Counter(prefix + "reward_duplicates", "Rewards sent again (idempotent)", registry=registry)
+        self.puts = Counter(prefix + "puts", "Feature rows put by the application (new)", registry=registry)
+        self.put_duplicates = Counter(prefix + "put_duplicates", "The same rows put again", registry=registry)
         self.expired = Counter(prefix + "events_expired", "Events closed by reward_timeout_s", registry=registry)
         self.refused = Counter(prefix + "refused", "Requests refused, by status", ["status"], registry=registry)
         self.latency = Histogram(

@@ -65,6 +65,27 @@ class RewardResponse(_Body):
     model_version: int = Field(ge=0)
 
 
+Key = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:@-]+$")]
+
+
+class FeaturesRequest(_Body):
+    """Rows a feature holder's application puts: under a key (a user id or an event id: the party's page says
+    which); they replace the rows put under it before."""
+
+    key: Key = Field(description="what the rows belong to (a user id or an event id, as the party takes)")
+    features: list[Annotated[list[FiniteFloat], Field(min_length=1, max_length=MOST_WIDTH)]] = Field(
+        min_length=1, max_length=MOST_ROWS, description="this party's rows: one per arm, or one shared row"
+    )
+
+
+class FeaturesResponse(_Body):
+    """Rows kept: durable, applied (``duplicate``: the key held these rows already)."""
+
+    key: str
+    duplicate: bool
+    model_version: int = Field(ge=0)
+
+
 class HealthResponse(_Body):
     """The service in brief."""
 
@@ -120,7 +141,8 @@ def first_error(exc: ValidationError) -> tuple[str, str]:
 
 
 MODELS: tuple[type[BaseModel], ...] = (
-    DecideRequest, DecideResponse, RewardRequest, RewardResponse, HealthResponse, LedgerResponse, ErrorBody,
+    DecideRequest, DecideResponse, RewardRequest, RewardResponse, FeaturesRequest, FeaturesResponse, HealthResponse,
+    LedgerResponse, ErrorBody,
 )  # fmt: skip
 
 
@@ -145,8 +167,9 @@ def _operation(summary: str, response: type[BaseModel], request: type[BaseModel]
     return operation
 
 
-def openapi_document() -> dict[str, Any]:
-    """The API's OpenAPI 3.1 document (``GET /v1/openapi.json``)."""
+def openapi_document(decides: bool = True, holds: bool = False) -> dict[str, Any]:
+    """The API's OpenAPI 3.1 document (``GET /v1/openapi.json``): with decide and reward where the party
+    ``decides``, with features where it ``holds`` rows its application puts."""
     _, definitions = models_json_schema(
         [(model, "validation" if model.__name__.endswith("Request") else "serialization") for model in MODELS],
         ref_template="#/components/schemas/{model}",
@@ -154,19 +177,26 @@ def openapi_document() -> dict[str, Any]:
     body_refusals = (400, 408, 409, 413, 422)
     text = {"text/plain": {"schema": {"type": "string"}}}
     metrics_ok = {"200": {"description": "Prometheus text format", "content": text}}
+    paths: dict[str, Any] = {}
+    if decides:
+        paths["/v1/decide"] = {"post": _operation("Decide for one event", DecideResponse, DecideRequest,
+                                                  *body_refusals)}
+        paths["/v1/reward"] = {"post": _operation("Reward a decided event", RewardResponse, RewardRequest,
+                                                  *body_refusals, 404)}
+    if holds:
+        paths["/v1/features"] = {"post": _operation("Put this party's rows under a key", FeaturesResponse,
+                                                    FeaturesRequest, *body_refusals)}
+    paths |= {
+        "/v1/health": {"get": _operation("The service in brief", HealthResponse, None)},
+        "/v1/ledger": {"get": _operation("Privacy spent and events", LedgerResponse, None)},
+        "/metrics": {"get": {"summary": "Metrics", "security": [{"bearer": []}],
+                             "responses": {**metrics_ok, **_refusals(401)}}},
+    }
     return {
         "openapi": "3.1.0",
         "info": {"title": "privbandits serve", "version": __version__,
                  "description": "A served party's application API: decide now, reward later (docs/serve.md)."},
-        "paths": {
-            "/v1/decide": {"post": _operation("Decide for one event", DecideResponse, DecideRequest, *body_refusals)},
-            "/v1/reward": {"post": _operation("Reward a decided event", RewardResponse, RewardRequest,
-                                              *body_refusals, 404)},
-            "/v1/health": {"get": _operation("The service in brief", HealthResponse, None)},
-            "/v1/ledger": {"get": _operation("Privacy spent and events", LedgerResponse, None)},
-            "/metrics": {"get": {"summary": "Metrics", "security": [{"bearer": []}],
-                                 "responses": {**metrics_ok, **_refusals(401)}}},
-        },
+        "paths": paths,
         "components": {
             "schemas": definitions.get("$defs", {}),
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},

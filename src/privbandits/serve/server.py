@@ -16,14 +16,14 @@ import uvicorn
 
 from privbandits.serve.app import ApiLimits, build_app
 from privbandits.serve.auth import TokenSet
-from privbandits.serve.decider import Decider
+from privbandits.serve.role import ServedRole
 from privbandits.serve.service import DecisionService, ServiceOptions
 from privbandits.serve.settings import ServiceSettings
 
 HEADER_BYTES = 16 * 1024
 
 
-def open_service(decider: Decider, settings: ServiceSettings) -> DecisionService:
+def open_service(decider: ServedRole, settings: ServiceSettings) -> DecisionService:
     """The service over the settings' store (``StoreError`` if it cannot be used)."""
     options = ServiceOptions(settings.reward_timeout_s, settings.checkpoint_every)
     return DecisionService.open(decider, settings.store, options)

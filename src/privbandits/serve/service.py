@@ -1,4 +1,5 @@
-"""The protocol-independent core of a served party: a :class:`Decider` behind an :class:`EventStore`.
+"""The protocol-independent core of a served party: its role (a :class:`Decider`, a :class:`FeatureHolder`, or a
+plain :class:`ServedRole`) behind an :class:`EventStore`.
 
 :class:`DecisionService` turns the application's requests into the decider's calls and the store's journal:
 
@@ -10,12 +11,16 @@
 * **expiry**: an open event past its deadline (``reward_timeout_s`` after its decision) is closed without a reward,
   journalled, counted; the decider is told through :meth:`Decider.expire` (the reference learns nothing).
 
+* **put** (a feature holder): the rows under a key, journalled and committed, then applied; the same rows again are
+  acknowledged as a duplicate.
+
 Recovery (:meth:`DecisionService.open`): the decider restores the newest checkpoint, then the journal after it is
-replayed in sequence order (decisions through :meth:`Decider.replay_decision`, rewards through :meth:`Decider.absorb`,
-expiries through :meth:`Decider.expire`). Every change of the learner's state is made in that same order while
-serving, after its journal entry committed, so the rebuilt state is the one the service had: every committed (so
-every acknowledged) reward is absorbed exactly once, and a reward committed but not acknowledged before a crash is
-absorbed once and acknowledged as a duplicate when the application sends it again.
+replayed in sequence order (decisions through :meth:`Decider.replay_decision`, rewards through
+:meth:`Decider.absorb`, expiries through :meth:`Decider.expire`, puts through :meth:`FeatureHolder.apply_put`); then
+the role starts (:meth:`ServedRole.start`: its links to the other parties). Every change of the learner's state is
+made in that same order while serving, after its journal entry committed, so the rebuilt state is the one the service
+had: every committed (so every acknowledged) reward is absorbed exactly once, and a reward committed but not
+acknowledged before a crash is absorbed once and acknowledged as a duplicate when the application sends it again.
 
 Every method runs on the service's one worker thread (:meth:`DecisionService.call`): the decider and the store see
 one call at a time, in the order the journal records.
@@ -36,6 +41,7 @@ from typing import Any, TypeVar
 
 from privbandits.serve.decider import DecidedEvent, DecideInput, Decider, Refused
 from privbandits.serve.metrics import ServiceMetrics
+from privbandits.serve.role import FeatureHolder, FeaturePut, ServedRole
 from privbandits.serve.store import EventStore, JournalEntry, StoreError
 
 T = TypeVar("T")
@@ -48,6 +54,15 @@ class ServiceOptions:
 
     reward_timeout_s: float = 3600.0
     checkpoint_every: int = 100
+
+
+@dataclass(frozen=True)
+class PutOutcome:
+    """A put acknowledged: durable and applied (``duplicate``: the same rows were the key's already)."""
+
+    key: str
+    duplicate: bool
+    model_version: int
 
 
 @dataclass(frozen=True)
@@ -66,15 +81,16 @@ def request_digest(request: DecideInput) -> str:
 
 
 class DecisionService:
-    """A decider, its store, its metrics and its worker thread (see the module docstring)."""
+    """A role, its store, its metrics and its worker thread (see the module docstring). ``decider`` is the role
+    (any :class:`ServedRole`; decide and reward need a :class:`Decider`, put a :class:`FeatureHolder`)."""
 
     def __init__(
-        self, decider: Decider, store: EventStore, options: ServiceOptions, clock: Callable[[], float] = time.time
+        self, decider: ServedRole, store: EventStore, options: ServiceOptions, clock: Callable[[], float] = time.time
     ) -> None:
         self.decider, self.store, self.options, self.clock = decider, store, options, clock
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="privbandits-serve")
         self._checkpointed = 0
-        self._closed = False
+        self._closed = self._started = False
         self.started = time.monotonic()
         self.open_events = store.counts()["open"]
         self.metrics = ServiceMetrics(
@@ -82,7 +98,7 @@ class DecisionService:
         )
 
     @classmethod
-    def open(cls, decider: Decider, path: str | Path, options: ServiceOptions | None = None, **kwargs: Any):
+    def open(cls, decider: ServedRole, path: str | Path, options: ServiceOptions | None = None, **kwargs: Any):
         """The service over the store at ``path`` (created if missing), its decider rebuilt from what the store holds
         (:class:`StoreError`, one line naming the file, if the store is damaged or its state does not fit)."""
         store = EventStore(path, decider.identity())
@@ -92,6 +108,12 @@ class DecisionService:
         except (ValueError, KeyError, TypeError) as exc:
             store.close()
             raise StoreError(f"event store {store.path} cannot be used: its state does not replay ({exc})") from None
+        try:
+            decider.start()
+        except BaseException:
+            store.close()
+            raise
+        service._started = True
         return service
 
     def _recover(self) -> None:
@@ -105,6 +127,11 @@ class DecisionService:
             self._replay(entry)
 
     def _replay(self, entry: JournalEntry) -> None:
+        if entry.kind == "put":
+            assert entry.put is not None and isinstance(self.decider, FeatureHolder)
+            self.decider.apply_put(entry.put)
+            return
+        assert entry.event is not None and isinstance(self.decider, Decider)
         if entry.kind == "decide":
             self.decider.replay_decision(entry.event)
         elif entry.kind == "rewarded":
@@ -123,13 +150,21 @@ class DecisionService:
             return
         self._closed = True
         self._worker.shutdown(wait=True)
+        if self._started:
+            self.decider.stop()
         if self.store.last_seq > self._checkpointed:
             self.store.write_checkpoint(self.decider.checkpoint(), self.decider.model_version)
         self.store.close()
 
     # -- the application's requests ------------------------------------------
+    def _decider(self) -> Decider:
+        if not isinstance(self.decider, Decider):
+            raise Refused("path", f"this party ({self.decider.kind}) does not decide", 404)
+        return self.decider
+
     def decide(self, request: DecideInput) -> DecidedEvent:
         """The decision for ``request``'s event: the stored one for a repeat, else a new one made durable first."""
+        decider = self._decider()
         digest = request_digest(request)
         stored = self.store.get(request.event_id)
         if stored is not None:
@@ -137,7 +172,7 @@ class DecisionService:
                 raise Refused("event_id", "was already decided for other input (an event id names one event)", 409)
             self.metrics.repeats.inc()
             return stored.event
-        decision = self.decider.decide(request)
+        decision = decider.decide(request)
         now = self.clock()
         event = self.store.add_decision(
             request.event_id, request.user_id, digest, decision, now + self.options.reward_timeout_s
@@ -148,6 +183,7 @@ class DecisionService:
 
     def reward(self, event_id: str, reward: float) -> RewardOutcome:
         """Absorb ``reward`` for an open event (committed first), acknowledge a duplicate, or refuse (409/404)."""
+        decider = self._decider()
         if not math.isfinite(reward):
             raise Refused("reward", "must be a finite number")
         stored = self.store.get(event_id)
@@ -162,20 +198,38 @@ class DecisionService:
                 absorbed = f"differs from the reward already absorbed for this event ({stored.reward})"
                 raise Refused("reward", absorbed, 409)
             self.metrics.duplicates.inc()
-            return RewardOutcome(stored.event, True, self.decider.model_version)
+            return RewardOutcome(stored.event, True, decider.model_version)
         if status == "expired":
             raise Refused("event_id", "is closed: no reward came within reward_timeout_s", 409)
-        self.decider.check_reward(stored.event, reward)
+        decider.check_reward(stored.event, reward)
         self.store.close_event(event_id, reward)
         self.open_events -= 1
-        self.decider.absorb(stored.event, reward)
+        decider.absorb(stored.event, reward)
         self.metrics.rewards.inc()
         self._maybe_checkpoint()
-        return RewardOutcome(stored.event, False, self.decider.model_version)
+        return RewardOutcome(stored.event, False, decider.model_version)
+
+    def put(self, put: FeaturePut) -> PutOutcome:
+        """Keep a feature holder's rows (committed first, then applied), or acknowledge the same rows as a duplicate."""
+        holder = self.decider
+        if not isinstance(holder, FeatureHolder):
+            raise Refused("path", f"this party ({holder.kind}) keeps no application rows", 404)
+        previous = self.store.last_put(put.key)
+        if previous is not None and previous.shape == put.features.shape and (previous == put.features).all():
+            self.metrics.put_duplicates.inc()
+            return PutOutcome(put.key, True, holder.model_version)
+        holder.check_put(put, previous)
+        self.store.add_put(put)
+        holder.apply_put(put)
+        self.metrics.puts.inc()
+        self._maybe_checkpoint()
+        return PutOutcome(put.key, False, holder.model_version)
 
     def expire_due(self) -> int:
         """Close every open event past its deadline; how many closed."""
         closed = 0
+        if not isinstance(self.decider, Decider):
+            return closed
         while due := self.store.due(self.clock()):
             for event_id in due:
                 stored = self.store.get(event_id)
@@ -187,6 +241,7 @@ class DecisionService:
     def _expire(self, event: DecidedEvent) -> None:
         self.store.close_event(event.event_id, None)
         self.open_events -= 1
+        assert isinstance(self.decider, Decider)
         self.decider.expire(event)
         self.metrics.expired.inc()
         self._maybe_checkpoint()

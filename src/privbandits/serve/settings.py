@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from privbandits.serve.options import ServeOptions
 from privbandits.serve.reference import ReferenceLearner
 
 
@@ -23,20 +24,10 @@ class SettingsError(ValueError):
     """A service file that cannot be used: one line naming the field."""
 
 
-class ServiceSettings(BaseModel):
-    """The ``[service]`` table: where and how a party serves its application."""
+class ServiceSettings(ServeOptions):
+    """The ``[service]`` table: where and how a party serves its application, its store and its TLS files."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    host: str = Field("127.0.0.1", min_length=1, description="the address the API listens on")
-    port: int = Field(8750, ge=0, le=65535, description="its port (0: any free one, printed at start)")
     store: Path = Field(Path("serve.sqlite"), description="the event store (SQLite), created 0600 if missing")
-    reward_timeout_s: float = Field(3600.0, gt=0, le=365 * 86400, description="an event without a reward closes then")
-    checkpoint_every: int = Field(100, ge=1, le=1_000_000, description="journalled changes between checkpoints")
-    max_body_bytes: int = Field(64 * 1024, ge=1024, le=64 * 1024 * 1024, description="largest request body")
-    body_timeout_s: float = Field(10.0, gt=0, le=600, description="seconds a client may take to send a body")
-    keep_alive_s: float = Field(5.0, gt=0, le=600, description="idle seconds before a connection is closed")
-    max_connections: int = Field(256, ge=1, le=100_000, description="concurrent connections (beyond: 503)")
     certificate: Path | None = Field(None, description="TLS certificate (PEM); none: --dev-plain-http on loopback")
     key: Path | None = Field(None, description="its private key (PEM)")
 

@@ -1,11 +1,12 @@
 """The event store of a served party: one SQLite file (WAL, ``synchronous=FULL``, mode 0600).
 
-It holds every decision (the answer, the per-event state, its deadline), every close (a reward absorbed or a timeout),
-the learner's checkpoints and the application's client tokens (SHA-256 hashes only). Every change of the learner's
-state is journalled by a sequence number that grows across the whole file: a decision's ``decide_seq`` and a close's
-``close_seq``. A checkpoint records the last sequence number it includes, so recovery
-(:func:`privbandits.serve.service.DecisionService.open`) is: load the newest checkpoint, then replay the journal after
-it in sequence order. Each write commits before the service answers, so what a response acknowledges is durable.
+It holds every decision (the answer, the per-event state, its deadline), every close (a reward absorbed or a
+timeout), every put of a feature holder's rows, the role's checkpoints and the application's client tokens (SHA-256
+hashes only). Every change of the role's state is journalled by a sequence number that grows across the whole file: a
+decision's ``decide_seq``, a close's ``close_seq`` and a put's ``seq``. A checkpoint records the last sequence number
+it includes, so recovery (:func:`privbandits.serve.service.DecisionService.open`) is: load the newest checkpoint,
+then replay the journal after it in sequence order. Each write commits before the service answers, so what a response
+acknowledges is durable.
 
 A file that is not a store of this version, or that SQLite finds damaged, is refused with :class:`StoreError`, one
 line naming the file.
@@ -21,7 +22,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from privbandits.serve.decider import DecidedEvent, Decision
+from privbandits.serve.role import FeaturePut
 
 SCHEMA_VERSION = "1"
 
@@ -44,6 +48,10 @@ CREATE TABLE IF NOT EXISTS events (
     close_seq INTEGER UNIQUE
 );
 CREATE INDEX IF NOT EXISTS events_open ON events (deadline) WHERE status = 'open';
+CREATE TABLE IF NOT EXISTS puts (
+    seq INTEGER PRIMARY KEY, key TEXT NOT NULL, features TEXT NOT NULL, put_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS puts_key ON puts (key, seq);
 CREATE TABLE IF NOT EXISTS checkpoints (
     seq INTEGER PRIMARY KEY, model_version INTEGER NOT NULL, state BLOB NOT NULL, written_at REAL NOT NULL
 );
@@ -73,12 +81,23 @@ class StoredEvent:
 
 @dataclass(frozen=True)
 class JournalEntry:
-    """One journalled change of the learner's state: ``kind`` is ``decide``, ``rewarded`` or ``expired``."""
+    """One journalled change of the role's state: ``kind`` is ``decide``, ``rewarded`` or ``expired`` (``event``
+    set), or ``put`` (``put`` set)."""
 
     seq: int
     kind: str
-    event: DecidedEvent
+    event: DecidedEvent | None
     reward: float | None
+    put: FeaturePut | None = None
+
+
+def features_text(features: np.ndarray) -> str:
+    """Rows as the store keeps them: JSON numbers, which read back to the same float64 values (shortest repr)."""
+    return json.dumps(features.tolist(), allow_nan=False, separators=(",", ":"))
+
+
+def _put(key: str, text: str) -> FeaturePut:
+    return FeaturePut(key, np.asarray(json.loads(text), dtype=np.float64))
 
 
 def _event(row: tuple) -> DecidedEvent:
@@ -132,7 +151,7 @@ class EventStore:
         row = self._db.execute(
             "SELECT max(coalesce((SELECT max(decide_seq) FROM events), 0),"
             " coalesce((SELECT max(close_seq) FROM events), 0),"
-            " coalesce((SELECT max(seq) FROM checkpoints), 0))"
+            " coalesce((SELECT max(seq) FROM checkpoints), 0), coalesce((SELECT max(seq) FROM puts), 0))"
         ).fetchone()
         return int(row[0])
 
@@ -202,6 +221,25 @@ class EventStore:
         counts.update(self._db.execute("SELECT status, count(*) FROM events GROUP BY status").fetchall())
         return counts
 
+    # -- a feature holder's rows ---------------------------------------------
+    def add_put(self, put: FeaturePut) -> int:
+        """Journal ``put`` (committed when this returns); its sequence number."""
+        seq = self._seq + 1
+        with self._transaction():
+            self._db.execute("INSERT INTO puts VALUES (?, ?, ?, ?)", (seq, put.key, features_text(put.features),
+                                                                     time.time()))  # fmt: skip
+        self._seq = seq
+        return seq
+
+    def last_put(self, key: str) -> np.ndarray | None:
+        """The rows last put under ``key``, or None."""
+        row = self._db.execute("SELECT features FROM puts WHERE key = ? ORDER BY seq DESC LIMIT 1", (key,)).fetchone()
+        return None if row is None else _put(key, row[0]).features
+
+    def put_count(self) -> int:
+        """How many puts are journalled (duplicates are not)."""
+        return int(self._db.execute("SELECT count(*) FROM puts").fetchone()[0])
+
     # -- checkpoints and the journal -----------------------------------------
     def write_checkpoint(self, state: bytes, model_version: int) -> None:
         """Save the learner's state as of :attr:`last_seq`, keeping the newest :data:`KEPT_CHECKPOINTS`."""
@@ -225,11 +263,15 @@ class EventStore:
         rows = self._db.execute(
             f"SELECT decide_seq, 'decide', NULL, {_EVENT_COLUMNS} FROM events WHERE decide_seq > ?1"
             f" UNION ALL SELECT close_seq, status, reward, {_EVENT_COLUMNS} FROM events WHERE close_seq > ?1"
+            " UNION ALL SELECT seq, 'put', NULL, key, features, NULL, NULL, NULL, NULL FROM puts WHERE seq > ?1"
             " ORDER BY 1",
             (after,),
         ).fetchall()
         for row in rows:
-            yield JournalEntry(int(row[0]), row[1], _event(row[3:]), row[2])
+            if row[1] == "put":
+                yield JournalEntry(int(row[0]), "put", None, None, _put(row[3], row[4]))
+            else:
+                yield JournalEntry(int(row[0]), row[1], _event(row[3:]), row[2])
 
     # -- tokens --------------------------------------------------------------
     def add_token(self, client: str, sha256: str) -> None:
