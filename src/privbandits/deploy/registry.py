@@ -173,6 +173,7 @@ class PartyFunctions(DeployableProtocol[D]):
     listening: Callable[[D, str], bool] | None = None
     ordering: Callable[[D], list[str] | None] | None = None
     rejoining: Callable[[D], tuple[float, float]] | None = None
+    serving: Callable[[D, str], ServedRole | None] | None = None
     no_data_files: str | None = None
 
     def run_party(self, deployment, name, network, *, resume, on_round):
@@ -204,6 +205,9 @@ class PartyFunctions(DeployableProtocol[D]):
         if self.in_memory is None:
             return super().run_in_memory(deployment, network)
         return self.in_memory(deployment, network)
+
+    def serving_role(self, deployment, name):
+        return None if self.serving is None else self.serving(deployment, name)
 
 
 @dataclass
