@@ -29,7 +29,7 @@ from privbandits.experiments.config import ConfigError  # noqa: E402
 from privbandits.experiments.overrides import OptionError, split_assignments  # noqa: E402
 from privbandits.experiments.reproduction import ReportError  # noqa: E402
 from privbandits.logs.cli import logs_app  # noqa: E402
-from privbandits.serve.cli import serve_command, token_command  # noqa: E402
+from privbandits.serve.cli import export_command, serve_command, token_command  # noqa: E402
 
 app = typer.Typer(
     help=(
@@ -50,6 +50,7 @@ app.command("audit")(audit_command)
 app.command("evaluate")(evaluate_command)
 app.command("serve")(serve_command)
 app.command("serve-token")(token_command)
+app.command("serve-export")(export_command)
 console = Console()
 err_console = Console(stderr=True)
 

@@ -178,3 +178,40 @@ def token_command(
     store.close()
     print(f"token for {client!r} of {served.name} (shown once; the store keeps its hash):", file=sys.stderr)
     print(token)
+
+
+def export_command(
+    file: FileArgument,
+    target: Annotated[
+        Path, typer.Argument(metavar="OUT", help="The log to write: .npz (BanditFeedback) or .dsjson/.jsonl/.json.")
+    ],
+    name: AsOption = None,
+    actions: Annotated[
+        int | None,
+        typer.Option("--actions", min=1, help="Arms the policy chooses among (default: one above the largest logged)."),
+    ] = None,
+) -> None:
+    """Write the party's decision log for offline evaluation: every rewarded event's features (the party's own),
+    arm, propensity and reward, as Open Bandit Pipeline's BanditFeedback (.npz) or Vowpal Wabbit's DSJSON.
+
+    Read from the party's store (safe while the service runs). Evaluate it with `privbandits evaluate OUT ...`.
+    """
+    from privbandits.logs.files import log_format, save_log
+    from privbandits.serve.export import decision_log
+    from privbandits.serve.store import EventStore, StoreError
+    from privbandits.validation import InvalidInputError
+
+    served = load_served(file, name)
+    try:
+        log_format(target, "OUT")
+        if not served.settings.store.exists():
+            raise StoreError(f"event store {served.settings.store} does not exist: the party has not served yet")
+        store = EventStore(served.settings.store, served.decider.identity())
+        try:
+            log = decision_log(store, actions)
+        finally:
+            store.close()
+        save_log(log, target, "OUT")
+    except (StoreError, InvalidInputError, ValueError, OSError) as exc:
+        _fail(str(exc))
+    print(f"wrote {target}: {log.n_rounds} rewarded events, {log.n_actions} arms", file=sys.stderr)

@@ -174,9 +174,7 @@ class DecisionService:
             return stored.event
         decision = decider.decide(request)
         now = self.clock()
-        event = self.store.add_decision(
-            request.event_id, request.user_id, digest, decision, now + self.options.reward_timeout_s
-        )
+        event = self.store.add_decision(request, digest, decision, now + self.options.reward_timeout_s)
         self.open_events += 1
         self.metrics.decisions.inc()
         return event

@@ -24,10 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-from privbandits.serve.decider import DecidedEvent, Decision
+from privbandits.serve.decider import DecidedEvent, DecideInput, Decision
 from privbandits.serve.role import FeaturePut
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -35,6 +35,8 @@ CREATE TABLE IF NOT EXISTS events (
     event_id TEXT PRIMARY KEY,
     user_id TEXT NOT NULL,
     request_sha256 TEXT NOT NULL,
+    features TEXT NOT NULL,
+    arms TEXT,
     arm INTEGER NOT NULL,
     propensity REAL,
     model_version INTEGER NOT NULL,
@@ -77,6 +79,17 @@ class StoredEvent:
     deadline: float
     status: str
     reward: float | None
+
+
+@dataclass(frozen=True)
+class LoggedEvent:
+    """A rewarded event as the decision log holds it: what was asked, the answer, the reward, when."""
+
+    asked: DecideInput
+    arm: int
+    propensity: float | None
+    reward: float
+    decided_at: float
 
 
 @dataclass(frozen=True)
@@ -176,17 +189,21 @@ class EventStore:
         return StoredEvent(_event(row[:6]), row[6], float(row[7]), row[8], row[9])
 
     def add_decision(
-        self, event_id: str, user_id: str, request_sha256: str, decision: Decision, deadline: float
+        self, request: DecideInput, request_sha256: str, decision: Decision, deadline: float
     ) -> DecidedEvent:
-        """Journal a decision (committed when this returns)."""
+        """Journal a decision and what was asked (the party's own features: its decision log), committed when this
+        returns."""
         state = json.dumps(decision.event_state, allow_nan=False, separators=(",", ":"))
+        arms = None if request.arms is None else json.dumps(list(request.arms))
+        event_id, user_id = request.event_id, request.user_id
         seq = self._seq + 1
         with self._transaction():
             self._db.execute(
-                "INSERT INTO events (event_id, user_id, request_sha256, arm, propensity, model_version, event_state,"
-                " decided_at, deadline, decide_seq, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open')",
-                (event_id, user_id, request_sha256, decision.arm, decision.propensity, decision.model_version,
-                 state, time.time(), deadline, seq),
+                "INSERT INTO events (event_id, user_id, request_sha256, features, arms, arm, propensity, model_version,"
+                " event_state, decided_at, deadline, decide_seq, status)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open')",
+                (event_id, user_id, request_sha256, features_text(request.features), arms, decision.arm,
+                 decision.propensity, decision.model_version, state, time.time(), deadline, seq),
             )  # fmt: skip
         self._seq = seq
         return DecidedEvent(event_id, user_id, decision.arm, decision.propensity, decision.model_version,
@@ -214,6 +231,17 @@ class EventStore:
             (now, limit),
         )
         return [row[0] for row in rows]
+
+    def rewarded(self) -> Iterator[LoggedEvent]:
+        """Every rewarded event with what was asked, in decision order (the decision log)."""
+        rows = self._db.execute(
+            "SELECT event_id, user_id, features, arms, arm, propensity, reward, decided_at FROM events"
+            " WHERE status = 'rewarded' ORDER BY decide_seq"
+        )
+        for event_id, user_id, features, arms, arm, propensity, reward, decided_at in rows:
+            asked = DecideInput(event_id, user_id, _put(event_id, features).features,
+                                None if arms is None else tuple(json.loads(arms)))  # fmt: skip
+            yield LoggedEvent(asked, int(arm), propensity, float(reward), float(decided_at))
 
     def counts(self) -> dict[str, int]:
         """Events by status (``open``, ``rewarded``, ``expired``)."""
