@@ -144,3 +144,17 @@ def test_a_serve_table_must_name_a_party(tmp_path, monkeypatch) -> None:
     Path("wrong.toml").write_text(text + "\n[serve.nobody]\nport = 8761\n")
     result = CliRunner().invoke(app, ["serve", "wrong.toml", "--as", "active"])
     assert result.exit_code == 2 and "serve.nobody: no party is named 'nobody'" in result.output
+
+
+def test_the_listening_socket_is_tcp_so_answers_are_not_held_back(tmp_path) -> None:
+    """asyncio sets TCP_NODELAY only on connections of an IPPROTO_TCP socket; without it each answer waited ~40 ms."""
+    from privbandits.serve.reference import ReferenceDecider, ReferenceLearner
+    from privbandits.serve.server import make_server, open_service
+    from privbandits.serve.settings import ServiceSettings
+
+    settings = ServiceSettings(port=0, store=tmp_path / "s.sqlite")
+    service = open_service(ReferenceDecider(ReferenceLearner(**LEARNER)), settings)
+    _, sock, url = make_server(service, settings)
+    assert sock.proto == socket.IPPROTO_TCP and url.startswith("http://127.0.0.1:")
+    sock.close()
+    service.close()

@@ -1,0 +1,181 @@
+"""Served events per second and decision latency of ``privbandits serve`` under N concurrent clients (issue 46).
+
+A served party runs as its own ``privbandits serve`` process on 127.0.0.1 (plain HTTP, the development flag: TLS
+costs the same per request whatever the protocol, and is measured by tls_handshake.py). This script is the load
+generator: ``--clients`` concurrent clients (asyncio, one keep-alive HTTP connection each, httpx) each ask a decide
+for an event, then send its reward, for their share of ``--events`` events. For each number of clients it prints
+events (decide + reward) per second, the decide latency's median and 99th percentile and their ratio, and the ratio
+of served events per second to the **reference rate**, measured in the same run: the same learner's rounds per second
+without a service (in process for the reference learner; ``deploy local``'s rounds per second for a protocol's
+deployment). Targets (issue 46, on 2 cores): at 64 clients, served events/s >= 50% of the reference rate, and p99
+latency <= 3x the median. The load generator shares the cores with the service: the load average is printed.
+
+Targets (``--target``): ``reference`` (the plaintext reference learner, LinUCB with ``--arms`` arms of ``--dim``
+features: the service's own cost, the floor of every protocol's). A protocol's target runs its shipped deployment's
+served parties once they have serving roles.
+
+    .venv/bin/python benchmarks/serve_load.py                      # about a minute on 2 cores
+    .venv/bin/python benchmarks/serve_load.py --clients 1,8,64 --events 4000
+    .venv/bin/python benchmarks/serve_load.py --smoke              # seconds
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import numpy as np
+from _smoke import NOTICE, parse_args
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "serve"))  # the process helpers of the serving tests
+
+from serve_process import add_token, start, write_reference  # noqa: E402
+
+from privbandits.serve.decider import DecidedEvent, DecideInput  # noqa: E402
+from privbandits.serve.reference import ReferenceDecider, ReferenceLearner  # noqa: E402
+from privbandits.validation import Integer, IntegerSequence  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Level:
+    """One load level's measurement."""
+
+    clients: int
+    events: int
+    seconds: float
+    latencies: list[float]
+
+    @property
+    def rate(self) -> float:
+        return self.events / self.seconds
+
+    def percentile(self, q: float) -> float:
+        return float(np.percentile(self.latencies, q))
+
+
+def _problem(events: int, arms: int, dim: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Each event's per-arm features and the reward of each arm (Bernoulli of a fixed linear score)."""
+    rng = np.random.default_rng(seed)
+    features = rng.normal(size=(events, arms, dim)) / np.sqrt(dim)
+    theta = rng.normal(size=dim)
+    rewards = (rng.random((events, arms)) < 1 / (1 + np.exp(-features @ theta))).astype(float)
+    return features, rewards
+
+
+def reference_rate(learner: ReferenceLearner, features: np.ndarray, rewards: np.ndarray) -> float:
+    """The reference learner's rounds per second in process (decide, then absorb the reward), no service; timed
+    after a first pass over the events has warmed it up (as the service is warmed up by the levels before)."""
+    for timed in (False, True):
+        decider = ReferenceDecider(learner)
+        started = time.perf_counter()
+        for t in range(len(features)):
+            decision = decider.decide(DecideInput(f"e{t}", "u", features[t]))
+            event = DecidedEvent(f"e{t}", "u", decision.arm, decision.propensity, 0, decision.event_state)
+            decider.absorb(event, float(rewards[t, decision.arm]))
+    return len(features) / (time.perf_counter() - started)
+
+
+async def _client(http: httpx.AsyncClient, mine: range, run: str, data, latencies: list[float]) -> None:
+    features, rewards = data
+    for t in mine:
+        started = time.perf_counter()
+        answer = await http.post("/v1/decide", json={"event_id": f"{run}-{t}", "user_id": f"u{t % 97}",
+                                                     "features": features[t].tolist()})  # fmt: skip
+        latencies.append(time.perf_counter() - started)
+        answer.raise_for_status()
+        arm = answer.json()["arm"]
+        acked = await http.post("/v1/reward", json={"event_id": f"{run}-{t}", "reward": float(rewards[t, arm])})
+        acked.raise_for_status()
+
+
+async def drive(url: str, token: str, clients: int, data, run: str) -> Level:
+    """``clients`` concurrent clients over the events of ``data`` (event t to client t mod clients)."""
+    events = len(data[0])
+    latencies: list[float] = []
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    https = [httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {token}"}, limits=limits,
+                               timeout=60.0) for _ in range(clients)]  # fmt: skip
+    started = time.perf_counter()
+    try:
+        await asyncio.gather(*(_client(http, range(i, events, clients), run, data, latencies)
+                               for i, http in enumerate(https)))  # fmt: skip
+    finally:
+        await asyncio.gather(*(http.aclose() for http in https))
+    return Level(clients, events, time.perf_counter() - started, latencies)
+
+
+def run_reference(args: argparse.Namespace) -> tuple[list[Level], float]:
+    """Serve the reference learner and drive it at each level; its levels and the in-process reference rate."""
+    settings = {"n_arms": args.arms, "dim": args.dim, "policy": "linucb", "seed": 1}
+    data = _problem(args.events, args.arms, args.dim)
+    baseline = reference_rate(ReferenceLearner(**settings), *data)
+    levels = []
+    with tempfile.TemporaryDirectory() as folder:
+        service_file = write_reference(Path(folder), settings, reward_timeout_s=3600, checkpoint_every=1000)
+        token = add_token(Path(folder), settings)
+        process, url = start(service_file, "--dev-plain-http")
+        try:
+            for clients in args.clients:
+                levels.append(asyncio.run(drive(url, token, clients, data, f"c{clients}")))
+        finally:
+            process.terminate()
+            process.wait(30)
+    return levels, baseline
+
+
+def report(levels: list[Level], baseline: float, args: argparse.Namespace) -> None:
+    console = Console()
+    title = f"Served events/s, target {args.target!r} ({args.events} events per level); load {os.getloadavg()[0]:.1f}"
+    table = Table(title=title)
+    for column in ("clients", "events/s", "p50 ms", "p99 ms", "p99/p50", "vs reference", "targets (64 clients)"):
+        table.add_column(column, justify="right")
+    for level in levels:
+        p50, p99 = level.percentile(50), level.percentile(99)
+        share, spread = level.rate / baseline, p99 / p50
+        judged = "" if level.clients != 64 or args.smoke else (
+            f"rate {'met' if share >= 0.5 else 'missed'}, p99 {'met' if spread <= 3 else 'missed'}")
+        table.add_row(str(level.clients), f"{level.rate:,.0f}", f"{p50 * 1e3:.2f}", f"{p99 * 1e3:.2f}",
+                      f"{spread:.1f}", f"{share:.0%}", judged)  # fmt: skip
+    console.print(table)
+    median = statistics.median(latency for level in levels for latency in level.latencies)
+    console.print(f"reference rate (the learner without a service, same run): {baseline:,.0f} rounds/s; "
+                  f"median decide latency over all levels {median * 1e3:.2f} ms")
+    if args.smoke:
+        console.print(NOTICE)
+
+
+def _counts(text: str) -> tuple[int, ...] | str:
+    """``1,8,64`` as integers (anything else is left for the check to refuse, naming the option)."""
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        return text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--target", choices=["reference"], default="reference", help="what is served")
+    parser.add_argument("--clients", type=_counts, default=(1, 8, 64), help="concurrent clients, comma-separated")
+    parser.add_argument("--events", type=int, default=3000, help="events per load level")
+    parser.add_argument("--arms", type=int, default=10, help="arms (reference target)")
+    parser.add_argument("--dim", type=int, default=8, help="features per arm (reference target)")
+    checks = {"clients": IntegerSequence(low=1, min_length=1), "events": Integer(1), "arms": Integer(2, 1000),
+              "dim": Integer(1, 4096)}  # fmt: skip
+    args = parse_args(parser, checks, events=60, clients=(1, 4))
+    levels, baseline = run_reference(args)
+    report(levels, baseline, args)
+
+
+if __name__ == "__main__":
+    main()
