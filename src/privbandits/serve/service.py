@@ -22,19 +22,18 @@ made in that same order while serving, after its journal entry committed, so the
 had: every committed (so every acknowledged) reward is absorbed exactly once, and a reward committed but not
 acknowledged before a crash is absorbed once and acknowledged as a duplicate when the application sends it again.
 
-Every method runs on the service's one worker thread (:meth:`DecisionService.call`): the decider and the store see
-one call at a time, in the order the journal records.
+Every method runs on the service's one worker thread (:meth:`DecisionService.call`,
+:class:`~privbandits.serve.worker.GroupWorker`): the decider and the store see one call at a time, in the order the
+journal records; calls that queued up meanwhile share one commit (group commit), answered after it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import math
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -43,6 +42,7 @@ from privbandits.serve.decider import DecidedEvent, DecideInput, Decider, Refuse
 from privbandits.serve.metrics import ServiceMetrics
 from privbandits.serve.role import FeatureHolder, FeaturePut, ServedRole
 from privbandits.serve.store import EventStore, JournalEntry, StoreError
+from privbandits.serve.worker import GroupWorker
 
 T = TypeVar("T")
 
@@ -88,7 +88,7 @@ class DecisionService:
         self, decider: ServedRole, store: EventStore, options: ServiceOptions, clock: Callable[[], float] = time.time
     ) -> None:
         self.decider, self.store, self.options, self.clock = decider, store, options, clock
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="privbandits-serve")
+        self._worker = GroupWorker(store)
         self._checkpointed = 0
         self._closed = self._started = False
         self.started = time.monotonic()
@@ -106,11 +106,13 @@ class DecisionService:
         try:
             service._recover()
         except (ValueError, KeyError, TypeError) as exc:
+            service._worker.shutdown()
             store.close()
             raise StoreError(f"event store {store.path} cannot be used: its state does not replay ({exc})") from None
         try:
             decider.start()
         except BaseException:
+            service._worker.shutdown()
             store.close()
             raise
         service._started = True
@@ -141,18 +143,20 @@ class DecisionService:
             self.decider.expire(entry.event)
 
     async def call(self, function: Callable[..., T], *args: Any) -> T:
-        """Run ``function(*args)`` on the worker thread (one call at a time, in arrival order)."""
-        return await asyncio.get_running_loop().run_in_executor(self._worker, function, *args)
+        """Run ``function(*args)`` on the worker thread (one call at a time, in arrival order), answered once what it
+        wrote has committed."""
+        return await self._worker.call(function, *args)
 
     def close(self) -> None:
         """Checkpoint the learner and close the store (after the worker's last call); again: nothing."""
         if self._closed:
             return
         self._closed = True
-        self._worker.shutdown(wait=True)
+        self._worker.shutdown()
         if self._started:
             self.decider.stop()
-        if self.store.last_seq > self._checkpointed:
+        if self.store.last_seq > self._checkpointed and self._worker.broken is None:  # broken: the role may hold
+            # what never committed, so no checkpoint of it; a restart rebuilds it from the store
             self.store.write_checkpoint(self.decider.checkpoint(), self.decider.model_version)
         self.store.close()
 

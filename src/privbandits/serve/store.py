@@ -14,6 +14,7 @@ line naming the file.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -132,6 +133,7 @@ class EventStore:
 
     def __init__(self, path: str | Path, identity: str) -> None:
         self.path = Path(path)
+        self._grouped = False
         try:
             _create_private(self.path)
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -157,8 +159,20 @@ class EventStore:
             elif meta.get("decider") != identity:
                 raise ValueError("it was written by a learner of another configuration (its checkpoints do not fit)")
 
-    def _transaction(self):
-        return _Transaction(self._db)
+    def _transaction(self) -> contextlib.AbstractContextManager[None]:
+        """One durable write: its own transaction, or part of the :meth:`group` around it."""
+        return contextlib.nullcontext() if self._grouped else _Transaction(self._db)
+
+    @contextlib.contextmanager
+    def group(self) -> Iterator[None]:
+        """Every write inside is one transaction, committed (durable) at the end; rolled back on an exception."""
+        with _Transaction(self._db):
+            self._grouped = True
+            try:
+                yield
+            finally:
+                self._grouped = False
+
 
     def _last_seq(self) -> int:
         row = self._db.execute(
