@@ -76,7 +76,7 @@ def _problem(events: int, arms: int, dim: int, seed: int = 0) -> tuple[np.ndarra
 def reference_rate(learner: ReferenceLearner, features: np.ndarray, rewards: np.ndarray) -> float:
     """The reference learner's rounds per second in process (decide, then absorb the reward), no service; timed
     after a first pass over the events has warmed it up (as the service is warmed up by the levels before)."""
-    for timed in (False, True):
+    for _warm_then_timed in range(2):
         decider = ReferenceDecider(learner)
         started = time.perf_counter()
         for t in range(len(features)):
