@@ -3,6 +3,8 @@ document says, and a refused request changes nothing."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import schemathesis
 from conftest import Served
@@ -13,6 +15,12 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+from starlette.testclient import TestClient
+from toy_roles import Rows
+
+from privbandits.serve.app import build_app
+from privbandits.serve.auth import TokenSet, new_token, token_hash
+from privbandits.serve.service import DecisionService
 
 EXAMPLES = 15  # per operation and mode (valid by the schema, and not): a few seconds in all
 
@@ -20,23 +28,22 @@ EXAMPLES = 15  # per operation and mode (valid by the schema, and not): a few se
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 
-@pytest.mark.parametrize("served", ["epsilon-greedy"], indirect=True)
-def test_fuzzed_requests_get_documented_answers_and_refusals_change_nothing(served: Served) -> None:
-    schema = schemathesis.openapi.from_asgi("/v1/openapi.json", served.client.app)
+def _fuzz(client: TestClient, token: str, snapshot: Callable[[], tuple], operations_expected: int) -> set[int]:
+    """Every operation of ``client``'s app fuzzed from its document; the statuses seen."""
+    schema = schemathesis.openapi.from_asgi("/v1/openapi.json", client.app)
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) == 5
-
+    assert len(operations) == operations_expected
     statuses: set[int] = set()
 
     def check(case) -> None:
-        before = served.snapshot()
-        for token in (served.token, "pbt_wrong"):
-            response = case.call(headers={"Authorization": f"Bearer {token}"})
+        before = snapshot()
+        for sent in (token, "pbt_wrong"):
+            response = case.call(headers={"Authorization": f"Bearer {sent}"})
             case.validate_response(response, checks=CHECKS)
             statuses.add(response.status_code)
             if response.status_code >= 400:
-                assert served.snapshot() == before, (response.status_code, response.text)
-            before = served.snapshot()
+                assert snapshot() == before, (response.status_code, response.text)
+            before = snapshot()
 
     for operation in operations:
         for mode in (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE):
@@ -45,4 +52,25 @@ def test_fuzzed_requests_get_documented_answers_and_refusals_change_nothing(serv
                 database=None,
             )(given(case=operation.as_strategy(generation_mode=mode))(check))  # fmt: skip
             run()
+    return statuses
+
+
+@pytest.mark.parametrize("served", ["epsilon-greedy"], indirect=True)
+def test_fuzzed_requests_get_documented_answers_and_refusals_change_nothing(served: Served) -> None:
+    statuses = _fuzz(served.client, served.token, served.snapshot, 5)
+    assert {200, 401, 422} <= statuses, statuses
+
+
+def test_a_feature_holders_api_fuzzed_the_same_way(tmp_path) -> None:
+    service = DecisionService.open(Rows(), tmp_path / "rows.sqlite")
+    token = new_token()
+    service.store.add_token("app", token_hash(token))
+    app = build_app(service, lambda: TokenSet(service.store.token_hashes()))
+
+    def snapshot() -> tuple:
+        return service.decider.checkpoint(), service.store.last_seq
+
+    with TestClient(app, raise_server_exceptions=False) as client:
+        statuses = _fuzz(client, token, snapshot, 4)  # features, health, ledger, metrics
+    service.close()
     assert {200, 401, 422} <= statuses, statuses
