@@ -49,6 +49,15 @@ def parse_args(
     return args
 
 
+def integers(text: str) -> tuple[int, ...] | str:
+    """An option's ``0,10,100`` as integers, for ``argparse``'s ``type=`` (anything else is left as given, for
+    :func:`parse_args`' check to refuse naming the option)."""
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        return text
+
+
 @contextlib.contextmanager
 def bench_extra(script: str) -> Iterator[None]:
     """Around a script's imports of the optional ``bench`` extra: a missing package ends it with one line naming

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-from _smoke import NOTICE, parse_args
+from _smoke import NOTICE, integers, parse_args
 from rich.console import Console
 from rich.table import Table
 
@@ -155,18 +155,10 @@ def report(levels: list[Level], baseline: float, args: argparse.Namespace) -> No
         console.print(NOTICE)
 
 
-def _counts(text: str) -> tuple[int, ...] | str:
-    """``1,8,64`` as integers (anything else is left for the check to refuse, naming the option)."""
-    try:
-        return tuple(int(part) for part in text.split(","))
-    except ValueError:
-        return text
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--target", choices=["reference"], default="reference", help="what is served")
-    parser.add_argument("--clients", type=_counts, default=(1, 8, 64), help="concurrent clients, comma-separated")
+    parser.add_argument("--clients", type=integers, default=(1, 8, 64), help="concurrent clients, comma-separated")
     parser.add_argument("--events", type=int, default=3000, help="events per load level")
     parser.add_argument("--arms", type=int, default=10, help="arms (reference target)")
     parser.add_argument("--dim", type=int, default=8, help="features per arm (reference target)")
