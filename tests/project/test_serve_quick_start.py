@@ -63,8 +63,9 @@ def _wait_for_announcement(service: subprocess.Popen) -> str:
 @pytest.mark.skipif(shutil.which("curl") is None or shutil.which("bash") is None, reason="needs bash and curl")
 def test_the_quick_start_works_as_pasted(tmp_path: Path) -> None:
     port = str(_free_port())
-    terminal_1, terminal_2 = (block.replace("8750", port) for block in _blocks("bash", "## Quick start (two terminals)"))
-    (python_block,) = (block.replace("8750", port) for block in _blocks("python", "## Quick start (two terminals)"))
+    quick_start = "## Quick start (two terminals)"
+    terminal_1, terminal_2 = (block.replace("8750", port) for block in _blocks("bash", quick_start))
+    (python_block,) = (block.replace("8750", port) for block in _blocks("python", quick_start))
     (export_block,) = _blocks("bash", "## The decision log, for offline evaluation")
     env = _environment()
     service = subprocess.Popen(["bash", "-c", terminal_1], cwd=tmp_path, env=env, text=True,
