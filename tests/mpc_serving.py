@@ -65,6 +65,7 @@ class Served:
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     urls: dict[str, str] = field(default_factory=dict)
     logs: dict[str, list[str]] = field(default_factory=dict)
+    clients: dict[tuple[str, str], PartyClient] = field(default_factory=dict)
 
     def start(self, name: str) -> None:
         env = os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)}
@@ -93,7 +94,10 @@ class Served:
 
     def client(self, name: str) -> PartyClient:
         """An HTTPS client of party ``name``'s API (its certificate, from the deployment's CA, names the party)."""
-        return PartyClient(self.urls[name], self.tokens[name], self.spec.parties[name].ca, name)
+        key = (name, self.urls[name])
+        if key not in self.clients:
+            self.clients[key] = PartyClient(self.urls[name], self.tokens[name], self.spec.parties[name].ca, name)
+        return self.clients[key]
 
     def kill(self, name: str) -> None:
         self.processes[name].send_signal(signal.SIGKILL)
@@ -167,3 +171,34 @@ def decide(client: PartyClient, event: str) -> httpx.Response:
 
 def reward(client: PartyClient, event: str, value: float) -> httpx.Response:
     return client.post("/v1/reward", {"event_id": event, "reward": float(value)})
+
+
+@contextlib.contextmanager
+def in_process(path: Path) -> Iterator[dict]:
+    """Every party's service (its role, its store under the deployment's output, its links: mutual TLS on 127.0.0.1)
+    in this process, without the HTTP layer: ``{name: DecisionService}``, closed at the end."""
+    from privbandits.serve.service import DecisionService
+
+    spec = load_deployment(path)
+    services: dict = {}
+    try:
+        for name in spec.parties:
+            services[name] = DecisionService.open(serving_role(spec, name), spec.output / f"{name}.serve.sqlite")
+        yield services
+    finally:
+        for service in services.values():
+            service.close()
+
+
+def until_linked(call, *args, limit_s: float = 60.0):
+    """``call(*args)``, again while it is refused with 503 (the parties are linking), within ``limit_s``."""
+    from privbandits.serve.role import Refused
+
+    stop = time.monotonic() + limit_s
+    while True:
+        try:
+            return call(*args)
+        except Refused as refused:
+            if refused.status != 503 or time.monotonic() > stop or "has no block" in refused.message:
+                raise
+            time.sleep(0.2)

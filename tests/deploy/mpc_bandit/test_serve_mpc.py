@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import time
 
+import httpx
 import pytest
 from mpc_serving import decide, make_served_deployment, put_block, reward, served, synthetic
 
@@ -36,6 +37,7 @@ def replay(running, rounds: int, start: int = 0) -> list[int]:
     return arms
 
 
+@pytest.mark.slow
 def test_a_replay_over_http_decides_as_deploy_local(tmp_path):
     path = make_served_deployment(tmp_path, rounds=6)
     spec = load_deployment(path)
@@ -52,7 +54,8 @@ def test_a_replay_over_http_decides_as_deploy_local(tmp_path):
     assert computing["learner"]["rounds_closed"] == 6
 
 
-def test_a_missing_block_refuses_the_decide_naming_the_party_and_changes_nothing(tmp_path):
+@pytest.mark.slow
+def test_a_missing_block_refuses_the_decide_naming_the_party_and_changes_nothing_over_http(tmp_path):
     path = make_served_deployment(tmp_path, rounds=3, deadline_s=2.0)
     spec = load_deployment(path)
     blocks, rewards = synthetic(spec)
@@ -82,3 +85,56 @@ def test_a_missing_block_refuses_the_decide_naming_the_party_and_changes_nothing
         assert reward(env, "first", rewards[0, arm]).status_code == 200
         second = decide(env, "second").json()["arm"]
     assert [arm, second] == run_in_memory(spec)[0].arms.tolist()[:2]
+
+
+def _until_answered(running, name: str, call, *args, limit_s: float = 120.0):
+    """``call(party name's client, *args)`` again while the parties relink (503) or the party restarts (no
+    connection), within ``limit_s``."""
+    stop = time.monotonic() + limit_s
+    what = f"{call.__name__}{args[:1]} at {name}"
+    while True:
+        try:
+            answer = call(running.client(name), *args)
+        except httpx.TransportError:
+            answer = None
+        if answer is not None and answer.status_code != 503:
+            return answer
+        assert time.monotonic() < stop, f"{what}: {answer.text if answer is not None else 'no connection'}"
+        time.sleep(0.3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("victim", ["c1", "env", "dealer"])
+def test_a_party_killed_while_an_event_is_open_restarts_and_the_session_goes_on(tmp_path, victim):
+    """SIGKILL one party after a decision was acknowledged and before its reward; restart it: the reward is absorbed
+    exactly once (the next rounds decide as the in-memory run, which absorbs each reward once), the decision stays
+    joinable, and every party closes every round."""
+    rounds, kill_at = 6, 2
+    path = make_served_deployment(tmp_path, rounds=rounds, deadline_s=3.0)
+    spec = load_deployment(path)
+    blocks, rewards = synthetic(spec)
+    arms = []
+    with served(path) as running:
+        for t in range(rounds):
+            event = f"event-{t}"
+            for name in spec.names("computing"):
+                put = _until_answered(running, name, put_block, event, blocks[name][t])
+                assert put.status_code == 200, put.text
+            answer = _until_answered(running, "env", decide, event)
+            assert answer.status_code == 200, answer.text
+            arm = answer.json()["arm"]
+            arms.append(arm)
+            if t == kill_at:
+                running.kill(victim)
+                running.start(victim)
+                running.wait_started(victim)
+            ack = _until_answered(running, "env", reward, event, rewards[t, arm])
+            assert ack.status_code == 200 and not ack.json()["duplicate"], ack.text
+            again = reward(running.client("env"), event, rewards[t, arm])  # joinable, absorbed once
+            assert again.status_code == 200 and again.json()["duplicate"], again.text
+        ledgers = {name: running.client(name).get("/v1/ledger").json() for name in spec.parties}
+    assert arms == run_in_memory(spec)[0].arms.tolist()
+    assert ledgers["env"]["events"] == {"open": 0, "rewarded": rounds, "expired": 0}
+    assert ledgers["env"]["learner"]["rounds_closed"] == rounds
+    assert all(ledgers[name]["learner"]["rounds_closed"] == rounds for name in spec.names("computing"))
+    assert ledgers["env"]["learner"]["sessions"] >= 2  # it linked again

@@ -1,0 +1,68 @@
+"""The MPC deployment's serving roles in one process (each behind its own service and store, linked by mutual TLS on
+127.0.0.1, no HTTP): the default suite's quick versions of tests/deploy/mpc_bandit/test_serve_mpc.py (which runs
+them as ``privbandits serve`` processes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from mpc_serving import in_process, make_served_deployment, synthetic, until_linked
+
+from privbandits.deploy.deployment import load_deployment
+from privbandits.deploy.mpc_bandit.party import run_in_memory
+from privbandits.deploy.mpc_bandit.serving import held_rounds
+from privbandits.serve.decider import DecideInput
+from privbandits.serve.role import FeaturePut, Refused
+
+
+def test_served_roles_replaying_the_data_file_decide_as_deploy_local(tmp_path):
+    path = make_served_deployment(tmp_path, rounds=4)
+    spec = load_deployment(path)
+    blocks, rewards = synthetic(spec)
+    arms = []
+    with in_process(path) as services:
+        for t in range(spec.protocol.rounds):
+            event = f"event-{t}"
+            for name in spec.names("computing"):
+                services[name].put(FeaturePut(event, blocks[name][t][None, :]))
+            decided = until_linked(services["env"].decide, DecideInput(event, "u", np.zeros((1, 1))))
+            arms.append(decided.arm)
+            assert not services["env"].reward(event, float(rewards[t, decided.arm])).duplicate
+        ledger = services["env"].ledger()
+    assert arms == run_in_memory(spec)[0].arms.tolist()
+    assert ledger["learner"]["rounds_closed"] == 4 and ledger["events"]["rewarded"] == 4
+    # every computing party's state is durable at round 4 (and the round before)
+    assert all(sorted(held_rounds(spec, name)) == [3, 4] for name in spec.names("computing"))
+
+
+def test_a_missing_block_is_refused_naming_the_party_and_nothing_changes(tmp_path):
+    path = make_served_deployment(tmp_path, rounds=2, deadline_s=1.0)
+    spec = load_deployment(path)
+    blocks, rewards = synthetic(spec)
+    with in_process(path) as services:
+        env, c0, c1 = services["env"], services["c0"], services["c1"]
+        c0.put(FeaturePut("first", blocks["c0"][0][None, :]))
+        with pytest.raises(Refused) as refused:
+            until_linked(env.decide, DecideInput("first", "u", np.zeros((1, 1))))
+        assert refused.value.status == 503 and refused.value.field == "event_id"
+        assert "'c1' has no block of event 'first'" in refused.value.message
+        assert env.ledger()["learner"]["openings"] == 0 and env.store.counts()["open"] == 0
+        with pytest.raises(Refused) as twice:  # one event, one block
+            c0.put(FeaturePut("first", blocks["c0"][1][None, :]))
+        assert twice.value.status == 409 and twice.value.field == "key"
+        with pytest.raises(Refused) as wide:
+            c1.put(FeaturePut("first", np.zeros((1, 5))))
+        assert wide.value.field == "features" and "1 row of 2 numbers" in wide.value.message
+        with pytest.raises(Refused) as own:  # the environment holds no block
+            env.decide(DecideInput("first", "u", np.ones((1, 3))))
+        assert own.value.field == "features"
+        c1.put(FeaturePut("first", blocks["c1"][0][None, :]))
+        first = until_linked(env.decide, DecideInput("first", "u", np.zeros((1, 1))))
+        c0.put(FeaturePut("second", blocks["c0"][1][None, :]))
+        c1.put(FeaturePut("second", blocks["c1"][1][None, :]))
+        with pytest.raises(Refused) as busy:  # one event at a time
+            env.decide(DecideInput("second", "u", np.zeros((1, 1))))
+        assert busy.value.status == 409 and "'first' is still open" in busy.value.message
+        env.reward("first", float(rewards[0, first.arm]))
+        second = env.decide(DecideInput("second", "u", np.zeros((1, 1))))
+    assert [first.arm, second.arm] == run_in_memory(spec)[0].arms.tolist()
