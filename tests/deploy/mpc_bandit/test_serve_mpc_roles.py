@@ -10,9 +10,10 @@ from mpc_serving import in_process, make_served_deployment, synthetic, until_lin
 
 from privbandits.deploy.deployment import load_deployment
 from privbandits.deploy.mpc_bandit.party import run_in_memory
-from privbandits.deploy.mpc_bandit.serving import held_rounds
+from privbandits.deploy.mpc_bandit.serving import held_rounds, serving_role
 from privbandits.serve.decider import DecideInput
 from privbandits.serve.role import FeaturePut, Refused
+from privbandits.serve.service import DecisionService
 
 
 def test_served_roles_replaying_the_data_file_decide_as_deploy_local(tmp_path):
@@ -66,3 +67,40 @@ def test_a_missing_block_is_refused_naming_the_party_and_nothing_changes(tmp_pat
         env.reward("first", float(rewards[0, first.arm]))
         second = env.decide(DecideInput("second", "u", np.zeros((1, 1))))
     assert [first.arm, second.arm] == run_in_memory(spec)[0].arms.tolist()
+
+
+def _crash(service) -> None:
+    """What SIGKILL leaves of a party: its links cut without a word, its store as committed, no last checkpoint."""
+    role = service.decider
+    role.stopping.set()
+    if role._network is not None:
+        role._network.close_sockets()
+    service._worker.shutdown(wait=True)
+    service.store.close()
+
+
+@pytest.mark.parametrize("victim", ["c1", pytest.param("env", marks=pytest.mark.slow)])
+def test_a_party_crashed_while_an_event_is_open_comes_back_and_absorbs_its_reward_once(tmp_path, victim):
+    path = make_served_deployment(tmp_path, rounds=4, deadline_s=3.0)
+    spec = load_deployment(path)
+    blocks, rewards = synthetic(spec)
+    arms = []
+    with in_process(path) as services:
+        for t in range(spec.protocol.rounds):
+            event = f"event-{t}"
+            for name in spec.names("computing"):
+                services[name].put(FeaturePut(event, blocks[name][t][None, :]))
+            decided = until_linked(services["env"].decide, DecideInput(event, "u", np.zeros((1, 1))))
+            arms.append(decided.arm)
+            if t == 1:
+                _crash(services.pop(victim))
+                store = spec.output / f"{victim}.serve.sqlite"
+                services[victim] = DecisionService.open(serving_role(spec, victim), store)
+            assert not services["env"].reward(event, float(rewards[t, decided.arm])).duplicate
+            assert services["env"].reward(event, float(rewards[t, decided.arm])).duplicate
+        ledgers = {name: services[name].ledger() for name in ("env", "c0")}
+        closed = services["c1"].decider.rounds
+    assert arms == run_in_memory(spec)[0].arms.tolist()
+    assert ledgers["env"]["learner"]["rounds_closed"] == 4 and ledgers["env"]["events"]["rewarded"] == 4
+    assert ledgers["c0"]["learner"]["rounds_closed"] == 4 and closed == 4
+    assert ledgers["c0"]["learner"]["sessions"] >= 2

@@ -82,11 +82,11 @@ class EnvironmentDecider(LinkedRole, Decider):
             raise Refused("arms", f"must be left out: every one of the {self.config.n_arms} arms is a candidate "
                           f"(the argmax runs over all of them in secret), got {list(request.arms)}")  # fmt: skip
         with self._lock:
+            self._linked_or_refuse()  # first: a close acknowledged while a party was lost is played on linking
             if self._open is not None:
                 raise Refused("event_id", f"event {self._open[0]!r} is still open (no reward yet): the MPC learner "
                               "plays one event at a time (each decision uses every earlier reward); report its "
                               "reward, or wait for its reward_timeout_s", 409)  # fmt: skip
-            self._linked_or_refuse()
             t = self.rounds + 1
             try:
                 missing, opened = self._start_round(request.event_id, t)
