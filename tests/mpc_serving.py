@@ -174,16 +174,21 @@ def reward(client: PartyClient, event: str, value: float) -> httpx.Response:
 
 
 @contextlib.contextmanager
-def in_process(path: Path) -> Iterator[dict]:
+def in_process(path: Path, **options) -> Iterator[dict]:
     """Every party's service (its role, its store under the deployment's output, its links: mutual TLS on 127.0.0.1)
-    in this process, without the HTTP layer: ``{name: DecisionService}``, closed at the end."""
-    from privbandits.serve.service import DecisionService
+    in this process, without the HTTP layer: ``{name: DecisionService}``, closed at the end. ``options``: the
+    services' :class:`~privbandits.serve.service.ServiceOptions` and ``clock``."""
+    from privbandits.serve.service import DecisionService, ServiceOptions
+
+    clock = options.pop("clock", time.time)
 
     spec = load_deployment(path)
     services: dict = {}
     try:
         for name in spec.parties:
-            services[name] = DecisionService.open(serving_role(spec, name), spec.output / f"{name}.serve.sqlite")
+            store = spec.output / f"{name}.serve.sqlite"
+            role = serving_role(spec, name)
+            services[name] = DecisionService.open(role, store, ServiceOptions(**options), clock=clock)
         yield services
     finally:
         for service in services.values():

@@ -104,3 +104,50 @@ def test_a_party_crashed_while_an_event_is_open_comes_back_and_absorbs_its_rewar
     assert ledgers["env"]["learner"]["rounds_closed"] == 4 and ledgers["env"]["events"]["rewarded"] == 4
     assert ledgers["c0"]["learner"]["rounds_closed"] == 4 and closed == 4
     assert ledgers["c0"]["learner"]["sessions"] >= 2
+
+
+def _reference_with_voided(spec, voided: int) -> list[int]:
+    """The in-memory run (as run_in_memory) in which round ``voided``'s update is dropped: what an expired event does
+    (its round played with r = 0, every party's randomness in step, the learner told nothing)."""
+    from privbandits.deploy.mpc_bandit.party import config_of, private_seeds
+    from privbandits.protocols.mpc_bandit import PrivateEpsilonGreedy
+
+    learner = PrivateEpsilonGreedy(config_of(spec), seeds=private_seeds(spec), parties=spec.names("computing"))
+    blocks, rewards = synthetic(spec)
+    contexts = np.concatenate([blocks[name] for name in spec.names("computing")], axis=1)
+    arms = []
+    for t in range(spec.protocol.rounds):
+        before = learner.inverse, learner.b
+        arms.append(learner.step(contexts[t], (lambda arm: 0.0) if t == voided else rewards[t].__getitem__))
+        if t == voided:
+            learner.inverse, learner.b = before
+    return arms
+
+
+def test_an_event_without_a_reward_expires_and_the_learner_is_told_nothing(tmp_path):
+    path = make_served_deployment(tmp_path, rounds=4)
+    spec = load_deployment(path)
+    blocks, rewards = synthetic(spec)
+    now = [1_000_000.0]
+    arms = []
+    with in_process(path, reward_timeout_s=60.0, clock=lambda: now[0]) as services:
+        env = services["env"]
+        for t in range(spec.protocol.rounds):
+            event = f"event-{t}"
+            for name in spec.names("computing"):
+                services[name].put(FeaturePut(event, blocks[name][t][None, :]))
+            decided = until_linked(env.decide, DecideInput(event, "u", np.zeros((1, 1))))
+            arms.append(decided.arm)
+            if t == 1:  # no reward comes: the event closes at its timeout
+                now[0] += 61.0
+                assert env.expire_due() == 1
+                with pytest.raises(Refused) as late:
+                    env.reward(event, 1.0)
+                assert late.value.status == 409
+            else:
+                env.reward(event, float(rewards[t, decided.arm]))
+        ledger = env.ledger()
+        computing = services["c0"].decider.rounds
+    assert ledger["events"] == {"open": 0, "rewarded": 3, "expired": 1}
+    assert ledger["learner"]["rounds_closed"] == 4 and ledger["learner"]["rounds_expired"] == 1 and computing == 4
+    assert arms == _reference_with_voided(spec, 1)
