@@ -6,6 +6,7 @@ synthetic data over HTTP decides exactly as ``deploy local`` / the in-memory run
 from __future__ import annotations
 
 import math
+import threading
 import time
 
 import httpx
@@ -138,3 +139,41 @@ def test_a_party_killed_while_an_event_is_open_restarts_and_the_session_goes_on(
     assert ledgers["env"]["learner"]["rounds_closed"] == rounds
     assert all(ledgers[name]["learner"]["rounds_closed"] == rounds for name in spec.names("computing"))
     assert ledgers["c0"]["learner"]["sessions"] >= 2  # a party never killed linked again
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("victim", "after_s"), [("c0", 0.7), ("env", 1.1), ("dealer", 0.4)])
+def test_a_party_killed_at_any_moment_under_requests_loses_nothing_acknowledged(tmp_path, victim, after_s):
+    """SIGKILL a party at a moment the test does not choose (mid-round, mid-put, between requests) while the
+    applications drive events; restart it: the session goes on and decides exactly as the in-memory run (each
+    acknowledged reward absorbed once), and a reward reported again is a duplicate."""
+    rounds = 10
+    path = make_served_deployment(tmp_path, rounds=rounds, deadline_s=3.0)
+    spec = load_deployment(path)
+    blocks, rewards = synthetic(spec)
+    arms = []
+    with served(path) as running:
+
+        def kill_and_restart() -> None:  # the driver retries meanwhile; the party's new API address replaces the old
+            running.kill(victim)
+            running.start(victim)
+            running.wait_started(victim)
+
+        killer = threading.Timer(after_s, kill_and_restart)
+        killer.start()
+        for t in range(rounds):
+            event = f"event-{t}"
+            for name in spec.names("computing"):
+                assert _until_answered(running, name, put_block, event, blocks[name][t]).status_code == 200
+            answer = _until_answered(running, "env", decide, event)
+            assert answer.status_code == 200, answer.text
+            arm = answer.json()["arm"]
+            arms.append(arm)
+            assert _until_answered(running, "env", reward, event, rewards[t, arm]).status_code == 200
+        killer.join()
+        again = _until_answered(running, "env", reward, "event-0", rewards[0, arms[0]])
+        assert again.json()["duplicate"]
+        ledgers = {name: running.client(name).get("/v1/ledger").json() for name in spec.parties}
+    assert arms == run_in_memory(spec)[0].arms.tolist()
+    assert ledgers["env"]["events"] == {"open": 0, "rewarded": rounds, "expired": 0}
+    assert all(ledgers[name]["learner"]["rounds_closed"] == rounds for name in ("env", *spec.names("computing")))

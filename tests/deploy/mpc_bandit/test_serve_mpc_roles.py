@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from mpc_serving import in_process, make_served_deployment, synthetic, until_linked
 
+from privbandits.comm import ProtocolError
 from privbandits.deploy.deployment import load_deployment
 from privbandits.deploy.mpc_bandit.party import run_in_memory
-from privbandits.deploy.mpc_bandit.serving import held_rounds, serving_role
+from privbandits.deploy.mpc_bandit.serving import check_flag, check_round, held_rounds, serving_role
 from privbandits.serve.decider import DecideInput
 from privbandits.serve.role import FeaturePut, Refused
 from privbandits.serve.service import DecisionService
@@ -151,3 +152,18 @@ def test_an_event_without_a_reward_expires_and_the_learner_is_told_nothing(tmp_p
     assert ledger["events"] == {"open": 0, "rewarded": 3, "expired": 1}
     assert ledger["learner"]["rounds_closed"] == 4 and ledger["learner"]["rounds_expired"] == 1 and computing == 4
     assert arms == _reference_with_voided(spec, 1)
+
+
+@pytest.mark.parametrize("value", [-1, 10**10, 2.0, "3", True, None])
+def test_a_round_a_peer_sends_must_be_a_round_number(value):
+    with pytest.raises(ProtocolError, match="'env' sent a start with round"):
+        check_round(value, "a start", "env")
+
+
+def test_a_round_a_peer_sends_must_be_the_expected_one_and_a_flag_a_boolean():
+    assert check_round(np.int64(3), "a close", "env", 3) == 3
+    with pytest.raises(ProtocolError, match="for round 4, expected round 3"):
+        check_round(4, "a close", "env", 3)
+    assert check_flag(np.bool_(True), "a go", "env") is True
+    with pytest.raises(ProtocolError, match="not true or false"):
+        check_flag(1, "a go", "env")

@@ -134,6 +134,13 @@ def check_round(value: object, what: str, sender: str, expected: int | None = No
     return int(value)
 
 
+def check_flag(value: object, what: str, sender: str) -> bool:
+    """``value`` as a yes/no a peer sends (ProtocolError naming the sender otherwise)."""
+    if not isinstance(value, bool | np.bool_):
+        raise ProtocolError(f"{sender!r} sent {what} whose flag is {value!r}, not true or false")
+    return bool(value)
+
+
 # ----------------------------------------------------------------------------- state files
 
 

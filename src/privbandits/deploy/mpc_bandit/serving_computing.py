@@ -31,6 +31,7 @@ from privbandits.deploy.mpc_bandit.serving import (
     Ready,
     Start,
     Stopped,
+    check_flag,
     check_round,
     held_rounds,
     save_round,
@@ -203,7 +204,7 @@ class ComputingHolder(LinkedRole, FeatureHolder):
                 with network.patience(2 * self.deployment.deadline_s + 5):
                     go = party.receive(Go, self.environment)
                 check_round(go.round, "a go", self.environment, t)
-                if not go.go or block is None:
+                if not check_flag(go.go, "a go", self.environment) or block is None:
                     continue
                 party.send(self.dealer, MaterialRequest(t))
             self._play(learner, start.event, block)
@@ -228,6 +229,4 @@ class ComputingHolder(LinkedRole, FeatureHolder):
         close = got[1]
         assert isinstance(close, Close)
         check_round(close.round, "a close", self.environment, learner.rounds + 1)
-        if not isinstance(close.rewarded, bool | np.bool_):
-            raise ProtocolError(f"{self.environment!r} sent a close whose 'rewarded' is {close.rewarded!r}")
-        return bool(close.rewarded)
+        return check_flag(close.rewarded, "a close", self.environment)

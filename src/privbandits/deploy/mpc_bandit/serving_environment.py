@@ -34,6 +34,7 @@ from privbandits.deploy.mpc_bandit.serving import (
     Offer,
     Ready,
     Start,
+    check_flag,
     check_round,
     held_rounds,
     save_round,
@@ -157,7 +158,7 @@ class EnvironmentDecider(LinkedRole, Decider):
                 for name in self.computing:
                     answer = engine.party.receive(Ready, name)
                     check_round(answer.round, "a ready", name, t)
-                    ready[name] = bool(answer.ready)
+                    ready[name] = check_flag(answer.ready, "a ready", name)
             missing = [name for name in self.computing if not ready[name]]
             for name in self.computing:
                 engine.party.send(name, Go(t, not missing))
