@@ -153,8 +153,10 @@ def test_a_party_killed_at_any_moment_under_requests_loses_nothing_acknowledged(
     blocks, rewards = synthetic(spec)
     arms = []
     with served(path) as running:
+        killed = []
 
         def kill_and_restart() -> None:  # the driver retries meanwhile; the party's new API address replaces the old
+            killed.append(time.monotonic())
             running.kill(victim)
             running.start(victim)
             running.wait_started(victim)
@@ -170,7 +172,9 @@ def test_a_party_killed_at_any_moment_under_requests_loses_nothing_acknowledged(
             arm = answer.json()["arm"]
             arms.append(arm)
             assert _until_answered(running, "env", reward, event, rewards[t, arm]).status_code == 200
+        finished = time.monotonic()
         killer.join()
+        assert killed and killed[0] < finished  # it was killed while the applications drove events
         again = _until_answered(running, "env", reward, "event-0", rewards[0, arms[0]])
         assert again.json()["duplicate"]
         ledgers = {name: running.client(name).get("/v1/ledger").json() for name in spec.parties}

@@ -227,8 +227,8 @@ class LinkedRole:
         if self._thread is not None:
             self._thread.join(timeout=2 * POLL_S + 1)
         network = self._network
-        if network is not None and (self._thread is None or not self._thread.is_alive()):
-            network.close_sockets()
+        if network is not None and self._thread is not None and self._thread.is_alive():
+            network.close_sockets()  # still linking (or in a long wait): cut it short, it ends quietly
 
     def new_network(self) -> TlsNetwork:
         from privbandits.deploy.party import network_for
@@ -243,27 +243,33 @@ class LinkedRole:
                 self._network = network
                 network.connect()
             except (HandshakeError, *LINK_FAILURES) as exc:
-                log.warning("%s: cannot link with every peer yet (%s); trying again", self.name, exc)
+                if not self.stopping.is_set():
+                    log.warning("%s: cannot link with every peer yet (%s); trying again", self.name, exc)
                 self.stopping.wait(backoff)
                 backoff = min(2 * backoff, 5.0)
                 continue
             backoff = 0.2
             self.sessions += 1
-            try:
-                self.session(network)
-            except Stopped:
-                pass
-            except LINK_FAILURES as exc:
+            self._serve(network)
+        self._network = None
+
+    def _serve(self, network: TlsNetwork) -> None:
+        """One session on ``network``; a failure ends the links (the others hear of it), a stop just closes them."""
+        try:
+            self.session(network)
+        except Exception as exc:
+            if self.stopping.is_set() or isinstance(exc, Stopped):
+                network.close_sockets()
+                return
+            if isinstance(exc, LINK_FAILURES):
                 log.warning("%s: session %d ended (%s); linking again", self.name, self.sessions, exc)
                 network.abort(f"{self.name!r}: {exc}", lost=getattr(exc, "peer", None))
-                continue
-            except Exception as exc:  # a bug: say so, end the links (the others link again), try once more
-                log.exception("%s: session %d failed", self.name, self.sessions)
-                network.abort(f"{self.name!r} failed: {type(exc).__name__}: {exc}", lost=self.name)
-                self.stopping.wait(1.0)
-                continue
-            network.close_sockets()
-        self._network = None
+                return
+            log.exception("%s: session %d failed", self.name, self.sessions)  # a bug: say so, link again
+            network.abort(f"{self.name!r} failed: {type(exc).__name__}: {exc}", lost=self.name)
+            self.stopping.wait(1.0)
+            return
+        network.close_sockets()
 
 
 # ----------------------------------------------------------------------------- the dealer
