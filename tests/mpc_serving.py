@@ -191,6 +191,8 @@ def in_process(path: Path, **options) -> Iterator[dict]:
             services[name] = DecisionService.open(role, store, ServiceOptions(**options), clock=clock)
         yield services
     finally:
+        for service in services.values():  # every party stops at once: none links again after a peer stopped
+            service.decider.stopping.set()
         for service in services.values():
             service.close()
 
