@@ -76,7 +76,7 @@ def _crash(service) -> None:
     role.stopping.set()
     if role._network is not None:
         role._network.close_sockets()
-    service._worker.shutdown(wait=True)
+    service._worker.shutdown()
     service.store.close()
 
 
