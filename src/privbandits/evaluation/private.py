@@ -57,7 +57,7 @@ from privbandits.privacy.ledger import PrivacyLedger
 from privbandits.validation import Instance, Integer, InvalidInputError, NoneOr, Real, describe, validate
 
 __all__ = ["PRIVACY_UNIT", "PRIVATE_ESTIMATORS", "PrivateEstimate", "dp_dr", "dp_ips", "dp_snips",
-           "private_evaluate", "private_statistics"]  # fmt: skip
+           "point_estimates", "private_evaluate", "private_statistics"]  # fmt: skip
 
 PRIVACY_UNIT = "one logged record (x, a, r, pscore), replaced by any other (n public)"
 PRIVATE_ESTIMATORS: tuple[str, ...] = ("ips", "snips", "dr")
@@ -204,9 +204,19 @@ def _percentiles(draws: np.ndarray, level: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
+def point_estimates(method: str, released: Mapping[str, np.ndarray], clip: Clipping, n: int) -> np.ndarray:
+    """The estimates of releases (each statistic an array of runs): ``S̃/n`` for IPS and DR, SNIPS's
+    ``clip(Ã/B̃, r_lo, r_hi)`` (the middle of the range where ``B̃ ≤ 0``). Post-processing only."""
+    if method != "snips":
+        return np.asarray(released["sum"], dtype=np.float64) / n
+    top, bottom = (np.asarray(released[name], dtype=np.float64) for name in ("numerator", "denominator"))
+    ratio = np.clip(np.divide(top, bottom, out=np.zeros_like(top), where=bottom > 0), clip.low, clip.high)
+    return np.where(bottom > 0, ratio, (clip.low + clip.high) / 2)
+
+
 def _mean_estimate(sums: BoundedSums, released: dict[str, float], options: _Options, n: int):
     """IPS and DR: ``S̃/n``, its interval and the noise's std."""
-    mean = released["sum"] / n
+    mean = float(point_estimates("ips", released, options.clip, n))  # type: ignore[arg-type]
     variance = max(released["sum_of_squares"] / n - mean * mean, 0.0) * (n / (n - 1) if n > 1 else 0.0)
     rng = np.random.default_rng(options.seed)
     draws = (mean + rng.normal(0.0, math.sqrt(variance / n), INTERVAL_DRAWS)
@@ -226,7 +236,7 @@ def _snips_estimate(sums: BoundedSums, released: dict[str, float], options: _Opt
     """SNIPS: ``clip(Ã/B̃)``, its delta-method parametric interval, the noise's std and the ESS ``B̃²/Σ̃w̄²``."""
     clip = options.clip
     a, b = released["numerator"] / n, released["denominator"] / n
-    value = float(np.clip(a / b, clip.low, clip.high)) if b > 0 else (clip.low + clip.high) / 2
+    value = float(point_estimates("snips", released, clip, n))  # type: ignore[arg-type]
     var_a = max(released["numerator_squares"] / n - a * a, 0.0)
     var_b = max(released["denominator_squares"] / n - b * b, 0.0)
     limit = math.sqrt(var_a * var_b)
