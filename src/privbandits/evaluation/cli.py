@@ -49,24 +49,20 @@ def _descriptor(text: str | None) -> list[int] | None:
     return [int(start), int(stop)]
 
 
-def _policies(positional: list[str] | None, legacy: list[str] | None) -> tuple[str, ...]:
-    chosen = tuple(dict.fromkeys([*(positional or []), *(legacy or [])])) or ("linucb",)
+def _policies(positional: list[str] | None) -> tuple[str, ...]:
+    chosen = tuple(dict.fromkeys(positional or [])) or ("linucb",)
     for policy in chosen:
         if policy not in POLICIES:
             _fail(f"POLICY must be one of {', '.join(POLICIES)}, got {policy!r}")
     return chosen
 
 
-def _privacy(epsilon, delta, weight_clip, reward_range, interval_share, reproducible) -> dict[str, Any] | None:
+def _clipping(delta, weight_clip, reward_range, interval_share) -> dict[str, Any]:
+    """The DP estimators' options (checked): δ, λ, the reward range and the interval's share."""
     from privbandits.validation import InvalidInputError, Real, check
 
-    if epsilon is None:
-        if delta or reproducible:
-            _fail("--delta and --reproducible set the DP estimates' budget and noise: give --epsilon with them")
-        return None
     low, high = _numbers(reward_range, "--reward-range", 2)
     try:
-        check(epsilon, "--epsilon", Real(low=0, low_open=True, note="the whole command's budget"))
         check(delta, "--delta", Real(low=0, high=1, high_open=True, note="0 = pure ε-DP, Laplace noise"))
         check(weight_clip, "--weight-clip", Real(low=0, low_open=True))
         check(interval_share, "--interval-share", Real(low=0, high=1, low_open=True, high_open=True))
@@ -74,8 +70,22 @@ def _privacy(epsilon, delta, weight_clip, reward_range, interval_share, reproduc
         _fail(str(error))
     if not low < high:
         _fail(f"--reward-range must be LOW,HIGH with LOW < HIGH, got {reward_range!r}")
-    return {"epsilon": epsilon, "delta": delta, "weight_clip": weight_clip, "reward_range": [low, high],
-            "interval_share": interval_share, "reproducible": reproducible}  # fmt: skip
+    return {"delta": delta, "weight_clip": weight_clip, "reward_range": [low, high], "interval_share": interval_share}
+
+
+def _privacy(epsilon, clipping: dict[str, Any], reproducible: bool, sweeping: bool) -> dict[str, Any] | None:
+    from privbandits.validation import InvalidInputError, Real, check
+
+    if epsilon is None:
+        if (clipping["delta"] and not sweeping) or reproducible:
+            _fail("--delta and --reproducible set the DP estimates' budget and noise: give --epsilon with them "
+                  "(--delta also sets --over-epsilon's noise)")  # fmt: skip
+        return None
+    try:
+        check(epsilon, "--epsilon", Real(low=0, low_open=True, note="the whole command's budget"))
+    except InvalidInputError as error:
+        _fail(str(error))
+    return {"epsilon": epsilon, **clipping, "reproducible": reproducible}
 
 
 def _estimators(text: str | None, private: bool) -> tuple[str, ...]:
@@ -111,7 +121,6 @@ def evaluate_command(
     policies: Annotated[
         list[str] | None, typer.Argument(metavar="POLICY...", help=f"{', '.join(POLICIES)} (default: linucb).")
     ] = None,
-    legacy_policy: Annotated[list[str] | None, typer.Option("--policy", hidden=True)] = None,
     estimators: Annotated[
         str | None,
         typer.Option("--estimators", help=f"Comma-separated (default {PLAINTEXT_ESTIMATORS}; DP {PRIVATE_ESTIMATORS})"),
@@ -158,8 +167,9 @@ def evaluate_command(
     of estimates and intervals per policy, each run a unit of the results store keyed by its complete spec."""
     from privbandits.experiments.evaluations import EvaluationPlan
 
-    chosen = _policies(policies, legacy_policy)
-    privacy = _privacy(epsilon, delta, weight_clip, reward_range, interval_share, reproducible)
+    chosen = _policies(policies)
+    clipping = _clipping(delta, weight_clip, reward_range, interval_share)
+    privacy = _privacy(epsilon, clipping, reproducible, over_epsilon is not None)
     names = _estimators(estimators, privacy is not None)
     sweep = _numbers(over_epsilon, "--over-epsilon") if over_epsilon else ()
     if any(value <= 0 for value in sweep):
@@ -167,7 +177,7 @@ def evaluate_command(
     _check_run(log_path, train_fraction, store, out, repeats)
     options = {"epsilon": policy_epsilon, "delta": policy_delta, "descriptor": _descriptor(descriptor)}
     plan = EvaluationPlan(log_path, chosen, names, seed, train_fraction, threshold, interval, level, privacy,
-                          options, sweep, repeats)  # fmt: skip
+                          options, sweep, repeats, clipping)  # fmt: skip
     if reproducible:
         typer.echo("warning: --reproducible draws the DP noise from --seed: reproducible, not secret (tests and "
                    "demos only)", err=True)  # fmt: skip

@@ -18,6 +18,7 @@ estimators the evaluated ones; a record is in one part only, so a record's guara
 from __future__ import annotations
 
 import math
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,9 +63,10 @@ class Prepared:
     ledger: PrivacyLedger
 
 
-def _noise_source(seed: int, reproducible: bool, stream: int) -> np.random.Generator | None:
-    """The DP noise's generator: seeded from ``seed`` (a reproducible run: not secret) or None (OS entropy)."""
-    return np.random.default_rng([seed, stream]) if reproducible else None
+def _noise_source(seed: int, reproducible: bool, stream: int, policy: str) -> np.random.Generator | None:
+    """The DP noise's generator: seeded from ``seed``, the stream and the policy's name (a reproducible run: not
+    secret; each policy's noise its own) or None (OS entropy)."""
+    return np.random.default_rng([seed, stream, zlib.crc32(policy.encode())]) if reproducible else None
 
 
 def _learner(policy: str, log: LoggedFeedback, n_train: int, seed: int, options: dict[str, Any], ledger, noise):
@@ -93,7 +95,7 @@ def prepare(
     probabilities on the rest, with a ridge reward model fitted on the training rounds."""
     n_train = int(log.n_rounds * train_fraction)
     ledger = PrivacyLedger()
-    noise = _noise_source(seed, reproducible, LEARNER_STREAM)
+    noise = _noise_source(seed, reproducible, LEARNER_STREAM, policy)
     learner = _learner(policy, log, n_train, seed, policy_options, ledger, noise)
     test = log.take(slice(n_train, log.n_rounds))
     q_hat = np.zeros((test.n_rounds, test.n_actions))
@@ -145,7 +147,7 @@ def evaluation_unit(
             prepared.test, prepared.pi_e, estimators, epsilon=privacy["epsilon"], delta=privacy["delta"],
             q_hat=prepared.q_hat, weight_clip=privacy["weight_clip"], reward_range=tuple(privacy["reward_range"]),
             interval_share=privacy["interval_share"], level=level, seed=seed,
-            rng=_noise_source(seed, reproducible, NOISE_STREAM), ledger=prepared.ledger,
+            rng=_noise_source(seed, reproducible, NOISE_STREAM, policy), ledger=prepared.ledger,
         )  # fmt: skip
     spent = [e for e in prepared.ledger.entries if e.mechanism.startswith("evaluation.")]
     epsilon, delta = math.fsum(e.epsilon for e in spent), math.fsum(e.delta or 0.0 for e in spent)
@@ -169,7 +171,7 @@ def error_over_epsilon_unit(
         raise ValueError(f"samplers must be {SAMPLERS} (this code's), got {samplers}")
     prepared = prepare(_load(log), policy, policy_options, seed, train_fraction, True)
     test, clip = prepared.test, Clipping(weight_clip, *reward_range)
-    rng = np.random.default_rng([seed, NOISE_STREAM])
+    rng = _noise_source(seed, True, NOISE_STREAM, policy)
     rows, references = [], {}
     for method in PRIVATE_ESTIMATORS:
         statistics = private_statistics(method, test, prepared.pi_e, clip, interval_share, prepared.q_hat)

@@ -41,6 +41,7 @@ class EvaluationPlan:
     policy_options: dict[str, Any] = field(default_factory=dict)
     over_epsilon: tuple[float, ...] = ()
     repeats: int = 200
+    sweep_options: dict[str, Any] = field(default_factory=dict)
 
     def _common(self, policy: str) -> dict[str, Any]:
         options = self.policy_options if policy == "dp_linucb" else {}
@@ -63,15 +64,16 @@ class EvaluationPlan:
         return tasks
 
     def sweep_tasks(self) -> list[Task]:
+        """The error-over-ε units: their ε are ``over_epsilon``, each estimator's whole budget; δ, the clipping and
+        the interval share from ``sweep_options`` (the same options as ``privacy``'s)."""
         if not self.over_epsilon:
             return []
-        privacy = self.privacy or {}
-        extra = {"epsilons": list(self.over_epsilon), "delta": privacy.get("delta", 0.0), "repeats": self.repeats,
-                 "weight_clip": privacy.get("weight_clip", self.threshold),
-                 "reward_range": list(privacy.get("reward_range", (0.0, 1.0))),
-                 "interval_share": privacy.get("interval_share", 0.2)}  # fmt: skip
+        extra = {"epsilons": list(self.over_epsilon), "repeats": self.repeats, **SWEEP_DEFAULTS, **self.sweep_options}
         return [Task(SWEEP, {**self._common(policy), **extra}, label=f"error over ε of {policy} on {self.log.name}")
                 for policy in self.policies]  # fmt: skip
+
+
+SWEEP_DEFAULTS = {"delta": 0.0, "weight_clip": 100.0, "reward_range": [0.0, 1.0], "interval_share": 0.2}
 
 
 def run_tasks(
@@ -153,8 +155,23 @@ def privacy_notes(units: list[dict[str, Any]]) -> list[str]:
     return notes
 
 
-def markdown(units: list[dict[str, Any]], sweeps: list[dict[str, Any]]) -> str:
-    """The report: the estimates, the privacy spent, the error over ε."""
+def audit_table(audits: list[dict[str, Any]]) -> list[str]:
+    """The DP estimators' rows of the empirical audit (:mod:`privbandits.audit.evaluation`), as ``privbandits
+    audit`` reports them; nothing when none is stored."""
+    from privbandits.audit.run import HEADER, cells, rows
+
+    mine = rows([audit for audit in audits if audit["mechanism"].startswith("evaluation.")])
+    if not mine:
+        return []
+    intro = ("`privbandits audit evaluation.dp_ips …`: ε ≥ is a one-sided 95% lower bound on ε at the claimed δ; pair "
+             "ε the exact ε of the neighbouring logs used.")  # fmt: skip
+    return ["", "## The DP estimators' audit", "", intro, ""] + _markdown_table(HEADER, [cells(row) for row in mine])
+
+
+def markdown(
+    units: list[dict[str, Any]], sweeps: list[dict[str, Any]], audits: list[dict[str, Any]] | None = None
+) -> str:
+    """The report: the estimates, the privacy spent, the error over ε (and the estimators' audit, when stored)."""
     lines = ["# Off-policy evaluation", ""]
     if units:
         lines += ["Each policy is trained on the first rounds of the log and evaluated on the rest (`parametric`: "
@@ -172,6 +189,7 @@ def markdown(units: list[dict[str, Any]], sweeps: list[dict[str, Any]]) -> str:
                   f"in [{', '.join(_number(v) for v in sweeps[0]['reward_range'])}], "
                   f"{noise}); the non-private interval's half-width is the sampling error, for scale.", ""]  # fmt: skip
         lines += _markdown_table(SWEEP_HEADER, sweep_cells(sweeps))
+    lines += audit_table(audits or [])
     return "\n".join(lines) + "\n"
 
 
@@ -188,7 +206,9 @@ def figure(sweeps: list[dict[str, Any]], path: Path) -> Path:
             rows = [row for row in sweep["rows"] if row["method"] == method]
             colour = f"C{index}"
             axis.loglog([r["epsilon"] for r in rows], [r["rmse"] for r in rows], "o-", color=colour, label=method)
-            axis.axhline(sweep["references"][method.removeprefix("dp_")]["half_width"], color=colour, ls="--", lw=0.8)
+            half = sweep["references"][method.removeprefix("dp_")]["half_width"]
+            if half > 0:  # a degenerate interval (every term 0) has no width to draw on a log scale
+                axis.axhline(half, color=colour, ls="--", lw=0.8)
         epsilons = sorted({row["epsilon"] for row in sweep["rows"]})
         axis.set_xticks(epsilons, [f"{e:g}" for e in epsilons])
         axis.minorticks_off()
@@ -212,7 +232,8 @@ def write_report(units: list[dict[str, Any]], sweeps: list[dict[str, Any]], out:
 
 def book_section(store) -> str | None:
     """The book's ``privbandits evaluate`` section from the stored units (None before the first evaluation)."""
+    from privbandits.experiments.audits import stored_audits
     from privbandits.experiments.book import headed_section
 
     units, sweeps = stored(store)
-    return headed_section(SECTION, markdown(units, sweeps)) if units or sweeps else None
+    return headed_section(SECTION, markdown(units, sweeps, stored_audits(store))) if units or sweeps else None
