@@ -202,7 +202,7 @@ def figure(sweeps: list[dict[str, Any]], path: Path) -> Path:
 
     fig, axes = plt.subplots(1, len(sweeps), figsize=(4.5 * len(sweeps), 3.6), squeeze=False)
     for axis, sweep in zip(axes[0], sweeps, strict=True):
-        for index, method in enumerate(sorted({row["method"] for row in sweep["rows"]})):
+        for index, method in enumerate(dict.fromkeys(row["method"] for row in sweep["rows"])):
             rows = [row for row in sweep["rows"] if row["method"] == method]
             colour = f"C{index}"
             axis.loglog([r["epsilon"] for r in rows], [r["rmse"] for r in rows], "o-", color=colour, label=method)
