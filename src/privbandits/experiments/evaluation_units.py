@@ -59,7 +59,9 @@ class Prepared:
     n_train: int
     test: LoggedFeedback
     pi_e: np.ndarray
-    q_hat: np.ndarray
+    q_hat: np.ndarray | None
+    """Fitted on the training rounds; None without any (the plaintext estimators then fit it on the evaluated
+    rounds, as they do by default; the DP ones use 0, since a model of the evaluated records would leak them)."""
     ledger: PrivacyLedger
 
 
@@ -92,18 +94,24 @@ def prepare(
     reproducible: bool,
 ) -> Prepared:  # fmt: skip
     """Train ``policy`` on the first ``train_fraction`` of ``log`` (every logged round, not replay) and give its
-    probabilities on the rest, with a ridge reward model fitted on the training rounds."""
+    probabilities on the rest, with a ridge reward model fitted on the training rounds (None without any)."""
     n_train = int(log.n_rounds * train_fraction)
     ledger = PrivacyLedger()
     noise = _noise_source(seed, reproducible, LEARNER_STREAM, policy)
     learner = _learner(policy, log, n_train, seed, policy_options, ledger, noise)
     test = log.take(slice(n_train, log.n_rounds))
-    q_hat = np.zeros((test.n_rounds, test.n_actions))
+    q_hat = None
     if n_train:
         train = log.take(slice(0, n_train))
         train_on_log(learner, train, replay=False)
         q_hat = ridge_reward_model(test, fit_on=train)
     return Prepared(n_train, test, policy_probabilities(learner, test, seed=seed), q_hat, ledger)
+
+
+def _held_out_model(prepared: Prepared) -> np.ndarray:
+    """The reward model the DP estimators may use: the one fitted on the training rounds, else 0."""
+    test = prepared.test
+    return prepared.q_hat if prepared.q_hat is not None else np.zeros((test.n_rounds, test.n_actions))
 
 
 def _load(log: dict[str, str]) -> LoggedFeedback:
@@ -145,9 +153,9 @@ def evaluation_unit(
     else:
         results = private_evaluate(
             prepared.test, prepared.pi_e, estimators, epsilon=privacy["epsilon"], delta=privacy["delta"],
-            q_hat=prepared.q_hat, weight_clip=privacy["weight_clip"], reward_range=tuple(privacy["reward_range"]),
-            interval_share=privacy["interval_share"], level=level, seed=seed,
-            rng=_noise_source(seed, reproducible, NOISE_STREAM, policy), ledger=prepared.ledger,
+            q_hat=_held_out_model(prepared), weight_clip=privacy["weight_clip"],
+            reward_range=tuple(privacy["reward_range"]), interval_share=privacy["interval_share"], level=level,
+            seed=seed, rng=_noise_source(seed, reproducible, NOISE_STREAM, policy), ledger=prepared.ledger,
         )  # fmt: skip
     spent = [e for e in prepared.ledger.entries if e.mechanism.startswith("evaluation.")]
     epsilon, delta = math.fsum(e.epsilon for e in spent), math.fsum(e.delta or 0.0 for e in spent)
@@ -173,9 +181,10 @@ def error_over_epsilon_unit(
     test, clip = prepared.test, Clipping(weight_clip, *reward_range)
     rng = _noise_source(seed, True, NOISE_STREAM, policy)
     rows, references = [], {}
+    model = _held_out_model(prepared)
     for method in PRIVATE_ESTIMATORS:
-        statistics = private_statistics(method, test, prepared.pi_e, clip, interval_share, prepared.q_hat)
-        exact = private_evaluate(test, prepared.pi_e, [method], epsilon=math.inf, q_hat=prepared.q_hat,
+        statistics = private_statistics(method, test, prepared.pi_e, clip, interval_share, model)
+        exact = private_evaluate(test, prepared.pi_e, [method], epsilon=math.inf, q_hat=model,
                                  weight_clip=weight_clip, reward_range=tuple(reward_range), seed=seed)[0]  # type: ignore[arg-type]  # fmt: skip
         references[method] = {"estimate": exact.estimate, "half_width": (exact.high - exact.low) / 2}
         for epsilon in epsilons:
