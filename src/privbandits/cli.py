@@ -259,9 +259,11 @@ def report_command(
                     sections.append(section(reproduction, options, paper))
             if book:
                 from privbandits.experiments.audits import book_section
+                from privbandits.experiments.evaluations import book_section as evaluation_section
 
                 audit = book_section(results)  # the audits stored, if any
-                sections += _also_sections(also or [], results) + ([audit] if audit else [])
+                evaluation = evaluation_section(results)  # the off-policy evaluations stored, if any
+                sections += _also_sections(also or [], results) + [part for part in (audit, evaluation) if part]
         if book:
             from privbandits.experiments.book import write_book
 

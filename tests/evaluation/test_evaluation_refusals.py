@@ -50,7 +50,8 @@ UNIFORM = np.full((3, 2), 0.5)
         (lambda: policy_probabilities(LinUCB(2, 2, layout="disjoint"), LOG),
          "policy_probabilities: learner.dim must equal the log's context width (1), got 2"),
         (lambda: policy_probabilities("linucb", LOG),
-         "policy_probabilities: learner must be one of LinUCB, LinTS, EpsilonGreedy, UniformRandom, got str"),
+         "policy_probabilities: learner must be one of LinUCB, LinTS, EpsilonGreedy, UniformRandom, PerArmPolicy, "
+         "got str"),
     ],
 )  # fmt: skip
 def test_refused_in_one_line(call, message):

@@ -20,6 +20,8 @@ tree
     The tree mechanism: joint-DP LinUCB and FCLUB's privatizer at a local server.
 local
     Local-DP LinUCB's report and shuffle-DP LinUCB's shuffled batch.
+evaluation
+    The DP off-policy estimators' releases (DP-IPS, DP-SNIPS, DP-DR; Laplace and Gaussian).
 crowd
     P2B's participation and threshold (crowd-blending, not DP) and the attack that applies.
 run

@@ -15,7 +15,9 @@ from rich.text import Text
 
 MECHANISM_NAMES = ("mpc_bandit.action", "fclub.pvt", "dp_linucb.joint", "dp_linucb.local", "dp_linucb.shuffle",
                    "p2b.crowd_blending", "fclub.pvt@analytic", "dp_linucb.joint@analytic",
-                   "dp_linucb.local@analytic")  # fmt: skip
+                   "dp_linucb.local@analytic", "evaluation.dp_ips", "evaluation.dp_snips", "evaluation.dp_dr",
+                   "evaluation.dp_ips@gaussian", "evaluation.dp_snips@gaussian",
+                   "evaluation.dp_dr@gaussian")  # fmt: skip
 """The names :data:`privbandits.audit.run.MECHANISMS` registers (a test keeps the two equal)."""
 
 

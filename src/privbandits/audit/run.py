@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from privbandits.audit import crowd, greedy, local, tree
+from privbandits.audit import crowd, evaluation, greedy, local, tree
 from privbandits.audit.base import MechanismAudit, Weakening
 from privbandits.audit.stats import audit_samples
 from privbandits.privacy.noise import NOISE_SAMPLER
@@ -35,6 +35,12 @@ MECHANISMS: dict[str, Callable[..., MechanismAudit]] = {
     "fclub.pvt@analytic": partial(tree.fclub_privatizer, noise_variance="analytic"),
     "dp_linucb.joint@analytic": partial(tree.joint_linucb, calibration="analytic"),
     "dp_linucb.local@analytic": partial(local.local_report, calibration="analytic"),
+    "evaluation.dp_ips": partial(evaluation.estimator_release, "ips"),
+    "evaluation.dp_snips": partial(evaluation.estimator_release, "snips"),
+    "evaluation.dp_dr": partial(evaluation.estimator_release, "dr"),
+    "evaluation.dp_ips@gaussian": partial(evaluation.estimator_release, "ips", delta=1e-5),
+    "evaluation.dp_snips@gaussian": partial(evaluation.estimator_release, "snips", delta=1e-5),
+    "evaluation.dp_dr@gaussian": partial(evaluation.estimator_release, "dr", delta=1e-5),
 }
 """Every mechanism the auditor knows, by ledger name (``@analytic``: the analytic Gaussian calibration of
 :mod:`privbandits.privacy.calibration` instead of the paper's), with its audit's default options."""

@@ -5,6 +5,10 @@ Estimators (:mod:`.estimators`): IPS, SNIPS, clipped IPS, the direct method, dou
 returning an :class:`~privbandits.evaluation.result.Estimate`; the reward model they use (:mod:`.reward_model`);
 the intervals (:mod:`.intervals`); and any fixed privbandits policy as the target (:mod:`.policies`).
 
+DP versions of IPS, SNIPS and DR (:mod:`.private`): clipped per-record terms (:mod:`.private_terms`) released with
+calibrated noise, accounted and recorded in the privacy ledger, each returning a
+:class:`~privbandits.evaluation.private.PrivateEstimate`.
+
 The exports load lazily (PEP 562), so the command line starts without numpy.
 """
 
@@ -17,12 +21,18 @@ __all__, __getattr__, __dir__ = lazy_exports(
     {
         "ESTIMATORS": ".estimators",
         "Estimate": ".result",
+        "PRIVATE_ESTIMATORS": ".private",
+        "PrivateEstimate": ".private",
         "clipped_ips": ".estimators",
         "dm": ".estimators",
+        "dp_dr": ".private",
+        "dp_ips": ".private",
+        "dp_snips": ".private",
         "dr": ".estimators",
         "evaluate": ".estimators",
         "ips": ".estimators",
         "policy_probabilities": ".policies",
+        "private_evaluate": ".private",
         "ridge_reward_model": ".reward_model",
         "snips": ".estimators",
         "switch_dr": ".estimators",

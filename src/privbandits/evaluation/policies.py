@@ -19,8 +19,12 @@ learner changes, its random generator included.
   highest; the draws are shared by all rounds. It is an estimate: its error per entry is at most
   ``1/(2√n_samples)`` in standard deviation.
 
-Only the ``disjoint`` layout is evaluated: a log holds one context per round, which the ``shared`` layout (a
-context row per arm) cannot use.
+* :class:`~privbandits.evaluation.features.PerArmPolicy` (a DP LinUCB learner on per-arm contexts φ(x, a)):
+  one-hot on the argmax of its UCB scores on the statistics it released, under its tie-break rule.
+
+Of the plaintext learners only the ``disjoint`` layout is evaluated: a log holds one context per round, which the
+``shared`` layout (a context row per arm) cannot use; the DP learners, shared by design, go through
+:class:`~privbandits.evaluation.features.PerArmPolicy`.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from privbandits.evaluation.checks import check_log
+from privbandits.evaluation.features import PerArmPolicy
 from privbandits.linear.policies import (
     EpsilonGreedy,
     Layout,
@@ -41,7 +46,8 @@ from privbandits.linear.tiebreak import TieBreak
 from privbandits.logs.feedback import LoggedFeedback
 from privbandits.validation import Integer, InvalidInputError, validate
 
-LEARNERS = (LinUCB, LinTS, EpsilonGreedy, UniformRandom)
+LEARNERS = (LinUCB, LinTS, EpsilonGreedy, UniformRandom, PerArmPolicy)
+Learner = LinUCB | LinTS | EpsilonGreedy | UniformRandom | PerArmPolicy
 
 
 def _check_learner(learner: object, feedback: LoggedFeedback, name: str) -> None:
@@ -51,6 +57,11 @@ def _check_learner(learner: object, feedback: LoggedFeedback, name: str) -> None
     if learner.n_arms != feedback.n_actions:
         raise InvalidInputError(
             f"{name}: learner.n_arms must equal the log's n_actions ({feedback.n_actions}), got {learner.n_arms}"
+        )
+    if isinstance(learner, PerArmPolicy) and learner.context_dim != feedback.dim:
+        raise InvalidInputError(
+            f"{name}: the learner's per-arm contexts need a context of width {learner.context_dim}, the log's is "
+            f"{feedback.dim}"
         )
     if isinstance(learner, LinearBandit):
         if learner.layout is not Layout.DISJOINT:
@@ -95,7 +106,7 @@ def _thompson_probabilities(learner: LinTS, context: np.ndarray, n_samples: int,
 
 
 def policy_probabilities(
-    learner: LinUCB | LinTS | EpsilonGreedy | UniformRandom,
+    learner: Learner,
     feedback: LoggedFeedback,
     *,
     n_samples: int = 1000,
@@ -112,15 +123,15 @@ def policy_probabilities(
     context = feedback.context
     if isinstance(learner, LinTS):
         return _thompson_probabilities(learner, context, n_samples, seed)
+    if isinstance(learner, PerArmPolicy):
+        return _argmax_probabilities(learner.scores(context), learner.tie_break, learner.tie_tolerance)
     if isinstance(learner, LinUCB):
         return _argmax_probabilities(_ucb_scores(learner, context), learner.tie_break, learner.tie_tolerance)
     greedy = _argmax_probabilities(context @ learner.stats.theta.T, learner.tie_break, learner.tie_tolerance)
     return (1.0 - learner.epsilon) * greedy + learner.epsilon / k
 
 
-def train_on_log(
-    learner: LinUCB | LinTS | EpsilonGreedy | UniformRandom, feedback: LoggedFeedback, *, replay: bool = True
-) -> None:
+def train_on_log(learner: Learner, feedback: LoggedFeedback, *, replay: bool = True) -> None:
     """Train ``learner`` in place on a log, round by round: with ``replay`` (Li et al. 2011) only on the rounds
     where its own choice equals the logged action (unbiased for a uniformly random logging policy), else on every
     logged ``(x_t, a_t, r_t)``. Evaluate it afterwards on other rounds (``feedback.take``): the same rounds would

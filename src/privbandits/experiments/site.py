@@ -178,6 +178,35 @@ def audit_page(results: list[dict], out: Path, tables: dict | None = None) -> st
     )
 
 
+EVALUATION = "evaluation"
+"""The folder of the off-policy evaluations' page."""
+
+
+def evaluation_page(units: list[dict], sweeps: list[dict], out: Path) -> str:
+    """Write ``out/evaluation/index.html`` from stored evaluation units (its figure beside it); returns the index's
+    paragraph linking to it."""
+    from privbandits.experiments import evaluations as ev
+
+    parts = [
+        '<nav><a href="../index.html">← all results</a></nav>',
+        "<h1>Off-policy evaluation</h1>",
+        '<p class="muted">Rebuilt from the results store; rerun with <code>privbandits evaluate</code>. Each policy '
+        "is trained on the first rounds of its log and evaluated on the rest; DP estimates spend the budget listed "
+        "under them.</p>",
+        _table(ev.ESTIMATE_HEADER, ev.estimate_cells(units)) if units else "",
+        "<ul>" + "".join(f"<li>{html.escape(note)}</li>" for note in ev.privacy_notes(units)) + "</ul>",
+    ]
+    if sweeps:
+        ev.figure(sweeps, out / EVALUATION / "dp-error.png")
+        parts += ["<h2>DP estimators' error over ε</h2>", '<p><img src="dp-error.png" alt="error over ε"></p>',
+                  _table(ev.SWEEP_HEADER, ev.sweep_cells(sweeps))]  # fmt: skip
+    _write(out / EVALUATION / "index.html", _document("Off-policy evaluation", "\n".join(parts), "../style.css"))
+    return (
+        f'<h2>Off-policy evaluation</h2>\n<p><a href="{EVALUATION}/index.html">{len(units)} evaluation(s)</a> of '
+        "policies on logged data, with and without differential privacy.</p>\n"
+    )
+
+
 def index_page(pages: list[SitePage], out: Path, audit: str = "") -> Path:
     """``out/index.html``: every reproduction with its claim verdicts, linking to its page (and the audit's)."""
     rows = []
@@ -219,7 +248,11 @@ def build_site(store, out: Path, names: list[str] | None = None) -> list[SitePag
         paper = repro.report(reproduction, options, store, folder)
         pages.append(reproduction_page(paper, rerun_command(reproduction, options), folder))
     from privbandits.experiments.audits import stored_audits, stored_tables
+    from privbandits.experiments.evaluations import stored
 
     audits = stored_audits(store)
-    index_page(pages, out, audit_page(audits, out, stored_tables(store)) if audits else "")
+    units, sweeps = stored(store)
+    extra = audit_page(audits, out, stored_tables(store)) if audits else ""
+    extra += evaluation_page(units, sweeps, out) if units or sweeps else ""
+    index_page(pages, out, extra)
     return pages

@@ -26,6 +26,11 @@ amplification
     Privacy amplification by shuffling: n local reports, shuffled, are centrally (ε, δ)-DP.
 bounds
     The data bounds a DP guarantee assumes (‖x‖ ≤ 1, |y| ≤ 1), enforced, with a count of what was clipped.
+laplace
+    Exact discrete Laplace noise on the noise grid (Canonne, Kamath & Steinke 2020), for pure ε-DP releases.
+bounded_sums
+    Noisy sums of bounded per-record statistics (Laplace or Gaussian, the budget split by shares): the DP
+    off-policy estimators' release.
 
 The empirical audits of these mechanisms live in :mod:`privbandits.audit` (above the protocols
 they run).
