@@ -71,9 +71,11 @@ def identity(deployment: Deployment[FCLUBProtocol], name: str) -> str:
 def linked(deployment: Deployment[FCLUBProtocol], name: str, peers: list[str], deadline: float) -> TlsNetwork:
     """Party ``name``'s mutual-TLS links to ``peers``, made as ``deploy`` makes them (waiting for each peer within
     the deployment's ``connect_deadline_s``, whichever starts first); :class:`DeploymentError` in one line if not."""
+    from privbandits.deploy.fclub.party import prepare
     from privbandits.deploy.party import network_for
 
-    network = network_for(deployment, name, peers=peers, deadline=deadline)
+    prepare(deployment, name)  # the compiled kernels loaded before linking, as deploy does: a first detection that
+    network = network_for(deployment, name, peers=peers, deadline=deadline)  # compiles them may pass the deadline
     try:
         return network.connect()
     except HandshakeError as exc:
