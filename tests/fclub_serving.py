@@ -41,14 +41,17 @@ def free_ports(count: int) -> list[int]:
     return ports
 
 
-def served_copy(folder: Path, *, servers: int = 2, horizon: int = 63, **replace: str) -> Deployment:
+def served_copy(
+    folder: Path, *, servers: int = 2, horizon: int = 63, fixed_ports: bool = False, **replace: str
+) -> Deployment:
     """The shipped FCLUB deployment, reproducible, with ``servers`` local servers, ``horizon`` rounds, free link
-    ports and a ``[serve.NAME]`` table (any free API port) for every served party; its certificates made."""
+    ports and a ``[serve.NAME]`` table for every served party (any free API port, or a fixed free one: a restarted
+    party keeps its URL); its certificates made."""
     path = local_copy(folder, servers=servers, **{"horizon = 4095": f"horizon = {horizon}"}, **replace)
     names = ["global"] + [f"local{ell}" for ell in range(servers)]
-    ports = iter(free_ports(servers + 2))
+    ports = iter(free_ports(2 * servers + 3))
     text = re.sub(r"127\.0\.0\.1:0", lambda _: f"127.0.0.1:{next(ports)}", path.read_text())
-    text += "".join(f"\n[serve.{name}]\nport = 0\n" for name in names)
+    text += "".join(f"\n[serve.{name}]\nport = {next(ports) if fixed_ports else 0}\n" for name in names)
     path.write_text(text)
     certs(path)
     return load_deployment(path)

@@ -13,6 +13,7 @@ from privbandits.comm import InMemoryNetwork, Message, PeerLost
 from privbandits.deploy.deployment import Deployment
 from privbandits.deploy.fclub.global_server import DeployedGlobal, serve_upload
 from privbandits.deploy.fclub.messages import SCHEDULE, SEQUENCE, PhaseStart, UploadDone
+from privbandits.deploy.fclub.party import prepare
 from privbandits.deploy.fclub.section import FCLUBProtocol
 from privbandits.deploy.fclub.serve_messages import CLOCK, Quiesce, Quiet, Tick, Ticked
 from privbandits.deploy.fclub.serving import Links, identity, linked, waiting
@@ -42,41 +43,57 @@ class ServedGlobalServer(ServedRole):
         self.phase, self.next_start = 0, 1
         self.phase_starts: list[int] = []
         self.changed: list[int] = []
+        self.broken = False  # a link ended: link again, then resynchronise
+        self.relinks = 0
 
     def identity(self) -> str:
         return identity(self.deployment, self.name)
 
     # -- links ---------------------------------------------------------------
     def start(self) -> None:
-        network = linked(self.deployment, self.name, self.servers, self.deployment.deadline_s)
-        self.links.network = self.glob.network = network
-        self.glob.endpoint = network.register(self.glob.name)
+        prepare(self.deployment, self.name)
+        self._link()
         self.links.run(self._loop, self.name)
 
     def stop(self) -> None:
         self.links.stop()
 
+    def _link(self) -> None:
+        """(Re)make the links to every local server (a fresh network: each comes back, or is restarted, and dials)."""
+        if self.links.network is not None:
+            self.links.network.close_sockets()
+        self.glob.lost.clear()
+        self.glob.servers = list(self.servers)
+        self.broken = False
+        network = linked(self.deployment, self.name, self.servers, self.deployment.deadline_s, self.links.stopping)
+        self.links.network = self.glob.network = network
+        self.glob.endpoint = network.register(self.glob.name)
+
     def _loop(self) -> None:
-        network = self.links.network
-        assert network is not None
+        """The first phase start (from the local servers' counts: round 1 of a new federation), then the rounds; a
+        link that ends (a local server stopped or restarted) makes the federation link again and resynchronise."""
         with self.links.lock:
-            if self._starts(1):  # round 1 starts the first phase (§3.2): before any decision
-                self._phase_start(1)
-        while not self.links.stopping.is_set() and self.glob.servers:
+            self._phase_start(None)
+        while not self.links.stopping.is_set():
+            if self.broken or self.glob.lost:
+                with self.links.lock:
+                    self.relinks += 1
+                    self._link()
+                    self._phase_start(None)
+                continue
             try:
-                with network.patience(IDLE_POLL_S):
+                with self.glob.network.patience(IDLE_POLL_S):
                     sender, kind = self.glob.peek(ROUND_KINDS)
             except PeerLost as exc:
-                if not waiting(exc):
-                    self._lose(exc)
+                self.broken = not waiting(exc)
                 continue
             with self.links.lock:
                 self._round(sender, kind)
 
     def _lose(self, exc: PeerLost) -> None:
-        if exc.peer not in self.glob.servers:
-            raise exc
-        self.glob.lose(exc.peer, exc)
+        if exc.peer in self.glob.servers:
+            self.glob.lose(exc.peer, exc)
+        self.broken = True
 
     # -- rounds and phases ------------------------------------------------------
     def _absorb(self, sender: str, kind: str) -> Message:
@@ -115,23 +132,32 @@ class ServedGlobalServer(ServedRole):
             return True
         return self.config.detect_every_round
 
-    def _phase_start(self, t: int) -> None:
+    def _phase_start(self, t: int | None) -> None:
         """Quiesce every local server (serving the rounds each still had in flight), then the phase start of round
-        ``t`` as ``deploy`` runs it: detection and phase uploads, the merge, the renewals."""
+        ``t`` as ``deploy`` runs it: detection and phase uploads, the merge, the renewals. ``t`` None: a
+        resynchronisation (a new federation, or one linked again after a party stopped): the clock is rebuilt from
+        the local servers' counts and the renewal is forced, so the global statistics are rebuilt from the phase
+        uploads, which hold every reward each local server absorbed."""
         glob, network = self.glob, self.glob.network
-        network.round_label = f"the phase from round {t}"
         with network.phase(CLOCK):
             for server in list(glob.servers):
                 glob.send(server, Quiesce())
+        absorbed = 0
         for server in list(glob.servers):
             try:
                 while (kind := glob.peek((*ROUND_KINDS, Quiet.kind), server)[1]) != Quiet.kind:
                     answer = self._absorb(server, kind)
                     with network.phase(SEQUENCE):
                         glob.send(server, answer)
-                glob.receive(Quiet, server)
+                absorbed += glob.receive(Quiet, server).rewards
             except PeerLost as exc:
                 self._lose(exc)
+        if t is None:
+            self.rounds, t = absorbed, absorbed + 1
+            self.phase = (t + 1).bit_length() - 1  # the phase round t is in: 2^s − 1 <= t < 2^(s+1) − 1
+            self.next_start = 2 ** (self.phase + 1) - 1
+            glob.partition = frozenset()  # renew: every local copy and download buffer starts again from the uploads
+        network.round_label = f"the phase from round {t}"
         with network.phase(SCHEDULE):
             for server in list(glob.servers):
                 glob.send(server, PhaseStart(t))
@@ -155,6 +181,7 @@ class ServedGlobalServer(ServedRole):
                 "global_clusters": len(self.glob.partition),
                 "releases_received": received,
                 "lost": dict(self.glob.lost),
+                "relinks": self.relinks,
                 "links": "up" if self.links.failure is None else f"ended: {self.links.failure}",
             }
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from privbandits.comm import InMemoryNetwork
+from privbandits.comm import Envelope, Message, Network, PeerLost, ProtocolError
 from privbandits.deploy.deployment import Deployment
 from privbandits.deploy.fclub.local_server import _apply_download, _detect, _LocalEvents
 from privbandits.deploy.fclub.messages import PhaseStart, UploadDone
+from privbandits.deploy.fclub.party import prepare
 from privbandits.deploy.fclub.section import FCLUBProtocol
 from privbandits.deploy.fclub.serve_messages import CLOCK, Quiesce, Quiet, Tick, Ticked
 from privbandits.deploy.fclub.serving import POLL_S, Links, decode_state, encode_state, identity, linked, readable
@@ -37,6 +38,20 @@ FROM_GLOBAL = (Download.kind, Quiesce.kind)
 """What the global server sends a local server unasked: a download, or the barrier before a phase start."""
 
 
+class _Unlinked(Network):
+    """A local server's network before its links are made (its recovery replays its journal then): its messages go
+    nowhere; the phase start that follows the linking rebuilds what the global server holds from the phase uploads."""
+
+    def _send(self, name: str, receiver: str, message: Message) -> None:
+        return None
+
+    def _deliver(self, envelope: Envelope, depth: int) -> None:
+        return None
+
+    def _take(self, receiver: str, kind: str, sender: str | None) -> tuple[Envelope, int]:
+        raise ProtocolError(f"{receiver!r} is not linked yet: no {kind!r} message can come")
+
+
 class ServedLocalServer(Decider):
     """Local server ``name`` of the deployment, served (see the module docstring)."""
 
@@ -49,7 +64,7 @@ class ServedLocalServer(Decider):
         ell = deployment.names("local_server").index(name)
         self.users = np.flatnonzero(_server_of_user(deployment) == ell)
         self.index = {int(user): i for i, user in enumerate(self.users)}
-        self.server = LocalServer(name, InMemoryNetwork(), self.users, self.dim, _calibration(deployment),
+        self.server = LocalServer(name, _Unlinked(), self.users, self.dim, _calibration(deployment),
                                   local_rng(deployment, name))  # fmt: skip  # linked in start()
         self.events = _LocalEvents()
         self.bounds = DataBounds(self.config.private)
@@ -62,28 +77,56 @@ class ServedLocalServer(Decider):
 
     # -- links ---------------------------------------------------------------
     def start(self) -> None:
-        network = linked(self.deployment, self.name, [GLOBAL], 2 * self.deployment.deadline_s)
-        self.links.network = self.server.network = network
-        self.server.endpoint = network.register(self.name)
-        with self.links.lock, network.patience(self.deployment.connect_deadline_s):
-            while not self.events.phases:  # the first phase start comes before any decision (the global server
-                self._take(FROM_GLOBAL)  # starts it once every local server is linked)
+        prepare(self.deployment, self.name)
+        with self.links.lock:
+            self._relink()
         self.links.run(self._watch, self.name)
 
     def stop(self) -> None:
         self.links.stop()
 
+    def _relink(self) -> None:
+        """(Re)make the link to the global server, then take part in the phase start that follows it (a new
+        federation's first, or the resynchronisation after a party stopped or restarted); again while the link ends
+        before that phase start is over."""
+        while True:
+            if self.links.network is not None:
+                self.links.network.close_sockets()
+            network = linked(self.deployment, self.name, [GLOBAL], 2 * self.deployment.deadline_s, self.links.stopping)
+            self.links.network = self.server.network = network
+            self.server.endpoint = network.register(self.name)
+            target = len(self.events.phases) + 1
+            try:
+                with network.patience(self.deployment.connect_deadline_s):
+                    while len(self.events.phases) < target:
+                        self._take(FROM_GLOBAL)
+                return
+            except PeerLost:
+                if self.links.stopping.is_set():
+                    raise
+
     def _watch(self) -> None:
         """The links' thread: the downloads and phase starts the global server sends between this server's absorbs."""
-        network = self.links.network
-        assert network is not None
-        link = network.link(GLOBAL)
         while not self.links.stopping.is_set():
-            if not readable(link, POLL_S):  # looked at without the lock: decisions go on meanwhile
+            network = self.links.network
+            assert network is not None
+            link = network.link(GLOBAL)
+            try:
+                ready = readable(link, POLL_S)  # looked at without the lock: decisions go on meanwhile
+            except (OSError, ValueError):  # the link was made again meanwhile (its old socket closed)
+                ready = True
+            if not ready:
                 continue
             with self.links.lock:
-                if readable(link, 0.0) or any(item[0].message.kind in FROM_GLOBAL for item in link.queue):
-                    self._handle(self.server.peek(FROM_GLOBAL, GLOBAL)[1])
+                if self.links.network is not network:
+                    continue
+                try:
+                    if readable(link, 0.0) or any(item[0].message.kind in FROM_GLOBAL for item in link.queue):
+                        self._handle(self.server.peek(FROM_GLOBAL, GLOBAL)[1])
+                except PeerLost:
+                    if self.links.stopping.is_set():
+                        return
+                    self._relink()
 
     def _take(self, kinds: tuple[str, ...]) -> str:
         """The next message of ``kinds`` from the global server: handled if it is one it sends unasked, else left
@@ -101,7 +144,7 @@ class ServedLocalServer(Decider):
             return
         self.server.receive(Quiesce, GLOBAL)
         with network.phase(CLOCK):
-            self.server.send(GLOBAL, Quiet())
+            self.server.send(GLOBAL, Quiet(self.absorbed))
         while self.server.peek((Download.kind, PhaseStart.kind), GLOBAL)[1] == Download.kind:
             _apply_download(self.server, self.events, network)  # what rounds of the old phase still make due
         _detect(self.server, self.events, network)
@@ -163,35 +206,48 @@ class ServedLocalServer(Decider):
             raise Refused("reward", f"{self.name} is not linked to the global server yet", 503)
 
     def absorb(self, event: DecidedEvent, reward: float) -> None:
-        if self.links.network is None:
-            raise ValueError(
-                f"{self.name} cannot replay a reward absorbed after its last checkpoint: what the global server "
-                "answered then is not in its store (see docs/serve-fclub.md, 'What is not done')"
-            )
         i = int(event.event_state["user"])
         x, y = self.bounds.apply(np.asarray(event.event_state["x"], dtype=np.float64), float(reward))
         with self.links.lock:
-            cluster = self.server.observe(i, x, y)
+            if not self.server.cluster_of:  # recovery of a server that crashed before its first checkpoint: its
+                self.server.detect(1)  # clusters as a first detection makes them (the phase start that follows its
+            cluster = self.server.observe(i, x, y)  # linking replaces what the global server gave it)
             self.absorbed += 1
-            network = self.links.network
-            if cluster is not None:
-                with network.phase(ASYNC):
-                    self.server.upload(cluster)
-                self.events.counts["uploads"] += 1
-                answer = UploadDone.kind
-            elif self.count_idle:
-                with network.phase(CHECK):
-                    self.server.check_download(i)
-                self.events.counts["download_checks"] += 1
-                answer = Ticked.kind
-            else:
-                with network.phase(CLOCK):
-                    self.server.send(GLOBAL, Tick())
-                answer = Ticked.kind
-            while self._take((*FROM_GLOBAL, answer)) != answer:
-                pass
-            self.server.receive(answer, GLOBAL)
             self.events.counts["served"] += 1
+            if self.links.network is None:  # recovery, before the links: the upload goes nowhere (the phase start
+                if cluster is not None:  # that follows the linking rebuilds what the global server holds)
+                    self.server.upload(cluster)
+                    self.events.counts["uploads"] += 1
+                return
+            try:
+                self._exchange(i, cluster)
+            except PeerLost:  # the global server (or this link) went: link again and resynchronise
+                if self.links.stopping.is_set():
+                    raise
+                self._relink()
+
+    def _exchange(self, i: int, cluster) -> None:
+        """The upload Eq. 5 made due (or the download check, or a tick), then the global server's answer, applying
+        the downloads and the phase start that come first."""
+        network = self.links.network
+        assert network is not None
+        if cluster is not None:
+            with network.phase(ASYNC):
+                self.server.upload(cluster)
+            self.events.counts["uploads"] += 1
+            answer = UploadDone.kind
+        elif self.count_idle:
+            with network.phase(CHECK):
+                self.server.check_download(i)
+            self.events.counts["download_checks"] += 1
+            answer = Ticked.kind
+        else:
+            with network.phase(CLOCK):
+                self.server.send(GLOBAL, Tick())
+            answer = Ticked.kind
+        while self._take((*FROM_GLOBAL, answer)) != answer:
+            pass
+        self.server.receive(answer, GLOBAL)
 
     # -- views and state -------------------------------------------------------
     @property

@@ -30,4 +30,7 @@ class Quiesce(Message):
 
 @message("serve.fclub.quiet")
 class Quiet(Message):
-    """Local server → global: nothing more of the old phase follows from this server."""
+    """Local server → global: nothing more of the old phase follows from this server, which has absorbed ``rewards``
+    rewards in all (the global server's clock, rebuilt from these after it restarts or links again)."""
+
+    rewards: int

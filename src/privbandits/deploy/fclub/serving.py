@@ -30,6 +30,7 @@ import json
 import select
 import sys
 import threading
+import time
 
 import numpy as np
 
@@ -68,18 +69,27 @@ def identity(deployment: Deployment[FCLUBProtocol], name: str) -> str:
     return f"fclub:{name}:{digest}"
 
 
-def linked(deployment: Deployment[FCLUBProtocol], name: str, peers: list[str], deadline: float) -> TlsNetwork:
-    """Party ``name``'s mutual-TLS links to ``peers``, made as ``deploy`` makes them (waiting for each peer within
-    the deployment's ``connect_deadline_s``, whichever starts first); :class:`DeploymentError` in one line if not."""
-    from privbandits.deploy.fclub.party import prepare
+ATTEMPT_S = 5.0
+"""Each try to (re)make a party's links lasts this long; tries go on until ``connect_deadline_s`` or a stop."""
+
+
+def linked(
+    deployment: Deployment[FCLUBProtocol], name: str, peers: list[str], deadline: float, stopping: threading.Event
+) -> TlsNetwork:
+    """Party ``name``'s mutual-TLS links to ``peers``, made as ``deploy`` makes them, in tries of
+    :data:`ATTEMPT_S` until the deployment's ``connect_deadline_s`` (parties start, and restart, in any order);
+    :class:`DeploymentError` in one line if they cannot be made, or if ``stopping`` is set meanwhile."""
     from privbandits.deploy.party import network_for
 
-    prepare(deployment, name)  # the compiled kernels loaded before linking, as deploy does: a first detection that
-    network = network_for(deployment, name, peers=peers, deadline=deadline)  # compiles them may pass the deadline
-    try:
-        return network.connect()
-    except HandshakeError as exc:
-        raise DeploymentError(f"{name}: the links to {', '.join(peers)} could not be made: {exc}") from None
+    until = time.monotonic() + deployment.connect_deadline_s
+    while True:
+        network = network_for(deployment, name, peers=peers, deadline=deadline)
+        network.connect_deadline = min(ATTEMPT_S, max(0.1, until - time.monotonic()))
+        try:
+            return network.connect()
+        except HandshakeError as exc:
+            if stopping.is_set() or time.monotonic() >= until:
+                raise DeploymentError(f"{name}: the links to {', '.join(peers)} could not be made: {exc}") from None
 
 
 def waiting(exc: PeerLost) -> bool:
