@@ -165,3 +165,34 @@ def owner_of(spec: Deployment) -> list[str]:
     """Each user's local server."""
     names = spec.names("local_server")
     return [names[ell] for ell in _server_of_user(spec)]
+
+
+class InProcess:
+    """Every served role of ``spec`` in this process (their links real mutual TLS on 127.0.0.1, each started on a
+    thread of its own, since each waits for the others), driven by direct calls rather than HTTP."""
+
+    def __init__(self, spec: Deployment) -> None:
+        self.spec = spec
+        self.roles = {name: serving_role(spec, name) for name in ["global", *spec.names("local_server")]}
+        threads = [threading.Thread(target=role.start) for role in self.roles.values()]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=START_S)
+
+    def play(self, rounds, first: int = 0) -> list[int]:
+        """Each round's decision at its user's local server, its reward absorbed right after; the arms."""
+        from privbandits.serve.decider import DecidedEvent, DecideInput
+
+        owner, arms = owner_of(self.spec), []
+        for t, (user, contexts, rewards) in enumerate(rounds, start=first):
+            role = self.roles[owner[user]]
+            decision = role.decide(DecideInput(f"round-{t + 1}", str(user), contexts))
+            event = DecidedEvent(f"round-{t + 1}", str(user), decision.arm, None, 0, decision.event_state)
+            role.absorb(event, float(rewards[decision.arm]))
+            arms.append(decision.arm)
+        return arms
+
+    def stop(self) -> None:
+        for role in reversed(list(self.roles.values())):
+            role.stop()

@@ -31,6 +31,7 @@ import select
 import sys
 import threading
 import time
+import zipfile
 
 import numpy as np
 
@@ -69,7 +70,7 @@ def identity(deployment: Deployment[FCLUBProtocol], name: str) -> str:
     return f"fclub:{name}:{digest}"
 
 
-ATTEMPT_S = 5.0
+ATTEMPT_S = 2.0
 """Each try to (re)make a party's links lasts this long; tries go on until ``connect_deadline_s`` or a stop."""
 
 
@@ -120,7 +121,7 @@ def decode_state(data: bytes) -> dict:
         with np.load(io.BytesIO(data), allow_pickle=False) as archive:
             arrays = {key: archive[key] for key in archive.files if key != "__tree__"}
             tree = json.loads(archive["__tree__"].tobytes().decode())
-    except (OSError, KeyError, EOFError) as exc:
+    except (OSError, KeyError, EOFError, ValueError, zipfile.BadZipFile) as exc:
         raise ValueError(f"the checkpoint is not an FCLUB served party's state ({exc})") from None
     return snapshot.decode(arrays, tree)
 
@@ -155,5 +156,5 @@ class Links:
         if self.network is not None:
             try:
                 self.network.close(timeout=1.0)
-            except (PeerLost, OSError):
+            except (PeerLost, OSError, ValueError):  # the peer went first, or the links were being made again
                 self.network.close_sockets()
