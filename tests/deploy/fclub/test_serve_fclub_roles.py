@@ -91,3 +91,19 @@ def test_the_users_party_is_not_served_the_application_takes_its_part(tmp_path):
     result = separate().invoke(app, ["serve", str(spec.source), "--as", "users"])
     assert result.exit_code == 2
     assert "the application takes its part" in result.stderr and "local0, local1" in result.stderr
+
+
+def test_what_a_peer_sends_is_checked_against_what_the_protocol_allows():
+    from privbandits.comm import ProtocolError
+    from privbandits.deploy.fclub.serving import check_statistics
+    from privbandits.protocols.fclub.messages import Download, Upload
+
+    check_statistics(Upload(1, np.eye(3), np.zeros(3), 4), "local0", 3, {0, 1})  # as allowed: nothing said
+    with pytest.raises(ProtocolError) as refused:
+        check_statistics(Upload(7, np.eye(2), np.array([np.nan, 0.0, 0.0]), -1), "local0", 3, {0, 1})
+    message = str(refused.value)
+    assert "'local0' sent a malformed 'fclub.upload'" in message and "cluster 7 is none of [0, 1]" in message
+    assert "gram must be float64 of shape (3, 3), got (2, 2)" in message and "moment must be finite" in message
+    assert "count must be an integer >= 0, got -1" in message
+    with pytest.raises(ProtocolError, match="'global' sent a malformed 'fclub.download': cluster 2"):
+        check_statistics(Download(2, np.eye(3), np.zeros(3), 0), "global", 3, {0})

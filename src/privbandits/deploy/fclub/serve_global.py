@@ -9,14 +9,14 @@ servers' phase uploads at a phase start, and its clock from their counts; it kee
 
 from __future__ import annotations
 
-from privbandits.comm import InMemoryNetwork, Message, PeerLost
+from privbandits.comm import InMemoryNetwork, Message, PeerLost, ProtocolError
 from privbandits.deploy.deployment import Deployment
 from privbandits.deploy.fclub.global_server import DeployedGlobal, serve_upload
 from privbandits.deploy.fclub.messages import SCHEDULE, SEQUENCE, PhaseStart, UploadDone
 from privbandits.deploy.fclub.party import prepare
 from privbandits.deploy.fclub.section import FCLUBProtocol
 from privbandits.deploy.fclub.serve_messages import CLOCK, Quiesce, Quiet, Tick, Ticked
-from privbandits.deploy.fclub.serving import Links, identity, linked, waiting
+from privbandits.deploy.fclub.serving import Links, check_statistics, identity, linked, waiting, waiting_message
 from privbandits.deploy.fclub.session import _calibration, _protocol, config_of
 from privbandits.protocols.fclub.messages import CHECK, DETECT, PHASE_END, DownloadCheck, Upload
 from privbandits.serve.role import JsonObject, ServedRole
@@ -102,6 +102,8 @@ class ServedGlobalServer(ServedRole):
         network = self.glob.network
         self.rounds += 1
         if kind == Upload.kind:
+            upload = waiting_message(network, sender, Upload.kind)  # type: ignore[arg-type]
+            check_statistics(upload, sender, self.glob.dim, {c for s, c in self.glob.members if s == sender})
             serve_upload(self.glob, sender, network, confirm=False)  # type: ignore[arg-type]
             return UploadDone()
         if kind == DownloadCheck.kind:
@@ -149,7 +151,10 @@ class ServedGlobalServer(ServedRole):
                     answer = self._absorb(server, kind)
                     with network.phase(SEQUENCE):
                         glob.send(server, answer)
-                absorbed += glob.receive(Quiet, server).rewards
+                rewards = glob.receive(Quiet, server).rewards
+                if not (isinstance(rewards, int) and rewards >= 0):
+                    raise ProtocolError(f"{server!r} sent a malformed 'quiet': rewards must be >= 0, got {rewards!r}")
+                absorbed += rewards
             except PeerLost as exc:
                 self._lose(exc)
         if t is None:

@@ -20,14 +20,24 @@ import warnings
 
 import numpy as np
 
-from privbandits.comm import Envelope, Message, Network, PeerLost, ProtocolError
+from privbandits.comm import Envelope, Message, Network, PeerLost, ProtocolError, TlsNetwork
 from privbandits.deploy.deployment import Deployment
 from privbandits.deploy.fclub.local_server import _apply_download, _detect, _LocalEvents
 from privbandits.deploy.fclub.messages import NOISE_WARNING, PhaseStart, UploadDone
 from privbandits.deploy.fclub.party import prepare
 from privbandits.deploy.fclub.section import FCLUBProtocol
 from privbandits.deploy.fclub.serve_messages import CLOCK, Quiesce, Quiet, Tick, Ticked
-from privbandits.deploy.fclub.serving import POLL_S, Links, decode_state, encode_state, identity, linked, readable
+from privbandits.deploy.fclub.serving import (
+    POLL_S,
+    Links,
+    check_statistics,
+    decode_state,
+    encode_state,
+    identity,
+    linked,
+    readable,
+    waiting_message,
+)
 from privbandits.deploy.fclub.session import _calibration, _protocol, _server_of_user, config_of, local_rng
 from privbandits.linear._kernels import finite_row_norms
 from privbandits.linear.tiebreak import TieBreak
@@ -144,14 +154,21 @@ class ServedLocalServer(Decider):
         network = self.links.network
         assert network is not None, "only a linked server hears from the global server"
         if kind == Download.kind:
-            _apply_download(self.server, self.events, network)
+            self._apply_download(network)
             return
         self.server.receive(Quiesce, GLOBAL)
         with network.phase(CLOCK):
             self.server.send(GLOBAL, Quiet(self.absorbed))
         while self.server.peek((Download.kind, PhaseStart.kind), GLOBAL)[1] == Download.kind:
-            _apply_download(self.server, self.events, network)  # what rounds of the old phase still make due
+            self._apply_download(network)  # what rounds of the old phase still make due
         _detect(self.server, self.events, network)
+
+    def _apply_download(self, network: TlsNetwork) -> None:
+        """A download from the global server, checked (a known cluster, finite statistics of the right shapes), then
+        applied and acknowledged as ``deploy`` does."""
+        msg = waiting_message(network, GLOBAL, Download.kind)
+        check_statistics(msg, GLOBAL, self.dim, self.server.clusters)
+        _apply_download(self.server, self.events, network)
 
     # -- deciding ------------------------------------------------------------
     def _user(self, user_id: str) -> int:

@@ -32,10 +32,11 @@ import sys
 import threading
 import time
 import zipfile
+from collections.abc import Collection
 
 import numpy as np
 
-from privbandits.comm import HandshakeError, PeerLost, TlsNetwork
+from privbandits.comm import HandshakeError, Message, PeerLost, ProtocolError, TlsNetwork
 from privbandits.deploy import snapshot
 from privbandits.deploy.deployment import Deployment, DeploymentError
 from privbandits.deploy.fclub.section import FCLUBProtocol
@@ -96,6 +97,32 @@ def linked(
 def waiting(exc: PeerLost) -> bool:
     """Whether ``exc`` only says that nothing came within a poll (rather than that a link ended)."""
     return " s deadline" in str(exc) and ("message within the" in str(exc) or "message from any of" in str(exc))
+
+
+def waiting_message(network: TlsNetwork, sender: str, kind: str) -> Message:
+    """The message of ``kind`` from ``sender`` that a peek has just read ahead (left waiting), to check it first."""
+    for envelope, _ in network.link(sender).queue:
+        if envelope.message.kind == kind:
+            return envelope.message
+    raise ProtocolError(f"no {kind!r} message from {sender!r} is waiting")
+
+
+def check_statistics(msg: Message, sender: str, dim: int, clusters: Collection[int]) -> None:
+    """An upload's or a download's fields as the protocol allows them (a known local cluster, a finite d × d gram,
+    a finite d-vector, a count >= 0), or a :class:`ProtocolError` naming the field and the value."""
+    cluster, gram, moment, count = msg.cluster, msg.gram, msg.moment, msg.count  # type: ignore[attr-defined]
+    problems = []
+    if cluster not in clusters:
+        problems.append(f"cluster {cluster!r} is none of {sorted(clusters)}")
+    for name, array, shape in (("gram", gram, (dim, dim)), ("moment", moment, (dim,))):
+        if not isinstance(array, np.ndarray) or array.shape != shape or array.dtype != np.float64:
+            problems.append(f"{name} must be float64 of shape {shape}, got {getattr(array, 'shape', type(array))}")
+        elif not np.isfinite(array).all():
+            problems.append(f"{name} must be finite")
+    if not (isinstance(count, int) and count >= 0):
+        problems.append(f"count must be an integer >= 0, got {count!r}")
+    if problems:
+        raise ProtocolError(f"{sender!r} sent a malformed {msg.kind!r}: {'; '.join(problems)}")
 
 
 def readable(link, timeout: float) -> bool:
