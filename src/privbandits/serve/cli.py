@@ -85,6 +85,7 @@ def load_served(path: Path, name: str | None) -> Served:
 
 def _from_deployment(path: Path, name: str | None) -> Served:
     from privbandits.deploy.cli import _load
+    from privbandits.deploy.deployment import DeploymentError
     from privbandits.deploy.registry import PROTOCOLS
     from privbandits.serve.settings import ServiceSettings
 
@@ -92,7 +93,11 @@ def _from_deployment(path: Path, name: str | None) -> Served:
     if name is None or name not in spec.parties:
         _fail(f"--as must name a party of {spec.name} ({', '.join(spec.parties)}), got {name!r}")
     assert name is not None
-    decider = PROTOCOLS.get(spec.protocol.name).serving_role(spec, name)
+    try:
+        decider = PROTOCOLS.get(spec.protocol.name).serving_role(spec, name)
+    except DeploymentError as exc:  # a party the protocol does not serve, said in one line
+        _fail(str(exc))
+        raise
     if decider is None:
         _fail(
             f"protocol {spec.protocol.name!r} has no serving role yet (party {name!r}): `privbandits serve` serves "
@@ -128,6 +133,7 @@ def serve_command(
     listening. Exit codes: 0 stopped; 2 unusable file, settings or store (the line names it); 5 the address
     cannot be listened on.
     """
+    from privbandits.deploy.deployment import DeploymentError
     from privbandits.serve.server import open_service, serve
     from privbandits.serve.settings import SettingsError
     from privbandits.serve.store import StoreError
@@ -136,7 +142,7 @@ def serve_command(
     try:
         served.settings.check_transport(dev_plain_http)
         service = open_service(served.decider, served.settings)
-    except (SettingsError, StoreError) as exc:
+    except (SettingsError, StoreError, DeploymentError) as exc:  # DeploymentError: a role's links, at its start
         _fail(str(exc))
         raise
     if served.reproducible:

@@ -183,7 +183,7 @@ class _GlobalRun:
                 self._send_due()
             return
         if kind == Upload.kind:
-            self.downloads[sender].append(_serve_upload(self.glob, sender, self.network))
+            self.downloads[sender].append(serve_upload(self.glob, sender, self.network))
             return
         with self.network.phase(CHECK):
             self.glob.receive_download_check(sender)
@@ -264,9 +264,10 @@ def run_global(deployment: Deployment[FCLUBProtocol], name: str, network: TlsNet
     return session.result()
 
 
-def _serve_upload(glob, sender: str, network: TlsNetwork) -> int:
-    """Lock-step, an upload: absorb it, send the downloads it makes due, wait until each is applied, confirm it.
-    Returns how many downloads were delivered."""
+def serve_upload(glob, sender: str, network: TlsNetwork, confirm: bool = True) -> int:
+    """Lock-step, an upload: absorb it, send the downloads it makes due, wait until each is applied, confirm it
+    (unless not ``confirm``: a served global server first runs the phase start it makes due). Returns how many
+    downloads were delivered."""
     with network.phase(ASYNC):
         due = glob.receive_upload(sender)
         delivered = []
@@ -282,7 +283,8 @@ def _serve_upload(glob, sender: str, network: TlsNetwork) -> int:
                 glob.receive(Applied.kind, server)
             except PeerLost as exc:
                 glob.lose(server, exc)
-        glob.send(sender, UploadDone())
+        if confirm:
+            glob.send(sender, UploadDone())
     return len(delivered)
 
 
