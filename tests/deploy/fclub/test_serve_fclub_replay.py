@@ -70,6 +70,7 @@ def served_replay(tmp_path, servers: int, horizon: int) -> None:
     assert all(code in (0, -signal.SIGTERM) for code in codes.values()), codes  # uvicorn ends by the signal
 
 
+@pytest.mark.slow  # seven interpreter starts; the in-process roles' replay (test_serve_fclub_roles) is the default
 def test_a_replay_over_http_gets_the_in_memory_runs_decisions(tmp_path):
     served_replay(tmp_path, servers=2, horizon=15)
 
