@@ -40,14 +40,17 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def served_deployment(folder: Path, **settings) -> tuple[Path, Deployment]:
+def served_deployment(folder: Path, *, api_ports: bool = False, **settings) -> tuple[Path, Deployment]:
     """:func:`~vertical_deployment.make_deployment`'s four parties (certificates, data) on free ports of 127.0.0.1,
-    each party's API on a port of its own choosing (``[serve.NAME] port = 0``)."""
+    each party's API on a port of its own choosing (``[serve.NAME] port = 0``), or, ``api_ports``, on a free port
+    named in the file (a restarted party's clients find it where it was)."""
     path = make_deployment(folder, **settings)
     text = path.read_text()
     for _ in NAMES:
         text = text.replace('address = "127.0.0.1:0"', f'address = "127.0.0.1:{free_port()}"', 1)
-    text += "".join(f"\n[serve.{name}]\nport = 0\nreward_timeout_s = 600\ncheckpoint_every = 7\n" for name in NAMES)
+    for name in NAMES:
+        port = free_port() if api_ports else 0
+        text += f"\n[serve.{name}]\nport = {port}\nreward_timeout_s = 600\ncheckpoint_every = 7\n"
     path.write_text(text)
     return path, load_deployment(path)
 
@@ -152,7 +155,7 @@ def wait_linked(active: ServeClient, timeout_s: float = 60.0) -> None:
     raise AssertionError(f"the active party did not link: {active.ledger()}")
 
 
-def retried(call, *args, attempts: int = 60):
+def retried(call, *args, attempts: int = 240):
     """``call(*args)``, again while the service answers 503 (its links being made again) or cannot be reached."""
     for _ in range(attempts - 1):
         try:
@@ -166,10 +169,11 @@ def retried(call, *args, attempts: int = 60):
     return call(*args)
 
 
-def replay(spec: Deployment, active: ServeClient, rounds: range) -> list[int]:
-    """The active party's data file over HTTP: each round's user and own features, then the chosen arm's reward."""
+def replay(spec: Deployment, active: ServeClient, rounds: range, arms: list[int] | None = None) -> list[int]:
+    """The active party's data file over HTTP: each round's user and own features, then the chosen arm's reward
+    (each sent again while the service is away or answers 503); the arms (``arms``, appended as they come)."""
     data = load_all(spec, ["active"])["active"]
-    arms = []
+    arms = [] if arms is None else arms
     for t in rounds:
         decision = retried(active.decide, f"event-{t}", str(int(data.users[t])), data.features[t].tolist())
         arms.append(decision.arm)
