@@ -120,9 +120,12 @@ class Relinker:
             pause = min(2 * pause, PAUSE_S[1])
 
     def _failed(self, why: str) -> None:
+        """Count a failed link session; say why on stderr when the reason changes (a party waiting for its peers
+        fails the same way every ``connect_deadline_s``)."""
         self.failures += 1
+        if why != self.last_failure:
+            log.warning("%s: link session ended (%s); linking again", self.name, why)
         self.last_failure = why
-        log.warning("%s: link session ended (%s); linking again", self.name, why)
 
 
 def wait_readable(network: TlsNetwork, peer: str, stopping: threading.Event, poll_s: float = 0.25) -> bool:
