@@ -35,6 +35,7 @@ import json
 import re
 import select
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -217,13 +218,25 @@ class ActiveRole(Decider):
             self._party = None
 
     def _check_idle(self, links: list) -> None:
-        """A passive party's link that has anything to read while no decision is being made has ended (or its party
-        broke the protocol): end the session, so every party links again (a restarted one too)."""
+        """A passive party's link that brings a frame (or its end) while no decision is being made has ended, or its
+        party broke the protocol: end the session, so every party links again (a restarted one too). Bytes that make
+        no frame (TLS's own records) are left alone."""
         if not self._using.acquire(blocking=False):
             return
         try:
-            if self._ready.is_set() and select.select([link.sock for link in links], [], [], 0)[0]:
-                raise ProtocolError("a passive party's link ended (or it sent what no request asked for)")
+            if not self._ready.is_set():
+                return
+            readable = select.select([link.sock for link in links], [], [], 0)[0]
+            for link in links:
+                if link.sock not in readable and not link.has_data():
+                    continue
+                try:
+                    frame = link.read(time.monotonic() + IDLE_POLL_S / 5)
+                except TimeoutError:
+                    continue
+                except (EOFError, OSError) as exc:
+                    raise ProtocolError(f"the link with {link.peer!r} ended ({exc or 'closed'})") from None
+                raise ProtocolError(f"{link.peer!r} sent a {frame.type.name} frame while no request was out")
         finally:
             self._using.release()
 
