@@ -109,3 +109,19 @@ def test_checkpoints_restore_exactly(spec):
     restored.restore(active.checkpoint())
     assert restored.checkpoint() == active.checkpoint() and restored.basis == "abc"
     np.testing.assert_array_equal(restored.learner.theta, active.learner.theta)
+
+
+def test_the_thompson_propensity_is_the_chosen_arms_share_of_draws():
+    from privbandits.deploy.vertical.serving import thompson_propensity
+    from privbandits.linear import LinTS
+
+    learner = LinTS(3, 2, v=1.0, layout="shared", tie_break="lowest", rng=0)
+    contexts = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 0.0]])  # scores μ_1, -μ_1, 0: arm 0 wins half the draws
+    rng = np.random.default_rng(1)
+    estimate = thompson_propensity(learner, contexts, 0, None, rng, draws=20_000)
+    assert abs(estimate - 0.5) < 0.02
+    assert (
+        thompson_propensity(learner, contexts, 2, None, rng, draws=20_000) < 0.01
+    )  # only when μ_1 = 0: never (the one draw counted)
+    among = thompson_propensity(learner, contexts, 2, np.array([1, 2]), rng, draws=20_000)  # 2 beats 1 when μ_1 > 0
+    assert abs(among - 0.5) < 0.02

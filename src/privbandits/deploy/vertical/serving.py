@@ -113,6 +113,30 @@ def _check_rows(features: np.ndarray, n_arms: int, width: int, field: str, what:
 
 # --------------------------------------------------------------------------------------------- the active party
 
+PROPENSITY_DRAWS = 1000
+"""Draws of VFTS's Monte Carlo propensity estimate."""
+
+
+def thompson_propensity(
+    learner, contexts: np.ndarray, arm: int, candidates: np.ndarray | None, rng: np.random.Generator,
+    draws: int = PROPENSITY_DRAWS,
+) -> float:  # fmt: skip
+    """The probability that one Thompson draw μ ~ N(θ̃, v² Λ̃^{-1}) makes ``arm`` the best of ``candidates`` (all arms
+    if None) on ``contexts``: a Monte Carlo estimate from ``draws`` draws of ``rng`` (never the learner's generator,
+    so decisions stay as they are), counting the draw that chose it too, so it is in ``(0, 1]``; its standard error
+    is at most ``1 / (2 sqrt(draws))``. Ties go to the lowest arm, as the learner breaks them."""
+    from privbandits.linear.policies import covariance_root
+
+    stats = learner.stats
+    root = covariance_root(stats.A_inv[0], learner.sampler)
+    means = stats.theta[0][:, None] + learner.v * (root @ rng.standard_normal((stats.dim, draws)))
+    scores = contexts @ means
+    position = arm
+    if candidates is not None:
+        scores, position = scores[candidates], int(np.flatnonzero(candidates == arm)[0])
+    wins = int(np.count_nonzero(np.argmax(scores, axis=0) == position))
+    return (1 + wins) / (draws + 1)
+
 
 def mask_fingerprint(block_t: np.ndarray) -> str:
     """A short fingerprint of a party's mask block (which basis its learner's state is in)."""
@@ -175,6 +199,8 @@ class ActiveRole(Decider):
         self.basis: str | None = None
         """The fingerprint of the mask block the learner's state is in (None before the first decision)."""
         self.items = np.arange(self.protocol.n_arms, dtype=np.int64)
+        self.coins = np.random.default_rng()
+        """VFTS's propensity estimates' draws (OS entropy: they choose nothing)."""
         self.links = Relinker(deployment, name, [self.generator, *self.passive], self._session)
         self.unlinked = 0
         self._party = None
@@ -283,9 +309,12 @@ class ActiveRole(Decider):
                 raise Refused(
                     "parties", f"the link with the other parties failed ({exc}); they link again: retry", 503
                 ) from None
+        propensity = None
+        if self.protocol.policy == "vfts":
+            propensity = thompson_propensity(self.learner, party.masked_contexts, arm, candidates, self.coins)
         masked = party.masked_contexts[arm]
         self.basis = party.fingerprint
-        return Decision(arm, None, self.model_version, {"masked": masked.tolist(), "mask": party.fingerprint})
+        return Decision(arm, propensity, self.model_version, {"masked": masked.tolist(), "mask": party.fingerprint})
 
     # -- learning ------------------------------------------------------------
     def _masked(self, event: DecidedEvent) -> np.ndarray:
