@@ -92,7 +92,13 @@ def _from_deployment(path: Path, name: str | None) -> Served:
     if name is None or name not in spec.parties:
         _fail(f"--as must name a party of {spec.name} ({', '.join(spec.parties)}), got {name!r}")
     assert name is not None
-    decider = PROTOCOLS.get(spec.protocol.name).serving_role(spec, name)
+    from privbandits.deploy.deployment import DeploymentError
+
+    try:
+        decider = PROTOCOLS.get(spec.protocol.name).serving_role(spec, name)
+    except DeploymentError as exc:  # the party's own files (bundle, data) missing or unusable: one line, exit 2
+        _fail(str(exc))
+        raise
     if decider is None:
         _fail(
             f"protocol {spec.protocol.name!r} has no serving role yet (party {name!r}): `privbandits serve` serves "
