@@ -125,3 +125,14 @@ def test_the_thompson_propensity_is_the_chosen_arms_share_of_draws():
     )  # only when μ_1 = 0: never (the one draw counted)
     among = thompson_propensity(learner, contexts, 2, np.array([1, 2]), rng, draws=20_000)  # 2 beats 1 when μ_1 > 0
     assert abs(among - 0.5) < 0.02
+
+
+def test_serving_a_party_without_its_bundle_is_one_line_and_exit_2(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from privbandits.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["serve", "vertical-vfucb", "--as", "active"])
+    assert result.exit_code == 2
+    assert "error: bundles (active/ca.pem): CA certificate" in result.output and "does not exist" in result.output
