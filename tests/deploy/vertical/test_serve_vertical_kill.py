@@ -30,8 +30,8 @@ def _when(arms: list[int], count: int, driver: threading.Thread) -> None:
         time.sleep(0.02)
 
 
-def _served_through_kills(tmp_path, victims: list[str]) -> None:
-    path, spec = served_deployment(tmp_path, rounds=ROUNDS, api_ports=True)
+def _served_through_kills(tmp_path, victims: list[str], **settings) -> None:
+    path, spec = served_deployment(tmp_path, rounds=ROUNDS, api_ports=True, **settings)
     with served(path, spec) as (parties, clients):
         preload_passive(spec, clients)
         active = clients["active"]
@@ -80,8 +80,11 @@ def _served_through_kills(tmp_path, victims: list[str]) -> None:
 
 
 @pytest.mark.slow
-def test_the_active_party_killed_and_restarted_loses_nothing_acknowledged(tmp_path):
-    _served_through_kills(tmp_path, ["active"])
+@pytest.mark.parametrize("policy", ["vfucb", "vfts"])
+def test_the_active_party_killed_and_restarted_loses_nothing_acknowledged(tmp_path, policy):
+    """VFTS: the learner's generator is in the checkpoint and each decision replayed from the journal redraws what it
+    drew, so the restarted party draws on as the uninterrupted one would (reproducible mode)."""
+    _served_through_kills(tmp_path, ["active"], policy=policy)
 
 
 @pytest.mark.slow
