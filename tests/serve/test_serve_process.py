@@ -104,7 +104,10 @@ def test_plain_http_needs_the_flag_and_a_loopback_address(tmp_path) -> None:
 
 
 def test_a_deployment_without_a_serving_role_is_one_line(tmp_path, monkeypatch) -> None:
+    from privbandits.deploy.registry import PROTOCOLS
+
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(PROTOCOLS.get("vertical-o3m"), "serving", None)  # a protocol with no serving role (yet)
     result = CliRunner().invoke(app, ["serve", "vertical-vfucb", "--as", "active"])
     assert result.exit_code == 2
     assert "error: protocol 'vertical-o3m' has no serving role yet (party 'active')" in result.output

@@ -95,7 +95,7 @@ def _from_deployment(path: Path, name: str | None) -> Served:
     assert name is not None
     try:
         decider = PROTOCOLS.get(spec.protocol.name).serving_role(spec, name)
-    except DeploymentError as exc:  # a party the protocol does not serve, said in one line
+    except DeploymentError as exc:  # a party the protocol does not serve, or its own files missing: one line
         _fail(str(exc))
         raise
     if decider is None:

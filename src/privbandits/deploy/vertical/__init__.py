@@ -1,9 +1,10 @@
 """Vertical O3M (VFUCB / VFTS) as separate party processes: the mask generator, the active party and the passive
 parties (spec ``vertical-o3m.md``).
 
-Modules: :mod:`.section` (the deployment file's ``[protocol]`` section: options and roles) and :mod:`.party` (each
+Modules: :mod:`.section` (the deployment file's ``[protocol]`` section: options and roles), :mod:`.party` (each
 party's code, its data files, checkpoints and the in-memory run it must equal; ``DEPLOYABLE``, what the registry
-runs).
+runs), and, for ``privbandits serve``, :mod:`.serving` (each party's serving role) and :mod:`.links` (their
+mutual-TLS links, made again after a failure).
 """
 
 from __future__ import annotations
