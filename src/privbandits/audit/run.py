@@ -49,7 +49,7 @@ QUICK_SAMPLES = {"mpc_bandit.action": 6_000, "fclub.pvt": 20_000, "dp_linucb.joi
                  "dp_linucb.shuffle": 40, "p2b.crowd_blending": 20_000, "fclub.pvt@analytic": 20_000,
                  "dp_linucb.joint@analytic": 100_000, "dp_linucb.local@analytic": 3_000,
                  **end_to_end.QUICK_SAMPLES}  # fmt: skip
-"""Samples per side of ``privbandits audit --quick`` (every audit in about 3 minutes on 2 cores)."""
+"""Samples per side of ``privbandits audit --quick``: every audit at a size that fits the CLI help's budget."""
 DEFAULT_SAMPLES = 100_000
 MOST_SAMPLES = 10
 """``privbandits audit --samples`` takes at most this many times a mechanism's default (memory and time)."""
