@@ -156,7 +156,7 @@ DECLARED: dict[str, dict[str, dict[str, Any]]] = {
         'shift_regularizer': {'default': True, 'description': "add the paper's 2Υ to the regulariser"},
         'tie_break': {'default': 'lowest', 'description': 'rule among arms whose scores tie'},
         'tie_tolerance': {'default': 1e-09, 'description': 'relative tolerance within which scores tie', 'ge': 0},
-        'calibration': {'default': 'paper', 'description': "noise σ from the paper's formula, or the analytic Gaussian (tight, Balle & Wang 2018)"},
+        'calibration': {'default': 'analytic', 'description': "noise σ from the analytic Gaussian (tight, Balle & Wang 2018), or the paper's formula (reproductions)"},
         'ledger': {'default': None, 'description': 'where releases are recorded (None: a new PrivacyLedger)'},
     },
     'ShuffleDPLinUCB': {
@@ -171,7 +171,7 @@ DECLARED: dict[str, dict[str, dict[str, Any]]] = {
         'shift_regularizer': {'default': True, 'description': "add the paper's 2Υ to the regulariser"},
         'tie_break': {'default': 'lowest', 'description': 'rule among arms whose scores tie'},
         'tie_tolerance': {'default': 1e-09, 'description': 'relative tolerance within which scores tie', 'ge': 0},
-        'calibration': {'default': 'paper', 'description': "noise σ from the paper's formula, or the analytic Gaussian (tight, Balle & Wang 2018)"},
+        'calibration': {'default': 'analytic', 'description': "noise σ from the analytic Gaussian (tight, Balle & Wang 2018), or the paper's formula (reproductions)"},
         'ledger': {'default': None, 'description': 'where releases are recorded (None: a new PrivacyLedger)'},
         'batch_size': {'default': 100, 'description': 'users per shuffled batch (the model is fixed within one)', 'ge': 1},
     },

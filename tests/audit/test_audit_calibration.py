@@ -44,9 +44,10 @@ def test_paper_sigma_is_never_below_the_analytic_sigma_at_the_papers_settings():
         assert row["paper_pld_epsilon"] <= row["epsilon"], row
 
 
-def test_analytic_calibration_is_available_by_name_and_the_paper_stays_default():
+def test_analytic_calibration_is_the_default_and_the_paper_stays_available_by_name():
     kwargs = {"epsilon": 1.0, "delta": 1e-5, "horizon": 100, "rng": 0}
-    assert JointDPLinUCB(3, 2, **kwargs).noise_std == joint_noise_std(1.0, 1e-5, 100, dim=2)
+    assert JointDPLinUCB(3, 2, calibration="paper", **kwargs).noise_std == joint_noise_std(1.0, 1e-5, 100, dim=2)
+    assert JointDPLinUCB(3, 2, **kwargs).noise_std == JointDPLinUCB(3, 2, calibration="analytic", **kwargs).noise_std
     joint = JointDPLinUCB(3, 2, calibration="analytic", **kwargs)
     analytic = analytic_gaussian_std(1.0, 1e-5, REPLACE_SENSITIVITY, joint.levels)  # at Δ = 2, then the slack
     assert joint.noise_std == pytest.approx(analytic / REPLACE_SENSITIVITY * joint.sensitivity, rel=1e-12)

@@ -141,9 +141,9 @@ POLICIES = {  # kind: (environment, policy)
     "mpc_epsilon_greedy": (DIGITS, {"kind": "mpc_epsilon_greedy", "partition": [2, 2, 2], "truncation": "wraps"}),
     "plaintext_mpc_epsilon_greedy": (DIGITS, {"kind": "plaintext_mpc_epsilon_greedy", "precision": 16}),
     "p2b": (POPULATION, {**P2B, "participation": 0.25, "omega": 0.5}),
-    "joint_dp_linucb": (LINEAR, {"kind": "joint_dp_linucb", "epsilon": 0.5}),
+    "joint_dp_linucb": (LINEAR, {"kind": "joint_dp_linucb", "epsilon": 0.5, "calibration": "paper"}),  # as stored
     "local_dp_linucb": (LINEAR, {"kind": "local_dp_linucb", "calibration": "analytic"}),
-    "shuffle_dp_linucb": (LINEAR, {"kind": "shuffle_dp_linucb", "batch_size": 10}),
+    "shuffle_dp_linucb": (LINEAR, {"kind": "shuffle_dp_linucb", "batch_size": 10, "calibration": "paper"}),
 }
 CASES = {f"environment {k}": v for k, v in ENVIRONMENTS.items()} | {f"policy {k}": v for k, v in POLICIES.items()}
 

@@ -263,12 +263,13 @@ def test_shuffle_points_whose_batch_does_not_amplify_are_local_dp_and_say_so():
 
 def test_the_dp_points_are_calibrated_analytically_and_calibration_paper_gives_the_stored_units():
     """Issue 31: the map's DP baselines and CDP-FCLUB-DC run at the analytic Gaussian's σ; ``calibration=paper``
-    gives back the units stored before (their specs hold no calibration), and the other points are the same."""
+    gives back the units stored before (the points name it, since the learners' default is now analytic, issue 47;
+    their run specs still hold no calibration, so the keys are those stored), and the other points are the same."""
     env = {env.key: env for env in environments(_options())[0]}["linear_gaussian"]
     analytic, paper = (placed(env, _options(**changes))[0] for changes in ({}, {"calibration": "paper"}))
     dp = {p.label: p.policy for p in analytic if p.policy["kind"].endswith("_dp_linucb")}
     assert dp and all(policy["calibration"] == "analytic" for policy in dp.values())
-    assert all("calibration" not in p.policy for p in paper if p.policy["kind"].endswith("_dp_linucb"))
+    assert all(p.policy["calibration"] == "paper" for p in paper if p.policy["kind"].endswith("_dp_linucb"))
     keys = {changes: {t.label: t.key for t in MAP.tasks(_options(environments="clustered_users", **dict(changes)))}
             for changes in ((), (("calibration", "paper"),))}  # fmt: skip
     analytic_keys, paper_keys = keys[()], keys[(("calibration", "paper"),)]

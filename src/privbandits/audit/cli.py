@@ -16,8 +16,9 @@ from rich.text import Text
 MECHANISM_NAMES = ("mpc_bandit.action", "fclub.pvt", "dp_linucb.joint", "dp_linucb.local", "dp_linucb.shuffle",
                    "p2b.crowd_blending", "fclub.pvt@analytic", "dp_linucb.joint@analytic",
                    "dp_linucb.local@analytic", "evaluation.dp_ips", "evaluation.dp_snips", "evaluation.dp_dr",
-                   "evaluation.dp_ips@gaussian", "evaluation.dp_snips@gaussian",
-                   "evaluation.dp_dr@gaussian")  # fmt: skip
+                   "evaluation.dp_ips@gaussian", "evaluation.dp_snips@gaussian", "evaluation.dp_dr@gaussian",
+                   "e2e.dp_linucb.joint", "e2e.dp_linucb.local", "e2e.dp_linucb.shuffle", "e2e.fclub.local_server",
+                   "e2e.mpc_bandit.learner", "e2e.mpc_bandit.twin", "e2e.p2b.pipeline")  # fmt: skip
 """The names :data:`privbandits.audit.run.MECHANISMS` registers (a test keeps the two equal)."""
 
 
@@ -49,6 +50,52 @@ def _check(names: list[str], samples: int | None, seed: int, out: Path) -> None:
         _fail(str(exc))
 
 
+def _typed(text: str, default: object) -> object:
+    """``text`` as the type of ``default`` (a bool from true/false, 1/0, yes/no)."""
+    if isinstance(default, bool):
+        if text.lower() in ("true", "1", "yes", "on"):
+            return True
+        if text.lower() in ("false", "0", "no", "off"):
+            return False
+        raise ValueError("a boolean (true or false)")
+    if isinstance(default, int):
+        return int(text)
+    if isinstance(default, float):
+        return float(text)
+    return text
+
+
+def _options(names: list[str], given: list[str]) -> tuple[tuple[str, tuple[tuple[str, object], ...]], ...]:
+    """``-o KEY=VALUE`` (each typed by the default it replaces) for every named mechanism that takes KEY; refused
+    (exit 2) when none does or the value does not parse. Each mechanism's audit then checks its values."""
+    from privbandits.audit.run import mechanism, settable_options
+
+    chosen: dict[str, dict[str, object]] = {name: {} for name in names}
+    for item in given:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            _fail(f"-o takes KEY=VALUE, got {item!r}")
+        takers = [name for name in names if key in settable_options(name)]
+        if not takers:
+            known = sorted({k for name in names for k in settable_options(name)})
+            _fail(f"-o {key}: no mechanism named takes {key!r}; they take {', '.join(known) or 'no options'}")
+        for name in takers:
+            try:
+                chosen[name][key] = _typed(text.strip(), settable_options(name)[key])
+            except ValueError as exc:
+                kind = "a boolean (true or false)" if "boolean" in str(exc) else \
+                    type(settable_options(name)[key]).__name__  # fmt: skip
+                _fail(f"-o {key}={text}: {name}'s {key} must be {kind}")
+    for name, values in chosen.items():
+        if values:
+            try:
+                mechanism(name, values)
+            except (ValueError, TypeError) as exc:
+                _fail(f"-o for {name}: {exc}")
+    return tuple((name, tuple(sorted(values.items()))) for name, values in chosen.items() if values)
+
+
 def _plain_table(title: str, header: list[str], lines: list[list[str]]) -> Table:
     table = Table(title=title, title_justify="left")
     for column in header:
@@ -70,6 +117,20 @@ def audit_command(
         list[str] | None,
         typer.Argument(help=f"Mechanisms to audit (default: all): {', '.join(MECHANISM_NAMES)}.", show_default=False),
     ] = None,
+    mechanisms: Annotated[
+        list[str] | None,
+        typer.Option("--mechanism", "-m", help="A mechanism to audit (repeatable; as the arguments).",
+                     show_default=False),
+    ] = None,
+    option: Annotated[
+        list[str] | None,
+        typer.Option("--option", "-o", help="KEY=VALUE: an option of the named mechanisms' audits (d, horizon, "
+                     "epsilon, batch_size, …; typed by its default), for each that takes it.", show_default=False),
+    ] = None,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Every audit (or those named) at a size that fits about 3 minutes on 2 "
+                           "cores; exit 1 if any claim is below its lower bound.")
+    ] = False,
     samples: Annotated[
         int | None,
         typer.Option("--samples", help="Runs on each neighbouring input (default: 100,000; 10,000 for shuffle)."),
@@ -83,21 +144,35 @@ def audit_command(
 ) -> None:
     """Audit every DP mechanism: a measured lower bound on ε beside its claim, and a weakened copy that must fail.
 
-    Each (mechanism, weakening) is one unit in the store, keyed by its mechanism, options,
-    samples and seed: a rerun reuses it unless --force.
+    Each (mechanism, options, weakening) is one unit in the store, keyed by its mechanism, options,
+    samples and seed: a rerun reuses it unless --force. The end-to-end audits (e2e.…) drive each learner
+    and protocol through its public API; their weakened copies are the mutation suite's. Exits 1 when
+    a claim is below its measured lower bound, 2 on bad usage.
     """
-    names = list(names or MECHANISM_NAMES)
+    names = list(names or []) + list(mechanisms or [])
+    names = names or list(MECHANISM_NAMES)
     _check(names, samples, seed, out)
+    options = _options(names, list(option or []))
     from privbandits.audit import calibrations
-    from privbandits.audit.run import rows, write_report
+    from privbandits.audit.run import QUICK_SAMPLES, refuted, rows, write_report
     from privbandits.experiments.audits import AuditPlan, run_plan
     from privbandits.experiments.store import ResultsStore, StoreError
 
     console = Console()
+    if not console.is_terminal:  # a log or a pipe: a table wide enough to read, not folded to 80 columns
+        console = Console(width=200)
+    sizes = tuple((name, QUICK_SAMPLES[name]) for name in names if name in QUICK_SAMPLES) if quick else ()
+    plan = AuditPlan(tuple(names), samples, seed, options, sizes)
+    total = len(plan.tasks()) + 1
+    done = [0]
+
+    def progress(label: str) -> None:
+        done[0] += 1
+        console.print(f"[{done[0]}/{total}] done: {label}", highlight=False, soft_wrap=True)
+
     try:
-        with ResultsStore(store) as results, console.status("auditing") as status:
-            plan = AuditPlan(tuple(names), samples, seed)
-            found, tables = run_plan(plan, results, force=force, progress=lambda label: status.update(f"done: {label}"))
+        with ResultsStore(store) as results:
+            found, tables = run_plan(plan, results, force=force, progress=progress)
     except (StoreError, OSError) as exc:
         _fail(str(exc))
     console.print(_table(rows(found)))
@@ -105,3 +180,7 @@ def audit_command(
         console.print(_plain_table(title, header, lines))
     for path in write_report(found, out, tables):
         console.print(f"wrote {path}")
+    bad = [result["mechanism"] for result in found if refuted(result)]
+    if bad:
+        console.print(f"CLAIM REFUTED: {', '.join(bad)} (a lower bound above the claimed ε)", highlight=False)
+        raise typer.Exit(code=1)

@@ -8,6 +8,7 @@ as it does for every experiment.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import time
@@ -18,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from privbandits.audit import crowd, evaluation, greedy, local, tree
+from privbandits.audit import crowd, end_to_end, evaluation, greedy, local, tree
 from privbandits.audit.base import MechanismAudit, Weakening
 from privbandits.audit.stats import audit_samples
 from privbandits.privacy.noise import NOISE_SAMPLER
@@ -41,12 +42,20 @@ MECHANISMS: dict[str, Callable[..., MechanismAudit]] = {
     "evaluation.dp_ips@gaussian": partial(evaluation.estimator_release, "ips", delta=1e-5),
     "evaluation.dp_snips@gaussian": partial(evaluation.estimator_release, "snips", delta=1e-5),
     "evaluation.dp_dr@gaussian": partial(evaluation.estimator_release, "dr", delta=1e-5),
+    **end_to_end.AUDITS,
 }
 """Every mechanism the auditor knows, by ledger name (``@analytic``: the analytic Gaussian calibration of
-:mod:`privbandits.privacy.calibration` instead of the paper's), with its audit's default options."""
+:mod:`privbandits.privacy.calibration` instead of the paper's; ``e2e.``: the learners and protocols audited end to
+end through their public API, :mod:`~privbandits.audit.end_to_end`), with its audit's default options."""
 
-FULL_SAMPLES = {"dp_linucb.shuffle": 10_000}
-"""Samples per side where the default (100,000) would take minutes (a shuffled batch is 100 reports)."""
+FULL_SAMPLES = {"dp_linucb.shuffle": 10_000, **end_to_end.SAMPLES}
+"""Samples per side where the default (100,000) would take minutes (a shuffled batch is 100 reports; an end-to-end
+sample is a run, a report, a batch or an action of the learner's own code)."""
+QUICK_SAMPLES = {"mpc_bandit.action": 6_000, "fclub.pvt": 20_000, "dp_linucb.joint": 20_000, "dp_linucb.local": 3_000,
+                 "dp_linucb.shuffle": 40, "p2b.crowd_blending": 20_000, "fclub.pvt@analytic": 20_000,
+                 "dp_linucb.joint@analytic": 100_000, "dp_linucb.local@analytic": 3_000,
+                 **end_to_end.QUICK_SAMPLES}  # fmt: skip
+"""Samples per side of ``privbandits audit --quick``: every audit at a size that fits the CLI help's budget."""
 DEFAULT_SAMPLES = 100_000
 MOST_SAMPLES = 10
 """``privbandits audit --samples`` takes at most this many times a mechanism's default (memory and time)."""
@@ -60,6 +69,20 @@ NOT_AUDITED = {
     "vertical.o3m": "not DP: orthogonal masks claim no ε; the attacks that apply (Gram leakage, "
     "known-plaintext mask recovery, subspace and ICA attacks) are in privbandits.privacy.leakage",
 }
+
+
+def settable_options(name: str) -> dict[str, Any]:
+    """The options ``privbandits audit -o KEY=VALUE`` may set on mechanism ``name``: its factory's keywords with
+    a number, text or boolean default (by name, with that default; a class the mutation suite injects is not)."""
+    factory = MECHANISMS[name]
+    bound = factory.keywords if isinstance(factory, partial) else {}
+    target = factory.func if isinstance(factory, partial) else factory
+    found = {}
+    for key, parameter in inspect.signature(target).parameters.items():
+        default = bound.get(key, parameter.default)
+        if key not in bound and isinstance(default, bool | int | float | str):
+            found[key] = default
+    return found
 
 
 def mechanism(name: str, options: dict[str, Any] | None = None) -> MechanismAudit:
@@ -106,7 +129,8 @@ def rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for result in results:
         by_name.setdefault(result["mechanism"], []).append(result)
     table = []
-    for name, (real, weak) in by_name.items():
+    for name, found in by_name.items():
+        real, weak = found[0], (found[1] if len(found) > 1 else None)  # end to end: no weakened copy here
         claimed = real["claimed_epsilon"]
         table.append({
             "mechanism": name,
@@ -116,10 +140,10 @@ def rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "claimed_delta": real["claimed_delta"],
             "pair_epsilon": real["pair_epsilon"],
             "epsilon_lower": real["epsilon_lower"],
-            "weakening": weak["weakening"],
-            "weakened_epsilon_lower": weak["epsilon_lower"],
+            "weakening": weak["weakening"] if weak else "— (mutation suite)",
+            "weakened_epsilon_lower": weak["epsilon_lower"] if weak else math.nan,
             "samples_per_side": real["samples_per_side"],
-            "seconds": real["seconds"] + weak["seconds"],
+            "seconds": real["seconds"] + (weak["seconds"] if weak else 0.0),
             "verdict": _verdict(real, weak),
             "passed": _passed(real, weak),
             "note": real["note"],
@@ -127,18 +151,27 @@ def rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return table
 
 
-def _passed(real: dict[str, Any], weak: dict[str, Any]) -> bool | None:
-    """Both directions hold (None for a notion that is not DP)."""
+def _passed(real: dict[str, Any], weak: dict[str, Any] | None) -> bool | None:
+    """Both directions hold (None for a notion that is not DP; the claim alone without a weakened copy)."""
     if not real["dp"]:
         return None
-    return real["epsilon_lower"] <= real["claimed_epsilon"] < weak["epsilon_lower"]
+    caught = weak is None or real["claimed_epsilon"] < weak["epsilon_lower"]
+    return real["epsilon_lower"] <= real["claimed_epsilon"] and caught
 
 
-def _verdict(real: dict[str, Any], weak: dict[str, Any]) -> str:
+def refuted(result: dict[str, Any]) -> bool:
+    """Whether an audit unit as calibrated measured a lower bound above its DP claim (``privbandits audit`` exits 1)."""
+    return bool(result["dp"]) and result["weakening"] == "as calibrated" and \
+        result["epsilon_lower"] > result["claimed_epsilon"]  # fmt: skip
+
+
+def _verdict(real: dict[str, Any], weak: dict[str, Any] | None) -> str:
     claimed = real["claimed_epsilon"]
     if not real["dp"]:
         return "not DP: refuted at δ = 0" if real["epsilon_lower"] > claimed else "not DP (attack inconclusive)"
     held = "claim holds" if real["epsilon_lower"] <= claimed else "CLAIM REFUTED"
+    if weak is None:
+        return held
     caught = "weakened copy caught" if weak["epsilon_lower"] > claimed else "WEAKENED COPY MISSED"
     return f"{held}; {caught}"
 

@@ -27,6 +27,10 @@ class AuditPlan:
     names: tuple[str, ...]
     samples: int | None = None
     seed: int = 0
+    options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+    """Per mechanism, the options ``-o KEY=VALUE`` set (its factory's keywords), in the unit's key."""
+    sizes: tuple[tuple[str, int], ...] = ()
+    """Per mechanism, samples per side where ``samples`` is None (``--quick``'s sizes); else its default."""
 
     def calibration_task(self) -> Task:
         """The σ and accounting tables (no sampling: one unit whatever the mechanisms)."""
@@ -34,11 +38,14 @@ class AuditPlan:
 
     def tasks(self) -> list[Task]:
         tasks = []
+        options, sizes = dict(self.options), dict(self.sizes)
         for name in self.names:
-            audit = mechanism(name)
-            samples = self.samples or default_samples(name)
-            for weak in (Weakening(), audit.weakened):
-                params = {"mechanism_name": name, "options": {}, "samples": samples, "seed": self.seed,
+            chosen = dict(options.get(name, ()))
+            audit = mechanism(name, chosen)
+            samples = self.samples or sizes.get(name) or default_samples(name)
+            weakenings = (Weakening(),) if audit.weakened.none else (Weakening(), audit.weakened)  # end to end: none
+            for weak in weakenings:
+                params = {"mechanism_name": name, "options": chosen, "samples": samples, "seed": self.seed,
                           "weakening": weak.as_dict(), "noise_sampler": NOISE_SAMPLER}  # fmt: skip
                 tasks.append(
                     Task(FUNCTION, params, label=f"audit {name} ({weak.describe(audit.dropped, audit.scaled)})")

@@ -134,6 +134,13 @@ class PolicyKindRegistry:
             self._adapter = TypeAdapter(self._union())
         return self._adapter.validate_python(value)
 
+    def from_spec(self, value: dict) -> PolicyKindConfig:
+        """The policy of a stored run spec: a ``LATER`` field it leaves out is at its ``LATER`` value (what the run
+        computed when it was stored), even where the field's default has changed since (DP LinUCB's calibration)."""
+        model = self.model(value.get("kind"))
+        later = getattr(model, "LATER", {}) if model is not None else {}
+        return self.validate({**later, **value})
+
     def _union(self) -> Any:
         """The tagged union of the models registered so far (the built-in kinds are always among them: never a
         union of one); installed kinds are looked for only when a config names a kind not among them."""

@@ -206,7 +206,7 @@ def run_task(spec: dict[str, Any], seed: int) -> dict[str, Any]:
     """Task function of one (policy, seed) run: ``spec`` is :meth:`ExperimentConfig.run_spec`
     (data files by path and content hash; a file changed since is refused)."""
     environment = environment_from_spec(spec["environment"])
-    policy = POLICY_KINDS.validate(spec["policy"])
+    policy = POLICY_KINDS.from_spec(spec["policy"])
     return _run(spec, environment, policy, seed, None).to_result()
 
 

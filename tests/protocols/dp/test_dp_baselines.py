@@ -101,7 +101,8 @@ def test_joint_dp_noise_and_ledger_follow_shariff_sheffet(epsilon, delta):
     assert sigma == pytest.approx(paper / 2 * sensitivity, rel=1e-12)
     upsilon = sigma * math.sqrt(2 * m) * (4 * math.sqrt(dim) + 2 * math.log(2 * horizon / (1 / horizon)))
     ledger = PrivacyLedger()
-    learner = JointDPLinUCB(4, dim, epsilon=epsilon, delta=delta, horizon=horizon, rng=0, ledger=ledger)
+    learner = JointDPLinUCB(4, dim, epsilon=epsilon, delta=delta, horizon=horizon, rng=0, ledger=ledger,
+                            calibration="paper")
     assert m == 11 and learner.levels == m
     assert learner.noise_std == pytest.approx(sigma, rel=1e-12)
     assert learner.shift == pytest.approx(2 * upsilon, rel=1e-12)
@@ -134,7 +135,7 @@ def test_local_dp_noise_and_ledger_follow_zheng_et_al(epsilon, delta):
     n = dim * (dim + 1) // 2 + dim  # one report's snapped coordinates: sensitivity min(√6 + g√n, 2√2)
     sigma = snapped_std(4 * math.sqrt(2 * math.log(1.25 / delta)) / epsilon, math.sqrt(6), n, 2 * math.sqrt(2))
     sensitivity = min(math.sqrt(6) + grid_step(sigma) * math.sqrt(n), 2 * math.sqrt(2))
-    learner = LocalDPLinUCB(3, dim, epsilon=epsilon, delta=delta, horizon=horizon, rng=0)
+    learner = LocalDPLinUCB(3, dim, epsilon=epsilon, delta=delta, horizon=horizon, rng=0, calibration="paper")
     assert learner.noise_std == pytest.approx(sigma, rel=1e-12)
     contexts = np.zeros((3, dim))
     contexts[2, 1] = 1.0
@@ -165,7 +166,8 @@ def _fmt_epsilon(epsilon0: float, n: int, delta: float) -> float:
     [(1.0, 1e-6, 100, False), (0.5, 1e-3, 20_000, True)],
 )
 def test_shuffle_dp_noise_and_ledger_follow_amplification_by_shuffling(epsilon, delta, batch_size, amplified):
-    learner = ShuffleDPLinUCB(3, 4, epsilon=epsilon, delta=delta, horizon=50, batch_size=batch_size, rng=0)
+    learner = ShuffleDPLinUCB(3, 4, epsilon=epsilon, delta=delta, horizon=50, batch_size=batch_size, rng=0,
+                              calibration="paper")
     cal = learner.calibration
     assert cal.amplified is amplified
     if amplified:
@@ -189,7 +191,8 @@ def test_shuffle_dp_noise_and_ledger_follow_amplification_by_shuffling(epsilon, 
     sigma0 = snapped_std(sigma0, math.sqrt(6), 4 * 5 // 2 + 4, 2 * math.sqrt(2))  # for the snapped report (d = 4)
     assert learner.noise_std == pytest.approx(sigma0, rel=1e-12)
     if not amplified:  # a batch the theorem cannot amplify gets exactly the local-DP noise
-        assert learner.noise_std == LocalDPLinUCB(3, 4, epsilon=epsilon, delta=delta, horizon=50).noise_std
+        assert learner.noise_std == LocalDPLinUCB(3, 4, epsilon=epsilon, delta=delta, horizon=50,
+                                                 calibration="paper").noise_std
 
 
 def test_shuffle_releases_one_ledger_entry_per_full_batch():
@@ -206,7 +209,8 @@ def test_shuffle_releases_one_ledger_entry_per_full_batch():
 
 
 def test_private_learners_clip_to_the_unit_ball_and_reward_range():
-    learner = LocalDPLinUCB(2, 3, epsilon=1e9, delta=0.5, horizon=10, shift_regularizer=False, rng=0)
+    learner = LocalDPLinUCB(2, 3, epsilon=1e9, delta=0.5, horizon=10, shift_regularizer=False, rng=0,
+                            calibration="paper")  # σ ∝ 1/ε (the analytic σ stops at ANALYTIC_EPSILON_CAP)
     contexts = np.array([[3.0, 4.0, 0.0], [0.0, 0.0, 1.0]])
     learner.update(contexts, 0, 7.0)
     assert np.allclose(learner.gram, np.outer([0.6, 0.8, 0], [0.6, 0.8, 0]), atol=1e-6)
@@ -299,26 +303,29 @@ def test_each_kind_runs_from_a_config_through_the_runner(kind):
     record = run_single(config, 0, 0)
     assert record.horizon == 30 and np.isfinite(record.final_regret)
     assert record.metrics["claimed_epsilon"] == 2.0 and record.metrics["noise_std"] > 0
-    huge = parse_config(  # a huge ε is a tiny noise, not an overflow
-        _experiment({"kind": "linear_gaussian", "dim": 5, "n_arms": 4}, {**policy, "epsilon": 1e300})
+    huge = parse_config(  # a huge ε is a tiny noise, not an overflow (the paper's σ ∝ 1/ε; the analytic one is capped)
+        _experiment({"kind": "linear_gaussian", "dim": 5, "n_arms": 4},
+                    {**policy, "epsilon": 1e300, "calibration": "paper"})
     )
     assert run_single(huge, 0, 0).metrics["noise_std"] < 0.1
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_a_config_names_the_calibration_and_the_paper_default_keeps_the_stored_spec(kind):
-    """``calibration = "analytic"`` reaches the learner (its σ is the analytic one, much below the paper's); the
-    default ("paper") is left out of the run spec, so runs stored before the option existed keep their keys."""
+    """The default is ``calibration = "analytic"`` (issue 47), in the run spec; ``"paper"`` (the default before) is
+    left out of it, so runs stored then keep their keys, and a spec without the field runs at ``"paper"``."""
+    from privbandits.experiments.registry import POLICY_KINDS
     from privbandits.protocols.dp.joint import joint_noise_std
     from privbandits.protocols.dp.local import local_noise_std
 
     env = {"kind": "linear_gaussian", "dim": 5, "n_arms": 4}
     policy = {"kind": kind, "epsilon": 2.0, **KINDS[kind]}
-    paper, analytic = (parse_config(_experiment(env, policy | extra)) for extra in ({}, {"calibration": "analytic"}))
+    default, paper, analytic = (parse_config(_experiment(env, policy | extra))
+                                for extra in ({}, {"calibration": "paper"}, {"calibration": "analytic"}))  # fmt: skip
     assert "calibration" not in paper.policies[0].model_dump()
-    assert paper.policies[0].model_dump() == parse_config(_experiment(env, policy | {"calibration": "paper"}))\
-        .policies[0].model_dump()  # fmt: skip
+    assert default.policies[0].model_dump() == analytic.policies[0].model_dump()
     assert analytic.policies[0].model_dump()["calibration"] == "analytic"
+    assert POLICY_KINDS.from_spec(paper.policies[0].model_dump()).calibration == "paper"
     stds = [run_single(config, 0, 0).metrics["noise_std"] for config in (paper, analytic)]
     if kind == "joint_dp_linucb":
         assert stds == [pytest.approx(joint_noise_std(2.0, 1e-5, 30, c, 5)) for c in ("paper", "analytic")]

@@ -535,6 +535,8 @@ class _DPLinUCBBase(DPLinUCBOptions, PolicyKindConfig):
     delta: float = declared("PrivateLinUCB", "delta", default=1e-5)
     tie_tolerance: float = declared("PrivateLinUCB", "tie_tolerance", le=1)  # as the other configs
     LATER: ClassVar[dict[str, object]] = {"calibration": "paper"}
+    """The default before issue 47 (now ``"analytic"``): a stored spec without the field ran at ``"paper"``, and
+    its key is kept (:meth:`~privbandits.experiments.registry.PolicyKindRegistry.from_spec` reads it back so)."""
     per_arm_only: ClassVar[bool] = True
 
     def learner_class(self) -> type[PrivateLinUCB]:
@@ -547,6 +549,7 @@ class _DPLinUCBBase(DPLinUCBOptions, PolicyKindConfig):
         from privbandits.experiments.adapters import PolicyLearner
 
         options = self.model_dump(exclude={"kind", "label"})
+        options["calibration"] = self.calibration  # dropped from the dump at its LATER value ("paper"), never implied
         rng = np.random.default_rng(seed)
         return PolicyLearner(self.learner_class()(source.n_arms, source.dim, horizon=horizon, rng=rng, **options))
 

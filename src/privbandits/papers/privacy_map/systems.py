@@ -173,7 +173,7 @@ def _dp(options: MapOptions) -> list[Point]:
         for eps in options.epsilons:
             label = f"{system} ε={_fmt(eps)}"
             policy = {"kind": kind, "epsilon": eps, "delta": options.delta, "alpha": options.alpha}
-            policy |= {"calibration": "analytic"} if options.calibration == "analytic" else {}
+            policy |= {"calibration": options.calibration}  # named either way: the learners' default is analytic
             where = (system, model)
             if kind == "shuffle_dp_linucb":
                 policy |= {} if options.shuffle_batch is None else {"batch_size": batch}

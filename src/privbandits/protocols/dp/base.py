@@ -87,8 +87,8 @@ class PrivateLinUCB(ABC):
     shift_regularizer : bool
         Add the paper's shift 2Υ to the regulariser (True), or only repair an indefinite Ã.
     calibration : GaussianCalibration or str
-        ``"paper"`` (the paper's σ formula, default) or ``"analytic"`` (the smallest σ that is
-        (ε, δ)-DP: :mod:`~privbandits.privacy.calibration`).
+        ``"analytic"`` (default: the smallest σ that is (ε, δ)-DP, :mod:`~privbandits.privacy.calibration`)
+        or ``"paper"`` (the paper's σ formula, several times the noise the guarantee needs; for reproductions).
     tie_break, tie_tolerance
         As :class:`~privbandits.linear.policies.LinUCB`.
     rng : Generator, int or None
@@ -120,8 +120,8 @@ class PrivateLinUCB(ABC):
             "tie_tolerance": Option(Real(low=0), DEFAULT_TIE_TOLERANCE, "relative tolerance within which scores tie"),
             "calibration": Option(
                 Choice(GaussianCalibration),
-                GaussianCalibration.PAPER,
-                "noise σ from the paper's formula, or the analytic Gaussian (tight, Balle & Wang 2018)",
+                GaussianCalibration.ANALYTIC,
+                "noise σ from the analytic Gaussian (tight, Balle & Wang 2018), or the paper's formula (reproductions)",
             ),
             "ledger": Option(
                 NoneOr(Instance((PrivacyLedger,))), None, "where releases are recorded (None: a new PrivacyLedger)"
@@ -142,7 +142,7 @@ class PrivateLinUCB(ABC):
         reg: float = 1.0,
         failure_probability: float | None = None,
         shift_regularizer: bool = True,
-        calibration: GaussianCalibration | str = GaussianCalibration.PAPER,
+        calibration: GaussianCalibration | str = GaussianCalibration.ANALYTIC,
         tie_break: TieBreak | str = TieBreak.LOWEST,
         tie_tolerance: float = DEFAULT_TIE_TOLERANCE,
         rng: np.random.Generator | int | None = None,

@@ -1,0 +1,74 @@
+"""Joint-DP LinUCB at its defaults: final regret as a share of uniform random's (issue 47, "tight by default").
+
+The problem is the privacy map's linear-Gaussian panel at d = 10, K = 10
+(:class:`privbandits.envs.LinearGaussianBandit`:
+unit-norm contexts and θ*, Gaussian reward noise, every variance 0.05). The learner is
+:class:`privbandits.protocols.dp.JointDPLinUCB` with ε = 1, δ = 1e-5, its horizon T and nothing else set: what a
+user who takes the defaults gets. Regret is the pseudo-regret, ``Σ_t max_a E[r_a] − E[r_{a_t}]``; uniform random's
+is its expectation, ``Σ_t max_a E[r_a] − mean_a E[r_a]``, on the same rounds. ``--calibration paper`` shows the
+paper's σ (the default before issue 47) on the same seeds. Target: at most 15% of uniform random's at T = 20,000.
+
+Run ``python benchmarks/joint_dp_regret.py [--horizon T] [--seeds 0 1 2] [--calibration analytic paper]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from _smoke import parse_args
+
+from privbandits.envs import LinearGaussianBandit
+from privbandits.protocols.dp import JointDPLinUCB
+from privbandits.validation import Integer
+
+TARGET = 0.15
+
+
+def run(seed: int, horizon: int, dim: int, n_arms: int, calibration: str | None) -> tuple[float, float, float]:
+    """(the learner's final pseudo-regret, uniform random's, its noise σ) of one seed."""
+    env_rng, learner_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
+    env = LinearGaussianBandit(dim=dim, n_arms=n_arms)
+    env.reset(env_rng)
+    options = {} if calibration is None else {"calibration": calibration}
+    learner = JointDPLinUCB(n_arms, dim, epsilon=1.0, delta=1e-5, horizon=horizon, rng=learner_rng, **options)
+    regret = uniform = 0.0
+    for _ in range(horizon):
+        round_ = env.next_round()
+        arm = learner.select(round_.contexts)
+        best = float(round_.expected_rewards.max())
+        regret += best - float(round_.expected_rewards[arm])
+        uniform += best - float(round_.expected_rewards.mean())
+        learner.update(round_.contexts, arm, env.reward(arm))
+    return regret, uniform, learner.noise_std
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--horizon", type=int, default=20_000, help="T, rounds per seed (default 20,000)")
+    parser.add_argument("--dim", type=int, default=10, help="d (default 10)")
+    parser.add_argument("--arms", type=int, default=10, help="K (default 10)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds (default 0 1 2)")
+    parser.add_argument("--calibration", nargs="+", default=["default"], choices=["default", "analytic", "paper"],
+                        help="the learner's calibration: default (none set), analytic or paper")  # fmt: skip
+    checks = {"horizon": Integer(2, note="rounds per seed"), "dim": Integer(1), "arms": Integer(1)}
+    args = parse_args(parser, checks, horizon=300, seeds=[0])
+    print(f"joint-DP LinUCB, ε = 1, δ = 1e-5, d = {args.dim}, K = {args.arms}, T = {args.horizon:,}, "
+          f"seeds {', '.join(map(str, args.seeds))}")  # fmt: skip
+    for calibration in args.calibration:
+        start = time.perf_counter()
+        results = [run(seed, args.horizon, args.dim, args.arms, None if calibration == "default" else calibration)
+                   for seed in args.seeds]  # fmt: skip
+        shares = [regret / uniform for regret, uniform, _ in results]
+        for seed, (regret, uniform, std), share in zip(args.seeds, results, shares, strict=True):
+            print(f"  {calibration:8s} seed {seed}: regret {regret:9.1f}, uniform random {uniform:9.1f}, "
+                  f"{100 * share:5.1f}% (σ = {std:.4g})")  # fmt: skip
+        mean = float(np.mean(shares))
+        verdict = "meets" if mean <= TARGET else "MISSES"
+        print(f"{calibration}: mean {100 * mean:.1f}% of uniform random's regret ({verdict} the {100 * TARGET:.0f}% "
+              f"target; {time.perf_counter() - start:.1f} s)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

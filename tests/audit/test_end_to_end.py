@@ -1,0 +1,259 @@
+"""The end-to-end audits (issue 47) and the mutation suite that proves they can fail.
+
+Each mutant is a weakened copy of a learner or a protocol party, injected here (a subclass or a monkeypatched
+party class), never into the functions the audits call and never shipped in src/: noise dropped or scaled
+down, clipping skipped, ε misused, the threshold dropped, composition ignored. Every mutant keeps its ledger
+(and metrics) saying what the unmodified code says, so only the released outputs can give it away; each
+must be caught (its audited lower bound above its own ledger's claim), and the unmodified code must not be
+(claim ≥ lower bound), at the same sizes and seeds. The sizes fit the default suite; ``slow`` reruns the
+unmodified audits at their full size.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from privbandits.audit import end_to_end
+from privbandits.audit.stats import audit_samples
+from privbandits.privacy.bounds import DataBounds
+from privbandits.privacy.tree_mechanism import TreeMechanism
+from privbandits.protocols.dp import JointDPLinUCB, LocalDPLinUCB, ShuffleDPLinUCB
+from privbandits.protocols.dp.local import LocalRandomizer, local_noise_std, report_noise
+from privbandits.protocols.mpc_bandit import ExplorationStream, PlaintextEpsilonGreedy, PrivateEpsilonGreedy
+from privbandits.protocols.p2b.core import Shuffler
+
+
+# -- the mutants -------------------------------------------------------------------------------------------------------
+class _RewardUnclipped(DataBounds):
+    def apply(self, x, y):
+        return super().apply(x, 0.0)[0], y
+
+
+class _ContextUnclipped(DataBounds):
+    def apply(self, x, y):
+        return x, super().apply(x, y)[1]
+
+
+class _Unclipped(DataBounds):
+    def apply(self, x, y):
+        return x, y
+
+
+def _with_bounds(base, bounds):
+    class Mutant(base):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.bounds = bounds(True)
+
+    return Mutant
+
+
+class JointWithoutTreeNoise(JointDPLinUCB):
+    """Releases its prefix sums exactly (no tree); its ledger still records the tree at ε."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.tree = None
+
+
+class JointTreeNoiseTenth(JointDPLinUCB):
+    """The tree's nodes at σ/10; ``noise_std`` and the ledger say σ."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.tree = TreeMechanism(self.dim + 1, self.noise_std / 10, self.rng)
+
+
+class LocalTenEpsilon(LocalDPLinUCB):
+    """Randomises each report for 10ε; its ledger says ε."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        noise = report_noise(local_noise_std(10 * self.epsilon, self.delta, self.noise_calibration), self.dim)
+        self.randomizer = LocalRandomizer(noise.std, self.rng, noise.grid)
+
+
+class ShuffleNoiseTenth(ShuffleDPLinUCB):
+    """The local randomiser at σ₀/10 while ``noise_std`` (its metric) and the ledger keep σ₀."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.randomizer = LocalRandomizer(self.calibration.noise_std / 10, self.rng, self.calibration.grid)
+
+
+def _fclub_server_at(fraction: float):
+    from privbandits.protocols.fclub.local_server import LocalServer
+
+    class Mutant(LocalServer):
+        """Each privatizer's tree at σ·fraction; its ledger still says the config's ε."""
+
+        def _new_trees(self, cluster, t_phase, single):
+            super()._new_trees(cluster, t_phase, single)
+            for name in ("async_tree", "phase_tree"):
+                tree = getattr(cluster, name)
+                if tree is not None:
+                    setattr(cluster, name, TreeMechanism(self.dim + 1, tree.std * fraction, self.rng))
+
+    return Mutant
+
+
+def _exploring_at(base, fraction: float):
+    class Mutant(base):
+        """Explores with probability ε·fraction; its config (and so its ledger's η) keeps ε."""
+
+        def __init__(self, config, **kwargs):
+            super().__init__(config, **kwargs)
+            seed = np.random.SeedSequence(int(self.exploration.rng.integers(2**62)))
+            self.exploration = ExplorationStream(config.n_arms, config.epsilon * fraction, config.precision, seed)
+
+    return Mutant
+
+
+class MPCCompositionIgnored(PrivateEpsilonGreedy):
+    """Records η once for the whole run (its first opened action) instead of once per opened action."""
+
+    def _opened(self, arm):
+        if self.rounds == 0:
+            return super()._opened(arm)
+        return arm % self.config.n_arms
+
+
+class ThresholdDropped(Shuffler):
+    """Releases crowds of one (threshold 1); its ledger's ε(p) is unchanged."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **{**kwargs, "threshold": 1})
+
+
+# -- the suite ---------------------------------------------------------------------------------------------------------
+SIZES = {"e2e.dp_linucb.joint": 150, "e2e.dp_linucb.local": 500, "e2e.dp_linucb.shuffle": 500,
+         "e2e.fclub.local_server": 400, "e2e.mpc_bandit.learner": 100, "e2e.mpc_bandit.twin": 500,
+         "e2e.p2b.pipeline": 200}  # fmt: skip
+"""Samples per side in the default suite (mutants and unmodified code together: about half a minute on 2 busy cores;
+FCLUB needs the most runs: its claim composes two privatizers at δ = 0.1 each)."""
+
+MUTANTS = {
+    "joint: tree noise dropped": ("e2e.dp_linucb.joint", {"learner": JointWithoutTreeNoise}, None),
+    "joint: tree noise × 1/10": ("e2e.dp_linucb.joint", {"learner": JointTreeNoiseTenth}, None),
+    "joint: reward clipping skipped": ("e2e.dp_linucb.joint", {"learner": _with_bounds(JointDPLinUCB,
+                                                                                        _RewardUnclipped)}, None),
+    "joint: context clipping skipped": ("e2e.dp_linucb.joint", {"learner": _with_bounds(JointDPLinUCB,
+                                                                                         _ContextUnclipped)}, None),
+    "local: 10ε inside": ("e2e.dp_linucb.local", {"learner": LocalTenEpsilon}, None),
+    "local: clipping skipped": ("e2e.dp_linucb.local", {"learner": _with_bounds(LocalDPLinUCB, _Unclipped)}, None),
+    "shuffle: randomiser σ/10, metric σ": ("e2e.dp_linucb.shuffle", {"learner": ShuffleNoiseTenth}, None),
+    "fclub: local server σ/100, ledger ε = 1": ("e2e.fclub.local_server", {}, _fclub_server_at(0.01)),
+    "mpc: exploring at ε/10, ledger η(ε)": ("e2e.mpc_bandit.learner",
+                                           {"learner": _exploring_at(PrivateEpsilonGreedy, 0.1)}, None),
+    "mpc: composition over actions ignored": ("e2e.mpc_bandit.learner", {"learner": MPCCompositionIgnored}, None),
+    "mpc twin: exploring at ε/10": ("e2e.mpc_bandit.twin", {"learner": _exploring_at(PlaintextEpsilonGreedy, 0.1)},
+                                    None),
+    "p2b: shuffler releases crowds of 1": ("e2e.p2b.pipeline", {"shuffler": ThresholdDropped}, None),
+}
+"""Name: (audit, the class it drives, FCLUB's local server class to patch in or None)."""
+
+
+def _bound(name: str, options: dict, samples: int, seed: int = 0):
+    audit = end_to_end.AUDITS[name](**options)
+    out0, out1 = audit.sample(samples, np.random.default_rng(seed), audit.weakened)
+    return audit, audit_samples(out0, out1, audit.claimed_delta, discrete=audit.discrete)
+
+
+@pytest.mark.parametrize("mutant", list(MUTANTS))
+def test_each_learner_and_protocol_level_mutant_is_caught(mutant, monkeypatch):
+    name, options, server = MUTANTS[mutant]
+    if server is not None:
+        monkeypatch.setattr("privbandits.protocols.fclub.driver.LocalServer", server)
+    audit, bound = _bound(name, options, SIZES[name])
+    assert bound.epsilon_lower > audit.claimed_epsilon, (mutant, audit.claimed_epsilon, bound.epsilon_lower)
+
+
+@pytest.mark.parametrize("name", list(end_to_end.AUDITS))
+def test_the_unmodified_code_meets_its_claim_at_the_suites_size(name):
+    audit, bound = _bound(name, {}, SIZES[name])
+    assert audit.claimed_epsilon >= bound.epsilon_lower, (name, audit.claimed_epsilon, bound.epsilon_lower)
+
+
+def test_every_audit_is_driven_by_a_mutant():
+    assert {name for name, _, _ in MUTANTS.values()} == set(end_to_end.AUDITS)
+
+
+def test_the_mutants_keep_the_metrics_of_the_unmodified_code():
+    """What gives a noise mutant away is its released outputs, never its ledger or its metrics."""
+    kwargs = {"epsilon": 1.0, "delta": 1e-5, "horizon": 4, "rng": 0}
+    assert ShuffleNoiseTenth(1, 1, **kwargs).noise_std == ShuffleDPLinUCB(1, 1, **kwargs).noise_std
+    assert JointTreeNoiseTenth(1, 1, **kwargs).noise_std == JointDPLinUCB(1, 1, **kwargs).noise_std
+    assert LocalTenEpsilon(1, 1, **kwargs).ledger.entries == LocalDPLinUCB(1, 1, **kwargs).ledger.entries
+
+
+def test_the_claim_is_the_ledgers():
+    """Joint DP: the tree's one entry; local DP: ε per report; the twin: its declared η; P2B: the shuffler's ε(p)."""
+    assert end_to_end.joint_learner(epsilon=2.0).claimed_epsilon == 2.0
+    assert end_to_end.local_learner(epsilon=0.5).claimed_epsilon == pytest.approx(0.5)
+    assert end_to_end.mpc_twin(n_arms=2, exploration=0.5).claimed_epsilon == pytest.approx(np.log(4.0))
+    assert end_to_end.p2b_pipeline(participation=0.5).claimed_epsilon == pytest.approx(np.log(2.0))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(end_to_end.AUDITS))
+def test_the_unmodified_code_meets_its_claim_at_full_size(name):
+    audit, bound = _bound(name, {}, end_to_end.SAMPLES[name], seed=1)
+    assert audit.claimed_epsilon >= bound.epsilon_lower, (name, audit.claimed_epsilon, bound.epsilon_lower)
+
+
+# -- the command line --------------------------------------------------------------------------------------------------
+def test_cli_sets_options_of_an_end_to_end_audit_and_prints_progress_and_the_table(tmp_path):
+    """``--mechanism NAME -o KEY=VALUE``: the options reach the audit (and its unit's key); one progress line a unit
+    and the table also when the output is not a terminal (CliRunner's is not); exit 0 when every claim holds."""
+    from typer.testing import CliRunner
+
+    from privbandits.cli import app
+    from privbandits.experiments.store import ResultsStore
+
+    store, out = tmp_path / "s.sqlite", tmp_path / "audit"
+    args = ["audit", "--mechanism", "e2e.dp_linucb.local", "-o", "dim=2", "-o", "epsilon=2", "--samples", "50",
+            "--store", str(store), "--out", str(out)]  # fmt: skip
+    done = CliRunner().invoke(app, args)
+    assert done.exit_code == 0, done.output
+    assert "[1/2] done: audit e2e.dp_linucb.local (as calibrated)" in done.output
+    assert "e2e.dp_linucb.local" in done.output and "claim holds" in done.output
+    with ResultsStore(store) as results:
+        (unit,) = [u for u in results.units_of("privbandits.audit.run:audit_unit")]
+    assert unit.params["options"] == {"dim": 2, "epsilon": 2.0} and unit.result["claimed_epsilon"] == 2.0
+    assert unit.result["settings"]["dim"] == 2
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    ("nope=1", "no mechanism named takes 'nope'"),
+    ("horizon=many", "-o horizon=many: e2e.dp_linucb.joint's horizon must be int"),
+    ("horizon", "-o takes KEY=VALUE"),
+    ("horizon=0", "-o for e2e.dp_linucb.joint"),
+])  # fmt: skip
+def test_cli_refuses_bad_options_with_exit_2_before_running(option, message, tmp_path):
+    from typer.testing import CliRunner
+
+    from privbandits.cli import app
+
+    done = CliRunner().invoke(app, ["audit", "-m", "e2e.dp_linucb.joint", "-o", option, "--store",
+                                    str(tmp_path / "s"), "--out", str(tmp_path / "o")])  # fmt: skip
+    assert done.exit_code == 2, done.output
+    assert message in done.output
+    assert not (tmp_path / "s").exists()
+
+
+def test_cli_exits_1_when_a_claim_is_below_its_lower_bound(tmp_path, monkeypatch):
+    """A refuted claim (here: the joint learner without its tree noise, patched in) ends the command with exit 1."""
+    from typer.testing import CliRunner
+
+    from privbandits.audit import run
+    from privbandits.cli import app
+
+    def mutated(**options):
+        return end_to_end.joint_learner(**options, learner=JointWithoutTreeNoise)
+
+    monkeypatch.setitem(run.MECHANISMS, "e2e.dp_linucb.joint", mutated)
+    done = CliRunner().invoke(app, ["audit", "-m", "e2e.dp_linucb.joint", "--samples", "100", "--store",
+                                    str(tmp_path / "s"), "--out", str(tmp_path / "o")])  # fmt: skip
+    assert done.exit_code == 1, done.output
+    assert "CLAIM REFUTED" in done.output
