@@ -11,8 +11,10 @@ deployment). Targets (issue 46, on 2 cores): at 64 clients, served events/s >= 5
 latency <= 3x the median. The load generator shares the cores with the service: the load average is printed.
 
 Targets (``--target``): ``reference`` (the plaintext reference learner, LinUCB with ``--arms`` arms of ``--dim``
-features: the service's own cost, the floor of every protocol's). A protocol's target runs its shipped deployment's
-served parties once they have serving roles.
+features: the service's own cost, the floor of every protocol's; its reference rate is the learner in process) and
+``vertical`` (the shipped vertical-vfucb deployment's shape: blocks 40/25/35, 10 arms; every party a ``privbandits
+serve`` process, the passive parties' rows put first, the clients asking the active party over TLS; its reference
+rate is ``deploy local``'s rounds per second for the same file, from the active party's result).
 
     .venv/bin/python benchmarks/serve_load.py                      # about a minute on 2 cores
     .venv/bin/python benchmarks/serve_load.py --clients 1,8,64 --events 4000
@@ -23,8 +25,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import ssl
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,7 +43,7 @@ from rich.console import Console
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "serve"))  # the process helpers of the serving tests
+sys.path[:0] = [str(ROOT / "tests" / "serve"), str(ROOT / "tests")]  # the serving tests' process helpers
 
 from serve_process import add_token, start, write_reference  # noqa: E402
 
@@ -86,29 +91,51 @@ def reference_rate(learner: ReferenceLearner, features: np.ndarray, rewards: np.
     return len(features) / (time.perf_counter() - started)
 
 
-async def _client(http: httpx.AsyncClient, mine: range, run: str, data, latencies: list[float]) -> None:
-    features, rewards = data
+@dataclass(frozen=True)
+class Events:
+    """What the clients send: each event's user, features (the served party's own) and every arm's reward."""
+
+    users: list[str]
+    features: np.ndarray
+    rewards: np.ndarray
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where the clients send it: the party's URL, a token, and for TLS the CA and the name in its certificate."""
+
+    url: str
+    token: str
+    ca: Path | None = None
+    server_name: str | None = None
+
+
+async def _client(http: httpx.AsyncClient, mine: range, run: str, data: Events, latencies: list[float],
+                  extensions: dict) -> None:  # fmt: skip
     for t in mine:
         started = time.perf_counter()
-        answer = await http.post("/v1/decide", json={"event_id": f"{run}-{t}", "user_id": f"u{t % 97}",
-                                                     "features": features[t].tolist()})  # fmt: skip
+        answer = await http.post("/v1/decide", json={"event_id": f"{run}-{t}", "user_id": data.users[t],
+                                                     "features": data.features[t].tolist()}, extensions=extensions)
         latencies.append(time.perf_counter() - started)
         answer.raise_for_status()
         arm = answer.json()["arm"]
-        acked = await http.post("/v1/reward", json={"event_id": f"{run}-{t}", "reward": float(rewards[t, arm])})
+        acked = await http.post("/v1/reward", json={"event_id": f"{run}-{t}", "reward": float(data.rewards[t, arm])},
+                                extensions=extensions)  # fmt: skip
         acked.raise_for_status()
 
 
-async def drive(url: str, token: str, clients: int, data, run: str) -> Level:
+async def drive(endpoint: Endpoint, clients: int, data: Events, run: str) -> Level:
     """``clients`` concurrent clients over the events of ``data`` (event t to client t mod clients)."""
-    events = len(data[0])
+    events = len(data.users)
     latencies: list[float] = []
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-    https = [httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {token}"}, limits=limits,
-                               timeout=60.0) for _ in range(clients)]  # fmt: skip
+    verify: ssl.SSLContext | bool = True if endpoint.ca is None else ssl.create_default_context(cafile=endpoint.ca)
+    extensions = {} if endpoint.server_name is None else {"sni_hostname": endpoint.server_name}
+    https = [httpx.AsyncClient(base_url=endpoint.url, headers={"Authorization": f"Bearer {endpoint.token}"},
+                               limits=limits, timeout=120.0, verify=verify) for _ in range(clients)]  # fmt: skip
     started = time.perf_counter()
     try:
-        await asyncio.gather(*(_client(http, range(i, events, clients), run, data, latencies)
+        await asyncio.gather(*(_client(http, range(i, events, clients), run, data, latencies, extensions)
                                for i, http in enumerate(https)))  # fmt: skip
     finally:
         await asyncio.gather(*(http.aclose() for http in https))
@@ -118,8 +145,9 @@ async def drive(url: str, token: str, clients: int, data, run: str) -> Level:
 def run_reference(args: argparse.Namespace) -> tuple[list[Level], float]:
     """Serve the reference learner and drive it at each level; its levels and the in-process reference rate."""
     settings = {"n_arms": args.arms, "dim": args.dim, "policy": "linucb", "seed": 1}
-    data = _problem(args.events, args.arms, args.dim)
-    baseline = reference_rate(ReferenceLearner(**settings), *data)
+    features, rewards = _problem(args.events, args.arms, args.dim)
+    baseline = reference_rate(ReferenceLearner(**settings), features, rewards)
+    data = Events([f"u{t % 97}" for t in range(args.events)], features, rewards)
     levels = []
     with tempfile.TemporaryDirectory() as folder:
         service_file = write_reference(Path(folder), settings, reward_timeout_s=3600, checkpoint_every=1000)
@@ -127,10 +155,43 @@ def run_reference(args: argparse.Namespace) -> tuple[list[Level], float]:
         process, url = start(service_file, "--dev-plain-http")
         try:
             for clients in args.clients:
-                levels.append(asyncio.run(drive(url, token, clients, data, f"c{clients}")))
+                levels.append(asyncio.run(drive(Endpoint(url, token), clients, data, f"c{clients}")))
         finally:
             process.terminate()
             process.wait(30)
+    return levels, baseline
+
+
+def deploy_local_rate(path: Path) -> float:
+    """``deploy local``'s rounds per second for the deployment at ``path`` (its active party's own timing)."""
+    command = [sys.executable, "-m", "privbandits", "deploy", "local", str(path)]
+    subprocess.run(command, check=True, capture_output=True, env=os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)})
+    result = json.loads((path.parent / "out" / "active.result.json").read_text())
+    return 1.0 / result["seconds_per_round"]
+
+
+def run_vertical(args: argparse.Namespace) -> tuple[list[Level], float]:
+    """Serve the vertical deployment's four parties and drive its active party at each level; ``deploy local``'s
+    rate for the same file first."""
+    from vertical_serving import preload_passive, served, served_deployment, wait_linked
+
+    from privbandits.deploy.vertical.party import load_all
+
+    with tempfile.TemporaryDirectory() as folder:
+        path, spec = served_deployment(Path(folder), partition=[40, 25, 35], n_arms=10, rounds=args.events, seed=0,
+                                       alpha=0.5, reg=1.0)  # fmt: skip
+        baseline = deploy_local_rate(path)
+        own = load_all(spec, ["active"])["active"]
+        data = Events([str(int(user)) for user in own.users], own.features, own.reward_table)
+        levels = []
+        with served(path, spec) as (parties, clients):
+            preload_passive(spec, clients)
+            wait_linked(clients["active"])
+            active = parties["active"]
+            endpoint = Endpoint(active.url, clients["active"]._http.headers["Authorization"].split()[1],
+                                spec.parties["active"].ca, "active")  # fmt: skip
+            for count in args.clients:
+                levels.append(asyncio.run(drive(endpoint, count, data, f"c{count}")))
     return levels, baseline
 
 
@@ -149,15 +210,19 @@ def report(levels: list[Level], baseline: float, args: argparse.Namespace) -> No
                       f"{spread:.1f}", f"{share:.0%}", judged)  # fmt: skip
     console.print(table)
     median = statistics.median(latency for level in levels for latency in level.latencies)
-    console.print(f"reference rate (the learner without a service, same run): {baseline:,.0f} rounds/s; "
+    what = "the learner without a service" if args.target == "reference" else "deploy local, the same file"
+    console.print(f"reference rate ({what}, same run): {baseline:,.0f} rounds/s; "
                   f"median decide latency over all levels {median * 1e3:.2f} ms")
     if args.smoke:
         console.print(NOTICE)
 
 
+TARGETS = {"reference": run_reference, "vertical": run_vertical}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--target", choices=["reference"], default="reference", help="what is served")
+    parser.add_argument("--target", choices=sorted(TARGETS), default="reference", help="what is served")
     parser.add_argument("--clients", type=integers, default=(1, 8, 64), help="concurrent clients, comma-separated")
     parser.add_argument("--events", type=int, default=3000, help="events per load level")
     parser.add_argument("--arms", type=int, default=10, help="arms (reference target)")
@@ -165,7 +230,7 @@ def main() -> None:
     checks = {"clients": IntegerSequence(low=1, min_length=1), "events": Integer(1), "arms": Integer(2, 1000),
               "dim": Integer(1, 4096)}  # fmt: skip
     args = parse_args(parser, checks, events=60, clients=(1, 4))
-    levels, baseline = run_reference(args)
+    levels, baseline = TARGETS[args.target](args)
     report(levels, baseline, args)
 
 
