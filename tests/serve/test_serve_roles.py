@@ -100,3 +100,15 @@ def test_each_kind_of_role_publishes_its_own_endpoints(tmp_path: Path) -> None:
 def test_a_stateless_role_refuses_a_checkpoint_that_holds_state() -> None:
     with pytest.raises(ValueError, match="toy-quiet keeps no state, but the checkpoint holds 3 bytes"):
         Quiet().restore(b"abc")
+
+
+def test_the_typed_client_puts_rows(holder) -> None:
+    from privbandits.serve.client import PutAck, ServeClient, ServeError
+
+    client, service = holder
+    typed = ServeClient(http=client)
+    assert typed.put_features("u9", [[1, 2, 3]]) == PutAck("u9", False, 1)
+    assert typed.put_features("u9", [[1, 2, 3]]) == PutAck("u9", True, 1)
+    with pytest.raises(ServeError) as refused:
+        typed.put_features("u9", [[1, 2]])
+    assert (refused.value.status, refused.value.field) == (422, "features")

@@ -52,6 +52,15 @@ class RewardAck:
     model_version: int
 
 
+@dataclass(frozen=True)
+class PutAck:
+    """Rows acknowledged (durable, applied; ``duplicate``: the key held these rows already)."""
+
+    key: str
+    duplicate: bool
+    model_version: int
+
+
 class ServeClient:
     """The API of one served party (see the module docstring). ``ca``: the CA that signed the service's certificate;
     ``server_name``: the name in it (the party's name) when ``url`` gives an address; ``http``: an httpx client to
@@ -111,6 +120,13 @@ class ServeClient:
         """Report an event's reward (again is fine: acknowledged as a duplicate)."""
         data = self._call("POST", "/v1/reward", {"event_id": event_id, "reward": float(reward)}).json()
         return RewardAck(data["event_id"], data["duplicate"], data["model_version"])
+
+    def put_features(self, key: str, features: Sequence[Sequence[float]]) -> PutAck:
+        """Put this party's rows under ``key`` (a feature holder: e.g. a user's block, an event's block); the same rows
+        again are acknowledged as a duplicate."""
+        body = {"key": key, "features": [list(map(float, row)) for row in features]}
+        data = self._call("POST", "/v1/features", body).json()
+        return PutAck(data["key"], data["duplicate"], data["model_version"])
 
     def health(self) -> dict[str, Any]:
         """The service in brief: status, decider, model version, open events, uptime."""
