@@ -2,8 +2,8 @@
 
 Both take either a **reference service file** (a ``[learner]`` table: the plaintext development service,
 :mod:`privbandits.serve.settings`) or a **deployment file** with ``--as NAME``, whose protocol is asked for that
-party's serving role (:meth:`~privbandits.deploy.registry.DeployableProtocol.serving_role`); no protocol has one yet,
-and that is said in one line (exit 2). Heavy modules (uvicorn, starlette, numpy) load only when a command runs.
+party's serving role (:meth:`~privbandits.deploy.registry.DeployableProtocol.serving_role`); a party its protocol does
+not serve is said in one line (exit 2). Heavy modules (uvicorn, starlette, numpy) load only when a command runs.
 """
 
 from __future__ import annotations
@@ -100,8 +100,8 @@ def _from_deployment(path: Path, name: str | None) -> Served:
         raise
     if decider is None:
         _fail(
-            f"protocol {spec.protocol.name!r} has no serving role yet (party {name!r}): `privbandits serve` serves "
-            "only the reference learner for now (a reference service file, docs/serve.md)"
+            f"protocol {spec.protocol.name!r} has no serving role yet (party {name!r}): `privbandits serve` can serve "
+            "it only once the protocol says how (docs/serve.md, for protocol authors)"
         )
     assert decider is not None
     party = spec.parties[name]
@@ -123,20 +123,17 @@ def serve_command(
 ) -> None:
     """Serve a party's decisions to its application over HTTP until stopped (SIGINT/SIGTERM).
 
-    Today this serves the reference learner (a plaintext LinUCB or ε-greedy policy, no privacy) from a reference
-    service file; a deployment file is accepted, but no protocol has a serving role yet, which is said in one line
-    (exit 2). Endpoints: POST /v1/decide, POST /v1/reward, GET /v1/health, GET /v1/ledger, GET /metrics, and the
-    OpenAPI document at GET /v1/openapi.json; every request but the document needs a token (`privbandits
-    serve-token`). The API is TLS with the service's certificate; plain HTTP only with --dev-plain-http on a
-    loopback address. Every answer is sent after what it acknowledges is in the party's store (SQLite): after a
-    crash, a restart absorbs every acknowledged reward exactly once. On stderr: one line with the URL once
-    listening. Exit codes: 0 stopped; 2 unusable file, settings or store (the line names it); 5 the address
-    cannot be listened on.
-    """
-    from privbandits.deploy.deployment import DeploymentError
-    from privbandits.serve.server import open_service, serve
-    from privbandits.serve.settings import SettingsError
-    from privbandits.serve.store import StoreError
+    FILE is a deployment file (with --as NAME: that party, as its protocol serves it: docs/serve-PROTOCOL.md) or a
+    reference service file (the plaintext reference learner, no privacy). Endpoints: POST /v1/decide and POST
+    /v1/reward (a party that decides), POST /v1/features (a party whose application puts its own rows), GET
+    /v1/health, GET /v1/ledger, GET /metrics, and the OpenAPI document at GET /v1/openapi.json; every request but
+    the document needs a token (`privbandits serve-token`). The API is TLS with the service's certificate; plain
+    HTTP only with --dev-plain-http on a loopback address. Every answer is sent after what it acknowledges is in the
+    party's store (SQLite): after a crash, a restart absorbs every acknowledged reward exactly once. On stderr: one
+    line with the URL once listening. Exit codes: 0 stopped; 2 unusable file, settings or store (the line names it);
+    5 the address cannot be listened on. """ from privbandits.deploy.deployment import DeploymentError from
+    privbandits.serve.server import open_service, serve from privbandits.serve.settings import SettingsError from
+    privbandits.serve.store import StoreError
 
     served = load_served(file, name)
     try:
