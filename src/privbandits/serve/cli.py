@@ -126,14 +126,18 @@ def serve_command(
     FILE is a deployment file (with --as NAME: that party, as its protocol serves it: docs/serve-PROTOCOL.md) or a
     reference service file (the plaintext reference learner, no privacy). Endpoints: POST /v1/decide and POST
     /v1/reward (a party that decides), POST /v1/features (a party whose application puts its own rows), GET
-    /v1/health, GET /v1/ledger, GET /metrics, and the OpenAPI document at GET /v1/openapi.json; every request but
-    the document needs a token (`privbandits serve-token`). The API is TLS with the service's certificate; plain
-    HTTP only with --dev-plain-http on a loopback address. Every answer is sent after what it acknowledges is in the
-    party's store (SQLite): after a crash, a restart absorbs every acknowledged reward exactly once. On stderr: one
-    line with the URL once listening. Exit codes: 0 stopped; 2 unusable file, settings or store (the line names it);
-    5 the address cannot be listened on. """ from privbandits.deploy.deployment import DeploymentError from
-    privbandits.serve.server import open_service, serve from privbandits.serve.settings import SettingsError from
-    privbandits.serve.store import StoreError
+    /v1/health, GET /v1/ledger, GET /metrics, and the OpenAPI document at GET /v1/openapi.json; every request
+    but the document needs a token (`privbandits
+    serve-token`). The API is TLS with the service's certificate; plain HTTP only with --dev-plain-http on a
+    loopback address. Every answer is sent after what it acknowledges is in the party's store (SQLite): after a
+    crash, a restart absorbs every acknowledged reward exactly once. On stderr: one line with the URL once
+    listening. Exit codes: 0 stopped; 2 unusable file, settings or store (the line names it); 5 the address
+    cannot be listened on.
+    """
+    from privbandits.deploy.deployment import DeploymentError
+    from privbandits.serve.server import open_service, serve
+    from privbandits.serve.settings import SettingsError
+    from privbandits.serve.store import StoreError
 
     served = load_served(file, name)
     try:
