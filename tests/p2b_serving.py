@@ -1,0 +1,130 @@
+"""Served P2B parties (``privbandits serve``) on 127.0.0.1 and device agents driving them: for the P2B serving tests.
+
+Not a test module: ``tests/`` is on ``sys.path`` (pyproject.toml's ``[tool.pytest.ini_options] pythonpath``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import selectors
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from p2b_deployment import local_copy
+from typer.testing import CliRunner
+
+from privbandits.deploy.cli import standalone
+from privbandits.deploy.deployment import Deployment, load_deployment
+
+START_S = 90.0  # the interpreter imports numpy, scipy and numba first: slow on a busy machine
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def served_copy(folder: Path, n_users: int, **protocol: object) -> Path:
+    """The shipped P2B deployment, reproducible, ``n_users`` users, the shuffler and the server on free ports (their
+    APIs on any free port), certificates and the device hosts' data files made; extra ``protocol`` settings."""
+    path = local_copy(folder, raw_baseline=False, **{"n_users = 3000": f"n_users = {n_users}"})
+    text = path.read_text()
+    for name in ("shuffler", "server"):
+        text = re.sub(rf'(\[parties\.{name}\][^\[]*?address = )"127\.0\.0\.1:0"', rf'\g<1>"127.0.0.1:{free_port()}"',
+                      text, flags=re.S)  # fmt: skip
+    extra = "".join(f"{key} = {json.dumps(value)}\n" for key, value in protocol.items())
+    text = text.replace('name = "p2b"\n', f'name = "p2b"\n{extra}')
+    text += "\n[serve.shuffler]\nport = 0\n\n[serve.server]\nport = 0\n"
+    path.write_text(text)
+    runner = CliRunner()
+    for command in (["deploy", "certs", str(path)], ["deploy", "data", str(path)]):
+        result = runner.invoke(standalone, command)
+        assert result.exit_code == 0, result.output
+    return path
+
+
+def token(path: Path, name: str) -> str:
+    """A client token for party ``name``'s API (made in its store before it starts)."""
+    from privbandits.deploy.p2b.serving import serving_role
+    from privbandits.serve.auth import new_token, token_hash
+    from privbandits.serve.store import EventStore
+
+    spec = load_deployment(path)
+    role = serving_role(spec, name)
+    assert role is not None
+    secret = new_token()
+    store = EventStore(Path(spec.output) / f"{name}.serve.sqlite", role.identity())
+    store.add_token("test", token_hash(secret))
+    store.close()
+    return secret
+
+
+class Served:
+    """A party served as its own process; its API URL and token."""
+
+    def __init__(self, path: Path, name: str, secret: str) -> None:
+        self.path, self.name, self.secret = path, name, secret
+        env = os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)}
+        command = [sys.executable, "-m", "privbandits", "serve", str(path), "--as", name]
+        self.process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env,
+                                        text=True, cwd=path.parent)  # fmt: skip
+        self.url = self._announced()
+
+    def _announced(self) -> str:
+        assert self.process.stderr is not None
+        selector = selectors.DefaultSelector()
+        selector.register(self.process.stderr, selectors.EVENT_READ)
+        deadline, seen = time.monotonic() + START_S, []
+        while time.monotonic() < deadline:
+            if selector.select(timeout=0.5):
+                line = self.process.stderr.readline()
+                seen.append(line)
+                if line.startswith("serving "):
+                    return line.split(" at ")[1].split(";")[0]
+                if not line and self.process.poll() is not None:
+                    break
+        self.process.kill()
+        raise AssertionError(f"{self.name} did not start: {''.join(seen)}")
+
+    def client(self):
+        """A :class:`~privbandits.serve.client.ServeClient` of the party's API (TLS, its certificate from the CA)."""
+        from privbandits.serve.client import ServeClient
+
+        ca = load_deployment(self.path).parties[self.name].ca
+        return ServeClient(self.url, self.secret, ca=ca, server_name=self.name)
+
+    def ledger(self) -> dict:
+        with self.client() as client:
+            return client.ledger()
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.terminate()
+        try:
+            return self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()
+
+
+def serve(path: Path, name: str) -> Served:
+    return Served(path, name, token(path, name))
+
+
+def wait_model(spec: Deployment, version: int, limit: float = 60.0):
+    """The server's model once it has published ``version`` (fetched as a device of the first host)."""
+    from privbandits.deploy.p2b.agent import fetch_model
+
+    host, stop = spec.names("device_host")[0], time.monotonic() + limit
+    while time.monotonic() < stop:
+        model = fetch_model(spec, host, timeout=10)
+        if model is not None and model.version >= version:
+            return model
+        time.sleep(0.1)
+    raise AssertionError(f"the server published no model version {version} within {limit:g} s")
