@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import selectors
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import Deployment, load_deployment
 
-START_S = 90.0  # the interpreter imports numpy, scipy and numba first: slow on a busy machine
+START_S = 180.0  # the interpreter imports numpy, scipy and numba first: slow on a busy machine
 
 
 def free_port() -> int:
@@ -30,10 +30,12 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def served_copy(folder: Path, n_users: int, **protocol: object) -> Path:
-    """The shipped P2B deployment, reproducible, ``n_users`` users, the shuffler and the server on free ports (their
-    APIs on any free port), certificates and the device hosts' data files made; extra ``protocol`` settings."""
-    path = local_copy(folder, raw_baseline=False, **{"n_users = 3000": f"n_users = {n_users}"})
+def served_copy(folder: Path, n_users: int, threshold: int = 10, **protocol: object) -> Path:
+    """The shipped P2B deployment, reproducible, ``n_users`` users, crowd threshold ``threshold``, the shuffler and the
+    server on free ports (their APIs on any free port), certificates and the device hosts' data files made; extra
+    ``protocol`` settings."""
+    changes = {"n_users = 3000": f"n_users = {n_users}", "threshold = 10 ": f"threshold = {threshold} "}
+    path = local_copy(folder, raw_baseline=False, **changes)
     text = path.read_text()
     for name in ("shuffler", "server"):
         text = re.sub(rf'(\[parties\.{name}\][^\[]*?address = )"127\.0\.0\.1:0"', rf'\g<1>"127.0.0.1:{free_port()}"',
@@ -74,23 +76,28 @@ class Served:
         command = [sys.executable, "-m", "privbandits", "serve", str(path), "--as", name]
         self.process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env,
                                         text=True, cwd=path.parent)  # fmt: skip
-        self.url = self._announced()
+        self.url = ""
 
-    def _announced(self) -> str:
+    def announced(self) -> Served:
+        """Wait for the service's announcement (its URL); its stderr is read on a thread of its own meanwhile (a
+        selector on the pipe would miss a line already in the reader's buffer)."""
         assert self.process.stderr is not None
-        selector = selectors.DefaultSelector()
-        selector.register(self.process.stderr, selectors.EVENT_READ)
-        deadline, seen = time.monotonic() + START_S, []
+        self.lines: list[str] = []
+        threading.Thread(target=lambda: self.lines.extend(iter(self.process.stderr.readline, "")), daemon=True).start()
+        deadline = time.monotonic() + START_S
         while time.monotonic() < deadline:
-            if selector.select(timeout=0.5):
-                line = self.process.stderr.readline()
-                seen.append(line)
+            for line in list(self.lines):
                 if line.startswith("serving "):
-                    return line.split(" at ")[1].split(";")[0]
-                if not line and self.process.poll() is not None:
-                    break
+                    self.url = line.split(" at ")[1].split(";")[0]
+                    return self
+            if self.process.poll() is not None:
+                time.sleep(0.2)
+                break
+            time.sleep(0.05)
+        code = self.process.poll()
         self.process.kill()
-        raise AssertionError(f"{self.name} did not start: {''.join(seen)}")
+        why = f"exit code {code}" if code is not None else f"no announcement within {START_S:g} s"
+        raise AssertionError(f"{self.name} did not start ({why}): {''.join(self.lines)}")
 
     def client(self):
         """A :class:`~privbandits.serve.client.ServeClient` of the party's API (TLS, its certificate from the CA)."""
@@ -113,8 +120,15 @@ class Served:
             return self.process.wait()
 
 
-def serve(path: Path, name: str) -> Served:
-    return Served(path, name, token(path, name))
+def serve(path: Path, *names: str) -> list[Served]:
+    """Parties ``names`` served, each its own process, started side by side; once each has announced its URL."""
+    started = [Served(path, name, token(path, name)) for name in names]
+    try:
+        return [party.announced() for party in started]
+    except BaseException:
+        for party in started:
+            party.stop()
+        raise
 
 
 def wait_model(spec: Deployment, version: int, limit: float = 60.0):

@@ -243,7 +243,8 @@ class DeviceAgent:
     timeout_s : float
         Seconds a report or a model fetch may take before it is left pending (the call returns).
     fetch_model : bool
-        Start from the server's latest model (else cold); only when the device is first created.
+        Start from the server's latest model (else cold, and cold too when the server cannot be reached within
+        ``timeout_s``); only when the device is first created.
     auto_report : bool
         Make the first report decision by itself after ``protocol.interactions`` rewarded rounds.
 
@@ -280,7 +281,10 @@ class DeviceAgent:
         row = self.db.execute("SELECT budget, model_version, first, second, reports FROM devices WHERE device = ?",
                               (self.name,)).fetchone()  # fmt: skip
         if row is None:
-            model = fetch_model(self.deployment, self.host, self.timeout_s) if fetch else None
+            try:
+                model = fetch_model(self.deployment, self.host, self.timeout_s) if fetch else None
+            except Unreachable:  # no server now: the device starts cold, as one created before any model
+                model = None
             version = 0 if model is None else model.version
             first, second = (None, None) if model is None else (model.first, model.second)
             with _transaction(self.db, full=True):

@@ -187,6 +187,7 @@ class ServedShuffler(_Looping):
         self.shuffler = _QueueShuffler(self, rng, ledger)
         self.order = canonical_order(self.key, self.deployment)
         self.open_reports = self.queue.held()
+        self.counts["accepted"] += self.open_reports  # accepted since the last save: exactly the held ones
         self.first_at = time.monotonic() if self.open_reports else None  # a restart opens the window again
 
     def save(self) -> None:
@@ -195,7 +196,8 @@ class ServedShuffler(_Looping):
         for number, batch in self.outbox.items():
             arrays |= {f"{number}.{field}": getattr(batch, field) for field in ("codes", "actions", "rewards")}
         meta = {"batch_id": self.batch_id, "rng": self.shuffler.rng.bit_generator.state, "outbox": list(self.outbox),
-                "ledger": self.shuffler.ledger.rows(), "counts": self.counts,
+                "ledger": self.shuffler.ledger.rows(),
+                "counts": self.counts | {"accepted": self.counts["accepted"] - self.open_reports},  # held: the queue's
                 "digest": self.deployment.protocol_digest()}  # fmt: skip
         checkpoint.save(state_path(self.deployment, self.name), arrays, meta)
 
