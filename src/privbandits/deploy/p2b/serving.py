@@ -189,6 +189,8 @@ class ServedShuffler(_Looping):
         self.open_reports = self.queue.held()
         self.counts["accepted"] += self.open_reports  # accepted since the last save: exactly the held ones
         self.first_at = time.monotonic() if self.open_reports else None  # a restart opens the window again
+        if saved is None:
+            self.save()  # the key before any report is stored under it: a device sending again is known after a stop
 
     def save(self) -> None:
         """The shuffler's state, atomically: its key, next batch, stream, undelivered batches, ledger, counts."""
@@ -226,7 +228,8 @@ class ServedShuffler(_Looping):
             new = self.queue.accept(rid, sender, report.code, report.action, report.reward)
         except InvalidInputError as exc:  # a field out of range, or another report of this device in this batch
             self.counts["refused"] += 1
-            return incoming.refuse(f"{exc} (one report per device per batch)")
+            once = " (one report per device per batch)" if "already accepted" in str(exc) else ""
+            return incoming.refuse(f"{exc}{once}")
         with self.lock:
             if new:
                 self.counts["accepted"] += 1
