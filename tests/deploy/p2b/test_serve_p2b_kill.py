@@ -17,9 +17,11 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
+from p2b_deployment import _held_reports
 from p2b_serving import serve, served_copy, wait_model
 from test_serve_p2b import play, reference
 
@@ -40,6 +42,14 @@ def sized(tmp_path, n_users: int = 100, threshold: int = 3):
     size = f'name = "p2b"\nbatch_size = {expected[0].encoded_tuples_shared}\n'
     path.write_text(path.read_text().replace('name = "p2b"\n', size))
     return path, load_deployment(path), expected
+
+
+def kill_when(process, ready, limit: float = 120.0) -> None:
+    """SIGKILL ``process`` once ``ready()`` (polled), or after ``limit`` seconds."""
+    stop = time.monotonic() + limit
+    while not ready() and time.monotonic() < stop:
+        time.sleep(0.01)
+    process.send_signal(signal.SIGKILL)
 
 
 DEVICE = """
@@ -108,8 +118,9 @@ def test_the_shuffler_killed_while_devices_report_loses_no_acknowledged_report(t
     shuffler, server = serve(path, "shuffler", "server")
     try:
         early: dict[int, DeviceAgent] = {}
-        killer = threading.Timer(1.0, shuffler.process.send_signal, (signal.SIGKILL,))
-        killer.start()
+        queue = Path(spec.output) / "queues" / "shuffler.serve.sqlite"
+        killer = threading.Thread(target=kill_when, args=(shuffler.process, lambda: _held_reports(queue) >= 10))
+        killer.start()  # SIGKILL once 10 reports are stored, while the others are being sent
         arms = play(spec, tmp_path / "devices.sqlite", "early", early, timeout_s=1.0)
         killer.join()
         assert shuffler.process.wait(timeout=30) == -signal.SIGKILL
@@ -122,6 +133,7 @@ def test_the_shuffler_killed_while_devices_report_loses_no_acknowledged_report(t
         assert np.array_equal(published.first, model.first) and np.array_equal(published.second, model.second)
         reports = shuffler.ledger()["learner"]["reports"]
         assert reports["accepted"] == outcome.encoded_tuples_shared and reports["released_batches"] == 1
+        assert shuffler.ledger()["learner"]["releases"][0]["details"] == outcome.release
         for agent in early.values():
             agent.close()
     finally:
