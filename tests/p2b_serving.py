@@ -15,11 +15,18 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 from p2b_deployment import local_copy
 from typer.testing import CliRunner
 
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import Deployment, load_deployment
+from privbandits.deploy.p2b.agent import DeviceAgent
+from privbandits.deploy.p2b.data import layout, load_host
+from privbandits.deploy.p2b.outcome import run_in_memory
+from privbandits.deploy.p2b.session import N_STREAMS, encoder_of
+from privbandits.linear.population import CodeModel, run_population
+from privbandits.protocols.p2b.core import EncodedBatch, ModelRelease
 
 START_S = 180.0  # the interpreter imports numpy, scipy and numba first: slow on a busy machine
 
@@ -144,3 +151,48 @@ def wait_model(spec: Deployment, version: int, limit: float = 60.0):
             return model
         time.sleep(0.1)
     raise AssertionError(f"the server published no model version {version} within {limit:g} s")
+
+
+def reference(spec):
+    """What ``deploy local`` gives (reproducible): the in-memory run, its private batch and model, and every user's
+    arms as the device hosts play them (early users cold, late users warm from the private model)."""
+    outcome, network = run_in_memory(spec)
+    sent = [envelope.message for envelope in network.transcript]
+    batch = next(message for message in sent if isinstance(message, EncodedBatch))
+    model = [message for message in sent if isinstance(message, ModelRelease)][-1]  # the private one (after the raw)
+    protocol, encoder = spec.protocol, encoder_of(spec.protocol)
+    hosts = [load_host(spec, name) for name in spec.names("device_host")]
+    streams = [np.random.default_rng(child) for child in np.random.SeedSequence(protocol.seed).spawn(N_STREAMS)]
+    arms = {}
+    for part, stream, start in (("early", 6, CodeModel.cold(protocol.n_actions, protocol.n_codes)),
+                                ("late", 8, CodeModel(model.first, model.second))):  # fmt: skip
+        contexts = np.concatenate([getattr(h, part).contexts for h in hosts])
+        table = np.concatenate([getattr(h, part).reward_table for h in hosts])
+        codes = encoder.encode(contexts.reshape(-1, protocol.dim)).reshape(contexts.shape[:2])
+        log = run_population(start, codes, table, rng=streams[stream], alpha=protocol.alpha,
+                             tie_break=protocol.tie_break)  # fmt: skip
+        arms[part] = log.arms
+    return outcome, batch, model, arms
+
+
+def play(spec, store: Path, part: str, agents: dict | None = None, **options) -> dict[int, list[int]]:
+    """Replay ``part``'s users (early or late) of every host through DeviceAgents, all created first (so every early
+    device starts cold, as the deployment's do), then each event decided and its reward sent right after; the arms by
+    user (index in the part). ``options``: the agents' (e.g. ``timeout_s``)."""
+    n_early, created, arms = int(spec.protocol.early_fraction * spec.protocol.n_users), {}, {}
+    for host in spec.names("device_host"):
+        data, block = load_host(spec, host), layout(spec)[host]
+        for local, user in enumerate(getattr(block, part)):
+            device = DeviceAgent(spec, host, user if part == "early" else n_early + user, store, **options)
+            created[user] = (device, getattr(data, part), local)
+    for user, (device, users_of, local) in created.items():
+        arms[user] = []
+        for round in range(spec.protocol.interactions):
+            decision = device.decide(users_of.contexts[local, round])
+            device.reward(decision.event_id, int(users_of.rewards[local, round, decision.arm]))
+            arms[user].append(decision.arm)
+        if agents is not None:
+            agents[user] = device
+        else:
+            device.close()
+    return arms

@@ -22,8 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from p2b_deployment import _held_reports
-from p2b_serving import serve, served_copy, wait_model
-from test_serve_p2b import play, reference
+from p2b_serving import play, reference, serve, served_copy, wait_model
 
 from privbandits.deploy.deployment import load_deployment
 from privbandits.deploy.p2b.agent import DeviceAgent
