@@ -9,6 +9,7 @@ from p2b_serving import served_copy
 
 from privbandits.deploy.deployment import load_deployment
 from privbandits.deploy.p2b.agent import AgentRefused, BudgetExceeded, DeviceAgent, host_network
+from privbandits.deploy.p2b.device_host import ServedDeviceHost
 from privbandits.deploy.p2b.messages import FetchModel, NumberedBatch
 from privbandits.deploy.p2b.served_wire import Refusal, exchange
 from privbandits.deploy.p2b.serving import ServedServer, ServedShuffler, check_batch, serving_role
@@ -24,7 +25,7 @@ def spec(tmp_path, monkeypatch):
 def test_serving_roles_are_the_shuffler_and_the_server(spec):
     assert isinstance(serving_role(spec, "shuffler"), ServedShuffler)
     assert isinstance(serving_role(spec, "server"), ServedServer)
-    assert serving_role(spec, "hosta") is None  # its devices are DeviceAgents in the applications
+    assert isinstance(serving_role(spec, "hosta"), ServedDeviceHost)  # its devices over HTTP (or embedded)
 
 
 def test_the_shuffler_checks_stores_and_deduplicates_reports_and_keeps_them_across_a_restart(spec):
@@ -108,3 +109,43 @@ def test_the_device_agent_refuses_bad_input_and_enforces_its_report_budget(spec,
     again = DeviceAgent(spec, "hosta", 5, tmp_path / "d.sqlite", fetch_model=False, timeout_s=0.2)
     assert again.budget() | {"model_version": 0} == spent | {"model_version": 0}  # kept: budget, spent, pending
     again.close()
+
+
+def test_a_device_host_serves_its_users_devices_as_a_decider_and_decides_as_the_deployment(spec, tmp_path):
+    """Through the service (its store, its idempotency), hosta's early users' devices, one per user id, decide as the
+    deployment's device host; a repeat gets the same answer; bad input is refused naming the field."""
+    from p2b_serving import reference
+
+    from privbandits.deploy.p2b.data import layout, load_host
+    from privbandits.serve.decider import DecideInput, Refused
+    from privbandits.serve.service import DecisionService
+
+    *_, expected = reference(spec)
+    server, shuffler = ServedServer(spec, "server"), ServedShuffler(spec, "shuffler")
+    server.start()  # the devices' model fetch is answered (none yet: they start cold)
+    shuffler.start()  # and their reports taken
+    service = DecisionService.open(ServedDeviceHost(spec, "hosta"), tmp_path / "hosta.serve.sqlite")
+    try:
+        data, users = load_host(spec, "hosta"), list(layout(spec)["hosta"].early)[:5]
+        for local, user in enumerate(users):
+            arms = []
+            for round in range(spec.protocol.interactions):
+                request = DecideInput(f"{user}-{round}", str(user), data.early.contexts[local, round][None])
+                event = service.decide(request)
+                assert service.decide(request) == event  # a repeat: the same answer
+                service.reward(event.event_id, float(data.early.rewards[local, round, event.arm]))
+                arms.append(event.arm)
+            assert arms == list(expected["early"][user])
+        for request, field in ((DecideInput("x", "alice", data.early.contexts[0, 0][None]), "user_id"),
+                               (DecideInput("y", "1", data.early.contexts[0, :2]), "features")):  # fmt: skip
+            with pytest.raises(Refused, match=field):
+                service.decide(request)
+        event = service.decide(DecideInput("z", "1", data.early.contexts[0, 0][None]))
+        with pytest.raises(Refused, match="reward: must be 0 or 1"):
+            service.reward(event.event_id, 0.5)
+        assert service.ledger()["learner"]["report_decisions"] == len(users)
+        assert service.ledger()["learner"]["reports_pending"] == 0
+    finally:
+        service.close()
+        server.stop()
+        shuffler.stop()

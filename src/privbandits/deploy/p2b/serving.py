@@ -73,13 +73,18 @@ SHUFFLER_STREAM = 5
 
 
 def serving_role(deployment: Deployment[P2BProtocol], name: str) -> ServedRole | None:
-    """Party ``name`` under ``privbandits serve``: the shuffler or the server; None for a device host (its devices
-    are :class:`~privbandits.deploy.p2b.agent.DeviceAgent` objects in the applications) and a front end."""
+    """Party ``name`` under ``privbandits serve``: the shuffler, the server, or a device host serving its users'
+    devices over HTTP (:class:`~privbandits.deploy.p2b.device_host.ServedDeviceHost`; an application may instead embed
+    each device, :class:`~privbandits.deploy.p2b.agent.DeviceAgent`); None for a front end."""
     role = deployment.parties[name].role
     if role == "shuffler":
         return ServedShuffler(deployment, name)
     if role == "server":
         return ServedServer(deployment, name)
+    if role == "device_host":
+        from privbandits.deploy.p2b.device_host import ServedDeviceHost
+
+        return ServedDeviceHost(deployment, name)
     return None
 
 
