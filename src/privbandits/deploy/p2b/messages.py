@@ -5,6 +5,8 @@ A module of their own, below :mod:`privbandits.deploy.p2b.party`, :mod:`~privban
 
 from __future__ import annotations
 
+import numpy as np
+
 from privbandits.comm import Message, message
 
 
@@ -64,3 +66,27 @@ class HostDone(Message):
 @message("deploy.p2b.front_done")
 class FrontDone(Message):
     """Shuffler → each front end: every host is done; the front end may close."""
+
+
+# -- served (``privbandits serve``, :mod:`~privbandits.deploy.p2b.serving`) ------------------------------------------
+@message("deploy.p2b.served_model")
+class ServedModel(Message):
+    """Server → a device that fetched (:class:`FetchModel`, version 0: the latest) on a connection of its own: the
+    published model ``version`` (1, 2, ... in the order published), as the two arrays of a
+    :class:`~privbandits.protocols.p2b.core.ModelRelease`."""
+
+    version: int
+    first: np.ndarray
+    second: np.ndarray
+
+
+@message("deploy.p2b.numbered_batch")
+class NumberedBatch(Message):
+    """Shuffler → server on a connection of its own: released batch ``number`` (0, 1, ...), the arrays of an
+    :class:`~privbandits.protocols.p2b.core.EncodedBatch`. The server acknowledges it once stored (a batch sent again
+    after a lost acknowledgement is acknowledged and not taken again)."""
+
+    number: int
+    codes: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray

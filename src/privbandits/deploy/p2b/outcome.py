@@ -28,6 +28,7 @@ from privbandits.deploy.p2b import party as p2b
 from privbandits.deploy.p2b import scaleout as p2b_scaleout
 from privbandits.deploy.p2b.data import load_host, p2b_protocol
 from privbandits.deploy.p2b.section import P2BProtocol
+from privbandits.deploy.p2b.serving import serving_role
 from privbandits.deploy.p2b.session import config_of, encoder_of
 from privbandits.deploy.registry import PartyFunctions
 
@@ -124,7 +125,7 @@ def run_in_memory(deployment: Deployment[P2BProtocol], network: InMemoryNetwork 
 DEPLOYABLE = PartyFunctions(
     P2BProtocol, (__name__, p2b.__name__), p2b.run_party, p2b.receive_deadline, data=p2b.write_synthetic_data,
     in_memory=run_in_memory, listening=p2b.keeps_listening, rejoining=p2b.rejoin, ordering=p2b.link_order,
-    linked_peers=p2b_scaleout.linked_peers,
+    linked_peers=p2b_scaleout.linked_peers, serving=serving_role,
 )  # fmt: skip
 """P2B's party code, :mod:`privbandits.deploy.p2b.party`'s functions (the registry loads it through the package's
 ``PARTY_CODE``; declared here, beside its in-memory run)."""
