@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import pytest
 from flood import Flood
-from small_deployments import KINDS, assert_equals_in_memory, deployment, encoder_cache, results, wait_mid_run
+from small_deployments import KINDS, assert_equals_in_memory, deployment, results, wait_mid_run
 
 from privbandits.deploy.deployment import load_deployment
 from privbandits.deploy.local import start_parties, survivable, wait_parties
 from privbandits.deploy.party import protocol_of
-
-__all__ = ["encoder_cache"]  # the module's fixture
-
 
 SHORTER = {"mpc": {"mpc_rounds": 50}}
 """The MPC session runs 40 rounds on after the mid-run flood starts (round 10): enough to be flooded mid-run."""

@@ -28,11 +28,6 @@ SMALL = {"n_users = 3000": "n_users = 500"}
 tests whose assertions do not depend on the size (the shipped size runs as written in the first test)."""
 
 
-@pytest.fixture
-def encoder_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("PRIVBANDITS_CACHE", str(tmp_path / "cache"))  # the party processes inherit it
-
-
 SHIPPED_SIZE = pytest.param(False, {}, id="False", marks=pytest.mark.slow)
 """The shipped example as written (3,000 devices) is slow: 14 s on 2 idle cores. The default suite runs it on SMALL
 with the raw baseline on (every check here, the baseline's too), and with it off in the tests below."""
