@@ -22,8 +22,8 @@ SHORTER = {"mpc": {"mpc_rounds": 50}}
 
 
 FLOODED = [pytest.param(kind, marks=pytest.mark.slow) if kind == "p2b" else kind for kind in KINDS]
-"""P2B's is slow: its session is the longest of the four (about 6 s on 2 idle cores, a minute on busy ones, where
-its shuffler's device deadlines have failed it); the other three run in the default suite."""
+"""P2B's is slow: its session is the longest of the four (3.4 to 6 s on 2 cores, a minute on busy ones, where it
+has failed); the other three run in the default suite."""
 
 
 @pytest.mark.parametrize("kind", FLOODED)

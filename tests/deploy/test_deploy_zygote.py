@@ -65,9 +65,8 @@ FORKED_ALSO_IN_TEST_DEPLOY_MPC = pytest.param(True, marks=pytest.mark.slow)
 file: 2 computing parties, 20 rounds, seed 3; ``deploy local`` forks its parties), which asserts the same: every
 party exits 0 and the run equals its in-memory twin."""
 STARTED_ALSO_IN_TEST_DEPLOY_HOSTS = pytest.param(False, marks=pytest.mark.slow)
-"""Started (each party a ``python -m privbandits.deploy.cli`` process), about 6 s on 2 idle cores and flaky on busy
-ones: test_deploy_hosts' vertical session (in the default suite) starts each of its parties so, and asserts the
-same."""
+"""Started (each party a ``python -m privbandits.deploy.cli`` process), 3 to 6 s on 2 cores and flaky on busy ones:
+test_deploy_hosts' vertical session (in the default suite) starts each of its parties so, and asserts the same."""
 
 
 @pytest.mark.parametrize("fork", [FORKED_ALSO_IN_TEST_DEPLOY_MPC, STARTED_ALSO_IN_TEST_DEPLOY_HOSTS])

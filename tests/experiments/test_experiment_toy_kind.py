@@ -139,7 +139,7 @@ def test_an_installed_toy_kind_is_found_at_the_first_unknown_kind(tmp_path, monk
     assert registry.validate({"kind": KIND, "offset": 2}) == ToyCycleConfig(kind=KIND, offset=2)
 
 
-@pytest.mark.slow  # about 12 s on 2 idle cores: three fresh interpreters, a run and its report
+@pytest.mark.slow  # 7 to 12 s on 2 cores: three fresh interpreters, a run and its report
 def test_an_installed_toy_kind_is_found_by_a_fresh_process_and_its_workers(tmp_path):
     """A package declaring the kind as an entry point: ``privbandits run`` on a config naming it runs it with two
     worker processes (each finds the kind at its first unknown name) and writes its report."""

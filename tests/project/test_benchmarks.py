@@ -26,19 +26,19 @@ SLOW = {
     "default suite drives the shuffler with deploy load in tests/deploy/p2b/test_p2b_front.py",
     "p2b_front_ends.py": "starts a PostgreSQL server and two P2B services (the default suite drives front ends in "
     "tests/deploy/p2b/test_deploy_p2b_postgres.py)",
-    "batched_agents.py": "compiles the population kernels and times them against a loop (6.6 s on 2 idle cores); the "
+    "batched_agents.py": "compiles the population kernels and times them against a loop (6 s on 2 cores); the "
     "default suite checks the kernels against per-user learners in tests/linear/test_batched.py",
-    "ray_overhead.py": "runs a sweep through the local process pool, whose workers start fresh interpreters (6.6 s on "
-    "2 idle cores)",
-    "party_start.py": "starts a four-party MPC deployment twice each way, forked and started (5.7 s on 2 idle cores); "
+    "ray_overhead.py": "runs a sweep through the local process pool, whose workers start fresh interpreters (4 to 6.6 "
+    "s on 2 cores)",
+    "party_start.py": "starts a four-party MPC deployment twice each way, forked and started (5 to 5.7 s on 2 cores); "
     "the default suite starts deployments both ways in tests/deploy",
-    "mpc_tracking.py": "plays the private learner against its twin on digits (4 s on 2 idle cores); the default "
+    "mpc_tracking.py": "plays the private learner against its twin on digits (2.4 to 4 s on 2 cores); the default "
     "suite does so in tests/protocols/mpc_bandit",
-    "p2b_scale.py": "fits an encoder and simulates P2B at two population sizes against a loop (3.4 s on 2 idle "
+    "p2b_scale.py": "fits an encoder and simulates P2B at two population sizes against a loop (3.4 to 4.9 s on 2 "
     "cores); the default suite runs the simulation in tests/protocols/p2b",
 }
-"""Scripts whose smoke run is marked slow (over 3 s on 2 idle cores), with the reason and where the default suite
-covers what they run."""
+"""Scripts whose smoke run is marked slow (about 3 s or more on 2 cores, the default suite running beside it), with
+the reason and where the default suite covers what they run."""
 
 
 def bench_extra() -> set[str]:

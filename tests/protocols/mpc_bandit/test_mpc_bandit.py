@@ -146,7 +146,7 @@ EVERY_OPTION = dict.fromkeys(LATER_OPTIONS, True)
     ("partition", "options"),
     [
         ((1, 1), {}),
-        pytest.param((1, 1, 0), {}, marks=pytest.mark.slow),  # 2,000 private rounds each: 4 to 8 s on 2 idle cores
+        pytest.param((1, 1, 0), {}, marks=pytest.mark.slow),  # 2,000 private rounds each: 3.5 to 8 s on 2 cores
         pytest.param((1, 1), EVERY_OPTION, marks=pytest.mark.slow),
     ],
 )
