@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import itertools
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -52,3 +54,13 @@ def write_obd(folder: Path, rng: np.random.Generator, n_events: int = 300, n_ite
                 + [events["click"][t], 1 / n_items, *(users[c][t] for c in users), *(["0.0"] * n_items)]
             )
     return {"items": items, "users": users, **events}
+
+
+def sample_head(sample: Path, folder: Path, n_events: int) -> Path:
+    """``folder`` holding the OBD campaign folder ``sample``'s item file and its first ``n_events`` events: the real
+    files' rows, for tests whose checks hold on any number of events."""
+    folder.mkdir(parents=True)
+    shutil.copyfile(sample / "item_context.csv", folder / "item_context.csv")
+    with (sample / "all.csv").open() as source, (folder / "all.csv").open("w") as head:
+        head.writelines(itertools.islice(source, n_events + 1))  # the header, then the events
+    return folder

@@ -16,7 +16,6 @@ import atexit
 import contextlib
 import functools
 import json
-import os
 import shutil
 import tempfile
 import tomllib
@@ -152,21 +151,6 @@ def _folder() -> Path:
     return folder
 
 
-@contextlib.contextmanager
-def _own_cache() -> Iterator[None]:
-    """``PRIVBANDITS_CACHE`` in this process's folder for the block: a run fits what it caches (P2B's public encoder)
-    there, never in the user's cache."""
-    before = os.environ.get("PRIVBANDITS_CACHE")
-    os.environ["PRIVBANDITS_CACHE"] = str(_folder() / "cache")
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ["PRIVBANDITS_CACHE"]
-        else:
-            os.environ["PRIVBANDITS_CACHE"] = before
-
-
 @functools.cache
 def small_deployment(name: str, variant: str) -> Deployment:
     """Protocol ``name``'s quick deployment (reproducible, its data files written): one per process."""
@@ -178,7 +162,7 @@ def small_deployment(name: str, variant: str) -> Deployment:
         data["parties"] = {party: data["parties"][party] for party in small.parties}
     folder = _folder() / f"{name}-{variant}".replace(" ", "-")
     folder.mkdir()
-    with registered(name), _own_cache():
+    with registered(name):  # P2B fits its public encoder in the run's cache (tests/conftest.py)
         spec = load_deployment(write_file(folder, data))
         code = PROTOCOLS.get(name)
         if code.no_data_files is None and name != TOY:
@@ -223,7 +207,7 @@ def run_in_memory(name: str, variant: str, network: InMemoryNetwork) -> Any:
     """Protocol ``name``'s in-memory run (its party code's ``run_in_memory``) of the quick deployment, on
     ``network``."""
     spec = small_deployment(name, variant)
-    with registered(name), _own_cache():
+    with registered(name):
         return PROTOCOLS.get(name).run_in_memory(spec, network)
 
 

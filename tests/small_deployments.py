@@ -12,7 +12,6 @@ import fclub_deployment
 import mpc_deployment
 import numpy as np
 import p2b_deployment
-import pytest
 import vertical_deployment
 from deploy_files import reproducible
 from typer.testing import CliRunner
@@ -100,9 +99,3 @@ def wait_mid_run(kind: str, spec, parties) -> None:
             return
 
 
-@pytest.fixture(scope="module")
-def encoder_cache(tmp_path_factory):
-    """One cache for the module's runs: P2B's parties build the public encoder once (they inherit the variable)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PRIVBANDITS_CACHE", str(tmp_path_factory.mktemp("cache")))
-        yield

@@ -44,11 +44,6 @@ def received(network, party: str, kind: str) -> list:
     return [(e.sender, e.message) for e in network.transcript if e.receiver == party and e.message.kind == kind]
 
 
-@pytest.fixture
-def encoder_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("PRIVBANDITS_CACHE", str(tmp_path / "cache"))
-
-
 @pytest.mark.parametrize("seeded", [True, False])
 def test_the_p2b_server_recomputes_coins_and_names_senders_only_in_reproducible_mode(tmp_path, encoder_cache, seeded):
     from privbandits.deploy.p2b.outcome import run_in_memory

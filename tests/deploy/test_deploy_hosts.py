@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import small_deployments as small
-from small_deployments import encoder_cache  # noqa: F401 (a fixture)
 
 from privbandits.deploy.deployment import load_deployment
 from privbandits.deploy.hosts import BUNDLES, data_file, run_hosts, unavailable
@@ -42,7 +41,7 @@ HOSTED = [kind if kind == "vertical" else pytest.param(kind, marks=pytest.mark.s
 
 
 @pytest.mark.parametrize("kind", HOSTED)
-def test_each_party_on_a_host_of_its_own_equals_the_in_memory_run(tmp_path, encoder_cache, kind):  # noqa: F811
+def test_each_party_on_a_host_of_its_own_equals_the_in_memory_run(tmp_path, encoder_cache, kind):
     (tmp_path / "source").mkdir()
     spec = load_deployment(small.deployment(kind, tmp_path / "source"))
     run = run_hosts(spec, tmp_path / "hosts", timeout_s=240)

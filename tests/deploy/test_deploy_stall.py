@@ -15,14 +15,12 @@ import signal
 import time
 
 import pytest
-from small_deployments import assert_equals_in_memory, deployment, encoder_cache, results, wait_mid_run
+from small_deployments import assert_equals_in_memory, deployment, results, wait_mid_run
 
 from privbandits.deploy.deployment import load_deployment
 from privbandits.deploy.fclub import party as fclub
 from privbandits.deploy.local import start_parties, survivable, wait_parties
 from privbandits.deploy.party import EXIT_LOST, protocol_of
-
-__all__ = ["encoder_cache"]  # the module's fixture
 
 DEADLINE = 2.0
 MARGIN = 5.0

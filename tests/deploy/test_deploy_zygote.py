@@ -63,10 +63,13 @@ def _parent(pid: int) -> int:
 FORKED_ALSO_IN_TEST_DEPLOY_MPC = pytest.param(True, marks=pytest.mark.slow)
 """Forked, this session is test_deploy_mpc's ``test_short_session_as_processes_decides_as_in_memory[2]`` (the same
 file: 2 computing parties, 20 rounds, seed 3; ``deploy local`` forks its parties), which asserts the same: every
-party exits 0 and the run equals its in-memory twin. The default suite runs the started one here."""
+party exits 0 and the run equals its in-memory twin."""
+STARTED_ALSO_IN_TEST_DEPLOY_HOSTS = pytest.param(False, marks=pytest.mark.slow)
+"""Started (each party a ``python -m privbandits.deploy.cli`` process), 3 to 6 s on 2 cores and flaky on busy ones:
+test_deploy_hosts' vertical session (in the default suite) starts each of its parties so, and asserts the same."""
 
 
-@pytest.mark.parametrize("fork", [FORKED_ALSO_IN_TEST_DEPLOY_MPC, False])
+@pytest.mark.parametrize("fork", [FORKED_ALSO_IN_TEST_DEPLOY_MPC, STARTED_ALSO_IN_TEST_DEPLOY_HOSTS])
 def test_forked_and_started_parties_play_the_same_session(tmp_path, fork):
     spec = load_deployment(make_deployment(tmp_path, rounds=20))
     start = time.monotonic()

@@ -12,6 +12,7 @@ import hashlib
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,7 +24,7 @@ from typer.testing import CliRunner
 from privbandits.cli import app
 from privbandits.experiments import ResultsStore, load_runs, run_experiment
 from privbandits.experiments.config import ConfigError, parse_config
-from privbandits.experiments.registry import ENTRY_POINTS, POLICY_KINDS
+from privbandits.experiments.registry import ENTRY_POINTS, POLICY_KINDS, PolicyKindRegistry
 from privbandits.experiments.runner import run_task, run_tasks_of
 
 ARMS, HORIZON = 3, 40
@@ -120,19 +121,35 @@ def test_the_registry_refuses_a_taken_kind_a_model_without_a_kind_and_an_unknown
     assert KIND not in POLICY_KINDS.names()  # the block's kind is forgotten, even when the block fails
 
 
-def test_an_installed_toy_kind_is_found_by_a_fresh_process_and_its_workers(tmp_path):
-    """A package declaring the kind as an entry point: ``privbandits run`` on a config naming it runs it with two
-    worker processes (each finds the kind at its first unknown name) and writes its report."""
+def _installed(tmp_path) -> Path:
+    """A site folder holding a package that declares the toy kind as an entry point (its ``.dist-info`` alone)."""
     site = tmp_path / "site" / "toy_policy-0.1.dist-info"
     site.mkdir(parents=True)
     (site / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-policy\nVersion: 0.1\n")
     (site / "entry_points.txt").write_text(f"[{ENTRY_POINTS}]\n{KIND} = toy_policy:ToyCycleConfig\n")
+    return site.parent
+
+
+def test_an_installed_toy_kind_is_found_at_the_first_unknown_kind(tmp_path, monkeypatch):
+    """The registry finds a kind an installed package declares (here in a registry of its own, in this process; the
+    slow test below runs it in a fresh process and its workers)."""
+    monkeypatch.syspath_prepend(str(_installed(tmp_path)))
+    registry = PolicyKindRegistry(None, ENTRY_POINTS)
+    assert registry.model(KIND) is ToyCycleConfig and registry.names() == (KIND,)
+    assert registry.validate({"kind": KIND, "offset": 2}) == ToyCycleConfig(kind=KIND, offset=2)
+
+
+@pytest.mark.slow  # 7 to 12 s on 2 cores: three fresh interpreters, a run and its report
+def test_an_installed_toy_kind_is_found_by_a_fresh_process_and_its_workers(tmp_path):
+    """A package declaring the kind as an entry point: ``privbandits run`` on a config naming it runs it with two
+    worker processes (each finds the kind at its first unknown name) and writes its report."""
+    site = _installed(tmp_path)
     config = tmp_path / "toy.toml"
     config.write_text(
         f'name = "toy"\nhorizon = {HORIZON}\nseeds = [0, 1]\n[environment]\nkind = "linear_gaussian"\n'
         f'dim = 4\nn_arms = {ARMS}\n[[policies]]\nkind = "{KIND}"\noffset = 2\n'
     )
-    paths = [str(site.parent), str(TESTS), os.environ.get("PYTHONPATH", "")]
+    paths = [str(site), str(TESTS), os.environ.get("PYTHONPATH", "")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "COLUMNS": "200"}
     store, out = tmp_path / "results.sqlite", tmp_path / "out"
     command = [sys.executable, "-m", "privbandits", "run", str(config), "--store", str(store), "--out", str(out)]

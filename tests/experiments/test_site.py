@@ -30,6 +30,7 @@ TINY_RUNS = [
     ["vertical-synthetic-demo", "-o", "horizon=60", "-o", "seeds=0,1"],
 ]
 TINY_MAP = ["privacy-map", *(f"-o{key}={value}" for key, value in [
+    ("environments", "clustered_users"),  # one panel is enough for the index to feature the map
     ("horizon", 20), ("seeds", "0,1"), ("obd_events", 60), ("p2b_users", 100), ("p2b_codes", 8),
     ("epsilons", "1,10"), ("explorations", 0.1), ("participations", 0.5),
 ])]  # fmt: skip

@@ -20,14 +20,6 @@ TINY_FIG4 = {"n_actions": "5", "early_users": "300,3000", "dim": "4", "n_codes":
 TINY_FIG7 = {"rounds": "5,10", "n_codes": "8", "stand_in_users": "200", "stand_in_interactions": "10"}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def encoder_cache(tmp_path_factory):
-    """One encoder cache for this module: each (d, k) encoder is fitted once."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PRIVBANDITS_CACHE", str(tmp_path_factory.mktemp("cache")))
-        yield
-
-
 def run_and_rebuild(name, raw, tmp_path):
     """Run ``name`` with ``raw`` options into a fresh store; check the report rebuilds equal from the store."""
     rep = find(name)

@@ -15,24 +15,30 @@ from project_paths import ROOT
 
 SCRIPTS = sorted(path.name for path in (ROOT / "benchmarks").glob("*.py") if not path.name.startswith("_"))
 SLOW = {
-    "network_latency.py": "starts about twenty processes over mutual TLS (about 40 s on 2 cores)",
+    "network_latency.py": "starts about twenty processes over mutual TLS (about 40 s on 2 cores; its VFUCB part "
+    "alone, without --skip-p2b --skip-fclub --skip-mpc's sessions, took 6 s)",
     "fclub_free_running.py": "four FCLUB sessions of seven processes each (82 s at a load average of 18 on 2 cores); "
     "the default suite runs free-running sessions in tests/deploy/fclub/test_deploy_fclub_free_running.py",
-    "shuffler_throughput.py": "starts a shuffler, a server and two device drivers five times (about 45 s on 2 cores)",
+    "shuffler_throughput.py": "starts a shuffler, a server and two device drivers five times (about 45 s on 2 cores; "
+    "one front end with one worker alone took 6.5 s); the default suite drives the shuffler with deploy load in "
+    "tests/deploy/p2b/test_p2b_front.py",
     "p2b_million.py": "starts a shuffler, its workers, a server and two device drivers (6 s on 2 busy cores); the "
-    "default suite runs the same path in shuffler_throughput.py's part",
+    "default suite drives the shuffler with deploy load in tests/deploy/p2b/test_p2b_front.py",
     "p2b_front_ends.py": "starts a PostgreSQL server and two P2B services (the default suite drives front ends in "
     "tests/deploy/p2b/test_deploy_p2b_postgres.py)",
+    "batched_agents.py": "compiles the population kernels and times them against a loop (6 s on 2 cores); the "
+    "default suite checks the kernels against per-user learners in tests/linear/test_batched.py",
+    "ray_overhead.py": "runs a sweep through the local process pool, whose workers start fresh interpreters (4 to 6.6 "
+    "s on 2 cores)",
+    "party_start.py": "starts a four-party MPC deployment twice each way, forked and started (5 to 5.7 s on 2 cores); "
+    "the default suite starts deployments both ways in tests/deploy",
+    "mpc_tracking.py": "plays the private learner against its twin on digits (2.4 to 4 s on 2 cores); the default "
+    "suite does so in tests/protocols/mpc_bandit",
+    "p2b_scale.py": "fits an encoder and simulates P2B at two population sizes against a loop (3.4 to 4.9 s on 2 "
+    "cores); the default suite runs the simulation in tests/protocols/p2b",
 }
-"""Scripts whose whole smoke run is marked slow, with the reason; the default suite runs a part of some in PARTS (the
-shuffler's front end with one worker, given one core where this machine has two: the pinning path too)."""
-PINNING = hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) >= 2
-PARTS = {
-    "network_latency.py": ["--skip-p2b", "--skip-fclub", "--skip-mpc"],
-    "shuffler_throughput.py": ["--no-baselines", "--workers", "", "--service-cores", "1"]
-    if PINNING
-    else ["--no-baselines", "--workers", "1"],
-}
+"""Scripts whose smoke run is marked slow (about 3 s or more on 2 cores, the default suite running beside it), with
+the reason and where the default suite covers what they run."""
 
 
 def bench_extra() -> set[str]:
@@ -42,15 +48,7 @@ def bench_extra() -> set[str]:
 
 
 def cases() -> list:
-    out = []
-    for name in SCRIPTS:
-        if name in SLOW:
-            if name in PARTS:
-                out.append(pytest.param(name, PARTS[name], id=f"{name}-part"))
-            out.append(pytest.param(name, [], id=name, marks=pytest.mark.slow))
-        else:
-            out.append(pytest.param(name, [], id=name))
-    return out
+    return [pytest.param(name, [], id=name, marks=[pytest.mark.slow] if name in SLOW else []) for name in SCRIPTS]
 
 
 @pytest.mark.parametrize(("name", "extra"), cases())
@@ -68,7 +66,7 @@ def test_benchmark_smoke_run(name, extra, tmp_path):
 
 def test_every_benchmark_is_run_here():
     """The list is the folder: a new script is smoke-tested without editing this file, and SLOW names real ones."""
-    assert len(SCRIPTS) >= 11 and set(SLOW) <= set(SCRIPTS) and set(PARTS) <= set(SLOW)
+    assert len(SCRIPTS) >= 11 and set(SLOW) <= set(SCRIPTS)
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="pinning cores needs os.sched_setaffinity (Linux)")

@@ -251,6 +251,8 @@ def _stored(path: Path) -> int:
         return 0
 
 
+@pytest.mark.slow  # 5 to 6 s on 2 cores; tests/experiments/test_experiment_store.py kills a sweep (kill -9) in the
+# default suite and checks that the rerun's rows equal a clean run's bit for bit
 def test_sweep_killed_with_sigkill_resumes_and_matches_a_clean_run(tmp_path):
     config_path = tmp_path / "killed.toml"
     config_path.write_text(SLOW_ENOUGH)

@@ -15,6 +15,7 @@ point it goes in :data:`ALLOWED`, with the exact phrase and the reason. A parame
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -116,12 +117,13 @@ def _relative(path: Path) -> str:
     return path.relative_to(ROOT).as_posix()
 
 
-def _source_hits() -> list[Hit]:
-    return [
+@functools.cache  # two tests read them: parsing every module of src/ once takes a second
+def _source_hits() -> tuple[Hit, ...]:
+    return tuple(
         hit
         for module in sorted(SRC.rglob("*.py"))
         for hit in docstring_hits(_relative(module), module.read_text(encoding="utf-8"))
-    ]
+    )
 
 
 def _markdown_files() -> list[Path]:

@@ -78,6 +78,7 @@ def wheel(tmp_path_factory) -> Path:
     return built
 
 
+@pytest.mark.slow  # 8 to 20 s on 2 cores: a copy of the tree, four set-up commands, then pip builds the wheel
 def test_the_wheel_ships_the_toml_files_and_no_secret_data_or_result(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     shipped = sorted(n.removeprefix("privbandits/configs/") for n in names if n.startswith("privbandits/configs/"))

@@ -6,15 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-import schemathesis
 from conftest import Served
-from hypothesis import HealthCheck, given, settings
-from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-)
 from starlette.testclient import TestClient
 from toy_roles import Rows
 
@@ -25,11 +17,19 @@ from privbandits.serve.service import DecisionService
 EXAMPLES = 15  # per operation and mode (valid by the schema, and not): a few seconds in all
 
 
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
-
-
 def _fuzz(client: TestClient, token: str, snapshot: Callable[[], tuple], operations_expected: int) -> set[int]:
     """Every operation of ``client``'s app fuzzed from its document; the statuses seen."""
+    # imported here, not when the suite is collected (schemathesis and hypothesis: over a second in every worker)
+    import schemathesis
+    from hypothesis import HealthCheck, given, settings
+    from schemathesis.checks import not_a_server_error
+    from schemathesis.specs.openapi.checks import (
+        content_type_conformance,
+        response_schema_conformance,
+        status_code_conformance,
+    )
+
+    checks = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
     schema = schemathesis.openapi.from_asgi("/v1/openapi.json", client.app)
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) == operations_expected
@@ -39,7 +39,7 @@ def _fuzz(client: TestClient, token: str, snapshot: Callable[[], tuple], operati
         before = snapshot()
         for sent in (token, "pbt_wrong"):
             response = case.call(headers={"Authorization": f"Bearer {sent}"})
-            case.validate_response(response, checks=CHECKS)
+            case.validate_response(response, checks=checks)
             statuses.add(response.status_code)
             if response.status_code >= 400:
                 assert snapshot() == before, (response.status_code, response.text)

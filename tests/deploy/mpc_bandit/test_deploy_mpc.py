@@ -34,7 +34,9 @@ def run_local(path: Path, *options: str) -> None:
     assert f"{load_deployment(path).protocol.rounds} rounds, cumulative reward" in result.output
 
 
-@pytest.mark.parametrize("computing", [2, 3])
+@pytest.mark.parametrize(
+    "computing", [2, pytest.param(3, marks=pytest.mark.slow)]  # 3 parties: the every-option test below, by default
+)
 def test_short_session_as_processes_decides_as_in_memory(tmp_path, computing):
     path = make_deployment(tmp_path, computing=computing, rounds=20)
     run_local(path)
@@ -45,8 +47,9 @@ def test_short_session_as_processes_decides_as_in_memory(tmp_path, computing):
     "options",
     [
         {},
-        {"overlap_reciprocal": True},
-        # the steps between one option and all of them: each option's own code is in the cases kept by default
+        # each option alone and the steps between one option and all of them are slow: every option's party code
+        # runs in the every-option case kept by default (and each option alone in memory, in test_mpc_bandit.py)
+        pytest.param({"overlap_reciprocal": True}, marks=pytest.mark.slow),
         pytest.param({"overlap_reciprocal": True, "mask_factors": True}, marks=pytest.mark.slow),
         pytest.param({"overlap_reciprocal": True, "mask_factors": True, "allmax_lookup": True}, marks=pytest.mark.slow),
         {
@@ -58,8 +61,8 @@ def test_short_session_as_processes_decides_as_in_memory(tmp_path, computing):
             "dealt_exploration": True,
             "fused_input": True,
         },
-        {"allmax_lookup": True, "lookup_comparison": True},
-        {"fused_input": True},
+        pytest.param({"allmax_lookup": True, "lookup_comparison": True}, marks=pytest.mark.slow),
+        pytest.param({"fused_input": True}, marks=pytest.mark.slow),
     ],
 )
 def test_the_linear_reciprocal_start_as_processes_decides_as_in_memory(tmp_path, options):

@@ -28,12 +28,12 @@ SMALL = {"n_users = 3000": "n_users = 500"}
 tests whose assertions do not depend on the size (the shipped size runs as written in the first test)."""
 
 
-@pytest.fixture
-def encoder_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("PRIVBANDITS_CACHE", str(tmp_path / "cache"))  # the party processes inherit it
+SHIPPED_SIZE = pytest.param(False, {}, id="False", marks=pytest.mark.slow)
+"""The shipped example as written (3,000 devices) is slow: 6 to 14 s on 2 cores. The default suite runs it on SMALL
+with the raw baseline on (every check here, the baseline's too), and with it off in the tests below."""
 
 
-@pytest.mark.parametrize(("raw_baseline", "size"), [(False, {}), (True, SMALL)], ids=["False", "True"])
+@pytest.mark.parametrize(("raw_baseline", "size"), [SHIPPED_SIZE, pytest.param(True, SMALL, id="True")])
 def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(
     tmp_path, encoder_cache, raw_baseline, size
 ):
@@ -243,10 +243,9 @@ def _assert_equals_uninterrupted(spec, got) -> None:
     ]
 
 
-@pytest.mark.parametrize(  # about 35 s each on 2 shared cores: the server's in the default suite
-    "victim",
-    ["server", pytest.param("shuffler", marks=pytest.mark.slow), pytest.param("hosta", marks=pytest.mark.slow)],
-)
+@pytest.mark.slow  # 5 to 11 s on 2 cores (8 s of CPU), 35 s on busy ones; in the default suite, links rejoining a
+# restarted peer: tests/comm/test_transport_rejoin.py; a restarted shuffler's replay: tests/deploy/p2b/test_p2b_front.py
+@pytest.mark.parametrize("victim", ["server", "shuffler", "hosta"])
 def test_a_party_killed_mid_run_and_restarted_alone_rejoins_and_the_session_equals_the_uninterrupted_one(
     tmp_path, encoder_cache, victim
 ):
@@ -367,6 +366,8 @@ def test_a_party_away_past_the_rejoin_budget_ends_the_session_and_every_party_re
         queue.close()
 
 
+@pytest.mark.slow  # about 6 s on 2 cores, over a minute on busy ones (where a host's 10 s deadline failed it);
+# the shuffler's transport dropping a cut device connection is tested in-process in tests/comm/test_transport_oneshot.py
 def test_a_device_that_disconnects_mid_report_loses_only_its_own_report(tmp_path, encoder_cache):
     """While the shuffler takes hosta's encoded reports, two more "devices of hosta" connect (hosta's certificate):
     one ends its connection half-way through its report's frame, one before sending anything. The shuffler drops
@@ -418,7 +419,11 @@ def test_a_device_that_disconnects_mid_report_loses_only_its_own_report(tmp_path
     ("setting", "check"),
     [
         ("batch_size = 100", lambda received, refused, total: received == 100 and refused == total - 100),
-        ("batch_window_s = 0.05", lambda received, refused, total: received < total and received + refused == total),
+        pytest.param(  # 3 to 5 s on 2 cores (5 s of CPU): batch_size's session, closed by the clock instead
+            "batch_window_s = 0.05",
+            lambda received, refused, total: received < total and received + refused == total,
+            marks=pytest.mark.slow,
+        ),
     ],
 )
 def test_the_shuffler_closes_a_batch_by_size_or_time_and_refuses_later_reports(tmp_path, encoder_cache, setting, check):
@@ -455,6 +460,7 @@ def test_the_server_refuses_a_fetch_of_a_model_version_it_has_not_published():
             server.serve(1)
 
 
+@pytest.mark.slow  # 3 to 7 s on 2 cores; each party's kept OS seed: tests/deploy/test_deploy_entropy.py (in-process)
 def test_by_default_every_party_draws_from_os_entropy_and_the_session_still_runs(tmp_path, encoder_cache):
     """The shipped defaults (OS randomness, no raw baseline): the session ends with the seeded run's shapes and
     counts but other coins (another encoded batch; another default run differs again), and the hosts and the

@@ -15,7 +15,6 @@ import p2b_deployment
 import pytest
 import small_deployments
 from pg_server import psycopg_missing
-from small_deployments import encoder_cache  # noqa: F401  (a fixture: one encoder cache for the module)
 from typer.testing import CliRunner
 
 from privbandits.deploy.cli import standalone
@@ -49,7 +48,7 @@ def comparable(spec) -> dict:
 
 @pytest.mark.slow  # two deployments of four processes each: 144 s here (2 cores, load average 21)
 def test_the_small_deployment_on_a_postgresql_queue_gives_the_sqlite_queues_results(
-    tmp_path, postgres_server, encoder_cache  # noqa: F811
+    tmp_path, postgres_server, encoder_cache
 ):
     url = postgres_server.database()
     specs = {}
@@ -84,7 +83,7 @@ def with_front_ends(path, url: str, fronts: tuple[str, ...]):
 
 @pytest.mark.slow  # two deployments of four and six processes
 def test_two_front_ends_on_one_postgresql_queue_release_the_batch_of_one(
-    tmp_path, postgres_server, encoder_cache  # noqa: F811
+    tmp_path, postgres_server, encoder_cache
 ):
     specs, url = {}, postgres_server.database()  # one database: the second session's batch is 1
     for fronts in ((), ("fronta", "frontb")):
@@ -111,7 +110,7 @@ def test_two_front_ends_on_one_postgresql_queue_release_the_batch_of_one(
 
 
 def test_deploy_load_spreads_the_devices_over_the_front_ends_and_the_shuffler_batches_them_all(
-    tmp_path, postgres_server, encoder_cache  # noqa: F811
+    tmp_path, postgres_server, encoder_cache
 ):
     url = postgres_server.database()
     path = p2b_deployment.local_copy(tmp_path, raw_baseline=False, seeded=False, **{
@@ -246,7 +245,7 @@ def _assert_released_as_in_memory(spec, batch: dict) -> None:
 
 @pytest.mark.slow  # two sessions of six processes
 def test_a_front_end_killed_mid_batch_ends_the_session_and_every_party_resumed_ends_it_as_uninterrupted(
-    tmp_path, postgres_server, encoder_cache  # noqa: F811
+    tmp_path, postgres_server, encoder_cache
 ):
     """SIGKILL a front end while the devices send (rejoin_s = 0): every other party stops naming a lost peer (exit
     3) and no report a device had acknowledged is lost. Every party restarted with --resume: the hosts replay, the
@@ -306,7 +305,7 @@ def _released_in(url: str) -> bool:
 @pytest.mark.parametrize(("victim", "when"), [("fronta", "mid-batch"), ("shuffler", "mid-batch"),
                                              ("hosta", "mid-batch"), ("hostb", "released")])  # fmt: skip
 def test_a_party_of_a_scaled_out_shuffler_killed_and_restarted_alone_rejoins(
-    tmp_path, postgres_server, encoder_cache, victim, when  # noqa: F811
+    tmp_path, postgres_server, encoder_cache, victim, when
 ):
     """With ``rejoin_s > 0``: SIGKILL a front end, the shuffler or a device host while the devices send (or a host
     once the batch is released: the front ends stay up until every host is done, and take its devices' replayed

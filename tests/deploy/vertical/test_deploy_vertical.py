@@ -40,7 +40,7 @@ def test_vfucb_as_processes_decides_as_in_memory_with_the_same_bytes_per_link(tm
     assert results(spec)["passive3"]["users_known"] == 197
 
 
-@pytest.mark.parametrize("secure", [False, True])
+@pytest.mark.parametrize("secure", [pytest.param(False, marks=pytest.mark.slow), True])  # chunked alone: slow
 def test_chunked_requests_as_processes_decide_as_in_memory_in_fewer_messages(tmp_path, secure):
     """chunk_requests with prefetch = 8: each top-up of requests is one message to a passive party and one answer
     back; the decisions and the bytes per link are the in-memory run's."""
