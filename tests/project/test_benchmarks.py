@@ -34,6 +34,14 @@ SLOW = {
     "the default suite starts deployments both ways in tests/deploy",
     "mpc_tracking.py": "plays the private learner against its twin on digits (2.4 to 4 s on 2 cores); the default "
     "suite does so in tests/protocols/mpc_bandit",
+    "serve_load.py": "starts a privbandits serve process and drives it over HTTP (19 s on 2 busy cores); the default "
+    "suite serves over HTTP in tests/serve",
+    "p2b_agent_decide.py": "fits the encoder and times a device agent's decides (13 s on 2 busy cores); the default "
+    "suite runs the agent in tests/deploy/p2b/test_serve_p2b_roles.py",
+    "delayed_feedback.py": "replays two learners at each delay through a served store (8 s on 2 busy cores); the "
+    "default suite checks the delayed replay in tests/serve/test_serve_replay.py",
+    "dp_estimators.py": "runs the DP estimators over many synthetic logs (8 s on 2 busy cores); the default suite "
+    "checks them in tests/evaluation",
     "p2b_scale.py": "fits an encoder and simulates P2B at two population sizes against a loop (3.4 to 4.9 s on 2 "
     "cores); the default suite runs the simulation in tests/protocols/p2b",
 }
