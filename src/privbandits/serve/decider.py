@@ -31,7 +31,7 @@ import numpy as np
 
 from privbandits.serve.role import JsonObject, Refused, ServedRole
 
-__all__ = ["DecideInput", "DecidedEvent", "Decider", "Decision", "JsonObject", "Refused"]
+__all__ = ["DecideInput", "DecidedEvent", "Decider", "Decision", "JsonObject", "Refused", "candidate_arms"]
 
 
 @dataclass(frozen=True)
@@ -98,3 +98,18 @@ class Decider(ServedRole):
         """Redo the state change :meth:`decide` made for ``event`` (recovery); default: none (deciding changed no
         state). A decider whose decisions spend something (a privacy budget, a counter) redoes it here."""
         return None
+
+
+def candidate_arms(arms: tuple[int, ...] | None, n_arms: int) -> np.ndarray:
+    """A request's candidate arms as int64, every arm for None; :class:`Refused` naming ``arms`` (or the arm at fault)
+    when they are empty, out of ``[0, n_arms)`` or repeated."""
+    if arms is None:
+        return np.arange(n_arms)
+    if not arms:
+        raise Refused("arms", "must name at least one arm")
+    for i, arm in enumerate(arms):
+        if not 0 <= arm < n_arms:
+            raise Refused(f"arms[{i}]", f"must be an arm in [0, {n_arms - 1}], got {arm}")
+    if len(set(arms)) != len(arms):
+        raise Refused("arms", "must not repeat an arm")
+    return np.asarray(arms, dtype=np.int64)

@@ -23,7 +23,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from privbandits.linear.policies import EpsilonGreedy, Layout, LinUCB
 from privbandits.linear.tiebreak import TieBreak, break_ties
-from privbandits.serve.decider import DecidedEvent, DecideInput, Decider, Decision, JsonObject, Refused
+from privbandits.serve.decider import (
+    DecidedEvent,
+    DecideInput,
+    Decider,
+    Decision,
+    JsonObject,
+    Refused,
+    candidate_arms,
+)
 
 # The complete state of RidgeStatistics: its Gram block, pending rows, inverses, b, θ and counters.
 _RIDGE_ARRAYS = ("_gram", "_pending", "_n_pending", "A_inv", "b", "theta", "n_updates")
@@ -85,17 +93,7 @@ class ReferenceDecider(Decider):
         raise Refused("features", f"must have {allowed}, got {rows}")
 
     def _candidates(self, arms: tuple[int, ...] | None) -> np.ndarray:
-        n_arms = self.learner.n_arms
-        if arms is None:
-            return np.arange(n_arms)
-        if not arms:
-            raise Refused("arms", "must name at least one arm")
-        for i, arm in enumerate(arms):
-            if not 0 <= arm < n_arms:
-                raise Refused(f"arms[{i}]", f"must be an arm in [0, {n_arms - 1}], got {arm}")
-        if len(set(arms)) != len(arms):
-            raise Refused("arms", "must not repeat an arm")
-        return np.asarray(arms)
+        return candidate_arms(arms, self.learner.n_arms)
 
     def _best(self, scores: np.ndarray, candidates: np.ndarray) -> int:
         """The best candidate (ties to the lowest score index among the candidates), or :class:`Refused`."""

@@ -46,7 +46,7 @@ from privbandits.deploy.deployment import Deployment, DeploymentError
 from privbandits.deploy.vertical.links import LINK_FAILURES, Relinker, wait_readable
 from privbandits.deploy.vertical.party import blocks, learner_rng, load_mask_seed, make_learner, mask_from_seed
 from privbandits.deploy.vertical.section import VerticalProtocol
-from privbandits.serve.decider import DecidedEvent, DecideInput, Decider, Decision, JsonObject
+from privbandits.serve.decider import DecidedEvent, DecideInput, Decider, Decision, JsonObject, candidate_arms
 from privbandits.serve.role import FeatureHolder, FeaturePut, Refused, ServedRole
 from privbandits.validation import InvalidInputError
 
@@ -278,14 +278,8 @@ class ActiveRole(Decider):
         n_arms = self.protocol.n_arms
         if arms is None:
             return None
-        if not arms:
-            raise Refused("arms", "must name at least one arm")
-        for i, arm in enumerate(arms):
-            if not 0 <= arm < n_arms:
-                raise Refused(f"arms[{i}]", f"must be an arm in [0, {n_arms - 1}], got {arm}")
-        if len(set(arms)) != len(arms):
-            raise Refused("arms", "must not repeat an arm")
-        return None if list(arms) == list(range(n_arms)) else np.asarray(arms, dtype=np.int64)
+        chosen = candidate_arms(arms, n_arms)
+        return None if chosen.tolist() == list(range(n_arms)) else chosen
 
     def decide(self, request: DecideInput) -> Decision:
         _check_rows(request.features, self.protocol.n_arms, self.width, "features", "this party's block")
