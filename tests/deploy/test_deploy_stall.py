@@ -5,7 +5,8 @@ stall does; this checks it. Where the session ends (every role but FCLUB's local
 exits with the lost-peer code within the longest receive deadline + a margin, each naming the stalled party
 and the round, and no party writes a result. An FCLUB local server's stall ends nothing: the users name it
 (with the round) and go on, the global server drops it, the others finish. Stalls already tested elsewhere:
-a vertical passive party (test_deploy_vertical), an MPC computing party (test_deploy_mpc_stall).
+a vertical passive party (test_deploy_vertical), an MPC computing party (test_deploy_mpc_stall, slow). In the
+default suite: the vertical mask generator's stall here and the passive party's; the rest with ``-m slow``.
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ def test_a_stalled_party_is_named_by_every_other_party_in_time(tmp_path, encoder
     assert not any(spec.result_path(name).exists() for name in spec.parties)
 
 
+@pytest.mark.slow  # 9.5 s on 2 cores, most of it waiting out the deadlines; stalls in the default suite: the vertical
+# mask generator's below and a passive party's (test_deploy_vertical.py)
 def test_a_stalled_fclub_local_server_is_named_by_the_users_with_the_round_and_the_others_finish(
     tmp_path, encoder_cache
 ):

@@ -12,6 +12,7 @@ import os
 import signal
 import time
 
+import pytest
 from mpc_deployment import make_deployment
 
 from privbandits.deploy.deployment import load_deployment
@@ -19,6 +20,8 @@ from privbandits.deploy.local import start_parties, wait_parties
 from privbandits.deploy.party import EXIT_LOST, protocol_of
 
 
+@pytest.mark.slow  # 4 to 7 s on 2 cores, mostly waiting out twice the deadline; stalls in the default suite: the
+# vertical deployment's (tests/deploy/test_deploy_stall.py, tests/deploy/vertical/test_deploy_vertical.py)
 def test_a_stalled_computing_party_is_named_by_every_other_party_within_the_deadline(tmp_path):
     deadline = 2.0
     spec = load_deployment(make_deployment(tmp_path, deadline_s=deadline, rounds=3000, checkpoint_every=500))
