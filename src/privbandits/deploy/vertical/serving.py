@@ -185,7 +185,24 @@ class _ServedActiveParty:
         return party
 
 
-class ActiveRole(Decider):
+class _Linked:
+    """What every vertical role shares: its identity, and its links started and stopped with the service."""
+
+    deployment: VerticalDeployment
+    name: str
+    links: Relinker
+
+    def identity(self) -> str:
+        return _identity(self.deployment, self.name)
+
+    def start(self) -> None:
+        self.links.start()
+
+    def stop(self) -> None:
+        self.links.stop()
+
+
+class ActiveRole(_Linked, Decider):
     """The active party as a service (see the module docstring)."""
 
     kind = "vertical-active"
@@ -208,15 +225,9 @@ class ActiveRole(Decider):
         self._using = threading.Lock()
         self._round = 0
 
-    def identity(self) -> str:
-        return _identity(self.deployment, self.name)
-
-    def start(self) -> None:
-        self.links.start()
-
     def stop(self) -> None:
         self._ready.clear()
-        self.links.stop()
+        super().stop()
 
     # -- links ---------------------------------------------------------------
     def _session(self, network: TlsNetwork) -> None:
@@ -357,7 +368,7 @@ class ActiveRole(Decider):
 # ------------------------------------------------------------------------------------------- a passive party
 
 
-class PassiveRole(FeatureHolder):
+class PassiveRole(_Linked, FeatureHolder):
     """A passive party as a service (see the module docstring)."""
 
     kind = "vertical-passive"
@@ -374,14 +385,6 @@ class PassiveRole(FeatureHolder):
         self.puts = self.answered = self.unknown = 0
         self._last_round = 0
 
-    def identity(self) -> str:
-        return _identity(self.deployment, self.name)
-
-    def start(self) -> None:
-        self.links.start()
-
-    def stop(self) -> None:
-        self.links.stop()
 
     # -- the application's rows ----------------------------------------------
     def check_put(self, put: FeaturePut, previous: np.ndarray | None) -> None:
@@ -492,7 +495,7 @@ def generator_seed(deployment: VerticalDeployment, name: str) -> np.ndarray:
     return seed
 
 
-class GeneratorRole(ServedRole):
+class GeneratorRole(_Linked, ServedRole):
     """The mask generator as a service (see the module docstring): no application API, no state in its store."""
 
     kind = "vertical-mask-generator"
@@ -504,14 +507,6 @@ class GeneratorRole(ServedRole):
         self.links = Relinker(deployment, name, self.holders, self._session)
         self.distributed = 0
 
-    def identity(self) -> str:
-        return _identity(self.deployment, self.name)
-
-    def start(self) -> None:
-        self.links.start()
-
-    def stop(self) -> None:
-        self.links.stop()
 
     def _session(self, network: TlsNetwork) -> None:
         """Send every data holder its block; its part of the link session ends there (the others serve on)."""
