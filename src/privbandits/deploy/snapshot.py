@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import importlib
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -52,7 +53,7 @@ class _Encoder:
             return {"generator": value.bit_generator.state}
         for kind in (list, tuple, set, frozenset):
             if type(value) is kind:
-                return {kind.__name__: [self(item) for item in value]}
+                return {kind.__name__: [self(item) for item in _ordered(value)]}
         if type(value) is dict:
             return {"dict": [[self(key), self(item)] for key, item in value.items()]}
         if type(value).__module__.startswith("privbandits."):
@@ -65,6 +66,17 @@ def attributes(value: Any):
     if hasattr(value, "__dict__"):
         return vars(value).items()
     return ((field.name, getattr(value, field.name)) for field in dataclasses.fields(value))
+
+
+def _ordered(items: Iterable[Any]) -> Iterable[Any]:
+    """A set's items sorted (where they sort), so that equal sets are written the same: a set's own order depends on
+    the order its items came in and on the process's string hashing."""
+    if isinstance(items, set | frozenset):
+        try:
+            return sorted(items)
+        except TypeError:
+            return items
+    return items
 
 
 def _name(cls: type) -> str:
