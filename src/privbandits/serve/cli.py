@@ -183,7 +183,7 @@ def token_command(
     token = new_token()
     store.add_token(client, token_hash(token))
     store.close()
-    print(f"token for {client!r} of {served.name} (shown once; the store keeps its hash):", file=sys.stderr)
+    typer.echo(f"token for {client!r} of {served.name} (shown once; the store keeps its hash):", err=True)
     print(token)
 
 
@@ -221,4 +221,4 @@ def export_command(
         save_log(log, target, "OUT")
     except (StoreError, InvalidInputError, ValueError, OSError) as exc:
         _fail(str(exc))
-    print(f"wrote {target}: {log.n_rounds} rewarded events, {log.n_actions} arms", file=sys.stderr)
+    typer.echo(f"wrote {target}: {log.n_rounds} rewarded events, {log.n_actions} arms", err=True)
