@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import importlib
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -69,14 +70,29 @@ def attributes(value: Any):
 
 
 def _ordered(items: Iterable[Any]) -> Iterable[Any]:
-    """A set's items sorted (where they sort), so that equal sets are written the same: a set's own order depends on
-    the order its items came in and on the process's string hashing."""
+    """A set's items in a canonical order (where they have one), so that equal sets are written the same: a set's own
+    order depends on the order its items came in and on the process's string hashing. The order is that of
+    :func:`_canonical`, not ``<``, which for sets of sets is inclusion: sorting with it kept the order they came in."""
     if isinstance(items, set | frozenset):
         try:
-            return sorted(items)
+            return sorted(items, key=_canonical)
         except TypeError:
             return items
     return items
+
+
+def _canonical(item: Any) -> str:
+    """A total order's key for hashable values made of numbers, strings, tuples, sets and enums (``TypeError`` for
+    anything else): equal values, the same key, whatever order a set's items came in."""
+    if type(item) in _PLAIN or isinstance(item, np.generic):
+        return json.dumps([type(item).__name__, item.item() if isinstance(item, np.generic) else item])
+    if isinstance(item, enum.Enum):
+        return json.dumps(["enum", _name(type(item)), item.name])
+    if isinstance(item, tuple):
+        return json.dumps(["tuple", [_canonical(part) for part in item]])
+    if isinstance(item, frozenset):
+        return json.dumps(["frozenset", sorted(_canonical(part) for part in item)])
+    raise TypeError(f"no canonical order for a {type(item).__name__}")
 
 
 def _name(cls: type) -> str:
