@@ -56,6 +56,7 @@ statistics: the numbers they give are not the paper's.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -437,8 +438,12 @@ def multilabel_interactions(
     return _bandit(name, data, f"{REAL}: {spec.title} from {files}", n_users, decimals, shuffle_seed, options)
 
 
+@functools.lru_cache(maxsize=2)
 def stand_in_data(name: str, seed: int = 0) -> MultiLabelData:
-    """Generated data with the real data set's shape, features adapted as the module docstring says."""
+    """Generated data with the real data set's shape, features adapted as the module docstring says.
+
+    The last two are kept for the process (both data sets of one seed: about 160 MB), read-only: generating
+    MediaMill's and TMC's took 2 to 5 s each time a figure, a test or a config kind asked for them again."""
     spec = _spec(name)
     counts, labels = make_multilabel_classification(
         n_samples=spec.n_samples,
@@ -455,9 +460,11 @@ def stand_in_data(name: str, seed: int = 0) -> MultiLabelData:
             features[:, column] = np.searchsorted(np.sort(values), values, side="left") / values.size
     else:
         features = (counts > 0).astype(np.float64)
+    labels = labels.astype(np.int8)
+    features.flags.writeable = labels.flags.writeable = False
     return MultiLabelData(
         features=features,
-        labels=labels.astype(np.int8),
+        labels=labels,
         feature_names=tuple(f"feature{j}" for j in range(spec.n_features)),
         label_names=tuple(f"label{j}" for j in range(spec.n_labels)),
     )

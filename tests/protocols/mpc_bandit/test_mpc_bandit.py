@@ -468,7 +468,8 @@ def test_the_lookup_argmax_saves_three_rounds_and_decides_as_the_twin(digits):
     }  # fmt: skip
 
 
-def test_the_round_saving_options_take_seven_rounds_fewer_and_decide_as_the_twin(digits):
+@pytest.mark.parametrize("rounds", [40, pytest.param(ROUNDS, marks=pytest.mark.slow)])  # 120 rounds: 7 s on 2 cores
+def test_the_round_saving_options_take_seven_rounds_fewer_and_decide_as_the_twin(digits, rounds):
     """lookup_comparison: the argmax's comparisons in 3 rounds of table lookups instead of 8, on half the pairs;
     goldschmidt: u/d in 1 + 3 rounds instead of 3·2 + 1; dealt_exploration: no product for s + y(v − s);
     fused_input: the context enters in the round of u = W⁻¹x. On 300 digits rounds the arms are the twin's in
@@ -478,7 +479,7 @@ def test_the_round_saving_options_take_seven_rounds_fewer_and_decide_as_the_twin
     instead of 25 (linear start), 32 instead of 37 with 3 parties; dealt_exploration alone 21 instead of 22
     (with allmax_lookup); fused_input 36 instead of 37 with 3 parties. Goldschmidt leaves W⁻¹ at most 2.5
     times as far from the twin's."""
-    contexts, labels = digits.train.features[:ROUNDS], digits.train.labels[:ROUNDS]
+    contexts, labels = digits.train.features[:rounds], digits.train.labels[:rounds]
     twin = PlaintextEpsilonGreedy(MPCBanditConfig(n_arms=10, epsilon=0.1), seed=5)
     twin_arms = _play(twin, contexts, labels)
     linear = {"n_arms": 10, "epsilon": 0.1, "nr_iterations": 3, "reciprocal_start": "linear"}
@@ -508,9 +509,9 @@ def test_the_round_saving_options_take_seven_rounds_fewer_and_decide_as_the_twin
         traffic, parties = learner.engine.traffic, len(learner.config.partition)
         inverse, _ = learner.checkpoint()
         measured[name] = (
-            traffic.rounds[ROUND] / ROUNDS,
-            traffic.total(ROUND).bytes / ROUNDS,
-            sum(learner.engine.dealer.issued.values()) / ROUNDS / parties,
+            traffic.rounds[ROUND] / rounds,
+            traffic.total(ROUND).bytes / rounds,
+            sum(learner.engine.dealer.issued.values()) / rounds / parties,
             np.abs(inverse - twin.inverse).max(),
         )
     assert {name: values[0] for name, values in measured.items()} == {
