@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 
 import pytest
+from cli_runner import separate
 from fclub_serving import (
     add_token,
     arrivals,
@@ -22,6 +23,8 @@ from fclub_serving import (
     stop_all,
 )
 
+from privbandits.cli import app
+from privbandits.logs.files import load_log
 from privbandits.serve.client import ServeError
 
 
@@ -60,6 +63,13 @@ def served_replay(tmp_path, servers: int, horizon: int) -> None:
         codes = stop_all(processes)
     assert arms == in_memory_arms(spec)
     owners = owner_of(spec)
+    target = tmp_path / "log.dsjson"
+    exported = separate().invoke(app, ["serve-export", str(tmp_path / "fclub.toml"), "--as", "local0", str(target)])
+    assert exported.exit_code == 0, exported.stderr  # local0's own decision log: its users' events, in their order
+    log = load_log(target)
+    users = [user for user, _, _ in arrivals(spec)]
+    mine = [(t, arm) for t, (user, arm) in enumerate(zip(users, arms, strict=True)) if owners[user] == "local0"]
+    assert list(log.event_id) == [f"round-{t + 1}" for t, _ in mine] and log.action.tolist() == [a for _, a in mine]
     for name in spec.names("local_server"):
         count = sum(owners[user] == name for user, _, _ in arrivals(spec))
         assert ledgers[name]["events"]["rewarded"] == ledgers[name]["learner"]["rewards_absorbed"] == count
