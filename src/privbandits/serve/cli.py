@@ -215,7 +215,8 @@ def export_command(
             raise StoreError(f"event store {served.settings.store} does not exist: the party has not served yet")
         store = EventStore(served.settings.store, served.decider.identity())
         try:
-            log = decision_log(store, actions)
+            known = getattr(served.decider, "propensities_known", True)  # a role that does not decide logs nothing
+            log = decision_log(store, actions, propensities_known=known)
         finally:
             store.close()
         save_log(log, target, "OUT")

@@ -75,7 +75,13 @@ class Decider(ServedRole):
     """What a protocol's serving role implements (see the module docstring for the contract).
 
     All calls come from one thread, one at a time, so an implementation needs no locking of its own.
+
+    ``propensities_known``: whether a null propensity means a deterministic choice (probability one). A decider whose
+    policy randomises without knowing the chosen arm's probability (the MPC environment: it depends on the secret
+    greedy arm) says False, and its decision log is refused for off-policy evaluation.
     """
+
+    propensities_known: bool = True
 
     @abstractmethod
     def decide(self, request: DecideInput) -> Decision:

@@ -34,9 +34,17 @@ def _largest_arm(events: list[LoggedEvent]) -> int:
     return max([event.arm for event in events] + offered)
 
 
-def decision_log(store: EventStore, n_actions: int | None = None) -> LoggedFeedback:
+def decision_log(
+    store: EventStore, n_actions: int | None = None, *, propensities_known: bool = True
+) -> LoggedFeedback:
     """The store's rewarded events as logged feedback (see the module docstring); :class:`InvalidInputError` when
-    there is none, or the events' features differ in shape, or ``n_actions`` is below an arm in the log."""
+    there is none, or the events' features differ in shape, or ``n_actions`` is below an arm in the log, or the
+    party's decider does not know its propensities (``propensities_known``: a null one is not a probability one)."""
+    if not propensities_known:
+        raise InvalidInputError(
+            f"the decisions in {store.path} have no propensities (the party's policy explores, but the chosen arm's "
+            "probability is secret to it): its log cannot be used for off-policy evaluation"
+        )
     events = list(store.rewarded())
     if not events:
         raise InvalidInputError(f"event store {store.path} holds no rewarded event: there is no decision log yet")

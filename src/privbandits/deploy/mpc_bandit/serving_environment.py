@@ -49,6 +49,7 @@ class EnvironmentDecider(LinkedRole, Decider):
     """The environment party: decide runs a round up to a_t, the reward (or the event's expiry) closes it."""
 
     kind = "mpc-environment"
+    propensities_known = False  # ε-greedy explores, but the chosen arm's probability depends on the secret greedy arm
 
     def __init__(self, deployment: Deployment[MPCProtocol], name: str) -> None:
         LinkedRole.__init__(self, deployment, name)
