@@ -103,3 +103,19 @@ def test_the_options_are_declared_in_the_service_table(tmp_path):
     identity = ReferenceDecider(learner()).identity()  # no charged_std: the identity stores always had
     assert identity == ReferenceDecider(learner(charged_std=None)).identity() != ReferenceDecider(
         learner(charged_std=1.0)).identity()  # fmt: skip
+
+
+def test_the_command_line_refuses_a_budget_its_party_cannot_keep(tmp_path):
+    import typer
+
+    from privbandits.serve.budget import BudgetedDecider
+    from privbandits.serve.cli import load_served
+
+    service = "[service]\nuser_budget_epsilon = 1.0\n"
+    path = tmp_path / "dev.toml"
+    path.write_text(f'name = "dev"\n{service}[learner]\nn_arms = 3\ndim = 2\ncharged_std = 4.0\n')
+    assert isinstance(load_served(path, None).decider, BudgetedDecider)
+    path.write_text(f'name = "dev"\n{service}[learner]\nn_arms = 3\ndim = 2\n')
+    with pytest.raises(typer.Exit) as exited:
+        load_served(path, None)
+    assert exited.value.exit_code == 2
