@@ -306,3 +306,22 @@ def test_best_rows_rank_within_one_notion_and_show_the_per_round_composition():
         and mpc[0][4] == f"{eta.epsilon:.3g} per round (T·η = {20 * eta.epsilon:,.0f} over T = 20)"
     )
     assert all(row[3] != eta.label for row in body if row[1] != SEMANTICS["mpc_eta"].notion)
+
+
+def test_every_point_shows_the_epsilon_a_user_pays_in_its_own_unit():
+    from privbandits.papers.privacy_map.per_user import NOT_STORED, user_epsilon
+
+    options = _options(epsilons="1", calibration="analytic")
+    panels = {env.key: env for env in environments(options)[0]}
+    linear, clustered = panels["linear_gaussian"], panels["clustered_users"]
+    kept = {p.policy.get("kind"): p for p in placed(linear, options)[0]}
+    joint = user_epsilon(linear, kept["joint_dp_linucb"], [])
+    assert joint.endswith("per round's (x, r) (PLD)") and float(joint.split()[0]) == pytest.approx(1.0, rel=0.01)
+    assert user_epsilon(linear, kept["local_dp_linucb"], []).endswith("per report (PLD)")
+    assert "per report" in user_epsilon(linear, kept["shuffle_dp_linucb"], [])
+    assert user_epsilon(linear, kept["random"], []) == "0 (uses no data)"
+    assert user_epsilon(linear, kept["linucb"], []) == "∞ (no DP)"
+    fclub = next(p for p in placed(clustered, options)[0] if p.model == "fclub_cdp")
+    assert user_epsilon(clustered, fclub, [{"metrics": {}}]) == NOT_STORED  # runs from before the metric
+    stored = [{"metrics": {"per_user_epsilon": 1.14}}, {"metrics": {"per_user_epsilon": 1.17}}]
+    assert user_epsilon(clustered, fclub, stored) == "1.17 per datum of the worst user, every privatizer (PLD)"

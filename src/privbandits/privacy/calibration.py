@@ -149,12 +149,10 @@ def rdp_epsilon(std: float, compositions: int, delta: float, sensitivity: float)
 
 
 def _accounted(std: float, compositions: int, delta: float, sensitivity: float, method: str) -> float:
+    """``compositions`` Gaussian releases, through the one accountant (:mod:`~privbandits.privacy.accountant`)."""
+    from privbandits.privacy.accountant import Release, pld_epsilon, rdp_epsilon
+
     if compositions == 0:
         return 0.0
-    if std == 0:
-        return math.inf
-    from dp_accounting import pld, rdp
-
-    accountant = pld.PLDAccountant() if method == "pld" else rdp.RdpAccountant()
-    accountant.compose(gaussian_event(std, compositions, sensitivity))
-    return float(accountant.get_epsilon(delta))
+    composed = [Release.gaussian(std, sensitivity, compositions)]
+    return pld_epsilon(composed, delta) if method == "pld" else rdp_epsilon(composed, delta)

@@ -80,7 +80,20 @@ def load_served(path: Path, name: str | None) -> Served:
         raise
     if name is not None and name != parsed.name:
         _fail(f"--as {name!r}: {path} is the reference service {parsed.name!r}")
-    return Served(parsed.name, ReferenceDecider(parsed.learner), parsed.service, parsed.learner.seed is not None)
+    reproducible = parsed.learner.seed is not None
+    return _budgeted(Served(parsed.name, ReferenceDecider(parsed.learner), parsed.service, reproducible))
+
+
+def _budgeted(served: Served) -> Served:
+    """``served`` with its role under the per-user budget its settings declare (exit 2 if it cannot keep one)."""
+    from privbandits.serve.budget import BudgetError, with_user_budget
+
+    settings = served.settings
+    try:
+        served.decider = with_user_budget(served.decider, settings.user_budget_epsilon, settings.user_budget_delta)
+    except BudgetError as exc:
+        _fail(str(exc))
+    return served
 
 
 def _from_deployment(path: Path, name: str | None) -> Served:
@@ -110,7 +123,7 @@ def _from_deployment(path: Path, name: str | None) -> Served:
         **(options.model_dump() if options is not None else {}),
         store=Path(spec.output) / f"{name}.serve.sqlite", certificate=party.certificate, key=party.key,
     )
-    return Served(name, decider, settings, spec.reproducible)
+    return _budgeted(Served(name, decider, settings, spec.reproducible))
 
 
 def serve_command(

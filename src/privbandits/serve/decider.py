@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from privbandits.privacy.accountant import Release
 from privbandits.serve.role import JsonObject, Refused, ServedRole
 
 __all__ = ["DecideInput", "DecidedEvent", "Decider", "Decision", "JsonObject", "Refused", "candidate_arms"]
@@ -98,6 +99,12 @@ class Decider(ServedRole):
 
     def expire(self, event: DecidedEvent) -> None:
         """``event`` closed without a reward (its ``reward_timeout_s`` passed); default: learn nothing."""
+        return None
+
+    def user_release(self) -> Release | None:
+        """The release one decision makes of its user's data (the noise mechanism and how many times), which a
+        per-user budget (``user_budget_epsilon``, :mod:`privbandits.serve.budget`) charges to the user; None
+        (default): decisions release nothing per user, and a per-user budget is refused at start."""
         return None
 
     def replay_decision(self, event: DecidedEvent) -> None:

@@ -19,3 +19,7 @@ class ServeOptions(BaseModel):
     body_timeout_s: float = Field(10.0, gt=0, le=600, description="seconds a client may take to send a body")
     keep_alive_s: float = Field(5.0, gt=0, le=600, description="idle seconds before a connection is closed")
     max_connections: int = Field(256, ge=1, le=100_000, description="concurrent connections (beyond: 503)")
+    user_budget_epsilon: float | None = Field(
+        None, gt=0, le=1e6, description="per-user privacy budget ε: a decision past it is refused (none: no budget)"
+    )
+    user_budget_delta: float = Field(1e-5, gt=0, lt=1, description="the δ the per-user budget's ε is composed at")

@@ -8,6 +8,11 @@ state is its ridge statistics, checkpointed as exact float64 bytes.
 Decisions equal the library policy's for the same generator: LinUCB picks the best upper confidence bound (ties to
 the lowest arm; deterministic, so no propensity); ε-greedy draws its coin, then a uniform arm when exploring, else
 the greedy arm, and reports the chosen arm's propensity ``(1 - ε)·[arm is greedy] + ε/|candidates|``.
+
+Per-user budgets (``user_budget_epsilon``, :mod:`privbandits.serve.budget`) charge the release a decider's decision
+makes of its user's data. The reference makes none, so it can be given one to charge for trying budgets:
+``charged_std`` charges each decision as a Gaussian release of that σ at sensitivity 1 (nothing is added to the
+plaintext learner: a protocol's decider charges the release it really makes).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from privbandits.linear.policies import EpsilonGreedy, Layout, LinUCB
 from privbandits.linear.tiebreak import TieBreak, break_ties
+from privbandits.privacy.accountant import Release
 from privbandits.serve.decider import (
     DecidedEvent,
     DecideInput,
@@ -59,6 +65,10 @@ class ReferenceLearner(BaseModel):
     seed: int | None = Field(
         None, ge=0, description="seed of the policy's coins (tests and demos only); none: OS entropy"
     )
+    charged_std: float | None = Field(
+        None, gt=0, le=1e6, description="development: each decision is charged to its user's budget as a Gaussian "
+        "release of this σ at sensitivity 1 (the reference adds no noise; none: it releases nothing per user)"
+    )
 
 
 class ReferenceDecider(Decider):
@@ -75,10 +85,16 @@ class ReferenceDecider(Decider):
             self.policy = EpsilonGreedy(learner.n_arms, learner.dim, epsilon=learner.epsilon, **common)
 
     def identity(self) -> str:
-        settings = self.learner.model_dump(mode="json", exclude={"seed"})
+        unset = {"charged_std"} if self.learner.charged_std is None else set()  # stores from before it still open
+        settings = self.learner.model_dump(mode="json", exclude={"seed"} | unset)
         return "reference:" + hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
 
     # -- deciding ------------------------------------------------------------
+    def user_release(self) -> Release | None:
+        """The charge ``charged_std`` declares (a development aid: the reference is plaintext), or None."""
+        std = self.learner.charged_std
+        return None if std is None else Release.gaussian(std, 1.0)
+
     def _contexts(self, features: np.ndarray) -> np.ndarray:
         """The policy's contexts from the request's rows, or :class:`Refused` naming ``features``."""
         n_arms, dim = self.learner.n_arms, self.learner.dim

@@ -19,7 +19,7 @@ from privbandits.envs.synthetic import LinearGaussianBandit
 from privbandits.experiments.config import ConfigError, parse_config
 from privbandits.experiments.runner import run_single
 from privbandits.linear import LinUCB
-from privbandits.privacy.calibration import snapped_std
+from privbandits.privacy.calibration import pld_epsilon, snapped_std
 from privbandits.privacy.ledger import PrivacyLedger
 from privbandits.privacy.noise import grid_step
 from privbandits.privacy.tree_mechanism import accounted_epsilon
@@ -122,8 +122,9 @@ def test_joint_dp_noise_and_ledger_follow_shariff_sheffet(epsilon, delta):
     # paper's calibration is conservative
     assert entry.details["effective_sensitivity"] == pytest.approx(sensitivity, rel=1e-12)
     assert entry.details["snapping_slack"] == pytest.approx(sensitivity - 2, rel=1e-12)
-    assert entry.details["accounted_epsilon"] == pytest.approx(accounted_epsilon(sigma, m, delta, sensitivity))
-    assert entry.details["accounted_epsilon"] < epsilon
+    assert entry.details["accounted_epsilon"] == pytest.approx(pld_epsilon(sigma, m, delta, sensitivity))  # PLD
+    assert entry.details["rdp_epsilon"] == pytest.approx(accounted_epsilon(sigma, m, delta, sensitivity))  # RDP
+    assert entry.details["accounted_epsilon"] <= entry.details["rdp_epsilon"] < epsilon
 
 
 @pytest.mark.parametrize("epsilon, delta", POINTS)
@@ -152,7 +153,8 @@ def test_local_dp_noise_and_ledger_follow_zheng_et_al(epsilon, delta):
     assert {(e.mechanism, e.epsilon, e.delta) for e in entries} == {("dp_linucb.local", epsilon, delta)}
     assert entries[0].details["noise_std"] == pytest.approx(sigma, rel=1e-12)
     # dp-accounting's ε for one report (L2 sensitivity √(2 + 4): upper triangle of x xᵀ, then r x; + the slack)
-    assert entries[0].details["accounted_epsilon"] == pytest.approx(accounted_epsilon(sigma, 1, delta, sensitivity))
+    assert entries[0].details["accounted_epsilon"] == pytest.approx(pld_epsilon(sigma, 1, delta, sensitivity))
+    assert entries[0].details["rdp_epsilon"] == pytest.approx(accounted_epsilon(sigma, 1, delta, sensitivity))
 
 
 def _fmt_epsilon(epsilon0: float, n: int, delta: float) -> float:

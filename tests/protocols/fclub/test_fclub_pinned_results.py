@@ -144,7 +144,8 @@ def fingerprint(outcome: FCLUBOutcome, env: RecordingBandit) -> tuple[tuple, tup
         tuple(asdict(bandit.repairs).values()),
         None if report is None else (*(report[k] for k in counts), tuple(report["notes"])),
     )
-    accounted = () if report is None else tuple(v for k, v in report.items() if k not in counts and k != "notes")
+    pinned = [k for k in report or {} if k not in counts and k != "notes" and not k.startswith("per_user")]  # added
+    accounted = () if report is None else tuple(report[k] for k in pinned)  # later: the per-user ε (not pinned here)
     return exact, (float(outcome.regret[-1]), epsilon, math.nan if delta is None else delta), accounted
 
 

@@ -132,6 +132,7 @@ def run_local_server(
         "ledger": server.ledger.rows(),
         "privatizers": {key: list(value) for key, value in privatizers.items()},
         "max_nodes_per_datum": per_datum,
+        **server.per_user_epsilons(),
         "repairs": dataclasses.asdict(server.repairs),
     }
 

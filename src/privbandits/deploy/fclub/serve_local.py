@@ -289,6 +289,7 @@ class ServedLocalServer(Decider):
                 "releases": len(entries),
                 "privatizers": len(privatizers),
                 "max_nodes_per_datum": per_datum,
+                **self.server.per_user_epsilons(),
                 "rewards_absorbed": self.absorbed,
                 "counts": dict(self.events.counts),
                 "phase_starts": [t for t, _, _ in self.events.phases],

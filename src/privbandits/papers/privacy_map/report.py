@@ -69,11 +69,13 @@ def _bytes(row: PointSummary) -> str:
 
 
 def point_rows(panel: Panel) -> list[list[str]]:
-    """One row per point: system, privacy model, ε, utility, seeds, ms and bytes per round."""
+    """One row per point: system, privacy model, ε, the ε a user pays (its unit), utility, seeds, ms and bytes per
+    round."""
     header = [
         "point",
         "privacy model",
         "ε on the map",
+        "ε a user pays",
         panel.env.metric_name + " (mean ± 95% CI)",
         "seeds",
         "ms / round",
@@ -86,6 +88,7 @@ def point_rows(panel: Panel) -> list[list[str]]:
                 row.point.label,
                 SEMANTICS[row.point.model].notion,
                 point_epsilon(row, panel.env.horizon),
+                row.user_epsilon,
                 _value(row),
                 str(row.seeds),
                 f"{row.ms:.3f}",

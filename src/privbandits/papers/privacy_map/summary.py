@@ -1,4 +1,5 @@
-"""Each point's stored runs summarised: utility mean and 95% interval over seeds, ms and bytes per round."""
+"""Each point's stored runs summarised: utility mean and 95% interval over seeds, ms and bytes per round, the ε a
+user pays."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from privbandits.experiments.report import mean_interval
 from privbandits.papers.privacy_map.environments import HIGHER_IS_BETTER, MapEnvironment
 from privbandits.papers.privacy_map.grid import unit_label
 from privbandits.papers.privacy_map.measures import cost, ms_per_round, utility
+from privbandits.papers.privacy_map.per_user import user_epsilon
 from privbandits.papers.privacy_map.semantics import SEMANTICS
 from privbandits.papers.privacy_map.systems import Point
 
@@ -30,6 +32,8 @@ class PointSummary:
     actions: tuple[str, ...]
     values: tuple[float, ...] = ()
     """Utility of each seed's run, in ``point.seeds`` order (NaN kept)."""
+    user_epsilon: str = "—"
+    """The ε a user pays, with its unit (:func:`~privbandits.papers.privacy_map.per_user.user_epsilon`)."""
 
     def overlaps(self, other: PointSummary) -> bool:
         """Whether the two 95% intervals overlap (then neither is clearly better)."""
@@ -53,6 +57,7 @@ def summarise(env: MapEnvironment, point: Point, points: dict[str, dict[str, Any
         costs[0].source,
         tuple(run["actions_digest"] for run in runs),
         tuple(float(v) for v in per_seed),
+        user_epsilon(env, point, runs),
     )
 
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Sequence
 
 import numpy as np
 
+from privbandits.privacy.accountant import Release, ledger_epsilons
 from privbandits.privacy.bounds import CONTEXT_BOUND, REWARD_BOUND
 from privbandits.privacy.calibration import GaussianCalibration, SnappedNoise, analytic_gaussian_std, snapped_noise
 from privbandits.privacy.ledger import LedgerEntry
@@ -14,7 +17,6 @@ from privbandits.privacy.tree_mechanism import (
     REPLACE_SENSITIVITY,
     SNAPPED_CAP,
     TreeMechanism,
-    accounted_epsilon,
     augmented_coordinates,
 )
 from privbandits.protocols.dp.base import PrivateLinUCB, spectral_bound
@@ -78,11 +80,17 @@ class JointDPLinUCB(PrivateLinUCB):
     (the billboard lemma, their Claim 5).
 
     The ledger gets one entry, at the first release, for the whole tree: the
-    claimed (ε, δ) of the paper's calibration, with σ, m and the ε that
-    ``dp-accounting`` (Rényi DP) gives the same noise at δ: one datum enters m
+    claimed (ε, δ) of the paper's calibration, with σ, m and the ε the one accountant
+    (:mod:`~privbandits.privacy.accountant`) gives the same noise at δ, ``accounted_epsilon`` (PLD) with
+    ``rdp_epsilon`` (Rényi DP) beside it: one datum enters m
     Gaussian nodes of L2 sensitivity 2 plus the slack of its snapping (each z zᵀ is snapped to
     σ's grid before it is summed, so the prefix released is exact and no other node differs;
     :func:`joint_sensitivity`, recorded as ``snapping_slack`` and ``effective_sensitivity``).
+
+    Privacy unit: one round's (x, r) (:data:`PRIVACY_UNIT`). A user who plays several rounds pays more: the
+    rounds' data share tree nodes, so a node holding c of them moves by c times the sensitivity;
+    :meth:`user_releases` and :meth:`user_epsilon` compose every node a user's rounds enter (the per-user ε,
+    with the user, all of their rounds, as the unit).
 
     Differences from the paper: a constant width α (not β_t); the Gaussian noise of
     §4.2 only (not the Wishart noise of §4.1). The reference code of Chowdhury &
@@ -114,6 +122,32 @@ class JointDPLinUCB(PrivateLinUCB):
     @property
     def noise_std(self) -> float:
         return self._noise_std
+
+    def releases_per_round(self) -> list[Release]:
+        """The releases one round's (x, r) enters: the m tree nodes, Gaussians of σ at the effective sensitivity
+        (what the ledger's ``accounted_epsilon`` composes)."""
+        return [Release.gaussian(self._noise_std, self.sensitivity, self.levels)]
+
+    def user_releases(self, rounds: Sequence[int]) -> list[Release]:
+        """The releases a user whose (x, r) were reported at ``rounds`` (1-based, distinct) enters: at each of the m
+        levels the node ``⌈t/2^ℓ⌉`` of each round t, a node holding c of the user's rounds moving by c·Δ; the
+        Gaussians of all those nodes are one Gaussian of sensitivity ``Δ·√(Σ c²)`` (``Δ√m`` for one round: the
+        ledger's composition; at most ``kΔ√m`` for k rounds)."""
+        times = sorted(set(int(t) for t in rounds))
+        if len(times) != len(rounds) or (times and not 1 <= times[0] <= times[-1] <= self.horizon):
+            raise ValueError(f"rounds must be distinct rounds in [1, {self.horizon}], got {list(rounds)}")
+        squares = sum(
+            count * count
+            for level in range(self.levels)
+            for count in Counter(-((-t) >> level) for t in times).values()  # the node ⌈t/2^ℓ⌉
+        )
+        return [Release.gaussian(self._noise_std, self.sensitivity * math.sqrt(squares))] if squares else []
+
+    def user_epsilon(self, rounds: Sequence[int]) -> float:
+        """The per-user ε at δ (PLD) of a user who played ``rounds`` (:meth:`user_releases`; ∞ without privacy)."""
+        if not self.private:
+            return math.inf
+        return ledger_epsilons(self.user_releases(rounds), self.delta)["accounted_epsilon"]
 
     def _before_report(self) -> None:
         if self.rounds >= self.horizon:
@@ -149,11 +183,7 @@ class JointDPLinUCB(PrivateLinUCB):
             "calibration": str(self.noise_calibration),
         }
         if self.private:
-            details["accounted_epsilon"] = (
-                accounted_epsilon(self._noise_std, self.levels, self.delta, self.sensitivity)
-                if self._noise_std > 1e-6 * REPLACE_SENSITIVITY
-                else math.inf  # beyond what the RDP accountant resolves
-            )
+            details |= ledger_epsilons(self.releases_per_round(), self.delta)
             entry = LedgerEntry(f"{self.mechanism}.tree", self.epsilon, self.delta, PRIVACY_UNIT, details)
         else:
             entry = LedgerEntry(f"{self.mechanism}.plaintext", math.inf, None, PRIVACY_UNIT, details)

@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 
+from privbandits.privacy.accountant import Release, ledger_epsilons
 from privbandits.privacy.calibration import GaussianCalibration, SnappedNoise, analytic_gaussian_std, snapped_noise
 from privbandits.privacy.ledger import LedgerEntry
 from privbandits.privacy.noise import TAIL, discrete_gaussian, grid_step, snap_to
-from privbandits.privacy.tree_mechanism import accounted_epsilon
 from privbandits.protocols.dp.base import PrivateLinUCB, spectral_bound, symmetric_upper_gaussian
 
 PRIVACY_UNIT = "one user's (x, r) report (local DP)"
@@ -71,12 +71,11 @@ class LocalRandomizer:
         return gram, vector
 
 
-def local_accounting(std: float, delta: float, sensitivity: float = REPORT_SENSITIVITY) -> float:
-    """ε at δ of one report with noise ``std`` (dp-accounting, RDP; a snapped report's sensitivity is
-    :func:`report_sensitivity`)."""
-    if std <= 1e-6 * sensitivity:  # beyond what the RDP accountant resolves
-        return math.inf
-    return accounted_epsilon(std, 1, delta, sensitivity=sensitivity)
+def local_accounting(std: float, delta: float, sensitivity: float = REPORT_SENSITIVITY) -> dict[str, float]:
+    """ε at δ of one report with noise ``std`` by the one accountant: ``accounted_epsilon`` (PLD) and
+    ``rdp_epsilon`` (:func:`~privbandits.privacy.accountant.ledger_epsilons`; a snapped report's sensitivity is
+    :func:`report_noise`'s)."""
+    return ledger_epsilons([Release.gaussian(std, sensitivity)], delta)
 
 
 class LocalDPLinUCB(PrivateLinUCB):
@@ -90,8 +89,10 @@ class LocalDPLinUCB(PrivateLinUCB):
     noise's spectral norm; the authors' code sets c = 2γ with this γ).
 
     The ledger gets one entry per report (each user reports once: parallel
-    composition), with σ and the ε ``dp-accounting`` gives that noise at δ for the
-    report's L2 sensitivity √6.
+    composition), with σ and the ε the one accountant gives that noise at δ for the
+    report's L2 sensitivity √6 (``accounted_epsilon``, PLD; ``rdp_epsilon`` beside it). Privacy unit: one
+    report. A user who reports k times pays the composition of k reports
+    (:func:`~privbandits.privacy.accountant.pld_epsilon` of ``Release.gaussian(σ, Δ, k)``).
 
     Differences: constant width α (the paper's β_t and the authors' code, which
     scores with ``x ᵀ V⁻¹ x`` without the square root, are not used); the authors'
@@ -115,7 +116,7 @@ class LocalDPLinUCB(PrivateLinUCB):
             "calibration": str(self.noise_calibration),
         }
         if self.private:
-            self._details["accounted_epsilon"] = local_accounting(self._noise_std, self.delta, sensitivity)
+            self._details |= local_accounting(self._noise_std, self.delta, sensitivity)
         self._refresh()
 
     @property

@@ -107,7 +107,9 @@ class ShuffleDPLinUCB(PrivateLinUCB):
 
     The ledger gets one entry per released batch (each user is in one batch): the
     central (ε, δ) of the calibration, with ε₀, δ₀, σ₀, whether amplification applied,
-    and the local ε ``dp-accounting`` gives σ₀ at δ₀.
+    and the local ε the one accountant gives σ₀ at δ₀ (``accounted_local_epsilon``, PLD; ``rdp_local_epsilon``);
+    where the batch does not amplify, that local ε is also the entry's ``accounted_epsilon`` (and
+    ``rdp_epsilon``); where it does, the central ε is the amplification bound's, which PLD does not give.
 
     Differences: the paper's constants for the amplification step were not available to
     us; we use Feldman–McMillan–Talwar's closed form (their Thms 3.1/3.8), which
@@ -146,7 +148,11 @@ class ShuffleDPLinUCB(PrivateLinUCB):
             "calibration": str(self.noise_calibration),
         }
         if self.private:
-            self._details["accounted_local_epsilon"] = local_accounting(cal.noise_std, cal.delta0, cal.sensitivity)
+            local = local_accounting(cal.noise_std, cal.delta0, cal.sensitivity)
+            self._details["accounted_local_epsilon"] = local["accounted_epsilon"]
+            self._details["rdp_local_epsilon"] = local["rdp_epsilon"]
+            if not cal.amplified:  # the shuffled batch is local DP (δ₀ = δ): the central ε is the report's
+                self._details |= local
         self._refresh()
 
     @property

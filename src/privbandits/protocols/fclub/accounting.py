@@ -3,6 +3,7 @@ count, §8 A23) and its :class:`PrivacyReport` (the paper's per-privatizer claim
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 
@@ -50,7 +51,14 @@ class Communication:
 class PrivacyReport:
     """Guarantees of a run: the paper's per-privatizer claim next to dp-accounting's numbers.
 
-    ``accounted_epsilon_*`` are at the claimed δ, ``accounted_delta_*`` at the claimed ε.
+    ``accounted_epsilon_*`` are at the claimed δ, ``accounted_delta_*`` at the claimed ε, by Rényi DP (the
+    fields the stored runs have always had).
+
+    ``per_user_epsilon`` is what a user pays, by the one accountant (PLD, at the claimed δ): the composition of
+    every tree node of every privatizer that user's data entered (new clusters after a split, phase-start trees),
+    for the worst user, as Gaussians at the effective sensitivity. Its privacy unit is one (x, y) of that user:
+    the paper's per-privatizer ε does not compose across privatizers (§4.5, §8 A9), this does.
+    ``per_user_rdp_epsilon`` is the same composition by Rényi DP (it equals ``accounted_epsilon_per_datum``).
     """
 
     claimed_epsilon: float
@@ -63,4 +71,15 @@ class PrivacyReport:
     max_nodes_per_datum: int
     accounted_epsilon_per_datum: float
     accounted_delta_per_datum: float
+    per_user_epsilon: float = math.inf
+    per_user_rdp_epsilon: float = math.inf
     notes: list[str] = field(default_factory=list)
+
+
+def per_user_epsilons(std: float, nodes: int, delta: float, sensitivity: float) -> dict[str, float]:
+    """:class:`PrivacyReport`'s ``per_user_epsilon`` (PLD) and ``per_user_rdp_epsilon`` for a worst user whose data
+    entered ``nodes`` tree nodes (at least one counted, as the per-datum figures do) of noise ``std``."""
+    from privbandits.privacy.accountant import Release, ledger_epsilons
+
+    composed = ledger_epsilons([Release.gaussian(std, sensitivity, max(nodes, 1))], delta)
+    return {"per_user_epsilon": composed["accounted_epsilon"], "per_user_rdp_epsilon": composed["rdp_epsilon"]}

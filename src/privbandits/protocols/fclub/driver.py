@@ -15,7 +15,7 @@ from privbandits.envs.clustered import ClusteredLinearBandit, assign_groups
 from privbandits.privacy.bounds import DataBounds
 from privbandits.privacy.ledger import PrivacyLedger
 from privbandits.privacy.tree_mechanism import REPLACE_SENSITIVITY, accounted_delta, accounted_epsilon
-from privbandits.protocols.fclub.accounting import Communication, PrivacyReport
+from privbandits.protocols.fclub.accounting import Communication, PrivacyReport, per_user_epsilons
 from privbandits.protocols.fclub.config import Calibration, FCLUBConfig
 from privbandits.protocols.fclub.global_server import GlobalServer
 from privbandits.protocols.fclub.local_server import LocalServer
@@ -193,7 +193,8 @@ class FederatedClusteredBandit(RoundChecks):
         return sum((server.repairs for server in self.servers), Repairs())
 
     def privacy_report(self) -> PrivacyReport:
-        """The paper's (ε, δ) per privatizer beside the guarantee composed with dp-accounting (RDP).
+        """The paper's (ε, δ) per privatizer beside the guarantee composed with dp-accounting (RDP), and the
+        per-user ε by the one accountant (PLD; :class:`PrivacyReport` defines it).
 
         Per privatizer: its tree's levels used, as Gaussian mechanisms of sensitivity
         :data:`~privbandits.privacy.tree_mechanism.REPLACE_SENSITIVITY` plus the slack of snapping each datum
@@ -229,12 +230,14 @@ class FederatedClusteredBandit(RoundChecks):
             max_nodes_per_datum=per_datum,
             accounted_epsilon_per_datum=accounted_epsilon(std, max(per_datum, 1), cfg.delta, sensitivity),
             accounted_delta_per_datum=accounted_delta(std, max(per_datum, 1), cfg.epsilon, sensitivity),
+            **per_user_epsilons(std, per_datum, cfg.delta, sensitivity),
             notes=notes + [f"sensitivity {REPLACE_SENSITIVITY} (replace one (x, y), ‖x‖ ≤ 1, |y| ≤ 1)" + snapping],
         )
 
     def privacy_metrics(self) -> dict[str, float]:
         """Scalars a run stores (:class:`~privbandits.experiments.adapters.PrivateLearner`): the bytes and messages
-        of its network, and when private the claimed ε, the accounted ε per datum and the noise bounds' metrics."""
+        of its network, and when private the claimed ε, the accounted ε per datum (RDP), the per-user ε (PLD) and the
+        noise bounds' metrics."""
         total = self.network.traffic.total()
         metrics: dict[str, float] = {"bytes": total.bytes, "messages": total.messages}
         if self.config.private:
@@ -242,12 +245,14 @@ class FederatedClusteredBandit(RoundChecks):
             metrics |= {
                 "claimed_epsilon": report.claimed_epsilon,
                 "accounted_epsilon_per_datum": report.accounted_epsilon_per_datum,
+                "per_user_epsilon": report.per_user_epsilon,
             } | self.bounds.metrics()
         return metrics
 
     @property
     def traffic(self) -> Traffic:
         return self.network.traffic
+
 
 
 def run_fclub(

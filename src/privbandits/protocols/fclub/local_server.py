@@ -17,9 +17,11 @@ from privbandits.checkpointed import PARTY, Checkpointed
 from privbandits.comm import Network, Party
 from privbandits.linear._kernels import cholesky_inverse, shared_ucb_scores
 from privbandits.linear.tiebreak import break_ties
+from privbandits.privacy.accountant import Release, ledger_epsilons
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
 from privbandits.privacy.noise import snap_to
 from privbandits.privacy.tree_mechanism import REPLACE_SENSITIVITY, TreeMechanism
+from privbandits.protocols.fclub.accounting import per_user_epsilons
 from privbandits.protocols.fclub.config import Calibration, Lifecycle, Recommendation
 from privbandits.protocols.fclub.messages import (
     GLOBAL,
@@ -382,13 +384,16 @@ class LocalServer(Party, Checkpointed):
         return H, h
 
     def _record(self, cluster: _LocalCluster, kind: str) -> None:
-        """Ledger entry of a privatized release: the paper's per-privatizer claim (ε, δ) (Thm 3)."""
+        """Ledger entry of a privatized release: the paper's per-privatizer claim (ε, δ) (Thm 3), with the one
+        accountant's ε of this privatizer's tree so far (its levels used, Gaussians at the effective sensitivity):
+        ``accounted_epsilon`` (PLD) and ``rdp_epsilon``."""
         tree_id = cluster.tree_ids[kind]
         releases, std = self.release_counts[tree_id]
         sensitivity = self.cal.effective_sensitivity()
         details = {"privatizer": tree_id, "release": releases, "noise_std": std, "depth": cluster.depth,
                    "snapping_slack": sensitivity - REPLACE_SENSITIVITY,
                    "effective_sensitivity": sensitivity}  # fmt: skip
+        details |= ledger_epsilons([Release.gaussian(std, sensitivity, releases.bit_length())], self.config.delta)
         self.ledger.record(LedgerEntry("fclub.pvt", self.config.epsilon, self.config.delta, PRIVACY_UNIT, details))
 
     def _record_raw(self, cluster: _LocalCluster) -> None:
@@ -402,6 +407,14 @@ class LocalServer(Party, Checkpointed):
         levels = {k: releases.bit_length() for k, (releases, _) in self.release_counts.items()}
         per_datum = max((sum(levels[k] for k in lineage) for lineage in self.lineage), default=0)
         return dict(self.release_counts), per_datum
+
+    def per_user_epsilons(self) -> dict[str, float]:
+        """The per-user ε of this server's worst user so far, ``per_user_epsilon`` (PLD) and ``per_user_rdp_epsilon``
+        (:class:`~privbandits.protocols.fclub.accounting.PrivacyReport` defines them); ∞ where nothing is privatized."""
+        privatizers, per_datum = self.privacy_accounts()
+        guaranteed = self.config.private and not self.config.noise_in_trigger_only
+        std = min((s for _, s in privatizers.values()), default=0.0) if guaranteed else 0.0
+        return per_user_epsilons(std, per_datum, self.config.delta, self.cal.effective_sensitivity())
 
     # -- factorizations ------------------------------------------------------------------
     def _start_buffer(self, cluster: _LocalCluster) -> None:
