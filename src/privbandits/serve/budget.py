@@ -47,7 +47,7 @@ class BudgetedDecider(Decider):
             )
         self.inner, self.release = inner, release
         self.filter = PrivacyFilter(epsilon, delta, "user_budget_epsilon")
-        self.kind = inner.kind
+        self.kind, self.propensities_known = inner.kind, inner.propensities_known
 
     def identity(self) -> str:
         budget = [self.filter.epsilon, self.filter.delta, _release_row(self.release)]
