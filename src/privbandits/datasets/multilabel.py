@@ -442,8 +442,8 @@ def multilabel_interactions(
 def stand_in_data(name: str, seed: int = 0) -> MultiLabelData:
     """Generated data with the real data set's shape, features adapted as the module docstring says.
 
-    The last two are kept for the process (both data sets of one seed: about 160 MB), read-only: generating
-    MediaMill's and TMC's took 2 to 5 s each time a figure, a test or a config kind asked for them again."""
+    The last two are kept for the process (both data sets of one seed), read-only: each figure, test and config kind
+    that asked for them generated them again."""
     spec = _spec(name)
     counts, labels = make_multilabel_classification(
         n_samples=spec.n_samples,
