@@ -60,6 +60,8 @@ class Level:
     events: int
     seconds: float
     latencies: list[float]
+    busy: int = 0
+    """Decides refused because another event was open (MPC: one event at a time), each asked again after a close."""
 
     @property
     def rate(self) -> float:
@@ -98,6 +100,8 @@ class Events:
     users: list[str]
     features: np.ndarray
     rewards: np.ndarray
+    route: list[int] | None = None
+    """Each event's endpoint, an index into the endpoints driven (None: the first for every event)."""
 
 
 @dataclass(frozen=True)
@@ -110,36 +114,84 @@ class Endpoint:
     server_name: str | None = None
 
 
-async def _client(http: httpx.AsyncClient, mine: range, run: str, data: Events, latencies: list[float],
-                  extensions: dict) -> None:  # fmt: skip
+@dataclass
+class Turns:
+    """The clients' view of a party that keeps one event open at a time (the MPC environment): a decide refused
+    (409) while another event is open is asked again once a reward has closed an event since it was sent."""
+
+    closes: int = 0
+    refused: int = 0
+    changed: asyncio.Condition | None = None
+
+    async def closed(self) -> None:
+        assert self.changed is not None
+        async with self.changed:
+            self.closes += 1
+            self.changed.notify_all()
+
+    async def after(self, seen: int) -> None:
+        assert self.changed is not None
+        self.refused += 1
+        async with self.changed:
+            await self.changed.wait_for(lambda: self.closes > seen)
+
+
+async def _decide(http: httpx.AsyncClient, body: dict, extensions: dict, turns: Turns | None) -> httpx.Response:
+    """``POST /v1/decide``, asked again after the next close while it is refused for an open event (``turns``)."""
+    while True:
+        seen = 0 if turns is None else turns.closes
+        answer = await http.post("/v1/decide", json=body, extensions=extensions)
+        if turns is None or answer.status_code != 409 or "still open" not in answer.text:
+            return answer
+        await turns.after(seen)
+
+
+async def _client(https: list[httpx.AsyncClient], mine: range, run: str, data: Events, latencies: list[float],
+                  extensions: list[dict], turns: Turns | None) -> None:  # fmt: skip
     for t in mine:
+        at = 0 if data.route is None else data.route[t]
+        http, extension = https[at], extensions[at]
         started = time.perf_counter()
-        answer = await http.post("/v1/decide", json={"event_id": f"{run}-{t}", "user_id": data.users[t],
-                                                     "features": data.features[t].tolist()}, extensions=extensions)
+        body = {"event_id": f"{run}-{t}", "user_id": data.users[t], "features": data.features[t].tolist()}
+        answer = await _decide(http, body, extension, turns)
         latencies.append(time.perf_counter() - started)
         answer.raise_for_status()
         arm = answer.json()["arm"]
         acked = await http.post("/v1/reward", json={"event_id": f"{run}-{t}", "reward": float(data.rewards[t, arm])},
-                                extensions=extensions)  # fmt: skip
+                                extensions=extension)  # fmt: skip
         acked.raise_for_status()
+        if turns is not None:
+            await turns.closed()
 
 
-async def drive(endpoint: Endpoint, clients: int, data: Events, run: str) -> Level:
-    """``clients`` concurrent clients over the events of ``data`` (event t to client t mod clients)."""
-    events = len(data.users)
-    latencies: list[float] = []
+def _http(endpoint: Endpoint) -> tuple[httpx.AsyncClient, dict]:
+    """One keep-alive connection to ``endpoint`` and the request extensions it needs (TLS: the party's name)."""
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     verify: ssl.SSLContext | bool = True if endpoint.ca is None else ssl.create_default_context(cafile=endpoint.ca)
     extensions = {} if endpoint.server_name is None else {"sni_hostname": endpoint.server_name}
-    https = [httpx.AsyncClient(base_url=endpoint.url, headers={"Authorization": f"Bearer {endpoint.token}"},
-                               limits=limits, timeout=120.0, verify=verify) for _ in range(clients)]  # fmt: skip
+    http = httpx.AsyncClient(base_url=endpoint.url, headers={"Authorization": f"Bearer {endpoint.token}"},
+                             limits=limits, timeout=120.0, verify=verify)  # fmt: skip
+    return http, extensions
+
+
+async def drive(endpoint: Endpoint | list[Endpoint], clients: int, data: Events, run: str,
+                one_open: bool = False) -> Level:  # fmt: skip
+    """``clients`` concurrent clients over the events of ``data`` (event t to client t mod clients), each with a
+    connection to every endpoint (event t goes to ``data.route[t]``); ``one_open``: the party keeps one event open at a
+    time (:class:`Turns`)."""
+    endpoints = endpoint if isinstance(endpoint, list) else [endpoint]
+    events = len(data.users)
+    latencies: list[float] = []
+    turns = Turns(changed=asyncio.Condition()) if one_open else None
+    connections = [[_http(each) for each in endpoints] for _ in range(clients)]
     started = time.perf_counter()
     try:
-        await asyncio.gather(*(_client(http, range(i, events, clients), run, data, latencies, extensions)
-                               for i, http in enumerate(https)))  # fmt: skip
+        await asyncio.gather(*(_client([http for http, _ in mine], range(i, events, clients), run, data, latencies,
+                                       [extension for _, extension in mine], turns)
+                               for i, mine in enumerate(connections)))  # fmt: skip
     finally:
-        await asyncio.gather(*(http.aclose() for http in https))
-    return Level(clients, events, time.perf_counter() - started, latencies)
+        await asyncio.gather(*(http.aclose() for mine in connections for http, _ in mine))
+    return Level(clients, events, time.perf_counter() - started, latencies, 0 if turns is None else turns.refused)
 
 
 def run_reference(args: argparse.Namespace) -> tuple[list[Level], float]:
@@ -162,12 +214,13 @@ def run_reference(args: argparse.Namespace) -> tuple[list[Level], float]:
     return levels, baseline
 
 
-def deploy_local_rate(path: Path) -> float:
-    """``deploy local``'s rounds per second for the deployment at ``path`` (its active party's own timing)."""
+def deploy_local_rate(path: Path, party: str = "active") -> float:
+    """``deploy local``'s rounds per second for the deployment at ``path`` (party ``party``'s own timing: the one that
+    plays the rounds, the vertical active party, the MPC environment, the FCLUB users party)."""
     command = [sys.executable, "-m", "privbandits", "deploy", "local", str(path)]
     subprocess.run(command, check=True, capture_output=True, env=os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)})
-    result = json.loads((path.parent / "out" / "active.result.json").read_text())
-    return 1.0 / result["seconds_per_round"]
+    result = json.loads((path.parent / "out" / f"{party}.result.json").read_text())
+    return result["rounds_per_second"] if "rounds_per_second" in result else 1.0 / result["seconds_per_round"]
 
 
 def run_vertical(args: argparse.Namespace) -> tuple[list[Level], float]:
@@ -195,6 +248,77 @@ def run_vertical(args: argparse.Namespace) -> tuple[list[Level], float]:
     return levels, baseline
 
 
+async def put_blocks(endpoint: Endpoint, rows: dict[str, np.ndarray], connections: int = 8) -> None:
+    """``POST /v1/features`` of every ``{key: row}`` to ``endpoint`` (a feature holder), over ``connections``
+    concurrent connections."""
+    keys = list(rows)
+
+    async def put(http: httpx.AsyncClient, extensions: dict, mine: list[str]) -> None:
+        for key in mine:
+            body = {"key": key, "features": [rows[key].tolist()]}
+            (await http.post("/v1/features", json=body, extensions=extensions)).raise_for_status()
+
+    https = [_http(endpoint) for _ in range(connections)]
+    try:
+        await asyncio.gather(*(put(http, extensions, keys[i::connections])
+                               for i, (http, extensions) in enumerate(https)))  # fmt: skip
+    finally:
+        await asyncio.gather(*(http.aclose() for http, _ in https))
+
+
+def run_mpc(args: argparse.Namespace) -> tuple[list[Level], float]:
+    """Serve the MPC deployment's four parties (dealer, two computing parties, the environment) and drive the
+    environment at each level, each level's blocks put at both computing parties first; ``deploy local``'s rate for
+    the same file first. The environment keeps one event open at a time: a decide refused (409) while another event
+    is open is asked again once a reward closed one (:class:`Turns`), so concurrency cannot raise the rate."""
+    from mpc_serving import make_served_deployment, served, synthetic
+
+    from privbandits.deploy.deployment import load_deployment
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = make_served_deployment(Path(folder), partition=[10, 10], n_arms=10, rounds=args.events, seed=0,
+                                      epsilon=0.1, deadline_s=30.0)  # fmt: skip
+        spec = load_deployment(path)
+        environment, computing = spec.names("environment")[0], spec.names("computing")
+        baseline = deploy_local_rate(path, environment)
+        blocks, rewards = synthetic(spec)
+        data = Events(["u"] * args.events, np.zeros((args.events, 1, 1)), rewards)
+        levels = []
+        with served(path) as running:
+            ends = {name: Endpoint(running.urls[name], running.tokens[name], spec.parties[name].ca, name)
+                    for name in [environment, *computing]}  # fmt: skip
+            for count in args.clients:
+                for name in computing:
+                    rows = {f"c{count}-{t}": blocks[name][t] for t in range(args.events)}
+                    asyncio.run(put_blocks(ends[name], rows))
+                levels.append(asyncio.run(drive(ends[environment], count, data, f"c{count}", one_open=True)))
+    return levels, baseline
+
+
+def run_fclub(args: argparse.Namespace) -> tuple[list[Level], float]:
+    """Serve the FCLUB deployment's global server and five local servers and drive the local servers at each level
+    (event t to its user's local server), the synthetic arrivals of ``deploy``'s users party; ``deploy local``'s rate
+    for the same file (reproducible, horizon ``--events``) first."""
+    from fclub_serving import add_token, arrivals, owner_of, serve_all, served_copy, stop_all
+
+    with tempfile.TemporaryDirectory() as folder:
+        spec = served_copy(Path(folder), servers=5, horizon=args.events)
+        baseline = deploy_local_rate(Path(spec.source), "users")
+        names = spec.names("local_server")
+        tokens = {name: add_token(spec, name) for name in ["global", *names]}
+        rounds, owner = arrivals(spec), owner_of(spec)
+        users = [user for user, _, _ in rounds]
+        contexts, drawn = np.array([row[1] for row in rounds]), np.array([row[2] for row in rounds])
+        data = Events([str(user) for user in users], contexts, drawn, [names.index(owner[user]) for user in users])
+        processes, urls = serve_all(spec)
+        try:
+            ends = [Endpoint(urls[name], tokens[name], spec.parties[name].ca, name) for name in names]
+            levels = [asyncio.run(drive(ends, count, data, f"c{count}")) for count in args.clients]
+        finally:
+            stop_all(processes)
+    return levels, baseline
+
+
 def report(levels: list[Level], baseline: float, args: argparse.Namespace) -> None:
     console = Console()
     title = f"Served events/s, target {args.target!r} ({args.events} events per level); load {os.getloadavg()[0]:.1f}"
@@ -209,6 +333,10 @@ def report(levels: list[Level], baseline: float, args: argparse.Namespace) -> No
         table.add_row(str(level.clients), f"{level.rate:,.0f}", f"{p50 * 1e3:.2f}", f"{p99 * 1e3:.2f}",
                       f"{spread:.1f}", f"{share:.0%}", judged)  # fmt: skip
     console.print(table)
+    for level in levels:
+        if level.busy:
+            console.print(f"{level.clients} clients: {level.busy} decides refused (409) while another event was open, "
+                          "each asked again after the next close (one event open at a time)")  # fmt: skip
     median = statistics.median(latency for level in levels for latency in level.latencies)
     what = "the learner without a service" if args.target == "reference" else "deploy local, the same file"
     console.print(f"reference rate ({what}, same run): {baseline:,.0f} rounds/s; "
@@ -217,7 +345,7 @@ def report(levels: list[Level], baseline: float, args: argparse.Namespace) -> No
         console.print(NOTICE)
 
 
-TARGETS = {"reference": run_reference, "vertical": run_vertical}
+TARGETS = {"reference": run_reference, "vertical": run_vertical, "mpc": run_mpc, "fclub": run_fclub}
 
 
 def main() -> None:
