@@ -50,7 +50,7 @@ sys.path[:0] = [str(ROOT / "tests")]  # the serving tests' in-process helpers (e
 
 from privbandits.serve.decider import DecideInput, Refused  # noqa: E402
 from privbandits.serve.reference import ReferenceDecider, ReferenceLearner  # noqa: E402
-from privbandits.serve.replay import Replayer, decider_replayer, replay, service_replayer  # noqa: E402
+from privbandits.serve.replay import Replayer, replay, service_replayer  # noqa: E402
 from privbandits.serve.service import DecisionService, ServiceOptions  # noqa: E402
 from privbandits.validation import Integer, IntegerSequence  # noqa: E402
 
@@ -135,48 +135,32 @@ def vertical_run(args: argparse.Namespace, delay: int, seed: int) -> tuple[Regre
 # -- MPC ---------------------------------------------------------------------------------------------------------------
 def mpc_run(args: argparse.Namespace, delay: int, seed: int) -> tuple[Regret, float]:
     """The shipped MPC problem of ``seed`` through every party's service in process, rewards ``delay`` late."""
-    from mpc_serving import in_process, make_served_deployment, synthetic, until_linked
+    from mpc_serving import in_process, make_served_deployment, replayer, synthetic
 
     from privbandits.deploy.deployment import load_deployment
-    from privbandits.serve.role import FeaturePut
 
     with tempfile.TemporaryDirectory() as folder:
         path = make_served_deployment(Path(folder), partition=[10, 10], n_arms=10, rounds=args.rounds or 500,
                                       seed=seed, epsilon=0.1, deadline_s=30.0)  # fmt: skip
         spec = load_deployment(path)
-        blocks, drawn = synthetic(spec)
-        problem = Problem(drawn)
+        problem = Problem(synthetic(spec)[1])
         with in_process(path, reward_timeout_s=3600.0) as services:
-            environment = services[spec.names("environment")[0]]
-
-            def decide(t: int) -> int:
-                for name in spec.names("computing"):
-                    services[name].put(FeaturePut(f"e{t}", blocks[name][t][None, :]))
-                return until_linked(environment.decide, DecideInput(f"e{t}", "u", np.zeros((1, 1)))).arm
-
-            replayer = Replayer(decide, lambda t, arm: environment.reward(f"e{t}", float(drawn[t, arm])) and None)
-            return scored(replayer, problem, delay), problem.uniform
+            return scored(replayer(spec, services), problem, delay), problem.uniform
 
 
 # -- FCLUB -------------------------------------------------------------------------------------------------------------
 def fclub_run(args: argparse.Namespace, delay: int, seed: int) -> tuple[Regret, float]:
     """The shipped FCLUB federation's arrivals of ``seed`` through its roles in process, rewards ``delay`` late (in
     events of the whole federation)."""
-    from fclub_serving import InProcess, arrivals_expected, owner_of, served_copy
+    from fclub_serving import InProcess, arrivals_expected, served_copy
 
     with tempfile.TemporaryDirectory() as folder:
         spec = served_copy(Path(folder), servers=5, horizon=args.rounds or 4095,
                            **{"\nseed = 0 ": f"\nseed = {seed} "})  # fmt: skip
         rounds, expected = arrivals_expected(spec)
-        problem, owner = Problem(expected), owner_of(spec)
         federation = InProcess(spec)
         try:
-            replayer = decider_replayer(
-                lambda t: federation.roles[owner[rounds[t][0]]],
-                lambda t: DecideInput(f"round-{t + 1}", str(rounds[t][0]), rounds[t][1]),
-                lambda t, arm: rounds[t][2][arm],
-            )
-            return scored(replayer, problem, delay), problem.uniform
+            return scored(federation.replayer(rounds), Problem(expected), delay), Problem(expected).uniform
         finally:
             federation.stop()
 

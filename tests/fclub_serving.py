@@ -199,6 +199,17 @@ class InProcess:
             arms.append(decision.arm)
         return arms
 
+    def replayer(self, rounds):
+        """A :class:`~privbandits.serve.replay.Replayer` of ``rounds`` (:func:`arrivals`): event t (id ``round-{t+1}``)
+        decided by its user's local server, its reward absorbed there when the replay sends it."""
+        from privbandits.serve.decider import DecideInput
+        from privbandits.serve.replay import decider_replayer
+
+        owner = owner_of(self.spec)
+        return decider_replayer(lambda t: self.roles[owner[rounds[t][0]]],
+                                lambda t: DecideInput(f"round-{t + 1}", str(rounds[t][0]), rounds[t][1]),
+                                lambda t, arm: rounds[t][2][arm])  # fmt: skip
+
     def stop(self) -> None:
         for role in reversed(list(self.roles.values())):
             role.stop()
