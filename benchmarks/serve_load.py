@@ -11,10 +11,22 @@ deployment). Targets (issue 46, on 2 cores): at 64 clients, served events/s >= 5
 latency <= 3x the median. The load generator shares the cores with the service: the load average is printed.
 
 Targets (``--target``): ``reference`` (the plaintext reference learner, LinUCB with ``--arms`` arms of ``--dim``
-features: the service's own cost, the floor of every protocol's; its reference rate is the learner in process) and
+features: the service's own cost, the floor of every protocol's; its reference rate is the learner in process),
 ``vertical`` (the shipped vertical-vfucb deployment's shape: blocks 40/25/35, 10 arms; every party a ``privbandits
 serve`` process, the passive parties' rows put first, the clients asking the active party over TLS; its reference
-rate is ``deploy local``'s rounds per second for the same file, from the active party's result).
+rate is ``deploy local``'s rounds per second for the same file, from the active party's result), ``mpc`` (the
+shipped MPC deployment's shape: blocks 10/10, 10 arms, ``--events`` rounds; every party a process, each level's
+blocks put at both computing parties first, the clients asking the environment over TLS; reference: the
+environment's rounds per second under ``deploy local``) and ``fclub`` (the shipped FCLUB deployment: five local
+servers, 40 users, K = d = 10, reproducible, horizon ``--events``; the global server and every local server a
+process, event t sent to its user's local server, each client holding a connection to every local server; reference:
+the users party's rounds per second under ``deploy local``).
+
+**The MPC environment keeps one event open at a time** (Alg. 1 updates before the next decision): a decide while
+another event is open is refused (409). Concurrency cannot raise its rate; it is measured all the same, the clients
+queueing as its applications must (:class:`Turns`: a refused decide waits in line and each close lets the first in
+line ask again), the refusals counted and printed. Where a target is missed, ``serve_stages.py`` shows where a served
+event's time goes.
 
     .venv/bin/python benchmarks/serve_load.py                      # about a minute on 2 cores
     .venv/bin/python benchmarks/serve_load.py --clients 1,8,64 --events 4000
@@ -33,7 +45,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -61,7 +74,7 @@ class Level:
     seconds: float
     latencies: list[float]
     busy: int = 0
-    """Decides refused because another event was open (MPC: one event at a time), each asked again after a close."""
+    """Decides refused because another event was open (MPC: one event at a time), each asked again (:class:`Turns`)."""
 
     @property
     def rate(self) -> float:
@@ -116,28 +129,33 @@ class Endpoint:
 
 @dataclass
 class Turns:
-    """The clients' view of a party that keeps one event open at a time (the MPC environment): a decide refused
-    (409) while another event is open is asked again once a reward has closed an event since it was sent."""
+    """The clients' view of a party that keeps one event open at a time (the MPC environment), as its applications
+    must treat it: a decide refused (409) while another event is open waits in line, and each close lets the first
+    in line ask again (at once if a close came since its decide was sent), so a close wakes one client, not all."""
 
     closes: int = 0
     refused: int = 0
-    changed: asyncio.Condition | None = None
+    line: deque[asyncio.Future] = field(default_factory=deque)
 
-    async def closed(self) -> None:
-        assert self.changed is not None
-        async with self.changed:
-            self.closes += 1
-            self.changed.notify_all()
+    def closed(self) -> None:
+        self.closes += 1
+        while self.line:
+            waiter = self.line.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
 
     async def after(self, seen: int) -> None:
-        assert self.changed is not None
         self.refused += 1
-        async with self.changed:
-            await self.changed.wait_for(lambda: self.closes > seen)
+        if self.closes > seen:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self.line.append(waiter)
+        await waiter
 
 
 async def _decide(http: httpx.AsyncClient, body: dict, extensions: dict, turns: Turns | None) -> httpx.Response:
-    """``POST /v1/decide``, asked again after the next close while it is refused for an open event (``turns``)."""
+    """``POST /v1/decide``, asked again in its turn while it is refused for an open event (``turns``)."""
     while True:
         seen = 0 if turns is None else turns.closes
         answer = await http.post("/v1/decide", json=body, extensions=extensions)
@@ -161,7 +179,7 @@ async def _client(https: list[httpx.AsyncClient], mine: range, run: str, data: E
                                 extensions=extension)  # fmt: skip
         acked.raise_for_status()
         if turns is not None:
-            await turns.closed()
+            turns.closed()
 
 
 def _http(endpoint: Endpoint) -> tuple[httpx.AsyncClient, dict]:
@@ -182,7 +200,7 @@ async def drive(endpoint: Endpoint | list[Endpoint], clients: int, data: Events,
     endpoints = endpoint if isinstance(endpoint, list) else [endpoint]
     events = len(data.users)
     latencies: list[float] = []
-    turns = Turns(changed=asyncio.Condition()) if one_open else None
+    turns = Turns() if one_open else None
     connections = [[_http(each) for each in endpoints] for _ in range(clients)]
     started = time.perf_counter()
     try:
@@ -336,7 +354,7 @@ def report(levels: list[Level], baseline: float, args: argparse.Namespace) -> No
     for level in levels:
         if level.busy:
             console.print(f"{level.clients} clients: {level.busy} decides refused (409) while another event was open, "
-                          "each asked again after the next close (one event open at a time)")  # fmt: skip
+                          "each asked again in line after a close (one event open at a time)")  # fmt: skip
     median = statistics.median(latency for level in levels for latency in level.latencies)
     what = "the learner without a service" if args.target == "reference" else "deploy local, the same file"
     console.print(f"reference rate ({what}, same run): {baseline:,.0f} rounds/s; "
