@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import ssl
@@ -130,8 +131,9 @@ class Endpoint:
 @dataclass
 class Turns:
     """The clients' view of a party that keeps one event open at a time (the MPC environment), as its applications
-    must treat it: a decide refused (409) while another event is open waits in line, and each close lets the first
-    in line ask again (at once if a close came since its decide was sent), so a close wakes one client, not all."""
+    must treat it: one line, first come first served. A decide joins the back of the line while others wait in it; a
+    decide refused (409) because another event is open waits in line (at its front if it had been let through
+    already); each close lets the first in line ask (at once if a close came since its decide was sent)."""
 
     closes: int = 0
     refused: int = 0
@@ -145,23 +147,37 @@ class Turns:
                 waiter.set_result(None)
                 return
 
-    async def after(self, seen: int) -> None:
-        self.refused += 1
-        if self.closes > seen:
-            return
+    async def wait(self, front: bool = False) -> None:
         waiter = asyncio.get_running_loop().create_future()
-        self.line.append(waiter)
+        self.line.appendleft(waiter) if front else self.line.append(waiter)
         await waiter
 
 
+async def _post(http: httpx.AsyncClient, path: str, body: dict, extensions: dict) -> httpx.Response:
+    """``POST path`` sent again if the server closed the keep-alive connection as it went out (its idle timeout: a
+    client's connection to one of several parties may sit idle that long); the API is idempotent by event id."""
+    for attempt in range(3):
+        try:
+            return await http.post(path, json=body, extensions=extensions)
+        except httpx.RemoteProtocolError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
 async def _decide(http: httpx.AsyncClient, body: dict, extensions: dict, turns: Turns | None) -> httpx.Response:
-    """``POST /v1/decide``, asked again in its turn while it is refused for an open event (``turns``)."""
-    while True:
+    """``POST /v1/decide``; with ``turns``, in line (:class:`Turns`) and asked again while refused for an open event."""
+    if turns is not None and turns.line:
+        await turns.wait()
+    for attempt in itertools.count():
         seen = 0 if turns is None else turns.closes
-        answer = await http.post("/v1/decide", json=body, extensions=extensions)
+        answer = await _post(http, "/v1/decide", body, extensions)
         if turns is None or answer.status_code != 409 or "still open" not in answer.text:
             return answer
-        await turns.after(seen)
+        turns.refused += 1
+        if turns.closes == seen:
+            await turns.wait(front=attempt > 0)
+    raise AssertionError("unreachable")
 
 
 async def _client(https: list[httpx.AsyncClient], mine: range, run: str, data: Events, latencies: list[float],
@@ -175,8 +191,8 @@ async def _client(https: list[httpx.AsyncClient], mine: range, run: str, data: E
         latencies.append(time.perf_counter() - started)
         answer.raise_for_status()
         arm = answer.json()["arm"]
-        acked = await http.post("/v1/reward", json={"event_id": f"{run}-{t}", "reward": float(data.rewards[t, arm])},
-                                extensions=extension)  # fmt: skip
+        acked = await _post(http, "/v1/reward", {"event_id": f"{run}-{t}", "reward": float(data.rewards[t, arm])},
+                            extension)  # fmt: skip
         acked.raise_for_status()
         if turns is not None:
             turns.closed()

@@ -116,6 +116,8 @@ def run_mpc(args: argparse.Namespace, stages: Stages) -> tuple[list[tuple[str, f
         local_s, local_rows = deploy_local(path, env)
         decider = environment_module.EnvironmentDecider
         timed = [
+            (DecisionService, "put", "each computing party's put of its block (its commit), from its application",
+             "MainThread"),  # fmt: skip
             (DecisionService, "decide", "decide at the environment's service (all of it)", "MainThread"),
             (decider, "_start_round", "  its round up to the arm (start, ready, go; the MPC argmax)", "MainThread"),
             (store_module.EventStore, "add_decision", "  its commit of the decision", "MainThread"),
@@ -185,6 +187,8 @@ def main() -> None:
     for column in ("phase", "served", "deploy local"):
         sent.add_column(column, justify="right" if column != "phase" else "left")
     for phase in sorted(set(served) | set(local)):
+        if max(served.get(phase, (0, 0))[0], local.get(phase, (0, 0))[0]) < 0.05:
+            continue  # the session's setup, once
         cells = [f"{c[0]:.1f} ({c[1]:.1f})" if c else "-" for c in (served.get(phase), local.get(phase))]
         sent.add_row(phase, *cells)
     console.print(sent)
