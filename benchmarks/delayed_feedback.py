@@ -19,7 +19,9 @@ Targets (``--target``):
   and the table says so. Regret from the drawn rewards (the file keeps no expected ones).
 * ``fclub``: the shipped FCLUB deployment (five local servers, 40 users, K = d = 10; reproducible), its synthetic
   arrivals decided by each user's local server (the roles in process, linked to the global server by mutual TLS);
-  a reward is absorbed k events of the whole federation later; regret from the environment's expected rewards.
+  a reward is absorbed k events of the whole federation later; regret from the environment's expected rewards. Two
+  rows: the shipped ``paper`` preset (every upload privatized) and the ``reference`` preset (the reference code's:
+  noise only in the upload trigger, so the learner learns at this horizon).
 * ``p2b``: the shipped P2B deployment's early (cold-start) devices, each a
   :class:`~privbandits.deploy.p2b.agent.DeviceAgent` deciding in process on its own state (no model fetched, no
   report sent: the shuffler and the server are not in the loop). Delay here is in **that device's own events**: a
@@ -149,14 +151,14 @@ def mpc_run(args: argparse.Namespace, delay: int, seed: int) -> tuple[Regret, fl
 
 
 # -- FCLUB -------------------------------------------------------------------------------------------------------------
-def fclub_run(args: argparse.Namespace, delay: int, seed: int) -> tuple[Regret, float]:
+def fclub_run(args: argparse.Namespace, delay: int, seed: int, preset: str = "paper") -> tuple[Regret, float]:
     """The shipped FCLUB federation's arrivals of ``seed`` through its roles in process, rewards ``delay`` late (in
-    events of the whole federation)."""
+    events of the whole federation); ``preset``: the file's (``paper``) or ``reference``."""
     from fclub_serving import InProcess, arrivals_expected, served_copy
 
+    changes = {"\nseed = 0 ": f"\nseed = {seed} ", 'preset = "paper"': f'preset = "{preset}"'}
     with tempfile.TemporaryDirectory() as folder:
-        spec = served_copy(Path(folder), servers=5, horizon=args.rounds or 4095,
-                           **{"\nseed = 0 ": f"\nseed = {seed} "})  # fmt: skip
+        spec = served_copy(Path(folder), servers=5, horizon=args.rounds or 4095, **changes)
         rounds, expected = arrivals_expected(spec)
         federation = InProcess(spec)
         try:
@@ -213,6 +215,10 @@ def runs(args: argparse.Namespace) -> dict[str, Callable[[int, int], tuple[Regre
     if args.target == "reference":
         return reference_runs(args)
     label, run = PROTOCOLS[args.target]
+    if args.target == "fclub":  # the shipped preset, and the reference code's (noise only in the upload trigger)
+        return {f"{label}, {preset} preset{' (shipped)' if preset == 'paper' else ''}":
+                lambda delay, seed, preset=preset: fclub_run(args, delay, seed, preset)
+                for preset in ("paper", "reference")}  # fmt: skip
     return {label: lambda delay, seed: run(args, delay, seed)}
 
 
