@@ -47,7 +47,9 @@ import sys
 import tempfile
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -76,6 +78,8 @@ class Level:
     latencies: list[float]
     busy: int = 0
     """Decides refused because another event was open (MPC: one event at a time), each asked again (:class:`Turns`)."""
+    cpu: dict[str, float] = field(default_factory=dict)
+    """CPU seconds per event by process (the served parties' and this load generator's), where measured."""
 
     @property
     def rate(self) -> float:
@@ -282,6 +286,42 @@ def run_vertical(args: argparse.Namespace) -> tuple[list[Level], float]:
     return levels, baseline
 
 
+def deploy_local_cpu(path: Path) -> None:
+    """Print ``deploy local``'s CPU per round by party, from its parties' results (those that time it)."""
+    spent = {}
+    for result in sorted((path.parent / "out").glob("*.result.json")):
+        seconds = json.loads(result.read_text()).get("cpu_seconds_per_round")
+        if seconds is not None:
+            spent[result.name.split(".")[0]] = seconds
+    if spent:
+        each = ", ".join(f"{name} {seconds * 1e3:.2f}" for name, seconds in spent.items())
+        Console().print(f"deploy local, CPU ms per round by process: {each} (total {sum(spent.values()) * 1e3:.2f})")
+
+
+def cpu_seconds(processes: dict[str, int]) -> dict[str, float]:
+    """CPU seconds (user + system) each process of ``{name: pid}`` has used so far (Linux's /proc), and this one's
+    as ``load generator``; empty where /proc is not there."""
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    used = {}
+    try:
+        for name, pid in processes.items():
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            used[name] = (int(fields[11]) + int(fields[12])) / ticks
+    except OSError:
+        return {}
+    return {**used, "load generator": time.process_time()}
+
+
+def measured(level: Callable[[], Level], processes: dict[str, int]) -> Level:
+    """``level()`` with the CPU each process used over it, per event."""
+    before = cpu_seconds(processes)
+    done = level()
+    after = cpu_seconds(processes)
+    if before and after:
+        done = replace(done, cpu={name: (after[name] - before[name]) / done.events for name in after})
+    return done
+
+
 async def put_blocks(endpoint: Endpoint, rows: dict[str, np.ndarray], connections: int = 8) -> None:
     """``POST /v1/features`` of every ``{key: row}`` to ``endpoint`` (a feature holder), over ``connections``
     concurrent connections."""
@@ -315,6 +355,7 @@ def run_mpc(args: argparse.Namespace) -> tuple[list[Level], float]:
         spec = load_deployment(path)
         environment, computing = spec.names("environment")[0], spec.names("computing")
         baseline = deploy_local_rate(path, environment)
+        deploy_local_cpu(path)
         blocks, rewards = synthetic(spec)
         data = Events(["u"] * args.events, np.zeros((args.events, 1, 1)), rewards)
         levels = []
@@ -325,7 +366,8 @@ def run_mpc(args: argparse.Namespace) -> tuple[list[Level], float]:
                 for name in computing:
                     rows = {f"c{count}-{t}": blocks[name][t] for t in range(args.events)}
                     asyncio.run(put_blocks(ends[name], rows))
-                levels.append(asyncio.run(drive(ends[environment], count, data, f"c{count}", one_open=True)))
+                level = partial(asyncio.run, drive(ends[environment], count, data, f"c{count}", one_open=True))
+                levels.append(measured(level, {name: process.pid for name, process in running.processes.items()}))
     return levels, baseline
 
 
@@ -347,7 +389,9 @@ def run_fclub(args: argparse.Namespace) -> tuple[list[Level], float]:
         processes, urls = serve_all(spec)
         try:
             ends = [Endpoint(urls[name], tokens[name], spec.parties[name].ca, name) for name in names]
-            levels = [asyncio.run(drive(ends, count, data, f"c{count}")) for count in args.clients]
+            pids = {name: process.pid for name, process in processes.items()}
+            levels = [measured(partial(asyncio.run, drive(ends, count, data, f"c{count}")), pids)
+                      for count in args.clients]  # fmt: skip
         finally:
             stop_all(processes)
     return levels, baseline
@@ -371,6 +415,12 @@ def report(levels: list[Level], baseline: float, args: argparse.Namespace) -> No
         if level.busy:
             console.print(f"{level.clients} clients: {level.busy} decides refused (409) while another event was open, "
                           "each asked again in line after a close (one event open at a time)")  # fmt: skip
+    for level in levels:
+        if level.cpu:
+            spent = ", ".join(f"{name} {seconds * 1e3:.2f}" for name, seconds in level.cpu.items())
+            total, wall = sum(level.cpu.values()) * 1e3, level.seconds / level.events * 1e3
+            console.print(f"{level.clients} clients, CPU ms per event by process: {spent} (total {total:.2f}; wall "
+                          f"{wall:.2f})")  # fmt: skip
     median = statistics.median(latency for level in levels for latency in level.latencies)
     what = "the learner without a service" if args.target == "reference" else "deploy local, the same file"
     console.print(f"reference rate ({what}, same run): {baseline:,.0f} rounds/s; "
