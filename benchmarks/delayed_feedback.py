@@ -22,11 +22,12 @@ Targets (``--target``):
   a reward is absorbed k events of the whole federation later; regret from the environment's expected rewards. Two
   rows: the shipped ``paper`` preset (every upload privatized) and the ``reference`` preset (the reference code's:
   noise only in the upload trigger, so the learner learns at this horizon).
-* ``p2b``: the shipped P2B deployment's early (cold-start) devices, each a
-  :class:`~privbandits.deploy.p2b.agent.DeviceAgent` deciding in process on its own state (no model fetched, no
-  report sent: the shuffler and the server are not in the loop). Delay here is in **that device's own events**: a
-  device plays ``interactions`` (10) rounds, so k >= 10 means it learns nothing from its own rewards before its last
-  decision. Regret from the drawn 0/1 rewards.
+* ``p2b``: the shipped P2B deployment's devices, each a :class:`~privbandits.deploy.p2b.agent.DeviceAgent` deciding
+  in process on its own state, no report sent. Two rows: the early devices, cold (no model fetched), and the late
+  ones, warm from the private model the in-memory run publishes (what ``deploy local``'s server publishes, handed to
+  each device as its fetch would: the shuffler and the server are not run). Delay here is in **that device's own
+  events**: a device plays ``interactions`` (10) rounds, so k >= 10 means it learns nothing from its own rewards
+  before its last decision. Regret from the drawn 0/1 rewards.
 
     .venv/bin/python benchmarks/delayed_feedback.py                   # about a minute on 2 cores
     .venv/bin/python benchmarks/delayed_feedback.py --target fclub --delays 0,10,100
@@ -38,7 +39,8 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -179,31 +181,59 @@ def p2b_device(agent, contexts: np.ndarray, drawn: np.ndarray, delay: int) -> tu
         agent.close()
 
 
-def p2b_run(args: argparse.Namespace, delay: int, seed: int) -> tuple[Regret, float]:
-    """The shipped P2B deployment's first ``--devices`` early devices of ``seed`` (every one by default), each a
-    device agent in process, each device's rewards ``delay`` of its own events late; the regrets summed."""
+def p2b_run(args: argparse.Namespace, delay: int, seed: int, part: str = "early") -> tuple[Regret, float]:
+    """The shipped P2B deployment's first ``--devices`` devices of ``part`` (every one by default) of ``seed``, each a
+    device agent in process, each device's rewards ``delay`` of its own events late; the regrets summed. The early
+    devices start cold; the late ones warm, from the private model that the in-memory run (what ``deploy local``
+    equals) publishes, handed to each as its fetch from the server would."""
     from p2b_deployment import local_copy
 
     from privbandits.deploy.deployment import load_deployment
-    from privbandits.deploy.p2b.agent import DeviceAgent
+    from privbandits.deploy.p2b import agent as agents
     from privbandits.deploy.p2b.data import layout, load_host, write_synthetic_data
 
     seeds = {"\ndata_seed = 0 ": f"\ndata_seed = {seed} ", "\nseed = 0 ": f"\nseed = {seed} "}
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder, published_model(part) as publish:
         spec = load_deployment(local_copy(Path(folder), raw_baseline=False, **seeds))
         write_synthetic_data(spec)
+        publish(spec)
         store, regret, uniform = Path(folder) / "devices.sqlite", 0.0, 0.0
-        devices = [
-            (host, local, user) for host, block in layout(spec).items() for local, user in enumerate(block.early)
-        ]
-        hosts = {host: load_host(spec, host).early for host in spec.names("device_host")}
+        n_early = int(spec.protocol.early_fraction * spec.protocol.n_users)
+        first = 0 if part == "early" else n_early
+        devices = [(host, local, first + user) for host, block in layout(spec).items()
+                   for local, user in enumerate(getattr(block, part))]  # fmt: skip
+        hosts = {host: getattr(load_host(spec, host), part) for host in spec.names("device_host")}
         for host, local, user in devices[: args.devices or None]:
-            agent = DeviceAgent(spec, host, user, store, fetch_model=False, auto_report=False)
+            agent = agents.DeviceAgent(spec, host, user, store, fetch_model=part == "late", auto_report=False)
             played, baseline = p2b_device(agent, hosts[host].contexts[local], hosts[host].rewards[local], delay)
             if isinstance(played, str):
                 return played, baseline
             regret, uniform = regret + played, uniform + baseline
         return regret, uniform
+
+
+@contextmanager
+def published_model(part: str) -> Iterator[Callable]:
+    """For the late devices, ``publish(spec)`` makes the in-memory run's private model what a device's fetch from the
+    server returns (the agents' ``fetch_model``, put back at the end); for the early ones, nothing."""
+    from privbandits.deploy.p2b import agent as agents
+
+    original, held = agents.fetch_model, {}
+
+    def publish(spec) -> None:
+        if part == "late":
+            from p2b_serving import reference
+
+            from privbandits.deploy.p2b.messages import ServedModel
+
+            model = reference(spec)[2]
+            held["model"] = ServedModel(1, model.first, model.second)
+
+    agents.fetch_model = lambda deployment, host, timeout=10.0: held.get("model")  # type: ignore[assignment]
+    try:
+        yield publish
+    finally:
+        agents.fetch_model = original
 
 
 PROTOCOLS = {"vertical": ("vfucb", vertical_run), "mpc": ("private ε-greedy", mpc_run),
@@ -215,6 +245,10 @@ def runs(args: argparse.Namespace) -> dict[str, Callable[[int, int], tuple[Regre
     if args.target == "reference":
         return reference_runs(args)
     label, run = PROTOCOLS[args.target]
+    if args.target == "p2b":  # the early devices start cold, the late ones warm from the private model
+        return {f"{label}, {part} devices ({'cold' if part == 'early' else 'warm'})":
+                lambda delay, seed, part=part: p2b_run(args, delay, seed, part)
+                for part in ("early", "late")}  # fmt: skip
     if args.target == "fclub":  # the shipped preset, and the reference code's (noise only in the upload trigger)
         return {f"{label}, {preset} preset{' (shipped)' if preset == 'paper' else ''}":
                 lambda delay, seed, preset=preset: fclub_run(args, delay, seed, preset)
