@@ -10,7 +10,9 @@ drive a served round; the rest: the protocol's own), against what ``deploy local
 round, and ``deploy local``'s time per round measured in the same run. The parties share one interpreter here (in
 ``serve_load.py`` each is a process), so the stages' times are upper bounds; their counts are exact.
 
-Targets (``--target``): ``mpc`` (the shipped MPC deployment's shape: blocks 10/10, 10 arms; its environment decides).
+Targets (``--target``): ``mpc`` (the shipped MPC deployment's shape: blocks 10/10, 10 arms; its environment decides)
+and ``fclub`` (the shipped FCLUB federation: the global server and five local servers, reproducible, horizon
+``--events``; each event at its user's local server; no message counts).
 
     .venv/bin/python benchmarks/serve_stages.py --events 300
     .venv/bin/python benchmarks/serve_stages.py --smoke      # seconds
@@ -150,6 +152,71 @@ def run_mpc(args: argparse.Namespace, stages: Stages) -> tuple[list[tuple[str, f
     return table, served, local, 1e3 * local_s
 
 
+def run_fclub(args: argparse.Namespace, stages: Stages) -> tuple[list[tuple[str, float, float]], dict, dict, float]:
+    """The FCLUB stages (the shipped federation: the global server and five local servers, reproducible, horizon
+    ``--events``; each event decided and rewarded at its user's local server's service), and ``deploy local``'s ms per
+    round (the users party's timing)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fclub_serving import arrivals, owner_of, served_copy
+
+    import privbandits.serve.store as store_module
+    from privbandits.deploy.fclub.serve_global import ServedGlobalServer
+    from privbandits.deploy.fclub.serve_local import ServedLocalServer
+    from privbandits.deploy.fclub.serving import serving_role
+    from privbandits.serve.decider import DecideInput
+    from privbandits.serve.service import DecisionService, ServiceOptions
+
+    events = args.events
+    with tempfile.TemporaryDirectory() as folder:
+        spec = served_copy(Path(folder), servers=5, horizon=events)
+        local_s, _ = deploy_local(Path(spec.source), "users")
+        names = ["global", *spec.names("local_server")]
+
+        def open_one(name: str) -> DecisionService:  # each waits for the others to link
+            return DecisionService.open(serving_role(spec, name), spec.output / f"{name}.serve.sqlite",
+                                        ServiceOptions(3600.0, 100))  # fmt: skip
+
+        with ThreadPoolExecutor(len(names)) as pool:
+            services = dict(zip(names, pool.map(open_one, names), strict=True))
+        rounds, owner = arrivals(spec), owner_of(spec)
+
+        def play(t: int) -> None:
+            user, contexts, drawn = rounds[t]
+            service = services[owner[user]]
+            arm = service.decide(DecideInput(f"e{t}", str(user), contexts)).arm
+            service.reward(f"e{t}", float(drawn[arm]))
+
+        timed = [
+            (DecisionService, "decide", "decide at the user's local server's service (all of it)", "MainThread"),
+            (ServedLocalServer, "decide", "  its arm: the UCB on the user's cluster's statistics", "MainThread"),
+            (store_module.EventStore, "add_decision", "  its commit of the decision", "MainThread"),
+            (DecisionService, "reward", "reward at the local server's service (all of it)", "MainThread"),
+            (ServedLocalServer, "absorb", "  its absorb: the update and the exchange with the global server",
+             "MainThread"),  # fmt: skip
+            (ServedLocalServer, "_exchange", "    the exchange with the global server in it", "MainThread"),
+            (store_module.EventStore, "close_event", "  its commit of the reward", "MainThread"),
+            (store_module.EventStore, "write_checkpoint", "  its learner's checkpoint (every 100 changes)",
+             "MainThread"),  # fmt: skip
+            (ServedGlobalServer, "_phase_start", "the global server's phase starts (t = 2^s - 1), all parties", None),
+        ]
+        try:
+            play(0)  # linked and warm
+            stages.clear()
+            with wrapping(stages, timed):
+                started = time.perf_counter()
+                for t in range(1, events):
+                    play(t)
+                seconds = time.perf_counter() - started
+        finally:
+            for name in reversed(names):
+                services[name].close()
+    played = events - 1
+    table = [(stage, 1e3 * stages.seconds[stage] / played, stages.calls[stage] / played) for _, _, stage, _ in timed]
+    table.insert(0, ("one event, end to end (decide, then its reward)", 1e3 * seconds / played, 1.0))
+    return table, {}, {}, 1e3 * local_s
+
+
 def wrapping(stages: Stages, timed: list) -> ExitStack:
     """Every ``(owner, name, stage, thread)`` of ``timed`` wrapped at once."""
     stack = ExitStack()
@@ -168,13 +235,16 @@ def subtract(rows: list, before: list) -> list:
     return out
 
 
+TARGETS = {"mpc": run_mpc, "fclub": run_fclub}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--target", choices=["mpc"], default="mpc", help="which protocol's served event")
+    parser.add_argument("--target", choices=sorted(TARGETS), default="mpc", help="which protocol's served event")
     parser.add_argument("--events", type=int, default=300, help="events decided and rewarded, one at a time")
     args = parse_args(parser, {"events": Integer(2)}, events=12)
     stages = Stages()
-    table, served, local, local_ms = run_mpc(args, stages)
+    table, served, local, local_ms = TARGETS[args.target](args, stages)
     console = Console()
     out = Table(title=f"Where a served {args.target} event's time goes ({args.events - 1} events, one at a time, every "
                       "party in this process)")  # fmt: skip
@@ -191,7 +261,8 @@ def main() -> None:
             continue  # the session's setup, once
         cells = [f"{c[0]:.1f} ({c[1]:.1f})" if c else "-" for c in (served.get(phase), local.get(phase))]
         sent.add_row(phase, *cells)
-    console.print(sent)
+    if served or local:
+        console.print(sent)
     console.print(f"deploy local, the same file, same run: {local_ms:.2f} ms per round (its parties in processes)")
     if args.smoke:
         console.print(NOTICE)
