@@ -11,10 +11,22 @@ deployment). Targets (issue 46, on 2 cores): at 64 clients, served events/s >= 5
 latency <= 3x the median. The load generator shares the cores with the service: the load average is printed.
 
 Targets (``--target``): ``reference`` (the plaintext reference learner, LinUCB with ``--arms`` arms of ``--dim``
-features: the service's own cost, the floor of every protocol's; its reference rate is the learner in process) and
+features: the service's own cost, the floor of every protocol's; its reference rate is the learner in process),
 ``vertical`` (the shipped vertical-vfucb deployment's shape: blocks 40/25/35, 10 arms; every party a ``privbandits
 serve`` process, the passive parties' rows put first, the clients asking the active party over TLS; its reference
-rate is ``deploy local``'s rounds per second for the same file, from the active party's result).
+rate is ``deploy local``'s rounds per second for the same file, from the active party's result), ``mpc`` (the
+shipped MPC deployment's shape: blocks 10/10, 10 arms, ``--events`` rounds; every party a process, each level's
+blocks put at both computing parties first, the clients asking the environment over TLS; reference: the
+environment's rounds per second under ``deploy local``) and ``fclub`` (the shipped FCLUB deployment: five local
+servers, 40 users, K = d = 10, reproducible, horizon ``--events``; the global server and every local server a
+process, event t sent to its user's local server, each client holding a connection to every local server; reference:
+the users party's rounds per second under ``deploy local``).
+
+**The MPC environment keeps one event open at a time** (Alg. 1 updates before the next decision): a decide while
+another event is open is refused (409). Concurrency cannot raise its rate; it is measured all the same, the clients
+queueing as its applications must (:class:`Turns`: a refused decide waits in line and each close lets the first in
+line ask again), the refusals counted and printed. Where a target is missed, ``serve_stages.py`` shows where a served
+event's time goes.
 
     .venv/bin/python benchmarks/serve_load.py                      # about a minute on 2 cores
     .venv/bin/python benchmarks/serve_load.py --clients 1,8,64 --events 4000
@@ -25,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import ssl
@@ -33,7 +46,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -60,6 +76,10 @@ class Level:
     events: int
     seconds: float
     latencies: list[float]
+    busy: int = 0
+    """Decides refused because another event was open (MPC: one event at a time), each asked again (:class:`Turns`)."""
+    cpu: dict[str, float] = field(default_factory=dict)
+    """CPU seconds per event by process (the served parties' and this load generator's), where measured."""
 
     @property
     def rate(self) -> float:
@@ -98,6 +118,8 @@ class Events:
     users: list[str]
     features: np.ndarray
     rewards: np.ndarray
+    route: list[int] | None = None
+    """Each event's endpoint, an index into the endpoints driven (None: the first for every event)."""
 
 
 @dataclass(frozen=True)
@@ -110,36 +132,104 @@ class Endpoint:
     server_name: str | None = None
 
 
-async def _client(http: httpx.AsyncClient, mine: range, run: str, data: Events, latencies: list[float],
-                  extensions: dict) -> None:  # fmt: skip
+@dataclass
+class Turns:
+    """The clients' view of a party that keeps one event open at a time (the MPC environment), as its applications
+    must treat it: one line, first come first served. A decide joins the back of the line while others wait in it; a
+    decide refused (409) because another event is open waits in line (at its front if it had been let through
+    already); each close lets the first in line ask (at once if a close came since its decide was sent)."""
+
+    closes: int = 0
+    refused: int = 0
+    line: deque[asyncio.Future] = field(default_factory=deque)
+
+    def closed(self) -> None:
+        self.closes += 1
+        while self.line:
+            waiter = self.line.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    async def wait(self, front: bool = False) -> None:
+        waiter = asyncio.get_running_loop().create_future()
+        self.line.appendleft(waiter) if front else self.line.append(waiter)
+        await waiter
+
+
+async def _post(http: httpx.AsyncClient, path: str, body: dict, extensions: dict) -> httpx.Response:
+    """``POST path`` sent again if the server closed the keep-alive connection as it went out (its idle timeout: a
+    client's connection to one of several parties may sit idle that long); the API is idempotent by event id."""
+    for attempt in range(3):
+        try:
+            return await http.post(path, json=body, extensions=extensions)
+        except httpx.RemoteProtocolError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+async def _decide(http: httpx.AsyncClient, body: dict, extensions: dict, turns: Turns | None) -> httpx.Response:
+    """``POST /v1/decide``; with ``turns``, in line (:class:`Turns`) and asked again while refused for an open event."""
+    if turns is not None and turns.line:
+        await turns.wait()
+    for attempt in itertools.count():
+        seen = 0 if turns is None else turns.closes
+        answer = await _post(http, "/v1/decide", body, extensions)
+        if turns is None or answer.status_code != 409 or "still open" not in answer.text:
+            return answer
+        turns.refused += 1
+        if turns.closes == seen:
+            await turns.wait(front=attempt > 0)
+    raise AssertionError("unreachable")
+
+
+async def _client(https: list[httpx.AsyncClient], mine: range, run: str, data: Events, latencies: list[float],
+                  extensions: list[dict], turns: Turns | None) -> None:  # fmt: skip
     for t in mine:
+        at = 0 if data.route is None else data.route[t]
+        http, extension = https[at], extensions[at]
         started = time.perf_counter()
-        answer = await http.post("/v1/decide", json={"event_id": f"{run}-{t}", "user_id": data.users[t],
-                                                     "features": data.features[t].tolist()}, extensions=extensions)
+        body = {"event_id": f"{run}-{t}", "user_id": data.users[t], "features": data.features[t].tolist()}
+        answer = await _decide(http, body, extension, turns)
         latencies.append(time.perf_counter() - started)
         answer.raise_for_status()
         arm = answer.json()["arm"]
-        acked = await http.post("/v1/reward", json={"event_id": f"{run}-{t}", "reward": float(data.rewards[t, arm])},
-                                extensions=extensions)  # fmt: skip
+        acked = await _post(http, "/v1/reward", {"event_id": f"{run}-{t}", "reward": float(data.rewards[t, arm])},
+                            extension)  # fmt: skip
         acked.raise_for_status()
+        if turns is not None:
+            turns.closed()
 
 
-async def drive(endpoint: Endpoint, clients: int, data: Events, run: str) -> Level:
-    """``clients`` concurrent clients over the events of ``data`` (event t to client t mod clients)."""
-    events = len(data.users)
-    latencies: list[float] = []
+def _http(endpoint: Endpoint) -> tuple[httpx.AsyncClient, dict]:
+    """One keep-alive connection to ``endpoint`` and the request extensions it needs (TLS: the party's name)."""
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     verify: ssl.SSLContext | bool = True if endpoint.ca is None else ssl.create_default_context(cafile=endpoint.ca)
     extensions = {} if endpoint.server_name is None else {"sni_hostname": endpoint.server_name}
-    https = [httpx.AsyncClient(base_url=endpoint.url, headers={"Authorization": f"Bearer {endpoint.token}"},
-                               limits=limits, timeout=120.0, verify=verify) for _ in range(clients)]  # fmt: skip
+    http = httpx.AsyncClient(base_url=endpoint.url, headers={"Authorization": f"Bearer {endpoint.token}"},
+                             limits=limits, timeout=120.0, verify=verify)  # fmt: skip
+    return http, extensions
+
+
+async def drive(endpoint: Endpoint | list[Endpoint], clients: int, data: Events, run: str,
+                one_open: bool = False) -> Level:  # fmt: skip
+    """``clients`` concurrent clients over the events of ``data`` (event t to client t mod clients), each with a
+    connection to every endpoint (event t goes to ``data.route[t]``); ``one_open``: the party keeps one event open at a
+    time (:class:`Turns`)."""
+    endpoints = endpoint if isinstance(endpoint, list) else [endpoint]
+    events = len(data.users)
+    latencies: list[float] = []
+    turns = Turns() if one_open else None
+    connections = [[_http(each) for each in endpoints] for _ in range(clients)]
     started = time.perf_counter()
     try:
-        await asyncio.gather(*(_client(http, range(i, events, clients), run, data, latencies, extensions)
-                               for i, http in enumerate(https)))  # fmt: skip
+        await asyncio.gather(*(_client([http for http, _ in mine], range(i, events, clients), run, data, latencies,
+                                       [extension for _, extension in mine], turns)
+                               for i, mine in enumerate(connections)))  # fmt: skip
     finally:
-        await asyncio.gather(*(http.aclose() for http in https))
-    return Level(clients, events, time.perf_counter() - started, latencies)
+        await asyncio.gather(*(http.aclose() for mine in connections for http, _ in mine))
+    return Level(clients, events, time.perf_counter() - started, latencies, 0 if turns is None else turns.refused)
 
 
 def run_reference(args: argparse.Namespace) -> tuple[list[Level], float]:
@@ -162,12 +252,13 @@ def run_reference(args: argparse.Namespace) -> tuple[list[Level], float]:
     return levels, baseline
 
 
-def deploy_local_rate(path: Path) -> float:
-    """``deploy local``'s rounds per second for the deployment at ``path`` (its active party's own timing)."""
+def deploy_local_rate(path: Path, party: str = "active") -> float:
+    """``deploy local``'s rounds per second for the deployment at ``path`` (party ``party``'s own timing: the one that
+    plays the rounds, the vertical active party, the MPC environment, the FCLUB users party)."""
     command = [sys.executable, "-m", "privbandits", "deploy", "local", str(path)]
     subprocess.run(command, check=True, capture_output=True, env=os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)})
-    result = json.loads((path.parent / "out" / "active.result.json").read_text())
-    return 1.0 / result["seconds_per_round"]
+    result = json.loads((path.parent / "out" / f"{party}.result.json").read_text())
+    return result["rounds_per_second"] if "rounds_per_second" in result else 1.0 / result["seconds_per_round"]
 
 
 def run_vertical(args: argparse.Namespace) -> tuple[list[Level], float]:
@@ -195,6 +286,117 @@ def run_vertical(args: argparse.Namespace) -> tuple[list[Level], float]:
     return levels, baseline
 
 
+def deploy_local_cpu(path: Path) -> None:
+    """Print ``deploy local``'s CPU per round by party, from its parties' results (those that time it)."""
+    spent = {}
+    for result in sorted((path.parent / "out").glob("*.result.json")):
+        seconds = json.loads(result.read_text()).get("cpu_seconds_per_round")
+        if seconds is not None:
+            spent[result.name.split(".")[0]] = seconds
+    if spent:
+        each = ", ".join(f"{name} {seconds * 1e3:.2f}" for name, seconds in spent.items())
+        Console().print(f"deploy local, CPU ms per round by process: {each} (total {sum(spent.values()) * 1e3:.2f})")
+
+
+def cpu_seconds(processes: dict[str, int]) -> dict[str, float]:
+    """CPU seconds (user + system) each process of ``{name: pid}`` has used so far (Linux's /proc), and this one's
+    as ``load generator``; empty where /proc is not there."""
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    used = {}
+    try:
+        for name, pid in processes.items():
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            used[name] = (int(fields[11]) + int(fields[12])) / ticks
+    except OSError:
+        return {}
+    return {**used, "load generator": time.process_time()}
+
+
+def measured(level: Callable[[], Level], processes: dict[str, int]) -> Level:
+    """``level()`` with the CPU each process used over it, per event."""
+    before = cpu_seconds(processes)
+    done = level()
+    after = cpu_seconds(processes)
+    if before and after:
+        done = replace(done, cpu={name: (after[name] - before[name]) / done.events for name in after})
+    return done
+
+
+async def put_blocks(endpoint: Endpoint, rows: dict[str, np.ndarray], connections: int = 8) -> None:
+    """``POST /v1/features`` of every ``{key: row}`` to ``endpoint`` (a feature holder), over ``connections``
+    concurrent connections."""
+    keys = list(rows)
+
+    async def put(http: httpx.AsyncClient, extensions: dict, mine: list[str]) -> None:
+        for key in mine:
+            body = {"key": key, "features": [rows[key].tolist()]}
+            (await http.post("/v1/features", json=body, extensions=extensions)).raise_for_status()
+
+    https = [_http(endpoint) for _ in range(connections)]
+    try:
+        await asyncio.gather(*(put(http, extensions, keys[i::connections])
+                               for i, (http, extensions) in enumerate(https)))  # fmt: skip
+    finally:
+        await asyncio.gather(*(http.aclose() for http, _ in https))
+
+
+def run_mpc(args: argparse.Namespace) -> tuple[list[Level], float]:
+    """Serve the MPC deployment's four parties (dealer, two computing parties, the environment) and drive the
+    environment at each level, each level's blocks put at both computing parties first; ``deploy local``'s rate for
+    the same file first. The environment keeps one event open at a time: a decide refused (409) while another event
+    is open is asked again once a reward closed one (:class:`Turns`), so concurrency cannot raise the rate."""
+    from mpc_serving import make_served_deployment, served, synthetic
+
+    from privbandits.deploy.deployment import load_deployment
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = make_served_deployment(Path(folder), partition=[10, 10], n_arms=10, rounds=args.events, seed=0,
+                                      epsilon=0.1, deadline_s=30.0)  # fmt: skip
+        spec = load_deployment(path)
+        environment, computing = spec.names("environment")[0], spec.names("computing")
+        baseline = deploy_local_rate(path, environment)
+        deploy_local_cpu(path)
+        blocks, rewards = synthetic(spec)
+        data = Events(["u"] * args.events, np.zeros((args.events, 1, 1)), rewards)
+        levels = []
+        with served(path) as running:
+            ends = {name: Endpoint(running.urls[name], running.tokens[name], spec.parties[name].ca, name)
+                    for name in [environment, *computing]}  # fmt: skip
+            for count in args.clients:
+                for name in computing:
+                    rows = {f"c{count}-{t}": blocks[name][t] for t in range(args.events)}
+                    asyncio.run(put_blocks(ends[name], rows))
+                level = partial(asyncio.run, drive(ends[environment], count, data, f"c{count}", one_open=True))
+                levels.append(measured(level, {name: process.pid for name, process in running.processes.items()}))
+    return levels, baseline
+
+
+def run_fclub(args: argparse.Namespace) -> tuple[list[Level], float]:
+    """Serve the FCLUB deployment's global server and five local servers and drive the local servers at each level
+    (event t to its user's local server), the synthetic arrivals of ``deploy``'s users party; ``deploy local``'s rate
+    for the same file (reproducible, horizon ``--events``) first."""
+    from fclub_serving import add_token, arrivals, owner_of, serve_all, served_copy, stop_all
+
+    with tempfile.TemporaryDirectory() as folder:
+        spec = served_copy(Path(folder), servers=5, horizon=args.events)
+        baseline = deploy_local_rate(Path(spec.source), "users")
+        names = spec.names("local_server")
+        tokens = {name: add_token(spec, name) for name in ["global", *names]}
+        rounds, owner = arrivals(spec), owner_of(spec)
+        users = [user for user, _, _ in rounds]
+        contexts, drawn = np.array([row[1] for row in rounds]), np.array([row[2] for row in rounds])
+        data = Events([str(user) for user in users], contexts, drawn, [names.index(owner[user]) for user in users])
+        processes, urls = serve_all(spec)
+        try:
+            ends = [Endpoint(urls[name], tokens[name], spec.parties[name].ca, name) for name in names]
+            pids = {name: process.pid for name, process in processes.items()}
+            levels = [measured(partial(asyncio.run, drive(ends, count, data, f"c{count}")), pids)
+                      for count in args.clients]  # fmt: skip
+        finally:
+            stop_all(processes)
+    return levels, baseline
+
+
 def report(levels: list[Level], baseline: float, args: argparse.Namespace) -> None:
     console = Console()
     title = f"Served events/s, target {args.target!r} ({args.events} events per level); load {os.getloadavg()[0]:.1f}"
@@ -209,6 +411,16 @@ def report(levels: list[Level], baseline: float, args: argparse.Namespace) -> No
         table.add_row(str(level.clients), f"{level.rate:,.0f}", f"{p50 * 1e3:.2f}", f"{p99 * 1e3:.2f}",
                       f"{spread:.1f}", f"{share:.0%}", judged)  # fmt: skip
     console.print(table)
+    for level in levels:
+        if level.busy:
+            console.print(f"{level.clients} clients: {level.busy} decides refused (409) while another event was open, "
+                          "each asked again in line after a close (one event open at a time)")  # fmt: skip
+    for level in levels:
+        if level.cpu:
+            spent = ", ".join(f"{name} {seconds * 1e3:.2f}" for name, seconds in level.cpu.items())
+            total, wall = sum(level.cpu.values()) * 1e3, level.seconds / level.events * 1e3
+            console.print(f"{level.clients} clients, CPU ms per event by process: {spent} (total {total:.2f}; wall "
+                          f"{wall:.2f})")  # fmt: skip
     median = statistics.median(latency for level in levels for latency in level.latencies)
     what = "the learner without a service" if args.target == "reference" else "deploy local, the same file"
     console.print(f"reference rate ({what}, same run): {baseline:,.0f} rounds/s; "
@@ -217,7 +429,7 @@ def report(levels: list[Level], baseline: float, args: argparse.Namespace) -> No
         console.print(NOTICE)
 
 
-TARGETS = {"reference": run_reference, "vertical": run_vertical}
+TARGETS = {"reference": run_reference, "vertical": run_vertical, "mpc": run_mpc, "fclub": run_fclub}
 
 
 def main() -> None:

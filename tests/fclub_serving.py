@@ -125,13 +125,19 @@ def stop_all(processes: dict[str, subprocess.Popen]) -> dict[str, int]:
 def arrivals(spec: Deployment) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """The users party's synthetic rounds (drawn from the file's seed, as ``deploy`` draws them): each round's user,
     its K × d contexts and every arm's reward."""
+    return arrivals_expected(spec)[0]
+
+
+def arrivals_expected(spec: Deployment) -> tuple[list[tuple[int, np.ndarray, np.ndarray]], np.ndarray]:
+    """:func:`arrivals` and every round's expected reward of each arm (T × K), for the regret."""
     env = environment_of(spec)
     env.reset(np.random.default_rng(_seeds(spec)[0]))
-    rounds = []
+    rounds, expected = [], []
     for _ in range(spec.protocol.horizon):
-        contexts, _expected = env.next_round()
+        contexts, means = env.next_round()
         rounds.append((env.user, contexts.copy(), env.rewards().copy()))
-    return rounds
+        expected.append(np.array(means, dtype=np.float64))
+    return rounds, np.array(expected)
 
 
 def in_memory_arms(spec: Deployment) -> list[int]:
@@ -192,6 +198,17 @@ class InProcess:
             role.absorb(event, float(rewards[decision.arm]))
             arms.append(decision.arm)
         return arms
+
+    def replayer(self, rounds):
+        """A :class:`~privbandits.serve.replay.Replayer` of ``rounds`` (:func:`arrivals`): event t (id ``round-{t+1}``)
+        decided by its user's local server, its reward absorbed there when the replay sends it."""
+        from privbandits.serve.decider import DecideInput
+        from privbandits.serve.replay import decider_replayer
+
+        owner = owner_of(self.spec)
+        return decider_replayer(lambda t: self.roles[owner[rounds[t][0]]],
+                                lambda t: DecideInput(f"round-{t + 1}", str(rounds[t][0]), rounds[t][1]),
+                                lambda t, arm: rounds[t][2][arm])  # fmt: skip
 
     def stop(self) -> None:
         for role in reversed(list(self.roles.values())):

@@ -197,6 +197,25 @@ def in_process(path: Path, **options) -> Iterator[dict]:
             service.close()
 
 
+def replayer(spec: Deployment, services: dict):
+    """A :class:`~privbandits.serve.replay.Replayer` of the data file through :func:`in_process`'s services: event t
+    (id ``e{t}``) is each computing party's block of round t put at its service, then the environment's decide; its
+    reward the data file's reward of the arm chosen."""
+    from privbandits.serve.decider import DecideInput
+    from privbandits.serve.replay import Replayer
+    from privbandits.serve.role import FeaturePut
+
+    blocks, rewards = synthetic(spec)
+    environment = services[spec.names("environment")[0]]
+
+    def decide(t: int) -> int:
+        for name in spec.names("computing"):
+            services[name].put(FeaturePut(f"e{t}", blocks[name][t][None, :]))
+        return until_linked(environment.decide, DecideInput(f"e{t}", "u", np.zeros((1, 1)))).arm
+
+    return Replayer(decide, lambda t, arm: environment.reward(f"e{t}", float(rewards[t, arm])) and None)
+
+
 def until_linked(call, *args, limit_s: float = 60.0):
     """``call(*args)``, again while it is refused with 503 (the parties are linking), within ``limit_s``."""
     from privbandits.serve.role import Refused

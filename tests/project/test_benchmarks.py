@@ -42,6 +42,8 @@ SLOW = {
     "default suite checks the delayed replay in tests/serve/test_serve_replay.py",
     "dp_estimators.py": "runs the DP estimators over many synthetic logs (8 s on 2 busy cores); the default suite "
     "checks them in tests/evaluation",
+    "serve_stages.py": "runs deploy local and then every MPC party's service in one process (15 s on 2 busy cores); "
+    "the default suite runs the served MPC roles in tests/deploy/mpc_bandit/test_serve_mpc_roles.py",
     "p2b_scale.py": "fits an encoder and simulates P2B at two population sizes against a loop (3.4 to 4.9 s on 2 "
     "cores); the default suite runs the simulation in tests/protocols/p2b",
 }

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from conftest import Clock, learner, open_service
 
-from privbandits.serve.decider import DecidedEvent, DecideInput
+from privbandits.serve.decider import DecideInput
 from privbandits.serve.reference import ReferenceDecider
-from privbandits.serve.replay import Replayer, replay
+from privbandits.serve.replay import Replayer, decider_replayer, replay, service_replayer
 
 
 def _recorded(delay: int, rounds: int) -> list[str]:
@@ -33,24 +33,34 @@ def test_the_regret_is_the_expected_reward_given_up() -> None:
     assert result.arms.tolist() == [0, 0] and result.regret == pytest.approx([0.7, 0.0])
 
 
+def _reference_replayers(service, alone: ReferenceDecider, features: np.ndarray, rewards: np.ndarray):
+    """The same events through the service (its store) and straight through a decider of the same learner."""
+    ask = lambda t: DecideInput(f"e{t}", "u", features[t])  # noqa: E731
+    reward_of = lambda t, arm: rewards[t, arm]  # noqa: E731
+    return service_replayer(service, ask, reward_of), decider_replayer(lambda t: alone, ask, reward_of)
+
+
 def test_served_with_no_delay_the_reference_learner_decides_as_itself(tmp_path) -> None:
     rng = np.random.default_rng(2)
     features, rewards = rng.normal(size=(80, 3, 2)), rng.random((80, 3))
     service = open_service(tmp_path / "s.sqlite", learner("epsilon-greedy"), Clock())
-    served = Replayer(
-        lambda t: service.decide(DecideInput(f"e{t}", "u", features[t])).arm,
-        lambda t, arm: service.reward(f"e{t}", float(rewards[t, arm])) and None,
-    )
-    alone = ReferenceDecider(learner("epsilon-greedy"))
-    states: dict[int, dict] = {}
+    served, alone = _reference_replayers(service, ReferenceDecider(learner("epsilon-greedy")), features, rewards)
+    assert (replay(served, rewards, 0).arms == replay(alone, rewards, 0).arms).all()
+    service.close()
 
-    def decide_alone(t: int) -> int:
-        decision = alone.decide(DecideInput(f"e{t}", "u", features[t]))
-        states[t] = decision.event_state
-        return decision.arm
 
-    def reward_alone(t: int, arm: int) -> None:
-        alone.absorb(DecidedEvent(f"e{t}", "u", arm, None, 0, states.pop(t)), float(rewards[t, arm]))
-
-    assert (replay(served, rewards, 0).arms == replay(Replayer(decide_alone, reward_alone), rewards, 0).arms).all()
+@pytest.mark.parametrize("delay", [1, 7, 200])
+def test_a_delayed_replay_absorbs_every_reward_exactly_once_and_decides_as_the_decider_alone(tmp_path, delay) -> None:
+    """Rewards ``delay`` events late through the service: every event rewarded, each reward absorbed once (the
+    learner's count of absorbed rewards is the number of events), and the decisions are those of the decider driven
+    straight with the same delay."""
+    rng = np.random.default_rng(5)
+    features, rewards = rng.normal(size=(60, 3, 2)), rng.random((60, 3))
+    service = open_service(tmp_path / "s.sqlite", learner("linucb"), Clock())
+    decider = ReferenceDecider(learner("linucb"))
+    served, alone = _reference_replayers(service, decider, features, rewards)
+    arms = replay(served, rewards, delay).arms
+    assert service.ledger()["events"] == {"open": 0, "rewarded": 60, "expired": 0}
+    assert service.ledger()["learner"]["rewards_absorbed"] == 60
+    assert (arms == replay(alone, rewards, delay).arms).all() and decider.ledger()["rewards_absorbed"] == 60
     service.close()

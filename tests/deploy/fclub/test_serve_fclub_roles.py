@@ -37,6 +37,31 @@ def test_every_variant_served_decides_as_the_in_memory_run(tmp_path, variant, pr
         federation.stop()
 
 
+@pytest.mark.parametrize("delay", [0, 6])
+def test_a_replay_with_rewards_k_events_late_absorbs_every_reward_exactly_once(tmp_path, delay):
+    """:func:`privbandits.serve.replay.replay` over the roles (what benchmarks/delayed_feedback.py runs), each reward
+    ``delay`` events of the federation late: every local server absorbs each of its users' rewards once (its count is
+    its events'), the global clock counts every one once; with no delay, the in-memory run's arms."""
+    from fclub_serving import owner_of
+
+    from privbandits.serve.replay import replay
+
+    horizon = 23
+    spec = served_copy(tmp_path, servers=2, horizon=horizon)
+    rounds = arrivals(spec)
+    federation = InProcess(spec)
+    try:
+        arms = replay(federation.replayer(rounds), np.zeros((horizon, spec.protocol.n_arms)), delay).arms
+        ledgers = {name: role.ledger() for name, role in federation.roles.items()}
+    finally:
+        federation.stop()
+    owners = owner_of(spec)
+    for name in spec.names("local_server"):
+        assert ledgers[name]["rewards_absorbed"] == sum(owners[user] == name for user, _, _ in rounds)
+    assert ledgers["global"]["rounds"] == horizon
+    assert delay or arms.tolist() == in_memory_arms(spec)
+
+
 def contents(checkpoint: bytes) -> dict[str, bytes]:
     """A checkpoint's arrays (and its JSON tree), as bytes: the archive's own bytes carry the time it was written."""
     with np.load(io.BytesIO(checkpoint), allow_pickle=False) as archive:

@@ -171,3 +171,29 @@ def test_a_round_a_peer_sends_must_be_the_expected_one_and_a_flag_a_boolean():
     assert check_flag(np.bool_(True), "a go", "env") is True
     with pytest.raises(ProtocolError, match="not true or false"):
         check_flag(1, "a go", "env")
+
+
+def test_the_delayed_replay_with_no_delay_decides_as_deploy_local_and_a_delay_is_refused(tmp_path):
+    """:func:`privbandits.serve.replay.replay` over the served roles (what benchmarks/delayed_feedback.py runs): with
+    every reward right after its decision, the arms of the in-memory run, each reward absorbed once; with a reward
+    owed, the next decide is refused (409: one event open at a time) and nothing more is decided."""
+    from mpc_serving import replayer
+
+    from privbandits.serve.replay import replay
+
+    (tmp_path / "now").mkdir()
+    (tmp_path / "late").mkdir()
+    path = make_served_deployment(tmp_path / "now", rounds=4)
+    spec = load_deployment(path)
+    expected = synthetic(spec)[1]
+    with in_process(path) as services:
+        arms = replay(replayer(spec, services), expected, 0).arms
+        ledger = services["env"].ledger()
+    assert arms.tolist() == run_in_memory(spec)[0].arms.tolist()
+    assert ledger["learner"]["rounds_closed"] == 4 and ledger["events"] == {"open": 0, "rewarded": 4, "expired": 0}
+    later = make_served_deployment(tmp_path / "late", rounds=4)
+    with in_process(later) as services:
+        with pytest.raises(Refused) as refused:
+            replay(replayer(load_deployment(later), services), expected, 1)
+        assert services["env"].ledger()["learner"]["openings"] == 1
+    assert refused.value.status == 409 and "'e0' is still open" in refused.value.message
