@@ -37,7 +37,7 @@ def test_every_variant_served_decides_as_the_in_memory_run(tmp_path, variant, pr
         federation.stop()
 
 
-@pytest.mark.parametrize("delay", [0, 6])
+@pytest.mark.parametrize("delay", [pytest.param(0, marks=pytest.mark.slow), 6])  # 0: the variants' test's replay
 def test_a_replay_with_rewards_k_events_late_absorbs_every_reward_exactly_once(tmp_path, delay):
     """:func:`privbandits.serve.replay.replay` over the roles (what benchmarks/delayed_feedback.py runs), each reward
     ``delay`` events of the federation late: every local server absorbs each of its users' rewards once (its count is
