@@ -94,5 +94,7 @@ def test_the_option_enters_a_run_spec_only_away_from_the_tree():
     factorized = JointDPLinUCBConfig(kind="joint_dp_linucb", continual_release="sqrt_factorization")
     assert "continual_release" not in default.model_dump()
     assert factorized.model_dump()["continual_release"] == "sqrt_factorization"
+    options = factorized.model_dump(exclude={"kind", "label"})  # what the config's learner() passes on
+    assert JointDPLinUCB(3, 2, horizon=10, **options).continual_release == "sqrt_factorization"
     with pytest.raises(ValueError, match="continual_release"):
         JointDPLinUCBConfig(kind="joint_dp_linucb", continual_release="binary")
