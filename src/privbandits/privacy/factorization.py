@@ -210,6 +210,14 @@ class SqrtFactorization:
         """Prefix sums released so far."""
         return self._released.count
 
+    @property
+    def noisy_rows(self) -> np.ndarray:
+        """``y_1 … y_t`` so far, ``snap((C x)_s) + z_s`` packed (the one Gaussian release the privacy rests on; every
+        prefix sum released is ``C y``): a read-only view."""
+        rows = self._released.history[: self._released.count]
+        rows.flags.writeable = False
+        return rows
+
     def release(self, datum: np.ndarray) -> np.ndarray:
         """The next prefix sum plus its noise ``(C z)_t`` (a new array of the datum's shape)."""
         row = self._pack(np.asarray(datum, dtype=np.float64))
