@@ -145,6 +145,7 @@ class ToeplitzStream:
 
     def __init__(self, coefficients: np.ndarray, width: int, block: int | None = None) -> None:
         self.coefficients = coefficients
+        self._reversed = np.ascontiguousarray(coefficients[::-1])
         self.length = len(coefficients)
         self.block = block or max(1, math.isqrt(self.length))
         self.history = np.zeros((self.length, width))
@@ -170,8 +171,9 @@ class ToeplitzStream:
             self._earlier[:] = 0.0
             return
         rows = min(self.block, self.length - start)
-        lags = np.subtract.outer(np.arange(start, start + rows), np.arange(start))
-        self._earlier[:rows] = self.coefficients[lags] @ self.history[:start]
+        # C[t, k] = c[t − k] = reversed[L − 1 − t + k]: row t of the block is the window of ``reversed`` at L − 1 − t
+        windows = np.lib.stride_tricks.sliding_window_view(self._reversed, start)
+        self._earlier[:rows] = windows[self.length - start - rows : self.length - start][::-1] @ self.history[:start]
 
 
 class SqrtFactorization:
