@@ -109,16 +109,16 @@ def factorization_noise(
 
     The effective sensitivity is ``Δ·‖C‖_col + (2r + g(σ))·√(n·T)``: r the rounding of a row
     (:func:`rounding_bound`, in both neighbours), g the grid each of the T rows' n coordinates is snapped to; σ
-    the fixed point, as :func:`~privbandits.privacy.calibration.snapped_std` finds it. The cap (never reached in
-    practice) is the toward-zero snap's own bound: no snapped row coordinate exceeds ``data_bound·Σ c_k``, so two
-    differ by at most twice that. ε = ∞: no noise (σ = 0, grid 0)."""
+    the fixed point, as :func:`~privbandits.privacy.calibration.snapped_std` finds it. The cap (orders of magnitude
+    above the sensitivity wherever measured) is the toward-zero snap's own bound: no snapped row coordinate exceeds
+    ``data_bound·Σ c_k + r``, so two differ by at most twice that. ε = ∞: no noise (σ = 0, grid 0)."""
     norm = column_norm(horizon)
     if math.isinf(epsilon):
         return FactorizationNoise(0.0, 0.0, sensitivity * norm, norm, horizon)
-    rows = coordinates * horizon
-    base = sensitivity * norm + 2.0 * rounding_bound(horizon, data_bound) * math.sqrt(rows)
+    rows, rounding = coordinates * horizon, rounding_bound(horizon, data_bound)
+    base = sensitivity * norm + 2.0 * rounding * math.sqrt(rows)
     largest = data_bound * float(np.sum(sqrt_coefficients(horizon)))
-    cap = 2.0 * largest * math.sqrt(rows)
+    cap = 2.0 * (largest + rounding) * math.sqrt(rows)
     std = analytic_gaussian_std(epsilon, delta, base)
     noise = snapped_noise(std, base, rows, max(cap, base), largest, 2 * TAIL)
     return FactorizationNoise(noise.std, noise.grid, noise.sensitivity, norm, horizon)
