@@ -11,12 +11,15 @@ unmodified audits at their full size.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from privbandits.audit import end_to_end
 from privbandits.audit.stats import audit_samples
 from privbandits.privacy.bounds import DataBounds
+from privbandits.privacy.factorization import SqrtFactorization
 from privbandits.privacy.tree_mechanism import TreeMechanism
 from privbandits.protocols.dp import JointDPLinUCB, LocalDPLinUCB, ShuffleDPLinUCB
 from privbandits.protocols.dp.local import LocalRandomizer, local_noise_std, report_noise
@@ -63,6 +66,15 @@ class JointTreeNoiseTenth(JointDPLinUCB):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.tree = TreeMechanism(self.dim + 1, self.noise_std / 10, self.rng)
+
+
+class JointFactorizationNoiseTenth(JointDPLinUCB):
+    """The square-root factorization's noise z at σ/10 (same grid); ``noise_std`` and the ledger say σ."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        weaker = dataclasses.replace(self.factorization_noise, std=self.noise_std / 10)
+        self.factorization = SqrtFactorization(weaker, (self.dim + 1,) * 2, self.rng, symmetric=True)
 
 
 class LocalTenEpsilon(LocalDPLinUCB):
@@ -127,9 +139,9 @@ class ThresholdDropped(Shuffler):
 
 
 # -- the suite ---------------------------------------------------------------------------------------------------------
-SIZES = {"e2e.dp_linucb.joint": 150, "e2e.dp_linucb.local": 500, "e2e.dp_linucb.shuffle": 500,
-         "e2e.fclub.local_server": 400, "e2e.mpc_bandit.learner": 100, "e2e.mpc_bandit.twin": 500,
-         "e2e.p2b.pipeline": 200}  # fmt: skip
+SIZES = {"e2e.dp_linucb.joint": 150, "e2e.dp_linucb.joint_mf": 150, "e2e.dp_linucb.local": 500,
+         "e2e.dp_linucb.shuffle": 500, "e2e.fclub.local_server": 400, "e2e.mpc_bandit.learner": 100,
+         "e2e.mpc_bandit.twin": 500, "e2e.p2b.pipeline": 200}  # fmt: skip
 """Samples per side in the default suite (mutants and unmodified code together: about half a minute on 2 busy cores;
 FCLUB needs the most runs: its claim composes two privatizers at δ = 0.1 each)."""
 
@@ -140,6 +152,8 @@ MUTANTS = {
                                                                                         _RewardUnclipped)}, None),
     "joint: context clipping skipped": ("e2e.dp_linucb.joint", {"learner": _with_bounds(JointDPLinUCB,
                                                                                          _ContextUnclipped)}, None),
+    "joint, factorization: noise × 1/10": ("e2e.dp_linucb.joint_mf", {"learner": JointFactorizationNoiseTenth},
+                                           None),
     "local: 10ε inside": ("e2e.dp_linucb.local", {"learner": LocalTenEpsilon}, None),
     "local: clipping skipped": ("e2e.dp_linucb.local", {"learner": _with_bounds(LocalDPLinUCB, _Unclipped)}, None),
     "shuffle: randomiser σ/10, metric σ": ("e2e.dp_linucb.shuffle", {"learner": ShuffleNoiseTenth}, None),
@@ -184,6 +198,11 @@ def test_the_mutants_keep_the_metrics_of_the_unmodified_code():
     kwargs = {"epsilon": 1.0, "delta": 1e-5, "horizon": 4, "rng": 0}
     assert ShuffleNoiseTenth(1, 1, **kwargs).noise_std == ShuffleDPLinUCB(1, 1, **kwargs).noise_std
     assert JointTreeNoiseTenth(1, 1, **kwargs).noise_std == JointDPLinUCB(1, 1, **kwargs).noise_std
+    factorized = {**kwargs, "continual_release": "sqrt_factorization"}
+    mutant, unmodified = JointFactorizationNoiseTenth(1, 1, **factorized), JointDPLinUCB(1, 1, **factorized)
+    for learner in (mutant, unmodified):
+        learner.update(np.ones((1, 1)), 0, 0.5)
+    assert mutant.noise_std == unmodified.noise_std and mutant.ledger.entries == unmodified.ledger.entries
     assert LocalTenEpsilon(1, 1, **kwargs).ledger.entries == LocalDPLinUCB(1, 1, **kwargs).ledger.entries
 
 

@@ -21,7 +21,8 @@ touching the code the audits call. No weakened copy is shipped here: the audits'
 audit`` have none (the mutation suite is their weakened copies).
 
 joint_learner
-    :class:`~privbandits.protocols.dp.JointDPLinUCB`: every release of a short run (its tree).
+    :class:`~privbandits.protocols.dp.JointDPLinUCB`: every release of a short run (its tree; as
+    ``e2e.dp_linucb.joint_mf``, its square-root factorization, ``continual_release = "sqrt_factorization"``).
 local_learner
     :class:`~privbandits.protocols.dp.LocalDPLinUCB`: the report one update adds to the server's sums.
 shuffle_learner
@@ -38,6 +39,7 @@ p2b_pipeline
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -102,15 +104,20 @@ def _audit(name: str, notion: str, relation: str, claim: tuple[float, float], di
 
 # -- the DP LinUCB baselines -------------------------------------------------------------------------------------------
 def joint_learner(epsilon: float = 1.0, delta: float = 1e-5, horizon: int = 2, dim: int = 1,
-                  learner: Callable[..., Any] | None = None) -> MechanismAudit:  # fmt: skip
+                  learner: Callable[..., Any] | None = None,
+                  continual_release: str = "tree") -> MechanismAudit:  # fmt: skip
     """Joint-DP LinUCB, ``horizon`` rounds of one arm: the released (Gram, Σ r x) after every round, all of them
-    (the tree's every release; the arms are post-processing). Claim: the run's ledger, composed."""
+    (the tree's or the factorization's every release; the arms are post-processing). Claim: the run's ledger,
+    composed."""
     from privbandits.protocols.dp import JointDPLinUCB
+    from privbandits.protocols.dp.joint import ContinualRelease
 
     cls = learner or JointDPLinUCB
+    release = ContinualRelease(continual_release)
+    name = "e2e.dp_linucb.joint" + ("" if release is ContinualRelease.TREE else "_mf")
 
     def run(side: int, rng: np.random.Generator) -> tuple[np.ndarray, Any]:
-        model = cls(1, dim, epsilon=epsilon, delta=delta, horizon=horizon, rng=rng)
+        model = cls(1, dim, epsilon=epsilon, delta=delta, horizon=horizon, rng=rng, continual_release=release)
         outputs = []
         for t in range(horizon):
             x, r = _first_datum(side, dim) if t == 0 else _later_datum(dim)
@@ -123,10 +130,11 @@ def joint_learner(epsilon: float = 1.0, delta: float = 1e-5, horizon: int = 2, d
         return out[0], out[1]
 
     probe = run(0, np.random.default_rng(0))[1]
-    return _audit("e2e.dp_linucb.joint", "(ε, δ)-joint DP of the run (its released statistics)", RELATION,
+    return _audit(name, "(ε, δ)-joint DP of the run (its released statistics)", RELATION,
                   composed(probe.ledger.entries), False, sample,
                   {"epsilon": epsilon, "delta": delta, "horizon": horizon, "dim": dim,
-                   "noise_std": probe.noise_std, "calibration": str(probe.noise_calibration)})  # fmt: skip
+                   "noise_std": probe.noise_std, "calibration": str(probe.noise_calibration),
+                   "continual_release": str(release)})  # fmt: skip
 
 
 def _per_report(learner, n: int, per_sample: Callable[[], None]) -> tuple[np.ndarray, float, float]:
@@ -343,6 +351,7 @@ def p2b_pipeline(participation: float = 0.5, threshold: int = 10, n_codes: int =
 
 AUDITS: dict[str, Callable[..., MechanismAudit]] = {
     "e2e.dp_linucb.joint": joint_learner,
+    "e2e.dp_linucb.joint_mf": partial(joint_learner, continual_release="sqrt_factorization"),
     "e2e.dp_linucb.local": local_learner,
     "e2e.dp_linucb.shuffle": shuffle_learner,
     "e2e.fclub.local_server": fclub_server,
@@ -352,13 +361,13 @@ AUDITS: dict[str, Callable[..., MechanismAudit]] = {
 }
 """The end-to-end audits by name, with their default options (``privbandits audit -o KEY=VALUE`` sets others)."""
 
-SAMPLES = {"e2e.dp_linucb.joint": 10_000, "e2e.dp_linucb.local": 20_000, "e2e.dp_linucb.shuffle": 10_000,
-           "e2e.fclub.local_server": 10_000, "e2e.mpc_bandit.learner": 10_000, "e2e.mpc_bandit.twin": 20_000,
-           "e2e.p2b.pipeline": 10_000}  # fmt: skip
+SAMPLES = {"e2e.dp_linucb.joint": 10_000, "e2e.dp_linucb.joint_mf": 10_000, "e2e.dp_linucb.local": 20_000,
+           "e2e.dp_linucb.shuffle": 10_000, "e2e.fclub.local_server": 10_000, "e2e.mpc_bandit.learner": 10_000,
+           "e2e.mpc_bandit.twin": 20_000, "e2e.p2b.pipeline": 10_000}  # fmt: skip
 """Samples per side at full size (each a run, a report, a batch or an action of the learner's own code). At these
 sizes a Gaussian mechanism's bound at δ = 1e-5 stays well below a tight claim (reaching it needs millions of runs);
 what they show is that no claim is refuted, and the mutation suite shows the same audits catch weakened copies."""
-QUICK_SAMPLES = {"e2e.dp_linucb.joint": 300, "e2e.dp_linucb.local": 2_000, "e2e.dp_linucb.shuffle": 1_000,
-                 "e2e.fclub.local_server": 200, "e2e.mpc_bandit.learner": 250, "e2e.mpc_bandit.twin": 2_000,
-                 "e2e.p2b.pipeline": 1_000}  # fmt: skip
+QUICK_SAMPLES = {"e2e.dp_linucb.joint": 300, "e2e.dp_linucb.joint_mf": 300, "e2e.dp_linucb.local": 2_000,
+                 "e2e.dp_linucb.shuffle": 1_000, "e2e.fclub.local_server": 200, "e2e.mpc_bandit.learner": 250,
+                 "e2e.mpc_bandit.twin": 2_000, "e2e.p2b.pipeline": 1_000}  # fmt: skip
 """Samples per side of ``privbandits audit --quick``."""

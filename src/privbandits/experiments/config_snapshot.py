@@ -50,7 +50,7 @@ def declared(owner: str, name: str, *, required: bool = False, **changes: Any) -
 def _snapshot_classes() -> tuple[type, ...]:
     """The classes whose options the experiment config repeats (imported only when the snapshot is written)."""
     from privbandits.linear.policies import EpsilonGreedy, LinTS, LinUCB
-    from privbandits.protocols.dp import PrivateLinUCB, ShuffleDPLinUCB
+    from privbandits.protocols.dp import JointDPLinUCB, PrivateLinUCB, ShuffleDPLinUCB
     from privbandits.protocols.fclub.baselines import BaselineConfig
     from privbandits.protocols.fclub.config import FCLUBConfig
     from privbandits.protocols.mpc_bandit.config import MPCBanditConfig
@@ -58,7 +58,7 @@ def _snapshot_classes() -> tuple[type, ...]:
     from privbandits.protocols.vertical.core import VerticalFederatedBandit
 
     classes = (LinUCB, LinTS, EpsilonGreedy, VerticalFederatedBandit, MPCBanditConfig, P2BConfig, FCLUBConfig)
-    return (*classes, BaselineConfig, PrivateLinUCB, ShuffleDPLinUCB)
+    return (*classes, BaselineConfig, PrivateLinUCB, JointDPLinUCB, ShuffleDPLinUCB)
 
 
 def _option_models() -> tuple[tuple[str, type, tuple[str, ...], str], ...]:

@@ -18,6 +18,9 @@ calibration
     Gaussian σ by name (the papers' formulas or the analytic Gaussian) and PLD / RDP accounting.
 tree_mechanism
     The binary tree mechanism of FCLUB's privatizer and joint-DP LinUCB.
+factorization
+    The square-root matrix factorization for continual release of prefix sums (joint-DP LinUCB's alternative to
+    the tree: lower noise at equal (ε, δ)).
 epsilon_greedy
     η = log(|A|/ε) of an opened ε-greedy action (MPC paper Theorem 1).
 membership

@@ -563,6 +563,9 @@ class JointDPLinUCBConfig(_DPLinUCBBase):
     """Joint-DP LinUCB (Shariff & Sheffet 2018): the Gram matrix and Σ r·x through the tree-based mechanism."""
 
     kind: Literal["joint_dp_linucb"]
+    continual_release: Literal["tree", "sqrt_factorization"] = declared("JointDPLinUCB", "continual_release")
+    LATER: ClassVar[dict[str, object]] = {**_DPLinUCBBase.LATER, "continual_release": "tree"}
+    """Also the continual release, added after runs were stored: at the tree, a run spec leaves it out (keys kept)."""
 
     def learner_class(self) -> type[PrivateLinUCB]:
         from privbandits.protocols.dp import JointDPLinUCB

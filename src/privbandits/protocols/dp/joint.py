@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from enum import StrEnum
 
 import numpy as np
 
+from privbandits.options import Option
+from privbandits.privacy import factorization
 from privbandits.privacy.accountant import Release, ledger_epsilons
 from privbandits.privacy.bounds import CONTEXT_BOUND, REWARD_BOUND
 from privbandits.privacy.calibration import GaussianCalibration, SnappedNoise, analytic_gaussian_std, snapped_noise
@@ -20,9 +23,24 @@ from privbandits.privacy.tree_mechanism import (
     augmented_coordinates,
 )
 from privbandits.protocols.dp.base import PrivateLinUCB, spectral_bound
-from privbandits.validation import CallOrderError
+from privbandits.validation import CallOrderError, Choice, InvalidInputError
 
 PRIVACY_UNIT = "one round's (x, r) (joint DP: every other round's arm)"
+
+
+class ContinualRelease(StrEnum):
+    """How joint-DP LinUCB releases its prefix sums of ``z zᵀ``.
+
+    TREE
+        The binary tree (Shariff & Sheffet 2018, the paper's:
+        :class:`~privbandits.privacy.tree_mechanism.TreeMechanism`).
+    SQRT_FACTORIZATION
+        The square-root matrix factorization (:class:`~privbandits.privacy.factorization.SqrtFactorization`): one
+        Gaussian release of ``C x + z``, noise correlated across rounds, lower variance at equal (ε, δ).
+    """
+
+    TREE = "tree"
+    SQRT_FACTORIZATION = "sqrt_factorization"
 
 
 def tree_levels(horizon: int) -> int:
@@ -92,6 +110,11 @@ class JointDPLinUCB(PrivateLinUCB):
     :meth:`user_releases` and :meth:`user_epsilon` compose every node a user's rounds enter (the per-user ε,
     with the user, all of their rounds, as the unit).
 
+    ``continual_release = "sqrt_factorization"`` (:class:`ContinualRelease`) releases the same prefix sums by
+    the square-root matrix factorization instead (:mod:`~privbandits.privacy.factorization`): one Gaussian
+    release of ``C x + z`` at sensitivity ``2‖C‖_col`` plus its snapping, σ analytic, the ledger entry
+    ``dp_linucb.joint.sqrt_factorization``; the regulariser shift uses its noise at round T, ``σ‖C‖_col``.
+
     Differences from the paper: a constant width α (not β_t); the Gaussian noise of
     §4.2 only (not the Wishart noise of §4.1). The reference code of Chowdhury &
     Zhou (``sayakrc/Differentially-Private-Bandits``, ``JDPLinUCB``) instead draws
@@ -101,8 +124,26 @@ class JointDPLinUCB(PrivateLinUCB):
 
     mechanism = "dp_linucb.joint"
 
-    def __init__(self, n_arms: int, dim: int, **kwargs) -> None:
+    OPTIONS = PrivateLinUCB.OPTIONS | {
+        "continual_release": Option(
+            Choice(ContinualRelease),
+            ContinualRelease.TREE,
+            "prefix sums released by the binary tree (the paper's) or the square-root matrix factorization "
+            "(lower noise at equal ε, δ; needs calibration = analytic)",
+        )
+    }
+
+    def __init__(
+        self, n_arms: int, dim: int, *, continual_release: ContinualRelease | str = ContinualRelease.TREE, **kwargs
+    ) -> None:
+        release = ContinualRelease(self.OPTIONS["continual_release"].check(continual_release, "continual_release",
+                                                                          type(self).__name__))  # fmt: skip
         super().__init__(n_arms, dim, **kwargs)
+        self.continual_release = release
+        if release is ContinualRelease.SQRT_FACTORIZATION:
+            self._factorized()
+            return
+        self.factorization: factorization.SqrtFactorization | None = None
         self.levels = tree_levels(self.horizon)
         formula = joint_noise_std(self.epsilon, self.delta, self.horizon, self.noise_calibration)
         self.snapping = joint_noise(formula, self.horizon, self.dim)
@@ -119,13 +160,40 @@ class JointDPLinUCB(PrivateLinUCB):
         self._moments = np.zeros((self.dim + 1, self.dim + 1))  # Σ of the snapped z zᵀ: exact on the grid
         self._refresh()
 
+    def _factorized(self) -> None:
+        """The square-root factorization in place of the tree: σ of one analytic Gaussian release of ``C x`` at
+        sensitivity 2·‖C‖_col (plus snapping), and the shift for its noise at round T, ``σ‖C‖_col`` per
+        off-diagonal entry (√2 times on the diagonal, as the tree's)."""
+        if self.private and self.noise_calibration is not GaussianCalibration.ANALYTIC:
+            raise InvalidInputError(
+                f"{type(self).__name__}: continual_release = 'sqrt_factorization' needs calibration = 'analytic' "
+                f"(the paper's formula is the tree's), got calibration = {str(self.noise_calibration)!r}"
+            )
+        self.tree, self.levels = None, 1
+        self.factorization_noise = factorization.factorization_noise(
+            self.epsilon, self.delta, self.horizon, REPLACE_SENSITIVITY, augmented_coordinates(self.dim), 1.0
+        )
+        self._noise_std, self.sensitivity = self.factorization_noise.std, self.factorization_noise.sensitivity
+        width = self._noise_std * self.factorization_noise.column_norm * math.sqrt(2)
+        self.upsilon = spectral_bound(width, self.dim, self.horizon, self.failure_probability) if self.private else 0.0
+        self.shift = 2.0 * self.upsilon if self.shift_regularizer else 0.0
+        self.factorization = (
+            factorization.SqrtFactorization(self.factorization_noise, (self.dim + 1,) * 2, self.rng, symmetric=True)
+            if self.private
+            else None
+        )
+        self._moments = np.zeros((self.dim + 1, self.dim + 1))
+        self._refresh()
+
     @property
     def noise_std(self) -> float:
         return self._noise_std
 
     def releases_per_round(self) -> list[Release]:
         """The releases one round's (x, r) enters: the m tree nodes, Gaussians of σ at the effective sensitivity
-        (what the ledger's ``accounted_epsilon`` composes)."""
+        (what the ledger's ``accounted_epsilon`` composes); with the factorization, its one Gaussian release."""
+        if self.continual_release is ContinualRelease.SQRT_FACTORIZATION:
+            return factorization.releases(self.factorization_noise)
         return [Release.gaussian(self._noise_std, self.sensitivity, self.levels)]
 
     def user_releases(self, rounds: Sequence[int]) -> list[Release]:
@@ -136,12 +204,27 @@ class JointDPLinUCB(PrivateLinUCB):
         times = sorted(set(int(t) for t in rounds))
         if len(times) != len(rounds) or (times and not 1 <= times[0] <= times[-1] <= self.horizon):
             raise ValueError(f"rounds must be distinct rounds in [1, {self.horizon}], got {list(rounds)}")
+        if self.continual_release is ContinualRelease.SQRT_FACTORIZATION:
+            return self._factorized_user_releases(times)
         squares = sum(
             count * count
             for level in range(self.levels)
             for count in Counter(-((-t) >> level) for t in times).values()  # the node ⌈t/2^ℓ⌉
         )
         return [Release.gaussian(self._noise_std, self.sensitivity * math.sqrt(squares))] if squares else []
+
+    def _factorized_user_releases(self, times: list[int]) -> list[Release]:
+        """With the factorization, a user's rounds move ``C x`` by at most ``Δ·‖Σ_{t∈rounds} C e_t‖`` (C's entries
+        are all positive: the worst case has every datum's change aligned) plus the same snapping and rounding as
+        one round (one snap per row however many data it holds): one Gaussian release."""
+        if not times:
+            return []
+        noise = self.factorization_noise
+        indicator = np.zeros(self.horizon)
+        indicator[np.asarray(times) - 1] = 1.0
+        columns = np.convolve(indicator, factorization.sqrt_coefficients(self.horizon))[: self.horizon]
+        slack = noise.sensitivity - REPLACE_SENSITIVITY * noise.column_norm
+        return [Release.gaussian(noise.std, REPLACE_SENSITIVITY * float(np.linalg.norm(columns)) + slack)]
 
     def user_epsilon(self, rounds: Sequence[int]) -> float:
         """The per-user ε at δ (PLD) of a user who played ``rounds`` (:meth:`user_releases`; ∞ without privacy)."""
@@ -158,7 +241,9 @@ class JointDPLinUCB(PrivateLinUCB):
 
     def _report(self, x: np.ndarray, reward: float) -> None:
         z = np.append(x, reward)
-        if self.tree is not None:  # each datum snapped to the noise's grid, never the prefix (noise.py): exact sums
+        if self.factorization is not None:
+            released = self.factorization.release(np.outer(z, z))
+        elif self.tree is not None:  # each datum snapped to the noise's grid, never the prefix (noise.py): exact sums
             self._moments += snap_to(np.outer(z, z), self.snapping.grid)
             released = self._moments + self.tree.release()
         else:
@@ -172,6 +257,9 @@ class JointDPLinUCB(PrivateLinUCB):
         self._refresh()
 
     def _record(self) -> None:
+        if self.continual_release is ContinualRelease.SQRT_FACTORIZATION:
+            self._record_factorized()
+            return
         details = {
             "noise_std": self._noise_std,
             "levels": self.levels,
@@ -185,6 +273,26 @@ class JointDPLinUCB(PrivateLinUCB):
         if self.private:
             details |= ledger_epsilons(self.releases_per_round(), self.delta)
             entry = LedgerEntry(f"{self.mechanism}.tree", self.epsilon, self.delta, PRIVACY_UNIT, details)
+        else:
+            entry = LedgerEntry(f"{self.mechanism}.plaintext", math.inf, None, PRIVACY_UNIT, details)
+        self.ledger.record(entry)
+
+    def _record_factorized(self) -> None:
+        noise = self.factorization_noise
+        details = {
+            "continual_release": str(self.continual_release),
+            "noise_std": self._noise_std,
+            "column_norm": noise.column_norm,
+            "horizon": self.horizon,
+            "regularizer_shift": self.shift,
+            "sensitivity": REPLACE_SENSITIVITY,
+            "snapping_slack": self.sensitivity - REPLACE_SENSITIVITY * noise.column_norm,
+            "effective_sensitivity": self.sensitivity,
+            "calibration": str(self.noise_calibration),
+        }
+        if self.private:
+            details |= ledger_epsilons(self.releases_per_round(), self.delta)
+            entry = LedgerEntry(f"{self.mechanism}.sqrt_factorization", self.epsilon, self.delta, PRIVACY_UNIT, details)
         else:
             entry = LedgerEntry(f"{self.mechanism}.plaintext", math.inf, None, PRIVACY_UNIT, details)
         self.ledger.record(entry)

@@ -1,0 +1,248 @@
+"""Continual release of prefix sums by the square-root matrix factorization (the alternative to the binary tree).
+
+The prefix sums of a stream ``x_1 … x_T`` are ``A x``, A the T × T lower-triangular matrix of ones. Any
+factorization ``A = B·C`` gives a mechanism: release ``B(C x + z)``, z Gaussian; only ``C x + z`` sees the data,
+so the privacy is that of one Gaussian mechanism on ``C x``, whose L2 sensitivity to one datum (entering column
+j) is ``‖C e_j‖·Δ`` at most, the largest column norm of C times the datum's sensitivity Δ. The square-root
+factorization takes ``B = C``, C lower-triangular Toeplitz with the coefficients of ``(1 − x)^(−1/2)``,
+``c_k = binom(2k, k)/4^k`` (``C·C = A``, since ``(1 − x)^(−1/2)·(1 − x)^(−1/2) = (1 − x)^(−1)``): Fichtenberger,
+Henzinger & Upadhyay, "Constant matters: fine-grained error bound on differentially private continual
+observation" (ICML 2023); the Toeplitz / buffered-linear-Toeplitz family of McMahan et al. (2024) generalises it.
+Its first column is its largest, ``Σ_{k<T} c_k² ≈ (ln T)/π + 1``, and the release at round t carries noise of
+variance ``σ² Σ_{k<t} c_k²`` per coordinate: about ``(ln T/π)²`` times the unit Gaussian's variance in all, where
+the tree's is ``popcount(t)·(1 + ⌈log₂ T⌉)`` times it (:func:`tree_variance_ratio`).
+
+Streaming: round t releases ``(C y)_t``, ``y_t = snap((C x)_t) + g·Z_t``, with Z_t i.i.d. discrete Gaussians on
+the noise's grid g (:mod:`~privbandits.privacy.noise`); :class:`ToeplitzStream` computes each row of a Toeplitz
+product as its input arrives, the rows before the current block by one matrix product per block (memory O(T),
+about ``T²·n`` multiply-adds in all). The noise of the releases is ``C z``: correlated across rounds.
+
+Snapping: ``(C x)_t`` has irrational-looking coefficients, so the data cannot sit on the noise's grid as the
+tree's do; each row is snapped (toward zero) before its noise is added, and a datum then moves a neighbour by up
+to one grid step more per coordinate in every row (T rows of n coordinates: ``g·√(nT)`` in L2), plus twice the
+floating-point error of a row's dot product (:func:`rounding_bound`). :func:`factorization_noise` calibrates σ
+with the analytic Gaussian at that effective sensitivity (a fixed point in σ, as
+:func:`~privbandits.privacy.calibration.snapped_std`); it is one Gaussian release, accounted as such
+(:func:`releases`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from privbandits.privacy.accountant import Release
+from privbandits.privacy.calibration import analytic_gaussian_std, snapped_noise
+from privbandits.privacy.noise import TAIL, discrete_gaussian, snap_to
+
+__all__ = [
+    "FactorizationNoise", "SqrtFactorization", "ToeplitzStream", "column_norm", "factorization_noise", "releases",
+    "rounding_bound", "sqrt_coefficients", "sqrt_factor", "tree_variance_ratio",
+]  # fmt: skip
+
+UNIT_ROUNDOFF = 2.0**-53
+"""float64's unit roundoff u: a dot product of n terms, in any order, is within ``n·u/(1 − n·u)·Σ|aᵢbᵢ|`` of the
+exact one (Higham, Accuracy and Stability of Numerical Algorithms, §3.1)."""
+
+
+@functools.lru_cache(maxsize=16)
+def _coefficients(length: int) -> np.ndarray:
+    k = np.arange(1, length, dtype=np.float64)
+    values = np.concatenate([[1.0], np.cumprod((2.0 * k - 1.0) / (2.0 * k))])
+    values.flags.writeable = False
+    return values
+
+
+def sqrt_coefficients(length: int) -> np.ndarray:
+    """``c_0 … c_{length−1}`` of ``(1 − x)^(−1/2)``: ``c_0 = 1``, ``c_k = c_{k−1}·(2k − 1)/(2k)`` (read-only)."""
+    if type(length) is not int or length < 1:
+        raise ValueError(f"length must be an integer >= 1, got {length!r}")
+    return _coefficients(length)
+
+
+def sqrt_factor(length: int) -> np.ndarray:
+    """The dense ``length × length`` matrix C (lower-triangular Toeplitz, ``C[t, k] = c_{t−k}``): ``C·C = A``."""
+    c = sqrt_coefficients(length)
+    lags = np.subtract.outer(np.arange(length), np.arange(length))
+    return np.where(lags >= 0, c[np.maximum(lags, 0)], 0.0)
+
+
+def column_norm(length: int) -> float:
+    """The largest column norm of C (its first column's, ``√(Σ_{k<T} c_k²)``): a datum's factor of sensitivity."""
+    c = sqrt_coefficients(length)
+    return float(math.sqrt(float(np.dot(c, c))))
+
+
+def rounding_bound(length: int, data_bound: float) -> float:
+    """The most a row of ``C x`` computed in float64 can differ from the exact one, for data whose coordinates
+    are at most ``data_bound`` in magnitude: ``γ_T·Σ_k c_k·data_bound``, γ_T = T·u/(1 − T·u)."""
+    gamma = length * UNIT_ROUNDOFF / (1.0 - length * UNIT_ROUNDOFF)
+    return gamma * float(np.sum(sqrt_coefficients(length))) * data_bound
+
+
+@dataclass(frozen=True)
+class FactorizationNoise:
+    """The noise of a square-root factorization over ``horizon`` rounds: σ per coordinate of ``C x + z``, the grid
+    its rows are snapped to, the effective L2 sensitivity of ``C x`` to one datum (``Δ·‖C‖_col`` plus snapping and
+    rounding), and the column norm ``‖C‖_col``."""
+
+    std: float
+    grid: float
+    sensitivity: float
+    column_norm: float
+    horizon: int
+
+    def variance(self, rounds: int) -> float:
+        """Per-coordinate variance of the noise of release ``rounds`` (1-based): ``σ² Σ_{k<t} c_k²``."""
+        c = sqrt_coefficients(self.horizon)[:rounds]
+        return self.std**2 * float(np.dot(c, c))
+
+
+def factorization_noise(
+    epsilon: float, delta: float, horizon: int, sensitivity: float, coordinates: int, data_bound: float
+) -> FactorizationNoise:
+    """σ of the analytic Gaussian (one release, Balle & Wang 2018) that makes ``C x + z`` (ε, δ)-DP for data of
+    L2 sensitivity ``sensitivity`` with ``coordinates`` coordinates each at most ``data_bound`` in magnitude.
+
+    The effective sensitivity is ``Δ·‖C‖_col + (2r + g(σ))·√(n·T)``: r the rounding of a row
+    (:func:`rounding_bound`, in both neighbours), g the grid each of the T rows' n coordinates is snapped to; σ
+    the fixed point, as :func:`~privbandits.privacy.calibration.snapped_std` finds it. The cap (orders of magnitude
+    above the sensitivity wherever measured) is the toward-zero snap's own bound: no snapped row coordinate exceeds
+    ``data_bound·Σ c_k + r``, so two differ by at most twice that. ε = ∞: no noise (σ = 0, grid 0)."""
+    norm = column_norm(horizon)
+    if math.isinf(epsilon):
+        return FactorizationNoise(0.0, 0.0, sensitivity * norm, norm, horizon)
+    rows, rounding = coordinates * horizon, rounding_bound(horizon, data_bound)
+    base = sensitivity * norm + 2.0 * rounding * math.sqrt(rows)
+    largest = data_bound * float(np.sum(sqrt_coefficients(horizon)))
+    cap = 2.0 * (largest + rounding) * math.sqrt(rows)
+    std = analytic_gaussian_std(epsilon, delta, base)
+    noise = snapped_noise(std, base, rows, max(cap, base), largest, 2 * TAIL)
+    return FactorizationNoise(noise.std, noise.grid, noise.sensitivity, norm, horizon)
+
+
+def releases(noise: FactorizationNoise) -> list[Release]:
+    """What one datum's privacy unit enters: one Gaussian release of σ at the effective sensitivity."""
+    return [Release.gaussian(noise.std, noise.sensitivity)]
+
+
+def tree_variance_ratio(horizon: int, tree_std: float, noise: FactorizationNoise, rounds: int | None = None) -> float:
+    """The tree's per-coordinate noise variance at release ``rounds`` (default: the last, T) over the
+    factorization's: ``popcount(t)·σ_tree²`` against ``σ² Σ_{k<t} c_k²``."""
+    t = horizon if rounds is None else rounds
+    return t.bit_count() * tree_std**2 / noise.variance(t)
+
+
+class ToeplitzStream:
+    """Rows of a lower-triangular Toeplitz product ``y_t = Σ_{k≤t} c_{t−k} x_k``, one per row ``x_t`` pushed.
+
+    At the start of each block of ``block`` rows the contributions of every earlier row to the block's rows are
+    computed in one matrix product; within the block each row adds its own lags. Memory: the T rows pushed.
+    """
+
+    def __init__(self, coefficients: np.ndarray, width: int, block: int | None = None) -> None:
+        self.coefficients = coefficients
+        self._reversed = np.ascontiguousarray(coefficients[::-1])
+        self.length = len(coefficients)
+        self.block = block or max(1, math.isqrt(self.length))
+        self.history = np.zeros((self.length, width))
+        self._earlier = np.zeros((self.block, width))
+        self.count = 0
+
+    def push(self, row: np.ndarray) -> np.ndarray:
+        """``y_t`` for the next row ``x_t`` (a new array of the rows' width)."""
+        t = self.count
+        if t >= self.length:
+            raise ValueError(f"ToeplitzStream: all {self.length} rows were pushed")
+        start = t - t % self.block
+        if t == start:
+            self._flush(start)
+        self.history[t] = row
+        lags = self.coefficients[t - start :: -1]  # c_{t−k} for k = start … t
+        value = self._earlier[t - start] + lags @ self.history[start : t + 1]
+        self.count += 1
+        return value
+
+    def _flush(self, start: int) -> None:
+        if start == 0:
+            self._earlier[:] = 0.0
+            return
+        rows = min(self.block, self.length - start)
+        # C[t, k] = c[t − k] = reversed[L − 1 − t + k]: row t of the block is the window of ``reversed`` at L − 1 − t
+        windows = np.lib.stride_tricks.sliding_window_view(self._reversed, start)
+        self._earlier[:rows] = windows[self.length - start - rows : self.length - start][::-1] @ self.history[:start]
+
+
+class SqrtFactorization:
+    """The square-root factorization mechanism: ``release(datum)`` gives the next noisy prefix sum.
+
+    Parameters
+    ----------
+    noise : FactorizationNoise
+        σ, the grid and the horizon T (:func:`factorization_noise`).
+    shape : tuple of int
+        The shape of a datum. With ``symmetric``, ``(s, s)``: each round's noise is a symmetric matrix
+        (:func:`~privbandits.privacy.tree_mechanism.symmetric_gaussian`, as the tree's nodes) and the upper
+        triangle is what the mechanism carries; else every coordinate gets i.i.d. noise (a leading axis of
+        independent streams, for tests and audits, is just more coordinates).
+    rng : numpy.random.Generator or None
+        Source of the noise (None: OS entropy).
+    """
+
+    def __init__(
+        self,
+        noise: FactorizationNoise,
+        shape: tuple[int, ...],
+        rng: np.random.Generator | None,
+        symmetric: bool = False,
+    ) -> None:
+        if symmetric and (len(shape) != 2 or shape[0] != shape[1]):
+            raise ValueError(f"SqrtFactorization: symmetric needs a square shape (s, s), got {shape}")
+        self.noise, self.shape, self.rng, self.symmetric = noise, tuple(shape), rng, symmetric
+        self._upper = np.triu_indices(shape[0]) if symmetric else None
+        width = len(self._upper[0]) if self._upper is not None else math.prod(shape)
+        c = sqrt_coefficients(noise.horizon)
+        self._data, self._released = ToeplitzStream(c, width), ToeplitzStream(c, width)
+
+    @property
+    def releases(self) -> int:
+        """Prefix sums released so far."""
+        return self._released.count
+
+    @property
+    def noisy_rows(self) -> np.ndarray:
+        """``y_1 … y_t`` so far, ``snap((C x)_s) + z_s`` packed (the one Gaussian release the privacy rests on; every
+        prefix sum released is ``C y``): a read-only view."""
+        rows = self._released.history[: self._released.count]
+        rows.flags.writeable = False
+        return rows
+
+    def release(self, datum: np.ndarray) -> np.ndarray:
+        """The next prefix sum plus its noise ``(C z)_t`` (a new array of the datum's shape)."""
+        row = self._pack(np.asarray(datum, dtype=np.float64))
+        y = self._data.push(row)
+        if self.noise.std > 0:
+            y = snap_to(y, self.noise.grid) + self._draw()
+        return self._unpack(self._released.push(y))
+
+    def _draw(self) -> np.ndarray:
+        if self._upper is None:
+            return discrete_gaussian(self.rng, self.noise.std, (len(self._data.history[0]),))
+        from privbandits.privacy.tree_mechanism import symmetric_gaussian
+
+        return symmetric_gaussian(self.rng, self.shape[0], self.noise.std)[self._upper]
+
+    def _pack(self, datum: np.ndarray) -> np.ndarray:
+        if datum.shape != self.shape:
+            raise ValueError(f"SqrtFactorization: a datum must have shape {self.shape}, got {datum.shape}")
+        return datum[self._upper] if self._upper is not None else datum.reshape(-1)
+
+    def _unpack(self, row: np.ndarray) -> np.ndarray:
+        if self._upper is None:
+            return row.reshape(self.shape)
+        matrix = np.zeros(self.shape)
+        matrix[self._upper] = row
+        return matrix + np.triu(matrix, 1).T
