@@ -24,7 +24,8 @@ acknowledged before a crash is absorbed once and acknowledged as a duplicate whe
 
 Every method runs on the service's one worker thread (:meth:`DecisionService.call`,
 :class:`~privbandits.serve.worker.GroupWorker`): the decider and the store see one call at a time, in the order the
-journal records; calls that queued up meanwhile share one commit (group commit), answered after it.
+journal records; calls that queued up meanwhile share one commit (group commit), answered after it, and the decider
+hears first which new events the group will decide (:meth:`Decider.prepare`: e.g. one message per link for them all).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from privbandits.serve.decider import DecidedEvent, DecideInput, Decider, Refuse
 from privbandits.serve.metrics import ServiceMetrics
 from privbandits.serve.role import FeatureHolder, FeaturePut, ServedRole
 from privbandits.serve.store import EventStore, JournalEntry, StoreError
-from privbandits.serve.worker import GroupWorker
+from privbandits.serve.worker import GroupWorker, Pending
 
 T = TypeVar("T")
 
@@ -88,7 +89,7 @@ class DecisionService:
         self, decider: ServedRole, store: EventStore, options: ServiceOptions, clock: Callable[[], float] = time.time
     ) -> None:
         self.decider, self.store, self.options, self.clock = decider, store, options, clock
-        self._worker = GroupWorker(store)
+        self._worker = GroupWorker(store, prepare=self._prepare)
         self._checkpointed = 0
         self._closed = self._started = False
         self.started = time.monotonic()
@@ -182,6 +183,17 @@ class DecisionService:
         self.open_events += 1
         self.metrics.decisions.inc()
         return event
+
+    def _prepare(self, calls: list[Pending]) -> None:
+        """Tell the decider the new events a group of calls will decide (:meth:`Decider.prepare`)."""
+        if not isinstance(self.decider, Decider):
+            return
+        fresh: dict[str, DecideInput] = {}
+        for function, args in calls:
+            if function == self.decide and args[0].event_id not in fresh and self.store.get(args[0].event_id) is None:
+                fresh[args[0].event_id] = args[0]
+        if fresh:
+            self.decider.prepare(list(fresh.values()))
 
     def reward(self, event_id: str, reward: float) -> RewardOutcome:
         """Absorb ``reward`` for an open event (committed first), acknowledge a duplicate, or refuse (409/404)."""
