@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 from privbandits.serve.decider import DecidedEvent, DecideInput, Decider, Refused
 from privbandits.serve.metrics import ServiceMetrics
 from privbandits.serve.role import FeatureHolder, FeaturePut, ServedRole
-from privbandits.serve.store import EventStore, JournalEntry, StoreError
+from privbandits.serve.store import EventStore, JournalEntry, StoreError, features_text
 from privbandits.serve.worker import GroupWorker, Pending
 
 T = TypeVar("T")
@@ -75,8 +75,19 @@ class RewardOutcome:
     model_version: int
 
 
-def request_digest(request: DecideInput) -> str:
-    """SHA-256 of what was asked (user, features, arms): tells a repeat from another request under the same id."""
+def request_digest(request: DecideInput, features: str | None = None) -> str:
+    """SHA-256 of what was asked (user, features, arms): tells a repeat from another request under the same id.
+    ``features``: the features as the store keeps them (:func:`~privbandits.serve.store.features_text`), if already
+    written (a decision's are written once, for its digest and its store row)."""
+    if features is None:
+        features = features_text(request.features)
+    arms = "null" if request.arms is None else json.dumps(list(request.arms), separators=(",", ":"))
+    return hashlib.sha256(f'[{json.dumps(request.user_id)},"{features}",{arms}]'.encode()).hexdigest()
+
+
+def legacy_digest(request: DecideInput) -> str:
+    """The digest stores written before :func:`request_digest` (the features as JSON numbers): a repeat of an event
+    decided then is still told from another request."""
     asked = [request.user_id, request.features.tolist(), None if request.arms is None else list(request.arms)]
     return hashlib.sha256(json.dumps(asked, separators=(",", ":")).encode()).hexdigest()
 
@@ -170,16 +181,17 @@ class DecisionService:
     def decide(self, request: DecideInput) -> DecidedEvent:
         """The decision for ``request``'s event: the stored one for a repeat, else a new one made durable first."""
         decider = self._decider()
-        digest = request_digest(request)
+        text = features_text(request.features)
+        digest = request_digest(request, text)
         stored = self.store.get(request.event_id)
         if stored is not None:
-            if stored.request_sha256 != digest:
+            if stored.request_sha256 != digest and stored.request_sha256 != legacy_digest(request):
                 raise Refused("event_id", "was already decided for other input (an event id names one event)", 409)
             self.metrics.repeats.inc()
             return stored.event
         decision = decider.decide(request)
         now = self.clock()
-        event = self.store.add_decision(request, digest, decision, now + self.options.reward_timeout_s)
+        event = self.store.add_decision(request, digest, decision, now + self.options.reward_timeout_s, text)
         self.open_events += 1
         self.metrics.decisions.inc()
         return event

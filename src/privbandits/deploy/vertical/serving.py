@@ -6,8 +6,8 @@
   :class:`~privbandits.protocols.vertical.core.RoundRequest` / ``MaskedContexts`` messages, through the unchanged
   :class:`~privbandits.protocols.vertical.core.ActiveParty`), adds its own, and chooses with the learner on
   ``x̃ = Σ_j Q^j x^j``. The event's state, kept in its own store until the reward comes, is the chosen arm's masked
-  context ``x̃_{t,a_t}`` (d numbers: all that absorbing the reward needs, Λ̃ += x̃x̃ᵀ, ũ += r x̃) and the fingerprint
-  of the mask it is in; the reward never leaves the party.
+  context ``x̃_{t,a_t}`` (d numbers, as float64 bytes in base64: all that absorbing the reward needs, Λ̃ += x̃x̃ᵀ,
+  ũ += r x̃) and the fingerprint of the mask it is in; the reward never leaves the party.
 * Each **passive party** (:class:`PassiveRole`, a :class:`~privbandits.serve.role.FeatureHolder`): its application
   puts and updates its rows per user (``POST /v1/features``, key = the user id, K rows of its block width); the
   service answers the active party's requests from them (a user it lacks is answered with zeros, as ``deploy`` and
@@ -29,6 +29,7 @@ party's checkpoints, and a decision replayed on recovery draws what it drew (:me
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import json
@@ -86,6 +87,14 @@ def _unpack(state: bytes) -> tuple[dict[str, np.ndarray], dict]:
             raise ValueError("the checkpoint has no meta record")
         meta = json.loads(saved[_META].tobytes().decode())
     return arrays, meta
+
+
+def _floats(kept: str | list) -> np.ndarray:
+    """float64 numbers kept in an event's state: their little-endian bytes in base64 (exact, and several times
+    cheaper to write and read than JSON numbers), or a JSON list of numbers (as stores written before kept them)."""
+    if isinstance(kept, str):
+        return np.frombuffer(base64.b64decode(kept, validate=True), dtype="<f8").astype(np.float64)
+    return np.asarray(kept, dtype=np.float64)
 
 
 def _identity(deployment: VerticalDeployment, name: str) -> str:
@@ -387,11 +396,12 @@ class ActiveRole(_Linked, Decider):
             propensity = thompson_propensity(self.learner, party.masked_contexts, arm, candidates, self.coins)
         masked = party.masked_contexts[arm]
         self.basis = party.fingerprint
-        return Decision(arm, propensity, self.model_version, {"masked": masked.tolist(), "mask": party.fingerprint})
+        state = {"masked": base64.b64encode(masked.astype("<f8").tobytes()).decode(), "mask": party.fingerprint}
+        return Decision(arm, propensity, self.model_version, state)
 
     # -- learning ------------------------------------------------------------
     def _masked(self, event: DecidedEvent) -> np.ndarray:
-        masked = np.asarray(event.event_state["masked"], dtype=np.float64)
+        masked = _floats(event.event_state["masked"])
         if masked.shape != (self.protocol.dim,):
             raise ValueError(f"event {event.event_id}: its masked context has shape {masked.shape}")
         self.basis = str(event.event_state["mask"])
