@@ -270,7 +270,7 @@ def run_vertical(args: argparse.Namespace) -> tuple[list[Level], float]:
 
     with tempfile.TemporaryDirectory() as folder:
         path, spec = served_deployment(Path(folder), partition=[40, 25, 35], n_arms=10, rounds=args.events, seed=0,
-                                       alpha=0.5, reg=1.0)  # fmt: skip
+                                       alpha=0.5, reg=1.0, serve_checkpoint_every=100)  # fmt: skip  # as shipped
         baseline = deploy_local_rate(path)
         own = load_all(spec, ["active"])["active"]
         data = Events([str(int(user)) for user in own.users], own.features, own.reward_table)

@@ -41,17 +41,21 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def served_deployment(folder: Path, *, api_ports: bool = False, **settings) -> tuple[Path, Deployment]:
+def served_deployment(
+    folder: Path, *, api_ports: bool = False, serve_checkpoint_every: int = 7, **settings
+) -> tuple[Path, Deployment]:
     """:func:`~vertical_deployment.make_deployment`'s four parties (certificates, data) on free ports of 127.0.0.1,
     each party's API on a port of its own choosing (``[serve.NAME] port = 0``), or, ``api_ports``, on a free port
-    named in the file (a restarted party's clients find it where it was)."""
+    named in the file (a restarted party's clients find it where it was); each service checkpoints every
+    ``serve_checkpoint_every`` journalled changes (often, so that recovery replays from checkpoints)."""
     path = make_deployment(folder, **settings)
     text = path.read_text()
     for _ in NAMES:
         text = text.replace('address = "127.0.0.1:0"', f'address = "127.0.0.1:{free_port()}"', 1)
     for name in NAMES:
         port = free_port() if api_ports else 0
-        text += f"\n[serve.{name}]\nport = {port}\nreward_timeout_s = 600\ncheckpoint_every = 7\n"
+        text += f"\n[serve.{name}]\nport = {port}\nreward_timeout_s = 600\n"
+        text += f"checkpoint_every = {serve_checkpoint_every}\n"
     path.write_text(text)
     return path, load_deployment(path)
 
