@@ -90,3 +90,31 @@ def test_a_group_of_decides_costs_one_message_per_link_and_decides_as_single_dec
     assert [event.arm for event in grouped] == [event.arm for event in singles]
     assert [event.event_state for event in grouped] == [event.event_state for event in singles]
     assert len({event.arm for event in grouped}) > 1  # decisions that differ, not one arm for all
+
+
+@pytest.mark.slow
+def test_a_link_failing_while_asking_ahead_costs_the_group_nothing_but_the_relink(tmp_path, monkeypatch):
+    """The group's chunk fails (as a lost passive party would make it): the session ends, the parties link again, and
+    each of the group's decisions asks alone, deciding as the same decisions one at a time."""
+    from privbandits.comm import PeerLost
+
+    path, spec = served_deployment(tmp_path, rounds=GROUP + 3)
+    own = load_all(spec, ["active"])["active"]
+    with services_in_process(spec) as services:
+        _preload(spec, services)
+        role = _linked(services)
+        active, failed = services["active"], role._party
+
+        def lost(requests) -> None:
+            raise PeerLost("lost (the test)", peer="passive2")
+
+        monkeypatch.setattr(failed, "ask_ahead", lost)
+        inputs = [DecideInput(f"group-{t}", str(int(own.users[t])), own.features[t]) for t in range(GROUP)]
+        grouped = asyncio.run(_as_one_group(active, inputs))
+        assert role._party is not failed and role.links.sessions >= 2  # linked again
+        singles = [
+            asyncio.run(active.call(active.decide, DecideInput(f"single-{t}", each.user_id, each.features)))
+            for t, each in enumerate(inputs)
+        ]
+    assert [event.arm for event in grouped] == [event.arm for event in singles]
+    assert [event.event_state for event in grouped] == [event.event_state for event in singles]
