@@ -34,13 +34,15 @@ Pending = tuple[Callable[..., Any], tuple[Any, ...]]
 """A queued call: its function and arguments."""
 
 
-def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
-    if future.cancelled():
-        return
-    if ok:
-        future.set_result(value)
-    else:
-        future.set_exception(value)
+def _settle(settled: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+    """Answer a batch's futures of one event loop (on that loop: one wake-up for the whole batch)."""
+    for future, ok, value in settled:
+        if future.cancelled():
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
 
 
 class GroupWorker:
@@ -89,8 +91,11 @@ class GroupWorker:
             batch, stop = self._next_batch()
             if batch:
                 outcomes = self._run_batch(batch)
+                settled: dict[asyncio.AbstractEventLoop, list] = {}
                 for (ok, value), (_, _, loop, future) in zip(outcomes, batch, strict=True):
-                    loop.call_soon_threadsafe(_settle, future, ok, value)
+                    settled.setdefault(loop, []).append((future, ok, value))
+                for loop, answers in settled.items():
+                    loop.call_soon_threadsafe(_settle, answers)
 
     def _run_batch(self, batch: list[_Call]) -> list[tuple[bool, Any]]:
         if self.broken is not None:
