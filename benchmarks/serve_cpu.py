@@ -4,7 +4,8 @@ event (decide + reward) of each process at ``--clients`` concurrent clients, and
 The setting is ``serve_load.py --target vertical``'s: the shipped vertical-vfucb deployment's shape (blocks 40/25/35,
 10 arms), every party a ``privbandits serve`` process on 127.0.0.1, the passive parties' rows put first, the clients
 (asyncio, httpx, one keep-alive TLS connection each) asking the active party; a first pass over a few events warms the
-services up. Each process's CPU time (user + system, from ``/proc``: Linux) is read before and after the timed pass.
+services up. Each process's CPU time (user + system, from ``/proc``: Linux) is read before and after the timed pass
+(``serve_load.measured``, as its levels are).
 The reference, measured in the same run, is ``deploy local``'s rounds per second for the same file: the CPU per event
 of all the processes together bounds the served rate at ``cores / cpu`` events per second (when nothing else runs),
 printed as a share of the reference rate (issue 46's target: 50% at 64 clients).
@@ -26,12 +27,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 from _smoke import NOTICE, parse_args
 from rich.console import Console
 from rich.table import Table
-from serve_load import Endpoint, Events, deploy_local_rate, drive
+from serve_load import Endpoint, Events, deploy_local_rate, drive, measured
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests")]  # the vertical serving tests' process helpers
@@ -39,13 +41,8 @@ sys.path[:0] = [str(ROOT / "tests")]  # the vertical serving tests' process help
 from privbandits.validation import Integer  # noqa: E402
 
 WARM_EVENTS = 200
-LOAD_GENERATOR = "load generator (this process)"
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+LOAD_GENERATOR = "load generator"
+"""What :func:`serve_load.cpu_seconds` names this process."""
 
 
 def top_functions(raw: Path, count: int = 15) -> list[tuple[str, float]]:
@@ -86,12 +83,9 @@ def measure(args: argparse.Namespace) -> tuple[dict[str, float], float, float, l
                                         "--nonblocking", "--format", "raw", "-r", "200", "-o", str(raw)],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
                 time.sleep(1.0)  # attached
-            pids = {LOAD_GENERATOR: os.getpid()} | {
-                name: party.process.pid for name, party in parties.items()
-            }
-            before = {name: cpu_seconds(pid) for name, pid in pids.items()}
-            level = asyncio.run(drive(endpoint, args.clients, data, "timed"))
-            spent = {name: (cpu_seconds(pid) - before[name]) / args.events * 1e3 for name, pid in pids.items()}
+            processes = {name: party.process.pid for name, party in parties.items()}
+            level = measured(partial(asyncio.run, drive(endpoint, args.clients, data, "timed")), processes)
+            spent = {name: seconds * 1e3 for name, seconds in level.cpu.items()}
             top = []
             if spy is not None:
                 spy.send_signal(2)  # SIGINT: py-spy writes what it sampled
