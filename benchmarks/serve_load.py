@@ -270,8 +270,9 @@ def run_vertical(args: argparse.Namespace) -> tuple[list[Level], float]:
 
     with tempfile.TemporaryDirectory() as folder:
         path, spec = served_deployment(Path(folder), partition=[40, 25, 35], n_arms=10, rounds=args.events, seed=0,
-                                       alpha=0.5, reg=1.0)  # fmt: skip
+                                       alpha=0.5, reg=1.0, serve_checkpoint_every=100)  # fmt: skip  # as shipped
         baseline = deploy_local_rate(path)
+        deploy_local_cpu(path)
         own = load_all(spec, ["active"])["active"]
         data = Events([str(int(user)) for user in own.users], own.features, own.reward_table)
         levels = []
@@ -281,8 +282,9 @@ def run_vertical(args: argparse.Namespace) -> tuple[list[Level], float]:
             active = parties["active"]
             endpoint = Endpoint(active.url, clients["active"]._http.headers["Authorization"].split()[1],
                                 spec.parties["active"].ca, "active")  # fmt: skip
+            processes = {name: party.process.pid for name, party in parties.items()}
             for count in args.clients:
-                levels.append(asyncio.run(drive(endpoint, count, data, f"c{count}")))
+                levels.append(measured(partial(asyncio.run, drive(endpoint, count, data, f"c{count}")), processes))
     return levels, baseline
 
 

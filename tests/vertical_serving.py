@@ -28,6 +28,7 @@ from privbandits.deploy.vertical.party import load_all
 from privbandits.deploy.vertical.serving import serving_role
 from privbandits.serve.auth import new_token, token_hash
 from privbandits.serve.client import ServeClient, ServeError
+from privbandits.serve.service import DecisionService, ServiceOptions
 from privbandits.serve.store import EventStore
 
 START_S = 90.0  # the interpreter imports numpy, scipy and numba first: slow on a busy machine
@@ -40,17 +41,21 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def served_deployment(folder: Path, *, api_ports: bool = False, **settings) -> tuple[Path, Deployment]:
+def served_deployment(
+    folder: Path, *, api_ports: bool = False, serve_checkpoint_every: int = 7, **settings
+) -> tuple[Path, Deployment]:
     """:func:`~vertical_deployment.make_deployment`'s four parties (certificates, data) on free ports of 127.0.0.1,
     each party's API on a port of its own choosing (``[serve.NAME] port = 0``), or, ``api_ports``, on a free port
-    named in the file (a restarted party's clients find it where it was)."""
+    named in the file (a restarted party's clients find it where it was); each service checkpoints every
+    ``serve_checkpoint_every`` journalled changes (often, so that recovery replays from checkpoints)."""
     path = make_deployment(folder, **settings)
     text = path.read_text()
     for _ in NAMES:
         text = text.replace('address = "127.0.0.1:0"', f'address = "127.0.0.1:{free_port()}"', 1)
     for name in NAMES:
         port = free_port() if api_ports else 0
-        text += f"\n[serve.{name}]\nport = {port}\nreward_timeout_s = 600\ncheckpoint_every = 7\n"
+        text += f"\n[serve.{name}]\nport = {port}\nreward_timeout_s = 600\n"
+        text += f"checkpoint_every = {serve_checkpoint_every}\n"
     path.write_text(text)
     return path, load_deployment(path)
 
@@ -205,31 +210,39 @@ def served(path: Path, spec: Deployment) -> Iterator[tuple[dict[str, Party], dic
 
 
 @contextmanager
+def services_in_process(spec: Deployment) -> Iterator[dict[str, DecisionService]]:
+    """Every party's service in this process (the same roles and stores as ``privbandits serve``, the inter-party
+    links mutual TLS over 127.0.0.1), each closed at the end."""
+    services: dict[str, DecisionService] = {}
+    try:
+        for name in NAMES:
+            path = Path(spec.output) / f"{name}.serve.sqlite"
+            services[name] = DecisionService.open(serving_role(spec, name), path, ServiceOptions(600.0, 7))
+        yield services
+    finally:
+        for service in services.values():
+            service.close()
+
+
+@contextmanager
 def served_in_process(spec: Deployment) -> Iterator[dict[str, ServeClient]]:
-    """Every party's service in this process (the same roles, stores and app as ``privbandits serve``, the
-    inter-party links mutual TLS over 127.0.0.1), a client of each through the app in process: the quick version of
+    """:func:`services_in_process` with a client of each through the app in process: the quick version of
     :func:`served` (no interpreter to start per party)."""
     from starlette.testclient import TestClient
 
     from privbandits.serve.app import build_app
     from privbandits.serve.auth import TokenSet
-    from privbandits.serve.service import DecisionService, ServiceOptions
 
-    services, clients = [], {}
-    try:
-        for name in NAMES:
-            service = DecisionService.open(
-                serving_role(spec, name), Path(spec.output) / f"{name}.serve.sqlite", ServiceOptions(600.0, 7)
-            )
-            services.append(service)
-            token = new_token()
-            service.store.add_token("app", token_hash(token))
-            app = build_app(service, lambda service=service: TokenSet(service.store.token_hashes()))
-            http = TestClient(app, base_url="https://testserver")
-            clients[name] = ServeClient(token=token, http=http)
-        yield clients
-    finally:
-        for each in clients.values():
-            each.close()
-        for service in services:
-            service.close()
+    clients = {}
+    with services_in_process(spec) as services:
+        try:
+            for name, service in services.items():
+                token = new_token()
+                service.store.add_token("app", token_hash(token))
+                app = build_app(service, lambda service=service: TokenSet(service.store.token_hashes()))
+                http = TestClient(app, base_url="https://testserver")
+                clients[name] = ServeClient(token=token, http=http)
+            yield clients
+        finally:
+            for each in clients.values():
+                each.close()

@@ -36,6 +36,9 @@ SLOW = {
     "suite does so in tests/protocols/mpc_bandit",
     "serve_load.py": "starts a privbandits serve process and drives it over HTTP (19 s on 2 busy cores); the default "
     "suite serves over HTTP in tests/serve",
+    "serve_cpu.py": "starts the vertical deployment's four privbandits serve processes and deploy local, and drives "
+    "them over HTTP (23 s on 2 busy cores); the default suite serves the vertical deployment in process in "
+    "tests/deploy/vertical/test_serve_vertical_batch.py",
     "p2b_agent_decide.py": "fits the encoder and times a device agent's decides (13 s on 2 busy cores); the default "
     "suite runs the agent in tests/deploy/p2b/test_serve_p2b_roles.py",
     "delayed_feedback.py": "replays two learners at each delay through a served store (8 s on 2 busy cores); the "

@@ -119,3 +119,21 @@ def test_the_command_line_refuses_a_budget_its_party_cannot_keep(tmp_path):
     with pytest.raises(typer.Exit) as exited:
         load_served(path, None)
     assert exited.value.exit_code == 2
+
+
+def test_a_budgeted_decider_prepares_its_inner_decider_for_the_users_its_budgets_admit():
+    """A group's decisions are batched by the inner decider as without budgets, less those already past theirs."""
+    import numpy as np
+
+    from privbandits.serve.decider import DecideInput
+
+    inner = ReferenceDecider(learner(charged_std=STD))
+    prepared: list = []
+    inner.prepare = prepared.extend  # type: ignore[method-assign]
+    budgeted = with_user_budget(inner, 1.0, DELTA)
+    features = np.asarray(ROWS)
+    for i in range(3):
+        budgeted.decide(DecideInput(f"a{i}", "alice", features))
+    group = [DecideInput("a3", "alice", features), DecideInput("b0", "bob", features)]
+    budgeted.prepare(group)
+    assert [request.event_id for request in prepared] == ["b0"]

@@ -120,3 +120,26 @@ def test_a_refused_decision_changes_nothing(tmp_path) -> None:
         service.decide(DecideInput("e1", "u", np.ones((2, 2))))
     assert service.decider.policy.rng.bit_generator.state == state and service.store.last_seq == 0
     service.close()
+
+
+def test_rows_are_kept_exactly_and_rows_kept_as_json_numbers_still_read() -> None:
+    from privbandits.serve.store import features_of, features_text
+
+    rows = np.asarray([[0.1, -0.0, 5e-324], [1e308, -2.5, 1 / 3]])
+    kept = features_of(features_text(rows))
+    assert kept.dtype == np.float64 and kept.shape == rows.shape and kept.tobytes() == rows.tobytes()
+    assert features_of("[[0.1,-0.0],[1e+308,2.5]]").tolist() == [[0.1, -0.0], [1e308, 2.5]]
+
+
+def test_a_repeat_of_an_event_decided_under_the_json_digest_gets_its_answer(tmp_path) -> None:
+    """A store written before features were kept as bytes holds the digest of the request as JSON numbers."""
+    from privbandits.serve.service import legacy_digest
+
+    service = open_service(tmp_path / "s.sqlite", learner(), Clock())
+    asked = DecideInput("e1", "u", np.asarray([[0.5, 0.1], [0.2, 0.9], [0.3, 0.3]]))
+    first = service.decide(asked)
+    service.store._db.execute("UPDATE events SET request_sha256 = ? WHERE event_id = 'e1'", (legacy_digest(asked),))
+    assert service.decide(asked) == first
+    with pytest.raises(Refused, match="already decided for other input"):
+        service.decide(DecideInput("e1", "u", asked.features + 1))
+    service.close()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from privbandits.privacy.accountant import Release
 from privbandits.privacy.filter import BudgetExceeded, PrivacyFilter
@@ -63,6 +63,18 @@ class BudgetedDecider(Decider):
     # -- deciding ------------------------------------------------------------
     def user_release(self) -> Release | None:
         return self.release
+
+    def prepare(self, requests: Sequence[DecideInput]) -> None:
+        """The inner decider's, for the requests whose users' budgets admit a decision now (one refused later only
+        was prepared for nothing)."""
+        admitted = []
+        for request in requests:
+            try:
+                self.filter.check(request.user_id, self.release)
+            except BudgetExceeded:
+                continue
+            admitted.append(request)
+        self.inner.prepare(admitted)
 
     def decide(self, request: DecideInput) -> Decision:
         try:

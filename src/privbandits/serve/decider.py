@@ -7,7 +7,9 @@ timeouts, metrics and recovery. A protocol supplies a :class:`Decider`, which ow
 * :meth:`Decider.decide` chooses an arm for one event (it may exchange protocol messages and block) and returns a
   :class:`Decision`, whose ``event_state`` is everything the decider needs later to absorb that event's reward (e.g.
   the caller's features, masked contributions, secret shares). The service writes it to the party's own store
-  before the answer is sent, so per-event state survives a crash and never leaves the party.
+  before the answer is sent, so per-event state survives a crash and never leaves the party. Before a group of
+  concurrent calls runs, :meth:`Decider.prepare` hears the events the group will decide, so a protocol can batch
+  their messages (one per link for the whole group); deciding one at a time needs nothing of it.
 * :meth:`Decider.absorb` learns from an event's reward, :meth:`Decider.expire` hears that an event closed without
   one (the reference learner learns nothing from it).
 * :meth:`Decider.checkpoint` / :meth:`Decider.restore` save and load the learner's state as bytes. Recovery is exact
@@ -25,6 +27,7 @@ one JSON error with a 4xx status.
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -83,6 +86,13 @@ class Decider(ServedRole):
     """
 
     propensities_known: bool = True
+
+    def prepare(self, requests: Sequence[DecideInput]) -> None:
+        """Hear, before a group of calls runs, the new events the group will :meth:`decide` (in arrival order, each
+        once, none decided before), so that their protocol messages can be batched: e.g. one request per link for
+        all of them instead of one per decision. :meth:`decide` is still called for each, in order, and must decide
+        exactly as it would have without this. Must not change the learner's state; default: nothing."""
+        return None
 
     @abstractmethod
     def decide(self, request: DecideInput) -> Decision:

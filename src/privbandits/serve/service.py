@@ -24,7 +24,8 @@ acknowledged before a crash is absorbed once and acknowledged as a duplicate whe
 
 Every method runs on the service's one worker thread (:meth:`DecisionService.call`,
 :class:`~privbandits.serve.worker.GroupWorker`): the decider and the store see one call at a time, in the order the
-journal records; calls that queued up meanwhile share one commit (group commit), answered after it.
+journal records; calls that queued up meanwhile share one commit (group commit), answered after it, and the decider
+hears first which new events the group will decide (:meth:`Decider.prepare`: e.g. one message per link for them all).
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ from typing import Any, TypeVar
 from privbandits.serve.decider import DecidedEvent, DecideInput, Decider, Refused
 from privbandits.serve.metrics import ServiceMetrics
 from privbandits.serve.role import FeatureHolder, FeaturePut, ServedRole
-from privbandits.serve.store import EventStore, JournalEntry, StoreError
-from privbandits.serve.worker import GroupWorker
+from privbandits.serve.store import EventStore, JournalEntry, StoreError, features_text
+from privbandits.serve.worker import GroupWorker, Pending
 
 T = TypeVar("T")
 
@@ -74,8 +75,19 @@ class RewardOutcome:
     model_version: int
 
 
-def request_digest(request: DecideInput) -> str:
-    """SHA-256 of what was asked (user, features, arms): tells a repeat from another request under the same id."""
+def request_digest(request: DecideInput, features: str | None = None) -> str:
+    """SHA-256 of what was asked (user, features, arms): tells a repeat from another request under the same id.
+    ``features``: the features as the store keeps them (:func:`~privbandits.serve.store.features_text`), if already
+    written (a decision's are written once, for its digest and its store row)."""
+    if features is None:
+        features = features_text(request.features)
+    arms = "null" if request.arms is None else json.dumps(list(request.arms), separators=(",", ":"))
+    return hashlib.sha256(f'[{json.dumps(request.user_id)},"{features}",{arms}]'.encode()).hexdigest()
+
+
+def legacy_digest(request: DecideInput) -> str:
+    """The digest stores written before :func:`request_digest` (the features as JSON numbers): a repeat of an event
+    decided then is still told from another request."""
     asked = [request.user_id, request.features.tolist(), None if request.arms is None else list(request.arms)]
     return hashlib.sha256(json.dumps(asked, separators=(",", ":")).encode()).hexdigest()
 
@@ -88,7 +100,7 @@ class DecisionService:
         self, decider: ServedRole, store: EventStore, options: ServiceOptions, clock: Callable[[], float] = time.time
     ) -> None:
         self.decider, self.store, self.options, self.clock = decider, store, options, clock
-        self._worker = GroupWorker(store)
+        self._worker = GroupWorker(store, prepare=self._prepare)
         self._checkpointed = 0
         self._closed = self._started = False
         self.started = time.monotonic()
@@ -169,19 +181,31 @@ class DecisionService:
     def decide(self, request: DecideInput) -> DecidedEvent:
         """The decision for ``request``'s event: the stored one for a repeat, else a new one made durable first."""
         decider = self._decider()
-        digest = request_digest(request)
+        text = features_text(request.features)
+        digest = request_digest(request, text)
         stored = self.store.get(request.event_id)
         if stored is not None:
-            if stored.request_sha256 != digest:
+            if stored.request_sha256 != digest and stored.request_sha256 != legacy_digest(request):
                 raise Refused("event_id", "was already decided for other input (an event id names one event)", 409)
             self.metrics.repeats.inc()
             return stored.event
         decision = decider.decide(request)
         now = self.clock()
-        event = self.store.add_decision(request, digest, decision, now + self.options.reward_timeout_s)
+        event = self.store.add_decision(request, digest, decision, now + self.options.reward_timeout_s, text)
         self.open_events += 1
         self.metrics.decisions.inc()
         return event
+
+    def _prepare(self, calls: list[Pending]) -> None:
+        """Tell the decider the new events a group of calls will decide (:meth:`Decider.prepare`)."""
+        if not isinstance(self.decider, Decider):
+            return
+        fresh: dict[str, DecideInput] = {}
+        for function, args in calls:
+            if function == self.decide and args[0].event_id not in fresh and self.store.get(args[0].event_id) is None:
+                fresh[args[0].event_id] = args[0]
+        if fresh:
+            self.decider.prepare(list(fresh.values()))
 
     def reward(self, event_id: str, reward: float) -> RewardOutcome:
         """Absorb ``reward`` for an open event (committed first), acknowledge a duplicate, or refuse (409/404)."""

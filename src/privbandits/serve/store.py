@@ -14,6 +14,7 @@ line naming the file.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -106,12 +107,24 @@ class JournalEntry:
 
 
 def features_text(features: np.ndarray) -> str:
-    """Rows as the store keeps them: JSON numbers, which read back to the same float64 values (shortest repr)."""
-    return json.dumps(features.tolist(), allow_nan=False, separators=(",", ":"))
+    """Rows as the store keeps them: ``f8:SHAPE:`` and their float64 bytes (little-endian) in base64, ``SHAPE`` as
+    ``ROWSxWIDTH``. Exact, and about a hundred times cheaper to write than JSON numbers (a float's shortest repr)."""
+    rows = np.ascontiguousarray(features, dtype="<f8")
+    shape = "x".join(str(size) for size in rows.shape)
+    return f"f8:{shape}:{base64.b64encode(rows.tobytes()).decode()}"
+
+
+def features_of(text: str) -> np.ndarray:
+    """The rows :func:`features_text` wrote, or the JSON numbers that stores written before it kept."""
+    if not text.startswith("f8:"):
+        return np.asarray(json.loads(text), dtype=np.float64)
+    _, shape, data = text.split(":", 2)
+    flat = np.frombuffer(base64.b64decode(data, validate=True), dtype="<f8")
+    return flat.reshape([int(size) for size in shape.split("x")]).astype(np.float64)
 
 
 def _put(key: str, text: str) -> FeaturePut:
-    return FeaturePut(key, np.asarray(json.loads(text), dtype=np.float64))
+    return FeaturePut(key, features_of(text))
 
 
 def _event(row: tuple) -> DecidedEvent:
@@ -203,10 +216,15 @@ class EventStore:
         return StoredEvent(_event(row[:6]), row[6], float(row[7]), row[8], row[9])
 
     def add_decision(
-        self, request: DecideInput, request_sha256: str, decision: Decision, deadline: float
+        self,
+        request: DecideInput,
+        request_sha256: str,
+        decision: Decision,
+        deadline: float,
+        features: str | None = None,
     ) -> DecidedEvent:
-        """Journal a decision and what was asked (the party's own features: its decision log), committed when this
-        returns."""
+        """Journal a decision and what was asked (the party's own features: its decision log; ``features``: their
+        :func:`features_text` if already written), committed when this returns."""
         state = json.dumps(decision.event_state, allow_nan=False, separators=(",", ":"))
         arms = None if request.arms is None else json.dumps(list(request.arms))
         event_id, user_id = request.event_id, request.user_id
@@ -216,7 +234,7 @@ class EventStore:
                 "INSERT INTO events (event_id, user_id, request_sha256, features, arms, arm, propensity, model_version,"
                 " event_state, decided_at, deadline, decide_seq, status)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'open')",
-                (event_id, user_id, request_sha256, features_text(request.features), arms, decision.arm,
+                (event_id, user_id, request_sha256, features or features_text(request.features), arms, decision.arm,
                  decision.propensity, decision.model_version, state, time.time(), deadline, seq),
             )  # fmt: skip
         self._seq = seq

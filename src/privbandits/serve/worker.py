@@ -6,7 +6,8 @@ store transaction, and all answered once the transaction has committed. A call t
 failing, as it would with a commit of its own (e.g. a reward for an event past its deadline closes the event, then is
 refused). An answer is therefore still sent only after what it acknowledges is durable, but
 N concurrent requests cost one disk flush instead of N, so throughput grows with concurrency while a lone request
-waits no longer than before.
+waits no longer than before. Before a group runs, ``prepare`` (if given) sees its calls, so the service can let the
+role batch what they will send (:meth:`~privbandits.serve.decider.Decider.prepare`).
 
 If a commit itself fails (a full or failing disk), nothing of its batch is durable, yet the role may have learnt
 from it: the worker answers every call of the batch with the error and refuses every later one (503), so that the
@@ -29,22 +30,28 @@ T = TypeVar("T")
 log = logging.getLogger("privbandits.serve")
 
 _Call = tuple[Callable[..., Any], tuple[Any, ...], asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
+Pending = tuple[Callable[..., Any], tuple[Any, ...]]
+"""A queued call: its function and arguments."""
 
 
-def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
-    if future.cancelled():
-        return
-    if ok:
-        future.set_result(value)
-    else:
-        future.set_exception(value)
+def _settle(settled: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+    """Answer a batch's futures of one event loop (on that loop: one wake-up for the whole batch)."""
+    for future, ok, value in settled:
+        if future.cancelled():
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
 
 
 class GroupWorker:
     """One thread running calls in arrival order, queued calls grouped into one commit (see the module docstring)."""
 
-    def __init__(self, store: EventStore, most: int = 64) -> None:
-        self.store, self.most = store, most
+    def __init__(
+        self, store: EventStore, most: int = 64, prepare: Callable[[list[Pending]], None] | None = None
+    ) -> None:
+        self.store, self.most, self.prepare = store, most, prepare
         self.broken: BaseException | None = None
         self.batches = self.calls = 0
         self._queue: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
@@ -84,8 +91,11 @@ class GroupWorker:
             batch, stop = self._next_batch()
             if batch:
                 outcomes = self._run_batch(batch)
+                settled: dict[asyncio.AbstractEventLoop, list] = {}
                 for (ok, value), (_, _, loop, future) in zip(outcomes, batch, strict=True):
-                    loop.call_soon_threadsafe(_settle, future, ok, value)
+                    settled.setdefault(loop, []).append((future, ok, value))
+                for loop, answers in settled.items():
+                    loop.call_soon_threadsafe(_settle, answers)
 
     def _run_batch(self, batch: list[_Call]) -> list[tuple[bool, Any]]:
         if self.broken is not None:
@@ -94,6 +104,7 @@ class GroupWorker:
         outcomes: list[tuple[bool, Any]] = []
         try:
             with self.store.group():
+                self._prepare(batch)
                 for function, args, _, _ in batch:
                     outcomes.append(self._run_one(function, args))
         except Exception as exc:  # noqa: BLE001 - the commit failed: nothing of the batch is durable
@@ -103,6 +114,15 @@ class GroupWorker:
         self.batches += 1
         self.calls += len(batch)
         return outcomes
+
+    def _prepare(self, batch: list[_Call]) -> None:
+        """Show ``prepare`` the batch's calls before they run (a failure there only loses the chance to batch)."""
+        if self.prepare is None or len(batch) < 2:
+            return
+        try:
+            self.prepare([(function, args) for function, args, _, _ in batch])
+        except Exception:  # noqa: BLE001 - each call then runs on its own, as it would have
+            log.exception("preparing a group of calls failed; running them one by one")
 
     def _run_one(self, function: Callable[..., Any], args: tuple[Any, ...]) -> tuple[bool, Any]:
         try:

@@ -6,8 +6,8 @@
   :class:`~privbandits.protocols.vertical.core.RoundRequest` / ``MaskedContexts`` messages, through the unchanged
   :class:`~privbandits.protocols.vertical.core.ActiveParty`), adds its own, and chooses with the learner on
   ``x̃ = Σ_j Q^j x^j``. The event's state, kept in its own store until the reward comes, is the chosen arm's masked
-  context ``x̃_{t,a_t}`` (d numbers: all that absorbing the reward needs, Λ̃ += x̃x̃ᵀ, ũ += r x̃) and the fingerprint
-  of the mask it is in; the reward never leaves the party.
+  context ``x̃_{t,a_t}`` (d numbers, as float64 bytes in base64: all that absorbing the reward needs, Λ̃ += x̃x̃ᵀ,
+  ũ += r x̃) and the fingerprint of the mask it is in; the reward never leaves the party.
 * Each **passive party** (:class:`PassiveRole`, a :class:`~privbandits.serve.role.FeatureHolder`): its application
   puts and updates its rows per user (``POST /v1/features``, key = the user id, K rows of its block width); the
   service answers the active party's requests from them (a user it lacks is answered with zeros, as ``deploy`` and
@@ -29,6 +29,7 @@ party's checkpoints, and a decision replayed on recovery draws what it drew (:me
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import json
@@ -86,6 +87,14 @@ def _unpack(state: bytes) -> tuple[dict[str, np.ndarray], dict]:
             raise ValueError("the checkpoint has no meta record")
         meta = json.loads(saved[_META].tobytes().decode())
     return arrays, meta
+
+
+def _floats(kept: str | list) -> np.ndarray:
+    """float64 numbers kept in an event's state: their little-endian bytes in base64 (exact, and several times
+    cheaper to write and read than JSON numbers), or a JSON list of numbers (as stores written before kept them)."""
+    if isinstance(kept, str):
+        return np.frombuffer(base64.b64decode(kept, validate=True), dtype="<f8").astype(np.float64)
+    return np.asarray(kept, dtype=np.float64)
 
 
 def _identity(deployment: VerticalDeployment, name: str) -> str:
@@ -153,9 +162,38 @@ class _ServedActiveParty:
 
         class Served(ActiveParty):
             own: np.ndarray
+            ahead: dict[int, dict[str, np.ndarray]]
+            """Per round asked ahead (:meth:`ask_ahead`), each passive party's answer not yet absorbed."""
+
+            def ask_ahead(self, requests: list) -> None:
+                """Ask every passive party for several rounds in one message each (``RoundRequests``) and keep their
+                answers (one message each) for :meth:`absorb` to take in those rounds: a round asked ahead sends and
+                receives nothing more. Answers kept from an earlier call are dropped."""
+                from privbandits.protocols.vertical.core import (
+                    AggregationShareChunk,
+                    MaskedContextsChunk,
+                    RoundRequests,
+                )
+
+                chunk = RoundRequests.of(requests)
+                for party in self.passive:
+                    self.send(party, chunk)
+                self.ahead = {request.round: {} for request in requests}
+                for party in self.passive:
+                    if self.secure_aggregation:
+                        rows = self.receive(AggregationShareChunk, party).share
+                    else:
+                        rows = self.receive(MaskedContextsChunk, party).blocks
+                    if not isinstance(rows, np.ndarray) or rows.ndim != 3 or len(rows) != len(requests):
+                        got = getattr(rows, "shape", type(rows).__name__)
+                        raise ProtocolError(f"{party!r} answered {got} to a chunk of {len(requests)} requests")
+                    for request, row in zip(requests, rows, strict=True):
+                        self.ahead[request.round][party] = row
 
             def _answer(self, party: str, *, secure: bool) -> np.ndarray:
-                answer = super()._answer(party, secure=secure)
+                assert self._request is not None
+                held = self.ahead.get(self._request.round)
+                answer = held.pop(party) if held else super()._answer(party, secure=secure)
                 wanted = (protocol.n_arms, protocol.dim)
                 dtype = np.uint64 if secure else np.float64
                 if not isinstance(answer, np.ndarray) or answer.shape != wanted or answer.dtype != dtype:
@@ -182,6 +220,7 @@ class _ServedActiveParty:
         party = Served(name, network, learner, lambda request: party.own.take(request.items, axis=0),
                        passive=passive, generator=generator,
                        secure_aggregation=protocol.secure_aggregation)  # fmt: skip
+        party.ahead = {}
         return party
 
 
@@ -224,6 +263,8 @@ class ActiveRole(_Linked, Decider):
         self._ready, self._broken = threading.Event(), threading.Event()
         self._using = threading.Lock()
         self._round = 0
+        self._ahead: dict[str, tuple] = {}
+        """Per event id, the linked party and round its passive answers were asked ahead in (:meth:`prepare`)."""
 
     def stop(self) -> None:
         self._ready.clear()
@@ -292,17 +333,53 @@ class ActiveRole(_Linked, Decider):
         chosen = candidate_arms(arms, n_arms)
         return None if chosen.tolist() == list(range(n_arms)) else chosen
 
+    def prepare(self, requests: Sequence[DecideInput]) -> None:
+        """Ask the passive parties for the masked blocks of every decidable one of ``requests`` at once: one
+        ``RoundRequests`` message to each and one answer from each, instead of a round trip per decision. Their
+        answers depend on no decision, so :meth:`decide` then takes each from what was asked ahead, in any order,
+        and decides exactly as it would have asked alone. Not linked, or a link failing: nothing is asked ahead (each
+        decision then asks alone, or is refused, as without this)."""
+        from privbandits.protocols.vertical.core import RoundRequest
+
+        users = {}
+        for request in requests:
+            try:
+                _check_rows(request.features, self.protocol.n_arms, self.width, "features", "this party's block")
+                users[request.event_id] = user_number(request.user_id, "user_id")
+            except Refused:
+                continue  # refused by decide, asking no one
+        party = self._party
+        self._ahead = {}
+        if len(users) < 2 or party is None or not self._ready.is_set():
+            return
+        with self._using:
+            asked = {event: RoundRequest(self._round + i, user, self.items) for i, (event, user) in
+                     enumerate(users.items(), start=1)}  # fmt: skip
+            self._round += len(asked)
+            try:
+                with party.network.phase(ROUND):
+                    party.ask_ahead(list(asked.values()))
+            except LINK_FAILURES:
+                self._ready.clear()
+                self._broken.set()
+                return
+        self._ahead = {event: (party, request) for event, request in asked.items()}
+
     def decide(self, request: DecideInput) -> Decision:
         _check_rows(request.features, self.protocol.n_arms, self.width, "features", "this party's block")
         candidates = self._candidates(request.arms)
         user = user_number(request.user_id, "user_id")
         party = self._linked()
+        ahead = self._ahead.pop(request.event_id, None)
         with self._using:
-            self._round += 1
             try:
                 with party.network.phase(ROUND):
                     party.own = request.features
-                    party.request_round(self._round, user, self.items)
+                    if ahead is not None and ahead[0] is party and ahead[1].user == user:
+                        party.begin_round(ahead[1])
+                    else:
+                        self._round += 1
+                        party.request_round(self._round, user, self.items)
                     for other in self.passive:
                         party.absorb(other)
                     arm = party.choose_among(candidates)
@@ -319,11 +396,12 @@ class ActiveRole(_Linked, Decider):
             propensity = thompson_propensity(self.learner, party.masked_contexts, arm, candidates, self.coins)
         masked = party.masked_contexts[arm]
         self.basis = party.fingerprint
-        return Decision(arm, propensity, self.model_version, {"masked": masked.tolist(), "mask": party.fingerprint})
+        state = {"masked": base64.b64encode(masked.astype("<f8").tobytes()).decode(), "mask": party.fingerprint}
+        return Decision(arm, propensity, self.model_version, state)
 
     # -- learning ------------------------------------------------------------
     def _masked(self, event: DecidedEvent) -> np.ndarray:
-        masked = np.asarray(event.event_state["masked"], dtype=np.float64)
+        masked = _floats(event.event_state["masked"])
         if masked.shape != (self.protocol.dim,):
             raise ValueError(f"event {event.event_id}: its masked context has shape {masked.shape}")
         self.basis = str(event.event_state["mask"])
@@ -431,7 +509,7 @@ class PassiveRole(_Linked, FeatureHolder):
         return rows.take(items, axis=0)
 
     def _session(self, network: TlsNetwork) -> None:
-        from privbandits.protocols.vertical.core import PassiveParty
+        from privbandits.protocols.vertical.core import PassiveParty, RoundRequest, RoundRequests
 
         party = PassiveParty(self.name, network, self._features, active=self.active, generator=self.generator)
         with network.phase(SETUP):
@@ -443,8 +521,9 @@ class PassiveRole(_Linked, FeatureHolder):
                 party.accept_pair_seeds(passive[:index])
         self._last_round = 0
         while wait_readable(network, self.active, self.links.stopping):
-            with network.phase(ROUND):
-                party.serve_round()
+            with network.phase(ROUND):  # a decision's request, or the requests of a group's decisions (one message)
+                _, kind = party.peek((RoundRequest.kind, RoundRequests.kind), self.active)
+                party.serve_chunk() if kind == RoundRequests.kind else party.serve_round()
 
     def ledger(self) -> JsonObject:
         return {
