@@ -220,6 +220,8 @@ def services_in_process(spec: Deployment) -> Iterator[dict[str, DecisionService]
             services[name] = DecisionService.open(serving_role(spec, name), path, ServiceOptions(600.0, 7))
         yield services
     finally:
+        for service in services.values():  # every party stops at once: none links again after a peer stopped
+            service.decider.links.stopping.set()
         for service in services.values():
             service.close()
 

@@ -131,13 +131,20 @@ class Relinker:
 def wait_readable(network: TlsNetwork, peer: str, stopping: threading.Event, poll_s: float = 0.25) -> bool:
     """Block until ``peer``'s link has bytes (True) or the party stops (False), however long the peer is quiet (a
     served passive party waits for requests that come when the application's users come)."""
+    return wait_any_readable(network, [peer], stopping, poll_s)
+
+
+def wait_any_readable(
+    network: TlsNetwork, peers: list[str], stopping: threading.Event, poll_s: float = 0.25
+) -> bool:
+    """Block until one of ``peers``' links has bytes or has ended (True), or the party stops (False)."""
     import select
 
-    link = network.link(peer)
+    links = [network.link(peer) for peer in peers]
     while not stopping.is_set():
-        if link.has_data():
+        if any(link.has_data() for link in links):
             return True
-        readable, _, _ = select.select([link.sock], [], [], poll_s)
+        readable, _, _ = select.select([link.sock for link in links], [], [], poll_s)
         if readable:
             return True
     return False

@@ -44,7 +44,7 @@ import numpy as np
 from privbandits.comm import ROUND, SETUP, ProtocolError, TlsNetwork
 from privbandits.deploy import checkpoint
 from privbandits.deploy.deployment import Deployment, DeploymentError
-from privbandits.deploy.vertical.links import LINK_FAILURES, Relinker, wait_readable
+from privbandits.deploy.vertical.links import LINK_FAILURES, Relinker, wait_any_readable, wait_readable
 from privbandits.deploy.vertical.party import blocks, learner_rng, load_mask_seed, make_learner, mask_from_seed
 from privbandits.deploy.vertical.section import VerticalProtocol
 from privbandits.serve.decider import DecidedEvent, DecideInput, Decider, Decision, JsonObject, candidate_arms
@@ -588,12 +588,15 @@ class GeneratorRole(_Linked, ServedRole):
 
 
     def _session(self, network: TlsNetwork) -> None:
-        """Send every data holder its block; its part of the link session ends there (the others serve on)."""
+        """Send every data holder its block, then hold the links until one of them ends (a holder restarted: every
+        party links again, and this one sends the blocks again) or the party stops. It expects nothing more: a frame
+        a holder sends ends the session too."""
         from privbandits.protocols.vertical.core import MaskGenerator
 
         with network.phase(SETUP):
             MaskGenerator(self.name, network, self.protocol.partition, self.mask).distribute(self.holders)
         self.distributed += 1
+        wait_any_readable(network, self.holders, self.links.stopping)
 
     def ledger(self) -> JsonObject:
         return {
