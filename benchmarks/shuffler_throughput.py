@@ -29,6 +29,7 @@ the bottleneck (their CPU use is printed: near 100% of its cores means the servi
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import sys
@@ -43,10 +44,17 @@ from _smoke import parse_args
 EXAMPLE = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "p2b.toml"
 
 
-def deployment_file(folder: Path, workers: int) -> Path:
-    """The shipped P2B example with ephemeral ports, a long deadline (the server waits for the whole load's batch)
-    and ``workers`` front-end processes (with ``rejoin_s = 0``, as measured before rejoining was possible with it)."""
-    text = re.sub(r'address = "127\.0\.0\.1:\d+"', 'address = "127.0.0.1:0"', EXAMPLE.read_text())
+def users_for(text: str, devices: int) -> str:
+    """The deployment file ``text`` with enough users that ``devices`` early users report (the shuffler admits no
+    other device: :mod:`privbandits.deploy.p2b.admission`)."""
+    return re.sub(r"n_users = \d+", f"n_users = {max(3000, math.ceil((devices + 2) / 0.7) + 1)}", text)
+
+
+def deployment_file(folder: Path, workers: int, devices: int = 0) -> Path:
+    """The shipped P2B example with ephemeral ports, a long deadline (the server waits for the whole load's batch),
+    ``workers`` front-end processes (with ``rejoin_s = 0``, as measured before rejoining was possible with it) and
+    users for ``devices`` reports."""
+    text = re.sub(r'address = "127\.0\.0\.1:\d+"', 'address = "127.0.0.1:0"', users_for(EXAMPLE.read_text(), devices))
     text = text.replace("deadline_s = 30 ", "deadline_s = 300 ")
     text = text.replace('tie_break = "random"', f'tie_break = "random"\nworkers = {workers}\nrejoin_s = 0')
     text = text.replace('output = "out"', f'output = "out{workers}"')
@@ -161,7 +169,7 @@ def measure(folder: Path, plan: Plan, processes: int, concurrency: int) -> dict:
     from privbandits.deploy.local import available_cpus, usable_cores, wait_parties
     from privbandits.deploy.p2b.load import LoadSettings, run_load, start_service
 
-    spec = load_deployment(deployment_file(folder, plan.workers))
+    spec = load_deployment(deployment_file(folder, plan.workers, plan.devices))
     if not spec.bundles.exists():
         write_bundles(spec.bundles, list(spec.parties))
     mine = available_cpus()

@@ -25,6 +25,7 @@ from privbandits.comm.oneshot import send_own
 from privbandits.deploy.certs import write_development_pki
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
+from privbandits.deploy.p2b.admission import Admission
 from privbandits.deploy.p2b.front import Front
 from privbandits.deploy.p2b.party import BatchOpen
 from privbandits.deploy.p2b.roles import CanonicalShuffler
@@ -59,7 +60,8 @@ def session(pki, tmp_path):
 def shuffler_of(nets, front, queue, batch_size=None):
     return CanonicalShuffler("shuffler", nets["shuffler"], hosts=HOSTS, queue=queue, key=bytes(range(32)),
                              batch_size=batch_size, front=front, threshold=None, participation=0.5, n_codes=None,
-                             rng=np.random.default_rng(0), ledger=PrivacyLedger())  # fmt: skip
+                             rng=np.random.default_rng(0), ledger=PrivacyLedger(),
+                             admission=Admission({f"{host}-device{u}": host for host in HOSTS for u in range(100)}))
 
 
 def reports_of(host: int, users: range) -> dict[str, EncodedReport]:

@@ -9,6 +9,11 @@ device's participation coin and names the device behind each released report. It
 the users of ``deploy data`` (``data_seed``) and :func:`~privbandits.protocols.p2b.core.simulate` with the file's
 ``seed``, then the shuffler's permutation and threshold.
 
+:func:`rogue_host_reports`: a device host, holding its own certificate, sends reports as devices the deployment
+does not give it (a made-up user, a user of another host's block) and a second, different report of one of its own
+devices; the shuffler's admission (:mod:`~privbandits.deploy.p2b.admission`) refuses each and counts it
+(``tests/deploy/p2b/test_p2b_admission.py``).
+
 The attacks live with the deployments, not in :mod:`privbandits.privacy`, because they read deployment files (the
 privacy package sits below the protocols and the deployments).
 """
@@ -72,3 +77,26 @@ def p2b_server_attack(deployment: Deployment[P2BProtocol], codes: np.ndarray) ->
     shared = min(len(codes), len(kept))
     senders[:shared] = kept[:shared]
     return P2BAttack(participates, senders)
+
+
+def rogue_host_reports(deployment: Deployment[P2BProtocol], host: str, phase: str, again: tuple[int, EncodedReport],
+                       *, invented: int = 10**9) -> dict[str, bool]:  # fmt: skip
+    """Device host ``host`` (``deployment``: the file with the shuffler's actual address, and ``host``'s bundle) sends
+    the shuffler one report each in ``phase`` as an invented device (user ``invented``), as the first user of another
+    host's block, and as its own user ``again[0]`` with ``again[1]`` (a second report of that device): whether each
+    was taken (acknowledged), by kind."""
+    from privbandits.comm.oneshot import send_own
+    from privbandits.deploy.p2b.data import layout
+    from privbandits.deploy.p2b.served_wire import party_network
+
+    shuffler = deployment.names("shuffler")[0]
+    other = next(block for name, block in layout(deployment).items() if name != host).early.start
+    sends = {"invented": (invented, EncodedReport(0, 0, 1)), "foreign": (other, EncodedReport(0, 0, 1)),
+             "duplicate": again}  # fmt: skip
+    network = party_network(deployment, host, listen=False)
+    try:
+        with network.phase(phase):
+            return {kind: send_own(network, f"{host}-device{user}", shuffler, report, resume=False)
+                    for kind, (user, report) in sends.items()}  # fmt: skip
+    finally:
+        network.close_sockets()

@@ -115,6 +115,11 @@ def serial_reports(shuffler, host: str, kind: str):
             network.note_dropped(reason)
             delivery.refuse(reason)
             continue
+        refusal = shuffler.admission.check(host, delivery.envelope.sender)
+        if refusal is not None:  # not a device the deployment gives this host
+            network.note_dropped(refusal)
+            delivery.refuse(refusal)
+            continue
         closed = closed_reason(shuffler)
         if closed is not None:
             delivery.refuse(closed)
@@ -303,6 +308,10 @@ class Front:
             return FrameType.ABORT, reason, party
         batch.seen[party] = time.monotonic()
         shuffler = batch.shuffler
+        refusal = shuffler.admission.check(party, sender)
+        if refusal is not None:  # not a device the deployment gives this host
+            self.network.note_dropped(refusal)
+            return FrameType.ABORT, refusal, party
         closed = closed_reason(shuffler)
         if closed is not None:
             shuffler.refused[-1] += 1
@@ -342,6 +351,9 @@ class Front:
         for (pipe, token, party, envelope), row, stored in zip(storing, rows, new, strict=True):
             if isinstance(stored, str):  # refused by the queue: not stored, not counted
                 shuffler.collected -= 1
+                if "already accepted" in stored:  # a second, different report of the device in this batch
+                    stored = shuffler.admission.refuse("duplicate", f"a second report of a device of {party!r} "
+                                                       f"in this batch: {stored}")  # names the host, not the device
                 self.network.note_dropped(f"a device of {party!r}: {stored}")
                 answers.append((pipe, token, (FrameType.ABORT, stored, party)))
                 continue

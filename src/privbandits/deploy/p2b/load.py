@@ -107,6 +107,24 @@ def check_deployment(deployment: Deployment[P2BProtocol], settings: LoadSettings
             f"--devices {settings.devices} at --rate {settings.rate:g} take {settings.devices / settings.rate:.0f} s; "
             f"the server waits {patience:.0f} s for the batch (raise deadline_s or n_users, or lower --devices)"
         )
+    devices_of(deployment, settings.devices)
+
+
+def devices_of(deployment: Deployment[P2BProtocol], devices: int) -> list[range]:
+    """Each host's devices: the first of its early users (only those the shuffler admits,
+    :mod:`~privbandits.deploy.p2b.admission`), ``devices`` in all split as :func:`split` does; refused (one line)
+    past a host's block."""
+    from privbandits.deploy.p2b.data import layout
+
+    blocks = list(layout(deployment).values())
+    shares = [len(share) for share in split(devices, len(blocks))]
+    if any(share > len(block.early) for share, block in zip(shares, blocks, strict=True)):
+        n_early = blocks[0].n_early
+        raise DeploymentError(
+            f"--devices must be at most the {n_early} early users the deployment gives its device hosts (the shuffler "
+            f"admits no other device), got {devices} (raise n_users or early_fraction, or lower --devices)"
+        )
+    return [block.early[:share] for share, block in zip(shares, blocks, strict=True)]
 
 
 def split(total: int, parts: int) -> list[range]:
@@ -246,14 +264,17 @@ class Drivers:
 def _play_host(deployment: Deployment[P2BProtocol], network, users: range, drivers: Drivers, out: dict) -> None:
     """One device host: wait for the batch to open, drive its devices, close the batch, fetch the model."""
     from privbandits.comm import Party
-    from privbandits.deploy.p2b.messages import HostDone
+    from privbandits.deploy.p2b.admission import commitment
+    from privbandits.deploy.p2b.messages import HostCommit, HostDone
     from privbandits.deploy.p2b.party import BatchOpen, FetchModel
     from privbandits.deploy.p2b.scaleout import END, ROLE
-    from privbandits.deploy.p2b.session import SHARE_ENCODED
+    from privbandits.deploy.p2b.session import COMMIT, SHARE_ENCODED
     from privbandits.protocols.p2b.core import CloseBatch, ModelRelease
 
     party = Party(network.local, network)
     shuffler, server = deployment.names("shuffler")[0], deployment.names("server")[0]
+    with network.phase(COMMIT):  # simulated devices: coins of no seed to keep
+        party.send(shuffler, HostCommit(commitment(np.random.SeedSequence(), network.local)))
     with network.phase(SHARE_ENCODED):
         party.receive(BatchOpen.kind, shuffler)
         out["start"] = time.perf_counter()
@@ -292,7 +313,7 @@ def run_load(deployment: Deployment[P2BProtocol], settings: LoadSettings, *, lis
                                 peers=linked_peers(deployment, h)) for h in hosts]  # fmt: skip
         _threads([network.connect for network in networks])
         outs: list[dict] = [{} for _ in hosts]
-        blocks = split(settings.devices, len(hosts))
+        blocks = devices_of(deployment, settings.devices)
         plays = [lambda n=n, b=b, o=o: _play_host(deployment, n, b, drivers, o)
                  for n, b, o in zip(networks, blocks, outs, strict=True)]  # fmt: skip
         _threads(plays, None if on_progress is None else lambda: on_progress(drivers.done(), settings.devices))

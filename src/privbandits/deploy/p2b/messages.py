@@ -19,6 +19,15 @@ class FetchModel(Message):
     version: int
 
 
+@message("deploy.p2b.host_commit")
+class HostCommit(Message):
+    """Device host → shuffler, first of all: ``digest``, its commitment to the coins of this session (a digest of its
+    root seed, :func:`~privbandits.deploy.p2b.admission.commitment`). A host restarted without its state commits to
+    another one, and its link's replay check ends the session naming it (:mod:`~privbandits.deploy.p2b.admission`)."""
+
+    digest: str
+
+
 @message("deploy.p2b.batch_open")
 class BatchOpen(Message):
     """Shuffler → a device host: its devices may now send this batch's reports (hosts take turns, in deployment

@@ -96,14 +96,25 @@ from privbandits.deploy import entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError
 from privbandits.deploy.p2b import rejoin as p2b_rejoin
 from privbandits.deploy.p2b import scaleout as p2b_scaleout
+from privbandits.deploy.p2b.admission import Admission, commitment
 from privbandits.deploy.p2b.data import Block, HostData, load_host
 from privbandits.deploy.p2b.data import p2b_protocol as _protocol
 from privbandits.deploy.p2b.data import write_synthetic_data as write_synthetic_data  # `deploy data`
-from privbandits.deploy.p2b.messages import BatchOpen, HostDone
+from privbandits.deploy.p2b.messages import BatchOpen, HostCommit, HostDone
 from privbandits.deploy.p2b.messages import FetchModel as FetchModel  # re-exported
 from privbandits.deploy.p2b.rejoin import rejoin as rejoin  # the parties' networks: lost peers may come back
 from privbandits.deploy.p2b.section import P2BProtocol
-from privbandits.deploy.p2b.session import BATCH_FIELDS, KINDS, SHARE_ENCODED, SHARE_RAW, encoder_of, phases, streams_of
+from privbandits.deploy.p2b.session import (
+    BATCH_FIELDS,
+    COMMIT,
+    KINDS,
+    SHARE_ENCODED,
+    SHARE_RAW,
+    encoder_of,
+    phases,
+    root_of,
+    streams_of,
+)
 from privbandits.deploy.registry import play_by_role
 
 RAW_WARNING = (
@@ -200,8 +211,10 @@ def _run_shuffler(deployment: Deployment[P2BProtocol], name: str, network: TlsNe
         rng=streams[0],
         ledger=PrivacyLedger(),
         order=p2b_rejoin.canonical_order(key, deployment),
+        admission=Admission.of(deployment),
     )
     network.on_stray = p2b_rejoin.stray_handler(shuffler, network)  # called by a rejoining network only
+    commits = _commits(deployment, name, shuffler, resume)
     seconds, releases = {}, {}  # per batch, from its first report's arrival to its release; its release
     try:
         for phase in phases(protocol):
@@ -214,7 +227,7 @@ def _run_shuffler(deployment: Deployment[P2BProtocol], name: str, network: TlsNe
             rows = shuffler.ledger.rows()[-1:]
             saved[KINDS[phase]] = (shuffler.released[-1], releases[KINDS[phase]], rows, shuffler.refused[-1])
             # a restart sends this batch again; once the encoded batch is out, its key is saved forgotten (empty)
-            p2b_rejoin.save_shuffler(deployment, name, shuffler.key, batch_id, saved)
+            p2b_rejoin.save_shuffler(deployment, name, shuffler.key, batch_id, saved, commits)
         queue.close()
         if isinstance(front, p2b_scaleout.RemoteFronts):
             front.finish(shuffler)  # once every host is done
@@ -239,8 +252,27 @@ def _run_shuffler(deployment: Deployment[P2BProtocol], name: str, network: TlsNe
         "refused": dict(zip(kinds, shuffler.refused, strict=True)),
         "resumed": resume,
         "replayed_reports": shuffler.replayed,
+        "refused_devices": shuffler.admission.refused,
         "ledger": shuffler.ledger.rows(),
     }
+
+
+def _commits(deployment: Deployment[P2BProtocol], name: str, shuffler, resume: bool) -> dict[str, str]:
+    """Every device host's commitment to its coins (:class:`HostCommit`, first on its link), saved in the shuffler's
+    checkpoint before any batch opens; a resumed shuffler refuses a host that commits to other coins than before."""
+    before = p2b_rejoin.restore_commits(deployment, name) if resume else {}
+    commits = {}
+    with shuffler.network.phase(COMMIT):
+        for host in shuffler.hosts:
+            commits[host] = shuffler.receive(HostCommit, host).digest
+            if before.get(host, commits[host]) != commits[host]:
+                raise DeploymentError(
+                    f"device host {host!r} came back committed to other coins than at the start of the session "
+                    "(restarted without --resume, or with another host's entropy file); refused"
+                )
+    if not before:  # saved before any batch: a checkpoint without them has released nothing yet
+        p2b_rejoin.save_shuffler(deployment, name, shuffler.key, shuffler.batch_id, {}, commits)
+    return commits
 
 
 def _release(shuffler, phase: str, server: str, saved: tuple | None) -> None:
@@ -413,11 +445,14 @@ def _run_host(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwor
     protocol = _protocol(deployment)
     data = load_host(deployment, name)
     encoder = encoder_of(protocol)
-    streams = streams_of(deployment, name, resume=resume)
+    root = root_of(deployment, name, resume=resume)
+    streams = streams_of(deployment, name, root=root)
     shuffler, server = deployment.names("shuffler")[0], deployment.names("server")[0]
     early, late, block = data.early, data.late, data.block
     n_arms, dim = protocol.n_actions, protocol.dim
     host = HostedDevices(name, network, prefix=f"{name}-device", mechanism=RAW_DEVICES)
+    with network.phase(COMMIT):  # first of all: the shuffler detects a restart with other coins by it
+        host.send(shuffler, HostCommit(commitment(root, name)))
     # resumed: every phase is replayed (the same reports and fetches; the shuffler and the server skip them)
 
     raw_sent = warm_np = None

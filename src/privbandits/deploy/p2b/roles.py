@@ -14,6 +14,7 @@ import numpy as np
 
 from privbandits.comm import Message, ProtocolError
 from privbandits.deploy.p2b import rejoin as p2b_rejoin
+from privbandits.deploy.p2b.admission import Admission
 from privbandits.deploy.p2b.messages import FetchModel
 from privbandits.protocols.p2b.core import DeviceHost, EncodedBatch, ModelRelease, RawBatch, Server, Shuffler
 
@@ -51,9 +52,12 @@ class CanonicalShuffler(Shuffler):
 
     def __init__(self, *args, hosts: list[str], queue=None, key: bytes = b"", batch_id: int = 0,
                  batch_size: int | None = None, batch_window_s: float | None = None, front=None,
-                 order: dict[str, int] | None = None, forget_key=lambda: b"", **kwargs):  # fmt: skip
+                 order: dict[str, int] | None = None, forget_key=lambda: b"", admission: Admission | None = None,
+                 **kwargs):  # fmt: skip
         super().__init__(*args, **kwargs)
         self.hosts, self.queue, self.key, self.batch_id, self.order = hosts, queue, key, batch_id, order or {}
+        self.admission = admission if admission is not None else Admission({})
+        """The devices whose reports it takes (over TLS; none unless given)."""
         self.batch_size, self.batch_window_s, self.front = batch_size, batch_window_s, front
         self.forget_key = forget_key
         self.collected, self.opened_at = 0, 0.0  # the open batch's reports, and when it opened

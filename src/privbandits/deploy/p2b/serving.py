@@ -41,6 +41,7 @@ import numpy as np
 from privbandits.comm import InMemoryNetwork, Message
 from privbandits.deploy import checkpoint
 from privbandits.deploy.deployment import Deployment
+from privbandits.deploy.p2b.admission import Admission
 from privbandits.deploy.p2b.data import p2b_protocol
 from privbandits.deploy.p2b.messages import FetchModel, NumberedBatch, ServedModel
 from privbandits.deploy.p2b.rejoin import canonical_order, report_id
@@ -163,6 +164,8 @@ class ServedShuffler(_Looping):
         self.window_s = window if window is not None else (math.inf if protocol.batch_size else DEFAULT_WINDOW_S)
         self.counts = {"accepted": 0, "duplicates": 0, "refused": 0, "released_batches": 0, "delivered_batches": 0}
         self.outbox: dict[int, NumberedBatch] = {}
+        self.admission = Admission.of(deployment, served=True)
+        """The devices it takes reports from (:mod:`~privbandits.deploy.p2b.admission`)."""
         self.arrivals: dict[str, int] = {}
         self.first_at: float | None = None
         self.next_try = 0.0
@@ -228,13 +231,19 @@ class ServedShuffler(_Looping):
         if not isinstance(report, EncodedReport):
             self.counts["refused"] += 1
             return incoming.refuse(f"a device sends one {EncodedReport.kind!r} message; got {report.kind!r}")
+        refusal = self.admission.check(incoming.party, sender)
+        if refusal is not None:  # not a device the deployment gives this host
+            self.counts["refused"] += 1
+            return incoming.refuse(refusal)
         rid = report_id(self.key, sender)
         try:
             new = self.queue.accept(rid, sender, report.code, report.action, report.reward)
         except InvalidInputError as exc:  # a field out of range, or another report of this device in this batch
             self.counts["refused"] += 1
-            once = " (one report per device per batch)" if "already accepted" in str(exc) else ""
-            return incoming.refuse(f"{exc}{once}")
+            if "already accepted" in str(exc):
+                return incoming.refuse(self.admission.refuse("duplicate", f"{exc} (one report per device per "
+                                                             "batch)"))  # fmt: skip
+            return incoming.refuse(str(exc))
         with self.lock:
             if new:
                 self.counts["accepted"] += 1
@@ -298,6 +307,7 @@ class ServedShuffler(_Looping):
                 "participation": self.protocol.participation,
                 "threshold": self.protocol.threshold,
                 "reports": dict(self.counts),
+                "refused_devices": dict(self.admission.refused),
                 "open_batch": {"batch": self.batch_id, "reports": self.open_reports},
                 "undelivered_batches": sorted(self.outbox),
                 "releases": self.shuffler.ledger.rows(),

@@ -1,0 +1,189 @@
+"""Issue 48's rogue device host, as tests in both directions: the shuffler takes reports only from the devices the
+deployment gives each host, once per device and batch, and a host restarted without its state is refused.
+
+Each attack is shown to work on a weakened copy (the shuffler of the issue, which took any name under a host's
+prefix) and to fail on the default (:mod:`privbandits.deploy.p2b.admission`).
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import sqlite3
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from p2b_deployment import _held_reports, _wait_all, local_copy
+from typer.testing import CliRunner
+
+from privbandits.comm import Envelope
+from privbandits.comm.frames import FrameType
+from privbandits.deploy import checkpoint
+from privbandits.deploy.cli import standalone
+from privbandits.deploy.deployment import load_deployment
+from privbandits.deploy.p2b.admission import REASONS, Admission
+from privbandits.deploy.p2b.attacks import rogue_host_reports
+from privbandits.deploy.p2b.front import Front, _Open
+from privbandits.deploy.p2b.outcome import outcome, run_in_memory, without_baseline
+from privbandits.deploy.p2b.rejoin import report_id
+from privbandits.protocols.p2b.core import EncodedBatch, EncodedReport
+
+SMALL = {"n_users = 3000": "n_users = 500"}
+
+
+def _spec(tmp_path: Path, *, seeded: bool = True, data: bool = True):
+    path = local_copy(tmp_path, raw_baseline=False, seeded=seeded, **SMALL)
+    runner = CliRunner()
+    for command in (["deploy", "certs", str(path)], *([["deploy", "data", str(path)]] if data else [])):
+        assert runner.invoke(standalone, command).exit_code == 0
+    return load_deployment(path)
+
+
+class _AdmitsAll(Admission):
+    """The weakened copy: the issue's shuffler, which took any device name under its host's prefix."""
+
+    def check(self, host: str, sender: str) -> str | None:
+        return None
+
+
+@pytest.mark.parametrize("weakened", [True, False])
+def test_invented_and_foreign_devices_are_taken_only_by_a_shuffler_without_admission(tmp_path, weakened):
+    """The concurrent front end's verdict on a report of hosta's certificate named as a made-up user, as a user of
+    hostb's block, and as one of hosta's own users: the weakened copy stores all three, the default only the last,
+    refusing the others with a counted, logged line."""
+    spec = _spec(tmp_path, data=False)
+    admission = (_AdmitsAll if weakened else Admission).of(spec)
+    dropped: list[str] = []
+    front = Front(SimpleNamespace(note_dropped=dropped.append, deadline=10.0), spec.names("device_host"), 0)
+    shuffler = SimpleNamespace(admission=admission, batch_size=None, batch_window_s=None, collected=0,
+                               opened_at=time.monotonic(), refused=[0], first_report_at=None, replaying=False,
+                               closed={})  # fmt: skip
+    batch = _Open(shuffler, "share_encoded", EncodedReport.kind, True)
+    hostb_first = 175  # 350 early users over two hosts
+    verdicts = {
+        user: front._verdict(batch, "hosta", Envelope(f"hosta-device{user}", "shuffler", "share_encoded",
+                                                      EncodedReport(0, 0, 1)), 0.0)  # fmt: skip
+        for user in (10**9, hostb_first, 3)
+    }
+    stored = [user for user, verdict in verdicts.items() if verdict == "store"]
+    if weakened:
+        assert stored == [10**9, hostb_first, 3] and dropped == []
+        return
+    assert stored == [3]
+    assert verdicts[10**9][0] is FrameType.ABORT and verdicts[hostb_first][0] is FrameType.ABORT
+    assert admission.refused == dict(zip(REASONS, (1, 1, 0), strict=True))
+    assert [line.split(":")[0] for line in dropped] == ["refused (invented)", "refused (foreign)"]
+    assert "a user of 'hostb''s block" in dropped[1]
+
+
+def _first_report(spec, host: str) -> tuple[int, EncodedReport]:
+    """``host``'s first device to send an encoded report in the in-memory run, and its report."""
+    from privbandits.deploy.p2b.data import layout
+
+    _, network = run_in_memory(spec)
+    block = layout(spec)[host].early
+    for envelope in network.transcript:
+        if isinstance(envelope.message, EncodedReport):
+            user = int(envelope.sender.removeprefix("device"))
+            if user in block:
+                return user, envelope.message
+    raise AssertionError(f"{host} sent no encoded report")
+
+
+def _queued(path: Path, rid: str) -> bool:
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0) as db:
+            return db.execute("SELECT 1 FROM reports WHERE report_id = ?", (rid,)).fetchone() is not None
+    except sqlite3.OperationalError:
+        return False
+
+
+def test_a_rogue_hosts_invented_foreign_and_duplicate_devices_are_refused_and_the_batch_is_the_honest_one(
+    tmp_path, encoder_cache
+):
+    """While the shuffler takes the encoded batch, hosta (its certificate) sends a report as a made-up device, as a
+    user of hostb's block, and a second, different report of its first reporting device (once that one's report is
+    in the queue): each is refused, counted by reason and logged; every party exits 0, and the released batch, the
+    models and the composed ledger (its smallest crowd) equal the honest in-memory run."""
+    from privbandits.deploy.local import start_parties
+    from privbandits.deploy.p2b.party import queue_path
+
+    spec = _spec(tmp_path)
+    user, report = _first_report(spec, "hosta")
+    again = EncodedReport((report.code + 1) % spec.protocol.n_codes, report.action, report.reward)
+    parties = start_parties(spec, tmp_path)
+    try:
+        queue, start = queue_path(spec, "shuffler"), time.monotonic()
+        while _held_reports(queue) < 1:
+            assert time.monotonic() - start < 120, "no encoded report reached the shuffler's queue"
+            time.sleep(0.005)
+        key = checkpoint.load(spec.checkpoint_path("shuffler"))[0]["key"].tobytes()  # to watch for the device
+        while not _queued(queue, report_id(key, f"hosta-device{user}")):
+            assert time.monotonic() - start < 120, f"hosta-device{user}'s report never reached the queue"
+            time.sleep(0.002)
+        resolved = load_deployment(tmp_path / "deployment.resolved.toml")
+        taken = rogue_host_reports(resolved, "hosta", "share_encoded", (user, again))
+        codes = _wait_all(parties, 120)
+    finally:
+        for party in parties:
+            if party.process.poll() is None:
+                party.process.kill()
+    assert codes == dict.fromkeys(codes, 0), {p.name: p.stderr[-3:] for p in parties}
+    assert taken == {"invented": False, "foreign": False, "duplicate": False}
+    got = outcome(spec)
+    shuffler = got["results"]["shuffler"]
+    assert shuffler["refused_devices"] == {"invented": 1, "foreign": 1, "duplicate": 1}
+    assert sorted(re.search(r"refused \((\w+)\)", line).group(1) for line in shuffler["dropped"]) == [
+        "duplicate", "foreign", "invented"]  # fmt: skip
+    reference, network = run_in_memory(spec)
+    [batch] = [e.message for e in network.transcript if isinstance(e.message, EncodedBatch)]
+    for field in ("codes", "actions", "rewards"):
+        assert np.array_equal(np.asarray(got["batches"]["encoded"][field]), getattr(batch, field)), field
+    assert [(e.mechanism, e.epsilon, e.details) for e in got["ledger"].entries] == [
+        (e.mechanism, e.epsilon, e.details) for e in without_baseline(reference.ledger.entries)
+    ]
+
+
+@pytest.mark.parametrize("resume", [pytest.param(True, marks=pytest.mark.slow), False])  # 8 to 9 s each on 2 cores
+def test_a_host_restarted_without_its_state_is_refused_and_with_it_the_session_ends_as_before(
+    tmp_path, encoder_cache, resume
+):
+    """OS entropy (the default): SIGKILL hosta while the shuffler takes the encoded batch and start it again. With
+    --resume it commits to the same coins and the session ends (every party 0); without it (the issue's attack: a
+    second participation chance for its devices) it commits to other coins: the shuffler refuses it, exit 4 with one
+    line naming it, and releases no batch (nothing of the other coins is mixed in)."""
+    from privbandits.deploy.local import start_parties, start_party
+    from privbandits.deploy.p2b.party import queue_path
+
+    spec = _spec(tmp_path, seeded=False)
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    parties = start_parties(spec, workdir)
+    by_name = {party.name: party for party in parties}
+    restarted = None
+    try:
+        start = time.monotonic()
+        while _held_reports(queue_path(spec, "shuffler")) < 20:
+            assert by_name["shuffler"].process.poll() is None, "the shuffler ended before its batch"
+            assert time.monotonic() - start < 120, "no encoded report reached the shuffler's queue"
+            time.sleep(0.005)
+        by_name["hosta"].process.send_signal(signal.SIGKILL)
+        assert by_name["hosta"].process.wait(timeout=60) == -signal.SIGKILL
+        restarted = start_party(workdir / "deployment.resolved.toml", "hosta", resume=resume)
+        others = [party for party in parties if party.name != "hosta"]
+        codes = _wait_all([*others, restarted], 180) if resume else _wait_all([by_name["shuffler"]], 180)
+    finally:
+        for party in [*parties, *([restarted] if restarted is not None else [])]:
+            if party.process.poll() is None:
+                party.process.kill()
+    stderr = "".join(by_name["shuffler"].stderr)
+    if resume:
+        assert codes == dict.fromkeys(codes, 0), {p.name: p.stderr[-3:] for p in [*parties, restarted]}
+        assert sum(outcome(spec)["results"]["shuffler"]["refused_devices"].values()) == 0
+        return
+    assert codes == {"shuffler": 4}, stderr[-2000:]
+    assert "'hosta' came back and replayed data message 1 differently" in stderr, stderr[-2000:]
+    assert not spec.result_path("shuffler").exists() and not spec.result_path("server").exists()
