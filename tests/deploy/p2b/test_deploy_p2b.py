@@ -20,8 +20,10 @@ from privbandits.comm import TlsCredentials
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
 from privbandits.deploy.p2b.data import layout, load_host
+from privbandits.deploy.p2b.messages import SealedReport
 from privbandits.deploy.p2b.outcome import SETTINGS, outcome, run_in_memory, without_baseline
-from privbandits.protocols.p2b.core import EncodedBatch, ModelRelease, RawBatch
+from privbandits.deploy.p2b.sealing import SEALED_BYTES
+from privbandits.protocols.p2b.core import EncodedBatch, EncodedReport, ModelRelease, RawBatch
 
 SMALL = {"n_users = 3000": "n_users = 500"}
 """A sixth of the shipped example's users (350 early devices, about 175 reports a batch over both hosts): for the
@@ -125,14 +127,18 @@ def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(
     devices = [row for row in shuffler_heard if row[1] not in hosts]
     assert {sender for _, sender, *_ in devices} == {f"{host} devices" for host in hosts}
     assert sum(messages for _, _, _, messages, *_ in devices) == raw_shared + reference.encoded_tuples_shared
-    # the devices' report bytes to the shuffler are the in-memory ones (plus one CloseBatch per host)
+    # the devices' report bytes to the shuffler are the in-memory ones (plus one CloseBatch per host), but for the
+    # encoded reports' sealing: each action and reward sealed to the server, the same bytes more a report
+    sealing = SealedReport(0, np.zeros(SEALED_BYTES, np.uint8)).payload_bytes() - EncodedReport(0, 0, 0).payload_bytes()
     for phase in phases:
         to_shuffler = [row for h in hosts for row in results[h]["traffic"] if row[0] == phase and row[2] == "shuffler"]
         processes = sum(row[4] for row in to_shuffler)
         in_memory = network.traffic.total(phase, receiver=reference_shuffler(phase)).bytes
-        assert processes == in_memory
+        encoded = phase == "share_encoded"
+        sealed = (reference.encoded_tuples_shared, reference.release["released"]) if encoded else (0, 0)
+        assert processes == in_memory + sealing * sealed[0]
         to_server = sum(row[4] for row in results["shuffler"]["traffic"] if row[0] == phase)
-        assert to_server == network.traffic.total(phase, receiver="server").bytes
+        assert to_server == network.traffic.total(phase, receiver="server").bytes + sealing * sealed[1]
     assert all(result["refusals"] == [] and result["dropped"] == [] for result in results.values())
 
     # the encoded reports went through the shuffler's durable queue: one batch, released, no identity kept

@@ -187,3 +187,58 @@ def test_a_host_restarted_without_its_state_is_refused_and_with_it_the_session_e
     assert codes == {"shuffler": 4}, stderr[-2000:]
     assert "'hosta' came back and replayed data message 1 differently" in stderr, stderr[-2000:]
     assert not spec.result_path("shuffler").exists() and not spec.result_path("server").exists()
+
+
+@pytest.mark.parametrize("weakened", [True, False])
+def test_a_reader_of_the_shuffler_queue_and_disk_finds_only_codes_and_ciphertexts(tmp_path, encoder_cache, weakened):
+    """Issue 48's reader of the shuffler's queue. On a weakened copy (the issue's shuffler, which stored each report
+    in the clear: here its queue filled with the in-memory run's reports) it reads every ``(code, action, reward)``.
+    On a default run (OS entropy), read mid-batch and after the session, the queue holds codes and ciphertexts only;
+    the shuffler's checkpoint and result hold codes and ciphertexts; its kept seed is gone once the batch is released;
+    and the server, with its own key, opens exactly the released reports."""
+    from privbandits.deploy.entropy import entropy_path
+    from privbandits.deploy.local import start_parties
+    from privbandits.deploy.p2b.attacks import read_queue
+    from privbandits.deploy.p2b.party import queue_path, server_key_path
+    from privbandits.deploy.p2b.sealing import SEALED_BYTES, Opener
+    from privbandits.protocols.p2b.queue import SqliteReportQueue
+
+    spec = _spec(tmp_path, seeded=weakened)
+    if weakened:
+        _, network = run_in_memory(spec)
+        sent = [(e.sender, e.message) for e in network.transcript if isinstance(e.message, EncodedReport)]
+        with SqliteReportQueue(tmp_path / "weak.sqlite", n_codes=32, n_arms=5) as queue:
+            for number, (sender, report) in enumerate(sent):
+                queue.accept(f"{number:032x}", sender, report.code, report.action, report.reward)
+        read = read_queue(tmp_path / "weak.sqlite")
+        assert read.clear == [(r.code, r.action, r.reward) for _, r in sent] and len(read.clear) > 100
+        return
+    parties = start_parties(spec, tmp_path)
+    try:
+        start = time.monotonic()
+        while _held_reports(queue_path(spec, "shuffler")) < 20:
+            assert time.monotonic() - start < 120, "no encoded report reached the shuffler's queue"
+            time.sleep(0.005)
+        during = read_queue(queue_path(spec, "shuffler"))
+        codes = _wait_all(parties, 120)
+    finally:
+        for party in parties:
+            if party.process.poll() is None:
+                party.process.kill()
+    assert codes == dict.fromkeys(codes, 0), {p.name: p.stderr[-3:] for p in parties}
+    after = read_queue(queue_path(spec, "shuffler"))
+    for read in (during, after):
+        assert read.clear == [] and len(read.sealed) == len(read.codes) >= 20
+        assert {len(sealed) for sealed in read.sealed} == {SEALED_BYTES}
+    saved, _ = checkpoint.load(spec.checkpoint_path("shuffler"))
+    assert sorted(saved) == ["encoded.codes", "encoded.sealed", "key"] and saved["key"].size == 0
+    results = outcome(spec)["results"]
+    assert list(results["shuffler"]["batches"]["encoded"]) == ["codes"]
+    assert not entropy_path(spec, "shuffler").exists() and entropy_path(spec, "hosta").exists()
+    # the server's own key opens the released batch (what the shuffler saved) into exactly what the server fitted
+    opener = Opener(checkpoint.load(server_key_path(spec, "server"))[0]["private"].tobytes())
+    opened = [(code, *opener.open(code, sealed)) for code, sealed in
+              zip(saved["encoded.codes"].tolist(), saved["encoded.sealed"], strict=True)]  # fmt: skip
+    fitted = results["server"]["batches"]["encoded"]
+    assert opened == list(zip(fitted["codes"], fitted["actions"], fitted["rewards"], strict=True))
+    assert results["server"]["unopened_reports"] == 0 and len(opened) < len(after.codes)  # thresholded

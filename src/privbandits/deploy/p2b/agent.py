@@ -42,14 +42,15 @@ import numpy as np
 
 from privbandits.deploy.deployment import Deployment, load_deployment
 from privbandits.deploy.p2b.data import p2b_protocol
-from privbandits.deploy.p2b.messages import FetchModel, ServedModel
+from privbandits.deploy.p2b.messages import FetchModel, SealedReport, ServedModel
+from privbandits.deploy.p2b.sealing import seal
 from privbandits.deploy.p2b.section import P2BProtocol
 from privbandits.deploy.p2b.served_wire import Refusal, Unreachable, exchange, party_network
 from privbandits.deploy.p2b.session import N_STREAMS
 from privbandits.linear.population import BatchedAgents, CodeModel, DisjointModel, batched_agents
 from privbandits.linear.population.picking import _pick_rows
 from privbandits.linear.tiebreak import DEFAULT_TIE_TOLERANCE
-from privbandits.protocols.p2b.core import EncodedReport, choose_reports
+from privbandits.protocols.p2b.core import choose_reports
 
 EARLY_TIES, REPORT_COINS, LATE_TIES = 6, 7, 8
 """The streams of :func:`~privbandits.protocols.p2b.core.simulate` a reproducible device draws from."""
@@ -147,6 +148,8 @@ def _encoder(dim: int, precision: int, n_codes: int, seed: int) -> _Nearest:
 
 _NETWORKS: dict[tuple[int, str], Any] = {}
 _NETWORKS_LOCK = threading.Lock()
+_PUBLIC: dict[str, np.ndarray] = {}
+"""The server's public key, per deployment (its protocol digest), once fetched."""
 
 
 def host_network(deployment: Deployment[P2BProtocol], host: str):
@@ -159,7 +162,8 @@ def host_network(deployment: Deployment[P2BProtocol], host: str):
 
 
 def fetch_model(deployment: Deployment[P2BProtocol], host: str, timeout: float = 10.0) -> ServedModel | None:
-    """The server's latest model as a device of ``host`` fetches it, or None while none is published."""
+    """The server's latest model as a device of ``host`` fetches it, or None while none is published (the server's
+    public key comes with either answer and is kept for :func:`server_public_key`)."""
     server = deployment.names("server")[0]
     try:
         got = exchange(host_network(deployment, host), f"{host}-device", server, FetchModel(0), timeout)
@@ -167,7 +171,23 @@ def fetch_model(deployment: Deployment[P2BProtocol], host: str, timeout: float =
         return None
     if got is None or not isinstance(got.message, ServedModel):
         raise Unreachable(f"{server!r} answered a model fetch with {None if got is None else got.message.kind!r}")
-    return got.message
+    with _NETWORKS_LOCK:
+        _PUBLIC[deployment.protocol_digest()] = got.message.public
+    return got.message if got.message.version else None
+
+
+def server_public_key(deployment: Deployment[P2BProtocol], host: str, timeout: float = 10.0) -> np.ndarray:
+    """The server's HPKE public key that a device of ``host`` seals its reports to, fetched once (with a model
+    fetch); :class:`Unreachable` while the server cannot be reached."""
+    with _NETWORKS_LOCK:
+        public = _PUBLIC.get(deployment.protocol_digest())
+    if public is None:
+        fetch_model(deployment, host, timeout)
+        with _NETWORKS_LOCK:
+            public = _PUBLIC.get(deployment.protocol_digest())
+        if public is None:
+            raise Unreachable("the server refused to send its public key")
+    return public
 
 
 def _blob(array: np.ndarray | None) -> bytes | None:
@@ -416,9 +436,10 @@ class DeviceAgent:
     def _send(self, number: int, event: _Event) -> bool:
         """Send report ``number`` to the shuffler: True once acknowledged (or refused: recorded, not sent again)."""
         assert event.reward is not None
-        report = EncodedReport(event.code, event.arm, event.reward)
         refused = None
         try:
+            public = server_public_key(self.deployment, self.host, self.timeout_s)
+            report = SealedReport(event.code, seal(public, event.code, event.arm, event.reward))
             exchange(host_network(self.deployment, self.host), self.name, self.shuffler, report, self.timeout_s)
         except Unreachable:
             return False

@@ -84,6 +84,15 @@ def closed_reason(shuffler) -> str | None:
     return None
 
 
+def malformed(report) -> str | None:
+    """Why a device's sealed report is malformed (:func:`~privbandits.deploy.p2b.roles.check_sealed`), or None; any
+    other kind of report passes (a raw one is checked when its batch forms)."""
+    from privbandits.deploy.p2b.messages import SealedReport
+    from privbandits.deploy.p2b.roles import check_sealed
+
+    return check_sealed(report) if isinstance(report, SealedReport) else None
+
+
 # -- the serial front end (workers = 0) ---------------------------------------------------------------
 def serial_reports(shuffler, host: str, kind: str):
     """``(identity, report, delivery)`` of ``host``'s devices until it closes the batch, taken one connection at a
@@ -115,8 +124,8 @@ def serial_reports(shuffler, host: str, kind: str):
             network.note_dropped(reason)
             delivery.refuse(reason)
             continue
-        refusal = shuffler.admission.check(host, delivery.envelope.sender)
-        if refusal is not None:  # not a device the deployment gives this host
+        refusal = shuffler.admission.check(host, delivery.envelope.sender) or malformed(got)
+        if refusal is not None:  # not a device the deployment gives this host, or a malformed report
             network.note_dropped(refusal)
             delivery.refuse(refusal)
             continue
@@ -308,8 +317,8 @@ class Front:
             return FrameType.ABORT, reason, party
         batch.seen[party] = time.monotonic()
         shuffler = batch.shuffler
-        refusal = shuffler.admission.check(party, sender)
-        if refusal is not None:  # not a device the deployment gives this host
+        refusal = shuffler.admission.check(party, sender) or malformed(got)
+        if refusal is not None:  # not a device the deployment gives this host, or a malformed report
             self.network.note_dropped(refusal)
             return FrameType.ABORT, refusal, party
         closed = closed_reason(shuffler)
@@ -336,15 +345,14 @@ class Front:
         rows = []
         for *_, envelope in storing:
             rid = report_id(shuffler.key, envelope.sender)
-            report = envelope.message
-            rows.append((rid, envelope.sender, report.code, report.action, report.reward))
+            rows.append((rid, envelope.sender, envelope.message.code, None, None, envelope.message.sealed.tobytes()))
         try:
             new = shuffler.queue.accept_many(rows)
         except InvalidInputError:
             new = []
             for row in rows:
                 try:
-                    new.append(shuffler.queue.accept(*row))
+                    new.append(shuffler.queue.accept_many([row])[0])
                 except InvalidInputError as exc:
                     new.append(str(exc))
         answers = []

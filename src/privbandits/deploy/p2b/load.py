@@ -135,21 +135,25 @@ def split(total: int, parts: int) -> list[range]:
 
 # -- the device drivers (processes) ------------------------------------------------------------------
 def _drive(pipe, tallies, slot: int, addresses, credentials, concurrency: int, resume: bool) -> None:
-    """A driver process: for each job ``(host, receivers, users, rate, deadline, seed, n_codes, n_actions)`` from
+    """A driver process: for each job ``(host, receivers, users, rate, deadline, seed, n_codes, n_actions, public)``
+    from
     ``pipe``, the devices ``users`` of ``host`` send one report each, ``concurrency`` at once, device ``u`` to
     ``receivers[u mod len(receivers)]`` (the shuffler, or its front ends); answers the latencies (NaN: no answer)
     and outcome codes. Ends on None."""
     from privbandits.comm import TlsNetwork
+    from privbandits.deploy.p2b.messages import SealedReport
+    from privbandits.deploy.p2b.sealing import seal  # each device's report sealed before the clock starts
     from privbandits.deploy.p2b.session import SHARE_ENCODED
     from privbandits.protocols.p2b import core  # noqa: F401 - its messages, imported before the clock starts
 
     pipe.send("ready")
     while (job := pipe.recv()) is not None:
-        host, receivers, users, rate, deadline, seed, n_codes, n_actions = job
+        host, receivers, users, rate, deadline, seed, n_codes, n_actions, public = job
         network = TlsNetwork(host, addresses, credentials[host], peers=[], deadline=deadline)  # devices: no party link
         rng = np.random.default_rng([seed, users.start])
         reports = np.column_stack([rng.integers(0, n_codes, len(users)), rng.integers(0, n_actions, len(users)),
                                    rng.integers(0, 2, len(users))]).tolist()  # fmt: skip
+        reports = [SealedReport(code, seal(public, code, action, reward)) for code, action, reward in reports]
         latencies, outcomes = np.full(len(users), np.nan), np.zeros(len(users), dtype=np.int8)
         with network.phase(SHARE_ENCODED):
             errors: list[str] = []
@@ -160,7 +164,6 @@ def _drive(pipe, tallies, slot: int, addresses, credentials, concurrency: int, r
 
 def _send_all(network, receivers: list[str], users: range, reports: list, pace: tuple, out) -> None:
     from privbandits.comm.oneshot import send_own
-    from privbandits.protocols.p2b.core import EncodedReport
 
     latencies, outcomes, tallies, slot, errors = out
     rate, concurrency, resume = pace
@@ -178,7 +181,7 @@ def _send_all(network, receivers: list[str], users: range, reports: list, pace: 
             try:
                 user = users[index]
                 outcome = 0 if send_own(network, f"{network.local}-device{user}", receivers[user % len(receivers)],
-                                        EncodedReport(*reports[index]), resume=resume) else 1  # fmt: skip
+                                        reports[index], resume=resume) else 1  # fmt: skip
                 latencies[index] = time.perf_counter() - began
             except Exception as exc:  # noqa: BLE001 - no answer (PeerLost, or the connection failed): counted
                 outcome = 2
@@ -226,7 +229,7 @@ class Drivers:
         """The first failure of each job that had one (why a device got no answer)."""
 
     def run(self, host: str, receivers: list[str], users: range, deadline: float,
-            protocol) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+            protocol, public: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
         """Drive ``users`` of ``host`` over every process (the rate shared out), each sending to its receiver
         (see :func:`_drive`); their latencies and outcomes."""
         blocks = split(len(users), len(self.pipes))
@@ -234,7 +237,7 @@ class Drivers:
         with self.lock:  # one host's jobs go out together
             for pipe, block in zip(self.pipes, blocks, strict=True):
                 job = (host, receivers, users[block.start : block.stop], rate, deadline, self.settings.seed,
-                       protocol.n_codes, protocol.n_actions)  # fmt: skip
+                       protocol.n_codes, protocol.n_actions, public)  # fmt: skip
                 pipe.send(job)
             self.turns.append(host)
             self.lock.wait_for(lambda: self.turns[0] == host)
@@ -265,7 +268,7 @@ def _play_host(deployment: Deployment[P2BProtocol], network, users: range, drive
     """One device host: wait for the batch to open, drive its devices, close the batch, fetch the model."""
     from privbandits.comm import Party
     from privbandits.deploy.p2b.admission import commitment
-    from privbandits.deploy.p2b.messages import HostCommit, HostDone
+    from privbandits.deploy.p2b.messages import HostCommit, HostDone, ServerKey
     from privbandits.deploy.p2b.party import BatchOpen, FetchModel
     from privbandits.deploy.p2b.scaleout import END, ROLE
     from privbandits.deploy.p2b.session import COMMIT, SHARE_ENCODED
@@ -275,12 +278,13 @@ def _play_host(deployment: Deployment[P2BProtocol], network, users: range, drive
     shuffler, server = deployment.names("shuffler")[0], deployment.names("server")[0]
     with network.phase(COMMIT):  # simulated devices: coins of no seed to keep
         party.send(shuffler, HostCommit(commitment(np.random.SeedSequence(), network.local)))
+        out["public"] = party.receive(ServerKey, server).public  # what its devices seal to
     with network.phase(SHARE_ENCODED):
         party.receive(BatchOpen.kind, shuffler)
         out["start"] = time.perf_counter()
         receivers = deployment.names(ROLE) or [shuffler]  # the front ends, where it has them
         out["latencies"], out["outcomes"] = drivers.run(network.local, receivers, users, network.deadline,
-                                                        deployment.protocol)  # fmt: skip
+                                                        deployment.protocol, out["public"])  # fmt: skip
         out["end"] = time.perf_counter()
         party.send(shuffler, CloseBatch())
         party.send(server, FetchModel(1))

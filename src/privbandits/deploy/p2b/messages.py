@@ -28,6 +28,34 @@ class HostCommit(Message):
     digest: str
 
 
+@message("deploy.p2b.server_key")
+class ServerKey(Message):
+    """Server → each device host, first of all: ``public``, the server's HPKE public key (X25519, raw) that the
+    host's devices seal their reports to (:mod:`~privbandits.deploy.p2b.sealing`)."""
+
+    public: np.ndarray
+
+
+@message("deploy.p2b.sealed_report")
+class SealedReport(Message):
+    """Device → shuffler: one encoded interaction, its ``code`` (the crowd id the shuffler thresholds on) in the clear
+    and its ``(action, reward)`` ``sealed`` to the server (uint8, :data:`~privbandits.deploy.p2b.sealing.SEALED_BYTES`;
+    the code is the sealing's associated data)."""
+
+    code: int
+    sealed: np.ndarray
+
+
+@message("deploy.p2b.sealed_batch")
+class SealedBatch(Message):
+    """Shuffler → server: the anonymised, shuffled, thresholded reports: their ``codes`` and ``sealed`` contents
+    ((n, SEALED_BYTES) uint8), row by row; the server opens each into an
+    :class:`~privbandits.protocols.p2b.core.EncodedBatch`."""
+
+    codes: np.ndarray
+    sealed: np.ndarray
+
+
 @message("deploy.p2b.batch_open")
 class BatchOpen(Message):
     """Shuffler → a device host: its devices may now send this batch's reports (hosts take turns, in deployment
@@ -87,15 +115,16 @@ class ServedModel(Message):
     version: int
     first: np.ndarray
     second: np.ndarray
+    public: np.ndarray
+    """The server's HPKE public key, that the device seals its reports to."""
 
 
 @message("deploy.p2b.numbered_batch")
 class NumberedBatch(Message):
-    """Shuffler → server on a connection of its own: released batch ``number`` (0, 1, ...), the arrays of an
-    :class:`~privbandits.protocols.p2b.core.EncodedBatch`. The server acknowledges it once stored (a batch sent again
-    after a lost acknowledgement is acknowledged and not taken again)."""
+    """Shuffler → server on a connection of its own: released batch ``number`` (0, 1, ...), the arrays of a
+    :class:`SealedBatch`. The server acknowledges it once stored (a batch sent again after a lost acknowledgement is
+    acknowledged and not taken again)."""
 
     number: int
     codes: np.ndarray
-    actions: np.ndarray
-    rewards: np.ndarray
+    sealed: np.ndarray

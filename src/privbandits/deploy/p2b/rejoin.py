@@ -113,13 +113,14 @@ def save_shuffler(deployment: Deployment[P2BProtocol], name: str, key: bytes, ba
 
 def restore_shuffler(deployment: Deployment[P2BProtocol], name: str) -> tuple[bytes, int, dict]:
     """What :func:`save_shuffler` saved: ``(key, batch_id, releases)``."""
-    from privbandits.protocols.p2b.core import EncodedBatch, RawBatch
+    from privbandits.deploy.p2b.messages import SealedBatch
+    from privbandits.protocols.p2b.core import RawBatch
 
     arrays, meta = checkpoint.resume(deployment, name)
     releases = {}
     for kind, saved in meta.get("releases", {}).items():
         fields = (arrays[f"{kind}.{field}"] for field in BATCH_FIELDS[kind])
-        batch = (RawBatch if kind == "raw" else EncodedBatch)(*fields)
+        batch = (RawBatch if kind == "raw" else SealedBatch)(*fields)
         releases[kind] = (batch, saved["details"], saved["ledger"], saved["refused"])
     return arrays["key"].tobytes(), int(meta["batch_id"]), releases
 

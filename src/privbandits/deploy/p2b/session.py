@@ -60,5 +60,6 @@ KINDS = {SHARE_RAW: "raw", SHARE_ENCODED: "encoded"}
 """Each batch's name in the parties' results."""
 
 
-BATCH_FIELDS = {"raw": ("contexts", "actions", "rewards"), "encoded": ("codes", "actions", "rewards")}
-"""The arrays of each kind of batch, in its class's field order (results and the shuffler's saved batches)."""
+BATCH_FIELDS = {"raw": ("contexts", "actions", "rewards"), "encoded": ("codes", "sealed")}
+"""The arrays of each kind of batch the shuffler releases, in its class's field order (its saved batches; its result
+keeps all but the sealed contents)."""
