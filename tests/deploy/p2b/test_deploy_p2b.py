@@ -128,8 +128,11 @@ def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(
     assert {sender for _, sender, *_ in devices} == {f"{host} devices" for host in hosts}
     assert sum(messages for _, _, _, messages, *_ in devices) == raw_shared + reference.encoded_tuples_shared
     # the devices' report bytes to the shuffler are the in-memory ones (plus one CloseBatch per host), but for the
-    # encoded reports' sealing: each action and reward sealed to the server, the same bytes more a report
-    sealing = SealedReport(0, np.zeros(SEALED_BYTES, np.uint8)).payload_bytes() - EncodedReport(0, 0, 0).payload_bytes()
+    # encoded reports' sealing: each action and reward sealed to the server (and its host's commitment), the same bytes
+    # more a report; in the batch to the server, each released report's ciphertext
+    report = SealedReport(0, np.zeros(SEALED_BYTES, np.uint8), results["shuffler"]["commits"]["hosta"])
+    sealing = report.payload_bytes() - EncodedReport(0, 0, 0).payload_bytes()
+    released_sealing = SEALED_BYTES - 2 * 8  # a row: the code and a ciphertext for the action and the reward
     for phase in phases:
         to_shuffler = [row for h in hosts for row in results[h]["traffic"] if row[0] == phase and row[2] == "shuffler"]
         processes = sum(row[4] for row in to_shuffler)
@@ -138,7 +141,7 @@ def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(
         sealed = (reference.encoded_tuples_shared, reference.release["released"]) if encoded else (0, 0)
         assert processes == in_memory + sealing * sealed[0]
         to_server = sum(row[4] for row in results["shuffler"]["traffic"] if row[0] == phase)
-        assert to_server == network.traffic.total(phase, receiver="server").bytes + sealing * sealed[1]
+        assert to_server == network.traffic.total(phase, receiver="server").bytes + released_sealing * sealed[1]
     assert all(result["refusals"] == [] and result["dropped"] == [] for result in results.values())
 
     # the encoded reports went through the shuffler's durable queue: one batch, released, no identity kept

@@ -27,8 +27,10 @@ from privbandits.deploy.deployment import load_deployment
 from privbandits.deploy.p2b.admission import REASONS, Admission
 from privbandits.deploy.p2b.attacks import rogue_host_reports
 from privbandits.deploy.p2b.front import Front, _Open
+from privbandits.deploy.p2b.messages import SealedReport
 from privbandits.deploy.p2b.outcome import outcome, run_in_memory, without_baseline
 from privbandits.deploy.p2b.rejoin import report_id
+from privbandits.deploy.p2b.sealing import SEALED_BYTES
 from privbandits.protocols.p2b.core import EncodedBatch, EncodedReport
 
 SMALL = {"n_users = 3000": "n_users = 500"}
@@ -45,37 +47,42 @@ def _spec(tmp_path: Path, *, seeded: bool = True, data: bool = True):
 class _AdmitsAll(Admission):
     """The weakened copy: the issue's shuffler, which took any device name under its host's prefix."""
 
-    def check(self, host: str, sender: str) -> str | None:
+    def check(self, host: str, sender: str, commit: str | None = None) -> str | None:
         return None
 
 
 @pytest.mark.parametrize("weakened", [True, False])
 def test_invented_and_foreign_devices_are_taken_only_by_a_shuffler_without_admission(tmp_path, weakened):
     """The concurrent front end's verdict on a report of hosta's certificate named as a made-up user, as a user of
-    hostb's block, and as one of hosta's own users: the weakened copy stores all three, the default only the last,
-    refusing the others with a counted, logged line."""
+    hostb's block, as one of hosta's own users, and as another of them under another commitment to hosta's coins (a
+    restart's): the weakened copy stores all four, the default only the third, refusing the others with a counted,
+    logged line."""
     spec = _spec(tmp_path, data=False)
     admission = (_AdmitsAll if weakened else Admission).of(spec)
+    admission.commits = {"hosta": "the start's", "hostb": "hostb's"}
     dropped: list[str] = []
     front = Front(SimpleNamespace(note_dropped=dropped.append, deadline=10.0), spec.names("device_host"), 0)
     shuffler = SimpleNamespace(admission=admission, batch_size=None, batch_window_s=None, collected=0,
                                opened_at=time.monotonic(), refused=[0], first_report_at=None, replaying=False,
                                closed={})  # fmt: skip
-    batch = _Open(shuffler, "share_encoded", EncodedReport.kind, True)
+    batch = _Open(shuffler, "share_encoded", SealedReport.kind, True)
     hostb_first = 175  # 350 early users over two hosts
+    made_up = np.zeros(SEALED_BYTES, np.uint8)
+    reports = {user: SealedReport(0, made_up, "the start's") for user in (10**9, hostb_first, 3)}
+    reports[4] = SealedReport(0, np.zeros(SEALED_BYTES, np.uint8), "a restart's")
     verdicts = {
-        user: front._verdict(batch, "hosta", Envelope(f"hosta-device{user}", "shuffler", "share_encoded",
-                                                      EncodedReport(0, 0, 1)), 0.0)  # fmt: skip
-        for user in (10**9, hostb_first, 3)
+        user: front._verdict(batch, "hosta", Envelope(f"hosta-device{user}", "shuffler", "share_encoded", report), 0.0)
+        for user, report in reports.items()
     }
     stored = [user for user, verdict in verdicts.items() if verdict == "store"]
     if weakened:
-        assert stored == [10**9, hostb_first, 3] and dropped == []
+        assert stored == [10**9, hostb_first, 3, 4] and dropped == []
         return
     assert stored == [3]
-    assert verdicts[10**9][0] is FrameType.ABORT and verdicts[hostb_first][0] is FrameType.ABORT
-    assert admission.refused == dict(zip(REASONS, (1, 1, 0), strict=True))
-    assert [line.split(":")[0] for line in dropped] == ["refused (invented)", "refused (foreign)"]
+    assert all(verdicts[user][0] is FrameType.ABORT for user in (10**9, hostb_first, 4))
+    assert admission.refused == dict(zip(REASONS, (1, 1, 0, 1), strict=True))
+    assert [line.split(":")[0] for line in dropped] == ["refused (invented)", "refused (foreign)",
+                                                        "refused (commitment)"]  # fmt: skip
     assert "a user of 'hostb''s block" in dropped[1]
 
 
@@ -125,7 +132,8 @@ def test_a_rogue_hosts_invented_foreign_and_duplicate_devices_are_refused_and_th
             assert time.monotonic() - start < 120, f"hosta-device{user}'s report never reached the queue"
             time.sleep(0.002)
         resolved = load_deployment(tmp_path / "deployment.resolved.toml")
-        taken = rogue_host_reports(resolved, "hosta", "share_encoded", (user, again))
+        commit = checkpoint.load(spec.checkpoint_path("shuffler"))[1]["commits"]["hosta"]  # the host's own
+        taken = rogue_host_reports(resolved, "hosta", "share_encoded", (user, again), commit)
         codes = _wait_all(parties, 120)
     finally:
         for party in parties:
@@ -135,7 +143,7 @@ def test_a_rogue_hosts_invented_foreign_and_duplicate_devices_are_refused_and_th
     assert taken == {"invented": False, "foreign": False, "duplicate": False}
     got = outcome(spec)
     shuffler = got["results"]["shuffler"]
-    assert shuffler["refused_devices"] == {"invented": 1, "foreign": 1, "duplicate": 1}
+    assert shuffler["refused_devices"] == {"invented": 1, "foreign": 1, "duplicate": 1, "commitment": 0}
     assert sorted(re.search(r"refused \((\w+)\)", line).group(1) for line in shuffler["dropped"]) == [
         "duplicate", "foreign", "invented"]  # fmt: skip
     reference, network = run_in_memory(spec)

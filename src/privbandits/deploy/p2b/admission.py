@@ -10,7 +10,8 @@ and logged one line each (the network's ``dropped`` reasons):
 * ``invented``: a device name that is no user of any host (a number past the population, or no number);
 * ``foreign``: a user of another host's block, under this host's name;
 * ``duplicate``: a second, different report of a device already heard in the batch (the same report sent again,
-  its acknowledgement lost, is acknowledged and not taken).
+  its acknowledgement lost, is acknowledged and not taken);
+* ``commitment``: a report carrying another commitment to its host's coins than the host made at the start (below).
 
 Why the layout and not per-device credentials: the deployment already fixes each host's users (its data file and
 the canonical order rest on them), so the set needs no new secret, no issuing step and nothing for a device to
@@ -22,8 +23,9 @@ start of the session it sends the shuffler :class:`~privbandits.deploy.p2b.messa
 seed (:func:`commitment`; the seed itself cannot be recovered from it). A host restarted without its state (no
 ``--resume``, or with another host's entropy file) draws other coins and commits to another digest: its party link
 replays its messages and the shuffler's link checks each replayed message against the first (a mismatch ends the
-session with exit 4 and one line naming the host, before any batch takes its devices' new reports), so a replay
-with other coins is detected and never mixed in.
+session with exit 4 and one line naming the host). Each device's report carries its host's commitment too, and the
+shuffler refuses one under another commitment (``commitment``) before storing it: a report of the other coins that
+reaches the shuffler before it reads the host's replay is never stored, so it is not mixed in even after a resume.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from privbandits.deploy.p2b.section import P2BProtocol
 
 log = logging.getLogger("privbandits.deploy.p2b.admission")
 
-REASONS = ("invented", "foreign", "duplicate")
+REASONS = ("invented", "foreign", "duplicate", "commitment")
 """Why a report is refused, as :attr:`Admission.refused` counts them."""
 _NUMBER = re.compile(r"-device(\d+)$")
 
@@ -73,16 +75,23 @@ class Admission:
         self.owner = {int(match.group(1)): host for name, host in devices.items() if (match := _NUMBER.search(name))}
         """Each admitted user number's host (to tell a foreign device from an invented one)."""
         self.refused = dict.fromkeys(REASONS, 0)
+        self.commits: dict[str, str] = {}
+        """Each host's commitment to its coins (:class:`~privbandits.deploy.p2b.messages.HostCommit`); empty: not
+        checked (served devices, which have no host session)."""
 
     @classmethod
     def of(cls, deployment: Deployment[P2BProtocol], *, served: bool = False) -> Admission:
         return cls(admitted_devices(deployment, served=served))
 
-    def check(self, host: str, sender: str) -> str | None:
-        """Why the report of ``sender`` on a connection of ``host``'s certificate is refused (counted and logged), or
-        None: ``sender`` is a device the deployment gives ``host``."""
+    def check(self, host: str, sender: str, commit: str | None = None) -> str | None:
+        """Why the report of ``sender`` on a connection of ``host``'s certificate, carrying ``commit``, is refused
+        (counted and logged), or None: ``sender`` is a device the deployment gives ``host``, under the commitment
+        ``host`` made (when :attr:`commits` holds it)."""
         if self.devices.get(sender) == host:
-            return None
+            if commit is None or host not in self.commits or commit == self.commits[host]:
+                return None
+            return self.refuse("commitment", f"a device of {host!r} reported under another commitment to its coins "
+                                             f"than {host!r} made (restarted without its state?)")  # fmt: skip
         match = _NUMBER.search(sender)
         owner = self.owner.get(int(match.group(1))) if match else None
         if owner is not None and owner != host:

@@ -108,11 +108,11 @@ def read_queue(path: Path) -> QueueRead:
 
 
 def rogue_host_reports(deployment: Deployment[P2BProtocol], host: str, phase: str, again: tuple[int, EncodedReport],
-                       *, invented: int = 10**9) -> dict[str, bool]:  # fmt: skip
+                       commit: str, *, invented: int = 10**9) -> dict[str, bool]:  # fmt: skip
     """Device host ``host`` (``deployment``: the file with the shuffler's actual address, and ``host``'s bundle) sends
     the shuffler one sealed report each in ``phase`` as an invented device (user ``invented``), as the first user of
     another host's block, and as its own user ``again[0]`` with ``again[1]``'s code (a second report of that device):
-    whether each was taken (acknowledged), by kind."""
+    whether each was taken (acknowledged), by kind. Each carries ``commit``, the host's commitment to its coins."""
     from privbandits.comm.oneshot import send_own
     from privbandits.deploy.p2b.data import layout
     from privbandits.deploy.p2b.messages import SealedReport
@@ -123,8 +123,9 @@ def rogue_host_reports(deployment: Deployment[P2BProtocol], host: str, phase: st
     other = next(block for name, block in layout(deployment).items() if name != host).early.start
     made_up = np.random.default_rng().integers(0, 256, SEALED_BYTES, dtype=np.uint8)  # sealed to no one: refused first
     user, report = again
-    sends = {"invented": (invented, SealedReport(0, made_up)), "foreign": (other, SealedReport(0, made_up)),
-             "duplicate": (user, SealedReport(report.code, made_up))}  # fmt: skip
+    sends = {"invented": (invented, SealedReport(0, made_up, commit)),
+             "foreign": (other, SealedReport(0, made_up, commit)),
+             "duplicate": (user, SealedReport(report.code, made_up, commit))}  # fmt: skip
     network = party_network(deployment, host, listen=False)
     try:
         with network.phase(phase):

@@ -124,7 +124,8 @@ def serial_reports(shuffler, host: str, kind: str):
             network.note_dropped(reason)
             delivery.refuse(reason)
             continue
-        refusal = shuffler.admission.check(host, delivery.envelope.sender) or malformed(got)
+        refusal = shuffler.admission.check(host, delivery.envelope.sender, getattr(got, "commit", None))
+        refusal = refusal or malformed(got)
         if refusal is not None:  # not a device the deployment gives this host, or a malformed report
             network.note_dropped(refusal)
             delivery.refuse(refusal)
@@ -317,7 +318,7 @@ class Front:
             return FrameType.ABORT, reason, party
         batch.seen[party] = time.monotonic()
         shuffler = batch.shuffler
-        refusal = shuffler.admission.check(party, sender) or malformed(got)
+        refusal = shuffler.admission.check(party, sender, getattr(got, "commit", None)) or malformed(got)
         if refusal is not None:  # not a device the deployment gives this host, or a malformed report
             self.network.note_dropped(refusal)
             return FrameType.ABORT, refusal, party

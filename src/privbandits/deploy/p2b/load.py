@@ -135,8 +135,8 @@ def split(total: int, parts: int) -> list[range]:
 
 # -- the device drivers (processes) ------------------------------------------------------------------
 def _drive(pipe, tallies, slot: int, addresses, credentials, concurrency: int, resume: bool) -> None:
-    """A driver process: for each job ``(host, receivers, users, rate, deadline, seed, n_codes, n_actions, public)``
-    from
+    """A driver process: for each job ``(host, receivers, users, rate, deadline, seed, n_codes, n_actions, sealing)``
+    (sealing: the server's public key and the host's commitment) from
     ``pipe``, the devices ``users`` of ``host`` send one report each, ``concurrency`` at once, device ``u`` to
     ``receivers[u mod len(receivers)]`` (the shuffler, or its front ends); answers the latencies (NaN: no answer)
     and outcome codes. Ends on None."""
@@ -148,12 +148,12 @@ def _drive(pipe, tallies, slot: int, addresses, credentials, concurrency: int, r
 
     pipe.send("ready")
     while (job := pipe.recv()) is not None:
-        host, receivers, users, rate, deadline, seed, n_codes, n_actions, public = job
+        host, receivers, users, rate, deadline, seed, n_codes, n_actions, (public, commit) = job
         network = TlsNetwork(host, addresses, credentials[host], peers=[], deadline=deadline)  # devices: no party link
         rng = np.random.default_rng([seed, users.start])
         reports = np.column_stack([rng.integers(0, n_codes, len(users)), rng.integers(0, n_actions, len(users)),
                                    rng.integers(0, 2, len(users))]).tolist()  # fmt: skip
-        reports = [SealedReport(code, seal(public, code, action, reward)) for code, action, reward in reports]
+        reports = [SealedReport(code, seal(public, code, action, reward), commit) for code, action, reward in reports]
         latencies, outcomes = np.full(len(users), np.nan), np.zeros(len(users), dtype=np.int8)
         with network.phase(SHARE_ENCODED):
             errors: list[str] = []
@@ -229,7 +229,7 @@ class Drivers:
         """The first failure of each job that had one (why a device got no answer)."""
 
     def run(self, host: str, receivers: list[str], users: range, deadline: float,
-            protocol, public: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+            protocol, sealing: tuple) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
         """Drive ``users`` of ``host`` over every process (the rate shared out), each sending to its receiver
         (see :func:`_drive`); their latencies and outcomes."""
         blocks = split(len(users), len(self.pipes))
@@ -237,7 +237,7 @@ class Drivers:
         with self.lock:  # one host's jobs go out together
             for pipe, block in zip(self.pipes, blocks, strict=True):
                 job = (host, receivers, users[block.start : block.stop], rate, deadline, self.settings.seed,
-                       protocol.n_codes, protocol.n_actions, public)  # fmt: skip
+                       protocol.n_codes, protocol.n_actions, sealing)  # fmt: skip
                 pipe.send(job)
             self.turns.append(host)
             self.lock.wait_for(lambda: self.turns[0] == host)
@@ -276,15 +276,17 @@ def _play_host(deployment: Deployment[P2BProtocol], network, users: range, drive
 
     party = Party(network.local, network)
     shuffler, server = deployment.names("shuffler")[0], deployment.names("server")[0]
-    with network.phase(COMMIT):  # simulated devices: coins of no seed to keep
-        party.send(shuffler, HostCommit(commitment(np.random.SeedSequence(), network.local)))
+    out["commit"] = commitment(np.random.SeedSequence(), network.local)  # simulated devices: no seed to keep
+    with network.phase(COMMIT):
+        party.send(shuffler, HostCommit(out["commit"]))
         out["public"] = party.receive(ServerKey, server).public  # what its devices seal to
     with network.phase(SHARE_ENCODED):
         party.receive(BatchOpen.kind, shuffler)
         out["start"] = time.perf_counter()
         receivers = deployment.names(ROLE) or [shuffler]  # the front ends, where it has them
+        sealing = (out["public"], out["commit"])
         out["latencies"], out["outcomes"] = drivers.run(network.local, receivers, users, network.deadline,
-                                                        deployment.protocol, out["public"])  # fmt: skip
+                                                        deployment.protocol, sealing)  # fmt: skip
         out["end"] = time.perf_counter()
         party.send(shuffler, CloseBatch())
         party.send(server, FetchModel(1))

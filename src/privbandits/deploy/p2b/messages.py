@@ -40,10 +40,12 @@ class ServerKey(Message):
 class SealedReport(Message):
     """Device → shuffler: one encoded interaction, its ``code`` (the crowd id the shuffler thresholds on) in the clear
     and its ``(action, reward)`` ``sealed`` to the server (uint8, :data:`~privbandits.deploy.p2b.sealing.SEALED_BYTES`;
-    the code is the sealing's associated data)."""
+    the code is the sealing's associated data); ``commit``: its host's commitment to the session's coins
+    (:class:`HostCommit`; empty for a served device, which has no host session)."""
 
     code: int
     sealed: np.ndarray
+    commit: str = ""
 
 
 @message("deploy.p2b.sealed_batch")
@@ -67,11 +69,13 @@ class FrontOpen(Message):
     """Shuffler → each of its front ends (``shuffler_front`` parties, :mod:`~privbandits.deploy.p2b.scaleout`):
     take the devices' reports of ``report_kind`` for the batch now open. ``key`` is the shuffler's report-id key
     (hex; the front ends are the shuffler's own processes, on its mutual-TLS links); ``store``: into the shared
-    queue, else acknowledged and not taken (a batch released before a restart)."""
+    queue, else acknowledged and not taken (a batch released before a restart); ``commits``: each host's commitment
+    (JSON), which its devices' reports must carry."""
 
     report_kind: str
     key: str
     store: bool
+    commits: str = "{}"
 
 
 @message("deploy.p2b.front_ready")

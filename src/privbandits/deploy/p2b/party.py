@@ -91,7 +91,7 @@ from pathlib import Path
 
 import numpy as np
 
-from privbandits.comm import TlsNetwork
+from privbandits.comm import Message, TlsNetwork
 from privbandits.deploy import entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError
 from privbandits.deploy.p2b import rejoin as p2b_rejoin
@@ -215,7 +215,7 @@ def _run_shuffler(deployment: Deployment[P2BProtocol], name: str, network: TlsNe
         admission=Admission.of(deployment),
     )
     network.on_stray = p2b_rejoin.stray_handler(shuffler, network)  # called by a rejoining network only
-    commits = _commits(deployment, name, shuffler, resume)
+    commits = shuffler.admission.commits = _commits(deployment, name, shuffler, resume)
     seconds, releases = {}, {}  # per batch, from its first report's arrival to its release; its release
     try:
         for phase in phases(protocol):
@@ -257,6 +257,7 @@ def _run_shuffler(deployment: Deployment[P2BProtocol], name: str, network: TlsNe
         "resumed": resume,
         "replayed_reports": shuffler.replayed,
         "refused_devices": shuffler.admission.refused,
+        "commits": commits,
         "ledger": shuffler.ledger.rows(),
     }
 
@@ -431,11 +432,12 @@ def _play(model, contexts, table, rng: np.random.Generator, first: int, protocol
 
 
 def _send_reports(host, shuffler: str, log, seen, protocol: P2BProtocol, rng, block: Block,
-                  public: np.ndarray | None, fronts: tuple[str, ...] = ()) -> int:  # fmt: skip
+                  sealing: tuple[np.ndarray, str] | None, fronts: tuple[str, ...] = ()) -> int:  # fmt: skip
     """This host's devices choose and send their tuples (the draws over all early users; the other
     hosts' users are unknown rewards here, which never send), each to the shuffler or to its front end
-    (``fronts``: :func:`~privbandits.deploy.p2b.scaleout.front_of`), and the host closes the batch. With the
-    server's ``public`` key, encoded reports with their action and reward sealed to it; without, raw ones."""
+    (``fronts``: :func:`~privbandits.deploy.p2b.scaleout.front_of`), and the host closes the batch. With
+    ``sealing`` (the server's public key, the host's commitment), encoded reports with their action and reward sealed
+    to the server; without, raw ones."""
     from privbandits.deploy.p2b.sealing import seal
     from privbandits.protocols.p2b.core import RawReport, choose_reports
 
@@ -448,12 +450,14 @@ def _send_reports(host, shuffler: str, log, seen, protocol: P2BProtocol, rng, bl
         host.receive(BatchOpen.kind, shuffler)  # the shuffler takes the hosts' devices in turn
     payloads = seen[local, chosen]
     arms, rewards = log.arms[local, chosen].tolist(), log.rewards[local, chosen].astype(np.int64).tolist()
-    private = public is not None
+    private = sealing is not None
     for user, payload, arm, reward in zip(
         users.tolist(), payloads.tolist() if private else list(payloads), arms, rewards, strict=True
     ):
-        sealed = None if public is None else seal(public, payload, arm, reward)
-        report = RawReport(payload, arm, reward) if sealed is None else SealedReport(payload, sealed)
+        if sealing is None:
+            report: Message = RawReport(payload, arm, reward)
+        else:
+            report = SealedReport(payload, seal(sealing[0], payload, arm, reward), sealing[1])
         host.send_report(user, p2b_scaleout.front_of(fronts, user, shuffler), report)
     return host.close_batch(shuffler)
 
@@ -492,8 +496,9 @@ def _run_host(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwor
     early, late, block = data.early, data.late, data.block
     n_arms, dim = protocol.n_actions, protocol.dim
     host = HostedDevices(name, network, prefix=f"{name}-device", mechanism=RAW_DEVICES)
+    commit = commitment(root, name)
     with network.phase(COMMIT):  # first of all: the shuffler detects a restart with other coins by it
-        host.send(shuffler, HostCommit(commitment(root, name)))
+        host.send(shuffler, HostCommit(commit))
         public = host.receive(ServerKey, server).public  # what its devices seal their reports to
     # resumed: every phase is replayed (the same reports and fetches; the shuffler and the server skip them)
 
@@ -508,8 +513,8 @@ def _run_host(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwor
     early_private = _play(cold_private, early_seen, early.reward_table, streams[6], block.early.start, protocol)
     host.mechanism = DEVICES
     with network.phase(SHARE_ENCODED), network.batch():
-        encoded_sent = _send_reports(host, shuffler, early_private, early_codes, protocol, streams[7], block, public,
-                                     tuple(deployment.names(p2b_scaleout.ROLE)))  # fmt: skip
+        encoded_sent = _send_reports(host, shuffler, early_private, early_codes, protocol, streams[7], block,
+                                     (public, commit), tuple(deployment.names(p2b_scaleout.ROLE)))  # fmt: skip
         private_model = host.receive_model(DisjointModel if scalar else CodeModel, server)
     first_late = block.late.start  # the late users play once the batches are out (the shuffler waits for them)
     cold = _play(DisjointModel.cold(n_arms, dim), late.contexts, late.reward_table, streams[3], first_late, protocol)

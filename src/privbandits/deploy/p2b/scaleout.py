@@ -43,6 +43,7 @@ Limits, each refused when the file is loaded: front ends need ``queue_url`` and 
 
 from __future__ import annotations
 
+import json
 import time
 
 from privbandits.comm import Party, TlsNetwork
@@ -96,7 +97,8 @@ class RemoteFronts:
         from privbandits.protocols.p2b.core import CloseBatch
 
         batch = _Open(shuffler, shuffler.network.current_phase, kind, durable)
-        opening = FrontOpen(report_kind=kind, key=shuffler.key.hex(), store=durable and not shuffler.replaying)
+        opening = FrontOpen(report_kind=kind, key=shuffler.key.hex(), store=durable and not shuffler.replaying,
+                            commits=json.dumps(shuffler.admission.commits))  # fmt: skip
         for front in self.fronts:
             shuffler.send(front, opening)
         for front in self.fronts:
@@ -137,6 +139,7 @@ class _Intake:
     def __init__(self, queue, opening: FrontOpen, closed: dict[str, set[str]], admission: Admission) -> None:
         self.queue, self.key, self.kind = queue, bytes.fromhex(opening.key), opening.report_kind
         self.admission = admission
+        admission.commits = json.loads(opening.commits)
         """The devices whose reports it takes (the shuffler's admission, :mod:`~privbandits.deploy.p2b.admission`)."""
         self.replaying = not opening.store  # acknowledged and counted as duplicates, not stored
         self.closed = closed
