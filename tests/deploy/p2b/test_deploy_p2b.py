@@ -360,7 +360,9 @@ def test_a_party_away_past_the_rejoin_budget_ends_the_session_and_every_party_re
     results = got["results"]
     assert all(result["resumed"] for result in results.values())
     assert results["shuffler"]["queue"]["duplicates"] == accepted
-    assert all(kept[name].read_bytes() == seed for name, seed in seeds.items())  # read back, not drawn again
+    # read back, not drawn again; the shuffler's removed once its last batch is out (nothing regenerates its order)
+    assert all(kept[name].read_bytes() == seed for name, seed in seeds.items() if name != "shuffler")
+    assert not kept["shuffler"].exists()
     assert {result["randomness"] for result in results.values()} == {"reproducible" if seeded else "os"}
     if not seeded:
         return
@@ -472,11 +474,13 @@ def test_the_server_refuses_a_fetch_of_a_model_version_it_has_not_published():
 @pytest.mark.slow  # 3 to 7 s on 2 cores; each party's kept OS seed: tests/deploy/test_deploy_entropy.py (in-process)
 def test_by_default_every_party_draws_from_os_entropy_and_the_session_still_runs(tmp_path, encoder_cache):
     """The shipped defaults (OS randomness, no raw baseline): the session ends with the seeded run's shapes and
-    counts but other coins (another encoded batch; another default run differs again), and the hosts and the
-    shuffler keep their OS seeds in files of their own (0600), for --resume; the server holds none."""
+    counts but other coins (another encoded batch; another default run differs again), and the hosts keep their OS
+    seeds in files of their own (0600), for --resume; the shuffler kept its until its last batch was out (then removed:
+    nothing left regenerates the batch's order); the server holds no seed but its HPKE key (0600)."""
     import stat
 
     from privbandits.deploy.entropy import entropy_path
+    from privbandits.deploy.p2b.party import server_key_path
 
     path = local_copy(tmp_path, raw_baseline=False, seeded=False, **SMALL)
     spec = deployed(path)
@@ -498,9 +502,10 @@ def test_by_default_every_party_draws_from_os_entropy_and_the_session_still_runs
     assert codes != batches[0] and codes != batches[1] and batches[0] != batches[1]
     for name in spec.parties:
         kept = entropy_path(spec, name)
-        assert kept.exists() == (name != "server"), name
+        assert kept.exists() == (name in hosts), name
         if kept.exists():
             assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert stat.S_IMODE(server_key_path(spec, "server").stat().st_mode) == 0o600
 
 
 def _released(path: Path) -> bool:

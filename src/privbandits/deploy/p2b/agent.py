@@ -148,8 +148,6 @@ def _encoder(dim: int, precision: int, n_codes: int, seed: int) -> _Nearest:
 
 _NETWORKS: dict[tuple[int, str], Any] = {}
 _NETWORKS_LOCK = threading.Lock()
-_PUBLIC: dict[str, np.ndarray] = {}
-"""The server's public key, per deployment (its protocol digest), once fetched."""
 
 
 def host_network(deployment: Deployment[P2BProtocol], host: str):
@@ -162,8 +160,14 @@ def host_network(deployment: Deployment[P2BProtocol], host: str):
 
 
 def fetch_model(deployment: Deployment[P2BProtocol], host: str, timeout: float = 10.0) -> ServedModel | None:
-    """The server's latest model as a device of ``host`` fetches it, or None while none is published (the server's
-    public key comes with either answer and is kept for :func:`server_public_key`)."""
+    """The server's latest model as a device of ``host`` fetches it, or None while none is published."""
+    answer = fetch_served(deployment, host, timeout)
+    return answer if answer is not None and answer.version else None
+
+
+def fetch_served(deployment: Deployment[P2BProtocol], host: str, timeout: float = 10.0) -> ServedModel | None:
+    """The server's answer to a device of ``host``'s fetch: its latest model (version 0, no arrays: none published
+    yet) and its HPKE public key, which the device seals its reports to; None if it refused."""
     server = deployment.names("server")[0]
     try:
         got = exchange(host_network(deployment, host), f"{host}-device", server, FetchModel(0), timeout)
@@ -171,23 +175,7 @@ def fetch_model(deployment: Deployment[P2BProtocol], host: str, timeout: float =
         return None
     if got is None or not isinstance(got.message, ServedModel):
         raise Unreachable(f"{server!r} answered a model fetch with {None if got is None else got.message.kind!r}")
-    with _NETWORKS_LOCK:
-        _PUBLIC[deployment.protocol_digest()] = got.message.public
-    return got.message if got.message.version else None
-
-
-def server_public_key(deployment: Deployment[P2BProtocol], host: str, timeout: float = 10.0) -> np.ndarray:
-    """The server's HPKE public key that a device of ``host`` seals its reports to, fetched once (with a model
-    fetch); :class:`Unreachable` while the server cannot be reached."""
-    with _NETWORKS_LOCK:
-        public = _PUBLIC.get(deployment.protocol_digest())
-    if public is None:
-        fetch_model(deployment, host, timeout)
-        with _NETWORKS_LOCK:
-            public = _PUBLIC.get(deployment.protocol_digest())
-        if public is None:
-            raise Unreachable("the server refused to send its public key")
-    return public
+    return got.message
 
 
 def _blob(array: np.ndarray | None) -> bytes | None:
@@ -292,6 +280,8 @@ class DeviceAgent:
         self.random = protocol.tie_break == "random"
         self.coins = _Coins(self.deployment, user)
         self.lock = threading.Lock()
+        self.public: np.ndarray | None = None
+        """The server's HPKE public key its reports are sealed to (from the server, once reached)."""
         self.db = _open(Path(store))
         self._load(report_budget, fetch_model)
         self.flush()
@@ -302,7 +292,9 @@ class DeviceAgent:
                               (self.name,)).fetchone()  # fmt: skip
         if row is None:
             try:
-                model = fetch_model(self.deployment, self.host, self.timeout_s) if fetch else None
+                answer = fetch_served(self.deployment, self.host, self.timeout_s) if fetch else None
+                self.public = None if answer is None else answer.public
+                model = answer if answer is not None and answer.version else None
             except Unreachable:  # no server now: the device starts cold, as one created before any model
                 model = None
             version = 0 if model is None else model.version
@@ -438,8 +430,12 @@ class DeviceAgent:
         assert event.reward is not None
         refused = None
         try:
-            public = server_public_key(self.deployment, self.host, self.timeout_s)
-            report = SealedReport(event.code, seal(public, event.code, event.arm, event.reward))
+            if self.public is None:  # fetched from the server (its own key; the report waits while it is away)
+                answer = fetch_served(self.deployment, self.host, self.timeout_s)
+                if answer is None:
+                    return False
+                self.public = answer.public
+            report = SealedReport(event.code, seal(self.public, event.code, event.arm, event.reward))
             exchange(host_network(self.deployment, self.host), self.name, self.shuffler, report, self.timeout_s)
         except Unreachable:
             return False
