@@ -250,3 +250,32 @@ def test_a_reader_of_the_shuffler_queue_and_disk_finds_only_codes_and_ciphertext
     fitted = results["server"]["batches"]["encoded"]
     assert opened == list(zip(fitted["codes"], fitted["actions"], fitted["rewards"], strict=True))
     assert results["server"]["unopened_reports"] == 0 and len(opened) < len(after.codes)  # thresholded
+
+
+@pytest.mark.parametrize("weakened", [True, False])
+def test_a_resumed_shuffler_refuses_a_host_committed_to_other_coins(tmp_path, weakened):
+    """The shuffler restarted with --resume and a device host restarted without its state: the host commits to other
+    coins than the shuffler's checkpoint holds. The default shuffler refuses it (one line naming the host, exit 2 as a
+    deployment error); a weakened copy that kept no commitments (the issue's shuffler) takes it."""
+    from privbandits.comm import InMemoryNetwork, Party
+    from privbandits.deploy.deployment import DeploymentError
+    from privbandits.deploy.p2b.messages import HostCommit
+    from privbandits.deploy.p2b.party import _commits
+    from privbandits.deploy.p2b.rejoin import save_shuffler
+    from privbandits.deploy.p2b.session import COMMIT
+
+    spec = _spec(tmp_path, seeded=False, data=False)
+    before = {"hosta": "hosta's coins", "hostb": "hostb's coins"}
+    save_shuffler(spec, "shuffler", bytes(32), 0, {}, {} if weakened else before)
+    network = InMemoryNetwork()
+    shuffler = Party("shuffler", network)
+    shuffler.hosts, shuffler.key, shuffler.batch_id = spec.names("device_host"), bytes(32), 0  # what _commits reads
+    with network.phase(COMMIT):
+        Party("hosta", network).send("shuffler", HostCommit("other coins"))  # restarted without --resume
+        Party("hostb", network).send("shuffler", HostCommit(before["hostb"]))
+    if weakened:
+        assert _commits(spec, "shuffler", shuffler, resume=True) == {"hosta": "other coins", "hostb": "hostb's coins"}
+        return
+    with pytest.raises(DeploymentError, match=r"^device host 'hosta' came back committed to other coins than at the "
+                                              r"start of the session \(restarted without --resume"):
+        _commits(spec, "shuffler", shuffler, resume=True)
