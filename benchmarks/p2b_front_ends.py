@@ -22,15 +22,17 @@ import tempfile
 from pathlib import Path
 
 from _smoke import parse_args
+from shuffler_throughput import users_for
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the tests' throw-away PostgreSQL server (tests/pg_server.py)
 
 
-def deployment_file(folder: Path, url: str, fronts: int, workers: int) -> Path:
-    """The shipped example on ephemeral ports with its queue at ``url``, ``fronts`` front ends and ``workers``."""
+def deployment_file(folder: Path, url: str, fronts: int, workers: int, devices: int) -> Path:
+    """The shipped example on ephemeral ports with its queue at ``url``, ``fronts`` front ends, ``workers`` and users
+    for ``devices`` reports."""
     text = re.sub(r'address = "127\.0\.0\.1:\d+"', 'address = "127.0.0.1:0"',
-                  (ROOT / "configs" / "deploy" / "p2b.toml").read_text())  # fmt: skip
+                  users_for((ROOT / "configs" / "deploy" / "p2b.toml").read_text(), devices))  # fmt: skip
     text = text.replace("deadline_s = 30 ", "deadline_s = 300 ").replace('output = "out"', f'output = "out{fronts}"')
     text = text.replace('name = "p2b"\n', f'name = "p2b"\nqueue_url = "{url}"\nrejoin_s = 0\nworkers = {workers}\n')
     text += "".join(f'\n[parties.front{i}]\nrole = "shuffler_front"\naddress = "127.0.0.1:0"\n' for i in range(fronts))
@@ -46,7 +48,7 @@ def measure(folder: Path, url: str, fronts: int, workers: int, devices: int, pro
     from privbandits.deploy.local import wait_parties
     from privbandits.deploy.p2b.load import LoadSettings, run_load, start_service
 
-    spec = load_deployment(deployment_file(folder, url, fronts, workers))
+    spec = load_deployment(deployment_file(folder, url, fronts, workers, devices))
     write_bundles(spec.bundles, list(spec.parties))
     resolved, started, listeners = start_service(spec, folder)
     try:

@@ -87,7 +87,7 @@ def main() -> None:
                      f"{args.workers}")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        path = deployment_file(folder, args.workers)
+        path = deployment_file(folder, args.workers, args.devices)
         path.write_text(path.read_text().replace("deadline_s = 300 ", "deadline_s = 3600 "))
         command = [sys.executable, "-m", "privbandits.cli", "deploy"]
         subprocess.run([*command, "certs", str(path)], check=True, capture_output=True, cwd=folder)

@@ -21,7 +21,15 @@ cores and the load generator (this process and one device-driver process per cor
 the rate is the service's on k cores, as with devices elsewhere, unless the load generator's cores are
 the bottleneck (their CPU use is printed: near 100% of its cores means the service was not saturated).
 
+First, in this process, what sealing a report (issue 48: its action and reward sealed to the server with HPKE) costs
+per report against a report in the clear, the reference, in the same run: CPU on the device (make and encode it), on
+the shuffler (decode it and queue it) and on the server (decode the released batch and open it), and the bytes of a
+report and of its row in the released batch (``--sealing-reports``; ``--sealing-only`` stops there). The deployment's
+devices all seal (the load generator seals each report before its clock starts, so the rates below are the
+shuffler's with sealed reports).
+
     .venv/bin/python benchmarks/shuffler_throughput.py              # about a minute on 2 cores
+    .venv/bin/python benchmarks/shuffler_throughput.py --sealing-only
     .venv/bin/python benchmarks/shuffler_throughput.py --no-baselines --workers all --service-cores 1,2,4,8
     .venv/bin/python benchmarks/shuffler_throughput.py --smoke      # seconds
 """
@@ -29,6 +37,7 @@ the bottleneck (their CPU use is printed: near 100% of its cores means the servi
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import sys
@@ -43,10 +52,17 @@ from _smoke import parse_args
 EXAMPLE = Path(__file__).resolve().parents[1] / "configs" / "deploy" / "p2b.toml"
 
 
-def deployment_file(folder: Path, workers: int) -> Path:
-    """The shipped P2B example with ephemeral ports, a long deadline (the server waits for the whole load's batch)
-    and ``workers`` front-end processes (with ``rejoin_s = 0``, as measured before rejoining was possible with it)."""
-    text = re.sub(r'address = "127\.0\.0\.1:\d+"', 'address = "127.0.0.1:0"', EXAMPLE.read_text())
+def users_for(text: str, devices: int) -> str:
+    """The deployment file ``text`` with enough users that ``devices`` early users report (the shuffler admits no
+    other device: :mod:`privbandits.deploy.p2b.admission`)."""
+    return re.sub(r"n_users = \d+", f"n_users = {max(3000, math.ceil((devices + 2) / 0.7) + 1)}", text)
+
+
+def deployment_file(folder: Path, workers: int, devices: int = 0) -> Path:
+    """The shipped P2B example with ephemeral ports, a long deadline (the server waits for the whole load's batch),
+    ``workers`` front-end processes (with ``rejoin_s = 0``, as measured before rejoining was possible with it) and
+    users for ``devices`` reports."""
+    text = re.sub(r'address = "127\.0\.0\.1:\d+"', 'address = "127.0.0.1:0"', users_for(EXAMPLE.read_text(), devices))
     text = text.replace("deadline_s = 30 ", "deadline_s = 300 ")
     text = text.replace('tie_break = "random"', f'tie_break = "random"\nworkers = {workers}\nrejoin_s = 0')
     text = text.replace('output = "out"', f'output = "out{workers}"')
@@ -161,7 +177,7 @@ def measure(folder: Path, plan: Plan, processes: int, concurrency: int) -> dict:
     from privbandits.deploy.local import available_cpus, usable_cores, wait_parties
     from privbandits.deploy.p2b.load import LoadSettings, run_load, start_service
 
-    spec = load_deployment(deployment_file(folder, plan.workers))
+    spec = load_deployment(deployment_file(folder, plan.workers, plan.devices))
     if not spec.bundles.exists():
         write_bundles(spec.bundles, list(spec.parties))
     mine = available_cpus()
@@ -206,6 +222,77 @@ TARGET = 2000
 """Accepted reports per second on this 2-core machine (issue 34)."""
 
 
+def _cpu_us(work, count: int) -> float:
+    """CPU microseconds per item of ``work()`` (which handles ``count`` items), the best of three runs."""
+    best = float("inf")
+    for _ in range(3):
+        began = time.process_time()
+        work()
+        best = min(best, time.process_time() - began)
+    return best / count * 1e6
+
+
+def sealing_cost(count: int, folder: Path) -> dict[str, tuple[float, float]]:
+    """Per report, unsealed (the issue's report in the clear) against sealed, in this process: the device's CPU to
+    make and encode its report, the shuffler's to decode and store it (its SQLite queue, one group commit), the
+    server's to decode the released batch (and open each report), and the bytes of a report and of its row in the
+    released batch. ``{what: (unsealed, sealed)}``."""
+    import numpy as np
+
+    from privbandits.comm import Envelope, decode, encode
+    from privbandits.deploy.p2b.messages import SealedBatch, SealedReport
+    from privbandits.deploy.p2b.sealing import Opener, new_private_key, open_batch, public_key, seal
+    from privbandits.protocols.p2b.core import EncodedBatch, EncodedReport
+    from privbandits.protocols.p2b.queue import SqliteReportQueue
+
+    rng = np.random.default_rng(0)
+    rows = np.column_stack([rng.integers(0, 32, count), rng.integers(0, 5, count), rng.integers(0, 2, count)]).tolist()
+    private = new_private_key()
+    public, opener = public_key(private), Opener(private)
+
+    def device(sealed: bool) -> list[bytes]:
+        make = (lambda c, a, r: SealedReport(c, seal(public, c, a, r), "0" * 32)) if sealed else EncodedReport
+        return [encode(Envelope("hosta-device1", "shuffler", "share_encoded", make(*row))) for row in rows]
+
+    frames = {sealed: device(sealed) for sealed in (False, True)}
+    runs = iter(range(1_000_000))
+
+    def shuffler(sealed: bool) -> None:
+        with SqliteReportQueue(folder / f"cost-{next(runs)}.sqlite", n_codes=32, n_arms=5) as queue:
+            reports = [decode(frame).message for frame in frames[sealed]]
+            queue.accept_many([(f"{i:032x}", "hosta-device1", r.code, None, None, r.sealed.tobytes()) if sealed else
+                               (f"{i:032x}", "hosta-device1", r.code, r.action, r.reward)
+                               for i, r in enumerate(reports)])  # fmt: skip
+
+    codes, actions, rewards = (np.array(column, dtype=np.int64) for column in zip(*rows, strict=True))
+    sealed_rows = np.stack([decode(frame).message.sealed for frame in frames[True]])
+    batches = {False: encode(Envelope("shuffler", "server", "share_encoded", EncodedBatch(codes, actions, rewards))),
+               True: encode(Envelope("shuffler", "server", "share_encoded", SealedBatch(codes, sealed_rows)))}
+
+    def server(sealed: bool) -> None:
+        batch = decode(batches[sealed]).message
+        if sealed:
+            open_batch(opener, batch.codes, batch.sealed, 5)
+
+    return {
+        "device: make and encode a report (us CPU)": tuple(_cpu_us(lambda s=s: device(s), count) for s in (0, 1)),
+        "shuffler: decode and queue a report (us CPU)": tuple(_cpu_us(lambda s=s: shuffler(s), count) for s in (0, 1)),
+        "server: decode (and open) a released report (us CPU)": tuple(
+            _cpu_us(lambda s=s: server(s), count) for s in (0, 1)),
+        "bytes of a report (message payload)": (EncodedReport(0, 0, 0).payload_bytes(),
+                                                decode(frames[True][0]).message.payload_bytes()),
+        "bytes of a released report (its batch row)": (3 * 8, 8 + sealed_rows.shape[1]),
+    }  # fmt: skip
+
+
+def report_sealing(cost: dict[str, tuple[float, float]], count: int) -> None:
+    print(f"sealing (HPKE X25519/HKDF-SHA256/AES-128-GCM, pyhpke), {count:,} reports in this process, the best of "
+          "three runs each; unsealed: the issue's report (code, action, reward) in the clear, the reference")
+    print(f"{'per report':<54} {'unsealed':>9} {'sealed':>9} {'x unsealed':>10} {'sealing adds':>12}")
+    for what, (plain, sealed) in cost.items():
+        print(f"{what:<54} {plain:>9,.1f} {sealed:>9,.1f} {sealed / plain:>10.2f} {sealed - plain:>12,.1f}")
+
+
 def main() -> None:
     from privbandits.deploy.local import usable_cores
 
@@ -219,11 +306,19 @@ def main() -> None:
     parser.add_argument(
         "--no-baselines", action="store_true", help="skip the serial and the no-resumption runs (ratios then n/a)"
     )
+    parser.add_argument("--sealing-reports", type=int, default=2000, help="reports of the sealing-cost measurement "
+                        "(0: skip it)")  # fmt: skip
+    parser.add_argument("--sealing-only", action="store_true", help="measure the sealing cost only (no deployment)")
     parser.add_argument(
         "--service-cores", default="", help="core counts given to the service, the load generator on the others "
         "(e.g. 1,2,4; Linux, fewer than this machine's cores); empty: none"
     )  # fmt: skip
-    args = parse_args(parser, devices=12, serial_devices=6, processes=1, concurrency=4, repeat=1)
+    args = parse_args(parser, devices=12, serial_devices=6, processes=1, concurrency=4, repeat=1, sealing_reports=50)
+    if args.sealing_reports:
+        with tempfile.TemporaryDirectory() as folder:
+            report_sealing(sealing_cost(args.sealing_reports, Path(folder)), args.sealing_reports)
+    if args.sealing_only:
+        return
     cores = usable_cores()
     counts = sorted({cores if count == "all" else int(count) for count in args.workers.split(",") if count})
     given = service_cores(args.service_cores, cores)

@@ -88,13 +88,18 @@ def _mpc(spec: Deployment) -> tuple[dict, dict]:
 def _p2b(spec: Deployment) -> tuple[dict, dict]:
     """The shuffler's report-id key, its batch id and each batch it released (with its details, ledger rows and
     refusals), after the in-memory run."""
+    from privbandits.deploy.p2b.messages import SealedBatch
     from privbandits.deploy.p2b.rejoin import restore_shuffler, save_shuffler
+    from privbandits.deploy.p2b.sealing import new_private_key, public_key, seal
     from privbandits.protocols.p2b.core import EncodedBatch, RawBatch
 
     (out, _), network = honest_run("p2b", "one_hot")
     batches = {e.message.kind: e.message for e in network.transcript if e.receiver == "server"}
+    encoded, public = batches[EncodedBatch.kind], public_key(new_private_key())  # the deployed shuffler's is sealed
+    rows = zip(encoded.codes.tolist(), encoded.actions.tolist(), encoded.rewards.tolist(), strict=True)
+    sealed = SealedBatch(encoded.codes, np.stack([seal(public, *row) for row in rows]))
     releases = {
-        "encoded": (batches[EncodedBatch.kind], out.release, out.ledgers["shuffler"].rows(), 2),
+        "encoded": (sealed, out.release, out.ledgers["shuffler"].rows(), 2),
         "raw": (batches[RawBatch.kind], {"received": out.raw_tuples_shared}, out.ledgers["raw_shuffler"].rows(), 0),
     }
     key, batch_id = bytes(range(32)), 3

@@ -20,8 +20,10 @@ from privbandits.comm import TlsCredentials
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
 from privbandits.deploy.p2b.data import layout, load_host
+from privbandits.deploy.p2b.messages import SealedReport
 from privbandits.deploy.p2b.outcome import SETTINGS, outcome, run_in_memory, without_baseline
-from privbandits.protocols.p2b.core import EncodedBatch, ModelRelease, RawBatch
+from privbandits.deploy.p2b.sealing import SEALED_BYTES
+from privbandits.protocols.p2b.core import EncodedBatch, EncodedReport, ModelRelease, RawBatch
 
 SMALL = {"n_users = 3000": "n_users = 500"}
 """A sixth of the shipped example's users (350 early devices, about 175 reports a batch over both hosts): for the
@@ -125,14 +127,21 @@ def test_the_shipped_example_runs_as_processes_and_equals_the_in_memory_run(
     devices = [row for row in shuffler_heard if row[1] not in hosts]
     assert {sender for _, sender, *_ in devices} == {f"{host} devices" for host in hosts}
     assert sum(messages for _, _, _, messages, *_ in devices) == raw_shared + reference.encoded_tuples_shared
-    # the devices' report bytes to the shuffler are the in-memory ones (plus one CloseBatch per host)
+    # the devices' report bytes to the shuffler are the in-memory ones (plus one CloseBatch per host), but for the
+    # encoded reports' sealing: each action and reward sealed to the server (and its host's commitment), the same bytes
+    # more a report; in the batch to the server, each released report's ciphertext
+    report = SealedReport(0, np.zeros(SEALED_BYTES, np.uint8), results["shuffler"]["commits"]["hosta"])
+    sealing = report.payload_bytes() - EncodedReport(0, 0, 0).payload_bytes()
+    released_sealing = SEALED_BYTES - 2 * 8  # a row: the code and a ciphertext for the action and the reward
     for phase in phases:
         to_shuffler = [row for h in hosts for row in results[h]["traffic"] if row[0] == phase and row[2] == "shuffler"]
         processes = sum(row[4] for row in to_shuffler)
         in_memory = network.traffic.total(phase, receiver=reference_shuffler(phase)).bytes
-        assert processes == in_memory
+        encoded = phase == "share_encoded"
+        sealed = (reference.encoded_tuples_shared, reference.release["released"]) if encoded else (0, 0)
+        assert processes == in_memory + sealing * sealed[0]
         to_server = sum(row[4] for row in results["shuffler"]["traffic"] if row[0] == phase)
-        assert to_server == network.traffic.total(phase, receiver="server").bytes
+        assert to_server == network.traffic.total(phase, receiver="server").bytes + released_sealing * sealed[1]
     assert all(result["refusals"] == [] and result["dropped"] == [] for result in results.values())
 
     # the encoded reports went through the shuffler's durable queue: one batch, released, no identity kept
@@ -351,7 +360,9 @@ def test_a_party_away_past_the_rejoin_budget_ends_the_session_and_every_party_re
     results = got["results"]
     assert all(result["resumed"] for result in results.values())
     assert results["shuffler"]["queue"]["duplicates"] == accepted
-    assert all(kept[name].read_bytes() == seed for name, seed in seeds.items())  # read back, not drawn again
+    # read back, not drawn again; the shuffler's removed once its last batch is out (nothing regenerates its order)
+    assert all(kept[name].read_bytes() == seed for name, seed in seeds.items() if name != "shuffler")
+    assert not kept["shuffler"].exists()
     assert {result["randomness"] for result in results.values()} == {"reproducible" if seeded else "os"}
     if not seeded:
         return
@@ -463,11 +474,13 @@ def test_the_server_refuses_a_fetch_of_a_model_version_it_has_not_published():
 @pytest.mark.slow  # 3 to 7 s on 2 cores; each party's kept OS seed: tests/deploy/test_deploy_entropy.py (in-process)
 def test_by_default_every_party_draws_from_os_entropy_and_the_session_still_runs(tmp_path, encoder_cache):
     """The shipped defaults (OS randomness, no raw baseline): the session ends with the seeded run's shapes and
-    counts but other coins (another encoded batch; another default run differs again), and the hosts and the
-    shuffler keep their OS seeds in files of their own (0600), for --resume; the server holds none."""
+    counts but other coins (another encoded batch; another default run differs again), and the hosts keep their OS
+    seeds in files of their own (0600), for --resume; the shuffler kept its until its last batch was out (then removed:
+    nothing left regenerates the batch's order); the server holds no seed but its HPKE key (0600)."""
     import stat
 
     from privbandits.deploy.entropy import entropy_path
+    from privbandits.deploy.p2b.party import server_key_path
 
     path = local_copy(tmp_path, raw_baseline=False, seeded=False, **SMALL)
     spec = deployed(path)
@@ -489,9 +502,10 @@ def test_by_default_every_party_draws_from_os_entropy_and_the_session_still_runs
     assert codes != batches[0] and codes != batches[1] and batches[0] != batches[1]
     for name in spec.parties:
         kept = entropy_path(spec, name)
-        assert kept.exists() == (name != "server"), name
+        assert kept.exists() == (name in hosts), name
         if kept.exists():
             assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert stat.S_IMODE(server_key_path(spec, "server").stat().st_mode) == 0o600
 
 
 def _released(path: Path) -> bool:

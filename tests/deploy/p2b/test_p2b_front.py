@@ -25,12 +25,15 @@ from privbandits.comm.oneshot import send_own
 from privbandits.deploy.certs import write_development_pki
 from privbandits.deploy.cli import standalone
 from privbandits.deploy.deployment import DeploymentError, load_deployment
+from privbandits.deploy.p2b.admission import Admission
 from privbandits.deploy.p2b.front import Front
+from privbandits.deploy.p2b.messages import SealedBatch, SealedReport
 from privbandits.deploy.p2b.party import BatchOpen
 from privbandits.deploy.p2b.roles import CanonicalShuffler
+from privbandits.deploy.p2b.sealing import Opener, new_private_key, public_key, seal
 from privbandits.deploy.p2b.session import SHARE_ENCODED
 from privbandits.privacy.ledger import PrivacyLedger
-from privbandits.protocols.p2b.core import CloseBatch, EncodedReport
+from privbandits.protocols.p2b.core import CloseBatch
 from privbandits.protocols.p2b.queue import SqliteReportQueue
 
 HOSTS = ["hosta", "hostb"]
@@ -59,14 +62,28 @@ def session(pki, tmp_path):
 def shuffler_of(nets, front, queue, batch_size=None):
     return CanonicalShuffler("shuffler", nets["shuffler"], hosts=HOSTS, queue=queue, key=bytes(range(32)),
                              batch_size=batch_size, front=front, threshold=None, participation=0.5, n_codes=None,
-                             rng=np.random.default_rng(0), ledger=PrivacyLedger())  # fmt: skip
+                             rng=np.random.default_rng(0), ledger=PrivacyLedger(),
+                             admission=Admission({f"{host}-device{u}": host for host in HOSTS for u in range(100)}))
 
 
-def reports_of(host: int, users: range) -> dict[str, EncodedReport]:
-    return {f"{HOSTS[host]}-device{u}": EncodedReport(u % 8, u % 3, u % 2) for u in users}
+KEY = new_private_key()
+"""The server's key the devices seal to (the shuffler sees codes and ciphertexts only)."""
 
 
-def host_sends(net, devices: dict[str, EncodedReport], again: list[str], forged: dict[str, EncodedReport]) -> dict:
+def reports_of(host: int, users: range) -> dict[str, SealedReport]:
+    return {f"{HOSTS[host]}-device{u}": sealed(u % 8, u % 3, u % 2) for u in users}
+
+
+def sealed(code: int, action: int, reward: int) -> SealedReport:
+    return SealedReport(code, seal(public_key(KEY), code, action, reward))
+
+
+def plain(report: SealedReport) -> tuple:
+    """What the server opens of ``report``: ``(code, action, reward)``."""
+    return report.code, *Opener(KEY).open(report.code, report.sealed)
+
+
+def host_sends(net, devices: dict[str, SealedReport], again: list[str], forged: dict[str, SealedReport]) -> dict:
     """Device host ``net``: once the batch opens, its devices send at once (8 connections in flight), then the
     devices in ``again`` send the same report once more and those in ``forged`` another report under their name;
     then it closes the batch. Each send's answer (True: stored, False: refused)."""
@@ -89,15 +106,15 @@ def test_many_devices_at_once_every_acknowledged_report_in_the_batch_once_in_can
     shuffler = shuffler_of(nets, front, queue)
     devices = [reports_of(0, range(0, 30)), reports_of(1, range(30, 60))]
     again = [list(devices[0])[:3], list(devices[1])[-2:]]
-    forged = [{"hosta-device4": EncodedReport(7, 2, 1)}, {}]
+    forged = [{"hosta-device4": sealed(7, 2, 1)}, {}]
     jobs = [Background(lambda i=i: host_sends(nets[HOSTS[i]], devices[i], again[i], forged[i])) for i in range(2)]
     with nets["shuffler"].phase(SHARE_ENCODED):
-        batch = shuffler.collect_batch(EncodedReport.kind)
+        batch = shuffler.collect_batch(SealedReport.kind)
     results = [job.result() for job in jobs]
     assert all(all(result["answers"].values()) and all(result["resent"]) for result in results)
     assert results[0]["forged"] == [False]  # another report under a stored one's name: refused, not stored
     expected = [*devices[0].values(), *devices[1].values()]  # hosts in deployment order, users ascending
-    assert [(r.code, r.action, r.reward) for r in batch] == [(r.code, r.action, r.reward) for r in expected]
+    assert [plain(r) for r in batch] == [plain(r) for r in expected]
     assert shuffler.duplicates == 5 and shuffler.refused == [0]
     assert len(queue.batch(0)) == 60 and queue.held() == 0 and queue.held_senders() == []
     dropped = nets["shuffler"].dropped
@@ -120,7 +137,7 @@ def test_once_released_the_key_is_forgotten_and_a_replay_is_taken_as_duplicates(
     for attempt in range(2):
         jobs = [Background(lambda i=i: host_sends(nets[HOSTS[i]], devices[i], [], {})) for i in range(2)]
         with nets["shuffler"].phase(SHARE_ENCODED):
-            batch = shuffler.collect_batch(EncodedReport.kind)
+            batch = shuffler.collect_batch(SealedReport.kind)
             assert all(all(job.result()["answers"].values()) for job in jobs)
         assert len(batch) == 16
         shuffler._mark_released()  # what sending the EncodedBatch to the server does once it is sent
@@ -133,17 +150,15 @@ def test_a_restarted_shuffler_replays_a_released_batch_through_the_front_end_wit
     """``--resume`` after the encoded batch went out (its release in the checkpoint): every device's report sent
     again is acknowledged through the workers and counted as replayed, nothing is stored, and the saved batch is
     sent again as it was."""
-    from privbandits.protocols.p2b.core import EncodedBatch
-
     nets, front, queue = session
     shuffler, sent = shuffler_of(nets, front, queue), []
     to_hosts = shuffler.send
     shuffler.send = lambda to, message: sent.append((to, message)) if to == "server" else to_hosts(to, message)
-    saved = EncodedBatch(np.array([1, 2]), np.array([0, 1]), np.array([1, 0]))
+    saved = SealedBatch(np.array([1, 2]), np.stack([sealed(1, 0, 1).sealed, sealed(2, 1, 0).sealed]))
     devices = [reports_of(0, range(0, 6)), reports_of(1, range(6, 12))]
     jobs = [Background(lambda i=i: host_sends(nets[HOSTS[i]], devices[i], [], {})) for i in range(2)]
     with nets["shuffler"].phase(SHARE_ENCODED):
-        shuffler.replay(EncodedReport.kind, "server", (saved, {"released": 2}, [], 0))
+        shuffler.replay(SealedReport.kind, "server", (saved, {"released": 2}, [], 0))
     assert all(all(job.result()["answers"].values()) for job in jobs)
     assert (shuffler.replayed, shuffler.duplicates, shuffler.refused, shuffler.batch_ids) == (12, 0, [0], [0])
     assert sent == [("server", saved)] and shuffler.last_release == {"released": 2}
@@ -160,10 +175,10 @@ def test_the_serial_front_end_gives_the_same_batch(pki, tmp_path):
         again = [list(devices[0])[:2], []]
         jobs = [Background(lambda i=i: host_sends(nets[HOSTS[i]], devices[i], again[i], {})) for i in range(2)]
         with nets["shuffler"].phase(SHARE_ENCODED):
-            batch = shuffler.collect_batch(EncodedReport.kind)
+            batch = shuffler.collect_batch(SealedReport.kind)
         assert all(all(job.result()["answers"].values()) for job in jobs)
         expected = [*devices[0].values(), *devices[1].values()]
-        assert [(r.code, r.action, r.reward) for r in batch] == [(r.code, r.action, r.reward) for r in expected]
+        assert [plain(r) for r in batch] == [plain(r) for r in expected]
         assert shuffler.duplicates == 2 and len(queue.batch(0)) == 20 and queue.held_senders() == []
     finally:
         queue.close()
@@ -177,7 +192,7 @@ def test_a_full_batch_refuses_the_later_devices_and_counts_them(session):
     devices = [reports_of(0, range(0, 20)), reports_of(1, range(20, 40))]
     jobs = [Background(lambda i=i: host_sends(nets[HOSTS[i]], devices[i], [], {})) for i in range(2)]
     with nets["shuffler"].phase(SHARE_ENCODED):
-        batch = shuffler.collect_batch(EncodedReport.kind)
+        batch = shuffler.collect_batch(SealedReport.kind)
     answers = {device: ok for job in jobs for device, ok in job.result()["answers"].items()}
     stored = sorted(device for device, ok in answers.items() if ok)
     assert len(batch) == len(stored) == 25 and shuffler.refused == [15] and shuffler.collected == 25
@@ -266,7 +281,7 @@ def test_deploy_load_without_local_needs_fixed_ports(tmp_path):
     assert "port 0" in done.output or ":0" in done.output, done.output
 
 
-def host_sends_one_wrong(net, devices: dict[str, EncodedReport], wrong: str) -> dict:
+def host_sends_one_wrong(net, devices: dict[str, SealedReport], wrong: str) -> dict:
     """Device host ``net``: its devices send their reports, and device ``wrong`` a message of another kind
     (a :class:`CloseBatch`) in the middle; then the host closes the batch. Each send's answer."""
     party = Party(net.local, net)
@@ -295,13 +310,12 @@ def test_one_device_sending_another_kind_of_message_is_dropped_and_the_batch_goe
         jobs = [Background(lambda: host_sends_one_wrong(nets[HOSTS[0]], devices[0], wrong)),
                 Background(lambda: host_sends_one_wrong(nets[HOSTS[1]], devices[1], f"{HOSTS[1]}-device98"))]
         with nets["shuffler"].phase(SHARE_ENCODED):
-            batch = shuffler.collect_batch(EncodedReport.kind)
+            batch = shuffler.collect_batch(SealedReport.kind)
         answers = [job.result() for job in jobs]
         assert [a.pop(w) for a, w in zip(answers, [wrong, f"{HOSTS[1]}-device98"], strict=True)] == [False, False]
         assert all(all(a.values()) for a in answers)
         expected = [*devices[0].values(), *devices[1].values()]
-        got = sorted((r.code, r.action, r.reward) for r in batch)
-        assert got == sorted((r.code, r.action, r.reward) for r in expected)
+        assert sorted(plain(r) for r in batch) == sorted(plain(r) for r in expected)
         dropped = nets["shuffler"].dropped
         assert sum("sent a 'p2b.close_batch' message" in reason for reason in dropped) == 2, dropped
     finally:

@@ -26,7 +26,7 @@ from p2b_serving import play, reference, serve, served_copy, wait_model
 
 from privbandits.deploy.deployment import load_deployment
 from privbandits.deploy.p2b.agent import DeviceAgent
-from privbandits.deploy.p2b.data import load_host
+from privbandits.deploy.p2b.data import layout, load_host
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ DEVICE = """
 import sys
 from privbandits.deploy.deployment import load_deployment
 from privbandits.deploy.p2b.agent import DeviceAgent
-from privbandits.deploy.p2b.data import load_host
+from privbandits.deploy.p2b.data import layout, load_host
 spec = load_deployment(sys.argv[1])
 host = spec.names("device_host")[0]
 data = load_host(spec, host)
@@ -144,15 +144,19 @@ def test_the_shuffler_killed_while_devices_report_loses_no_acknowledged_report(t
 
 @pytest.mark.slow
 def test_the_server_killed_after_publishing_keeps_its_model_once(tmp_path, encoder_cache):
-    """The server starts after the shuffler has released (the batch waits for it), is SIGKILLed once it published,
-    and restarted: still version 1 of the one batch (the shuffler's batch not taken again), the deployment's model;
-    late devices warm from it decide as the in-memory run's late users."""
+    """The early devices play while no server runs (each report waits, pending, for the server's public key), the
+    server starts, the devices reopened send their reports (sealed to it), the shuffler releases; the server is
+    SIGKILLed once it published, and restarted: still version 1 of the one batch (the shuffler's batch not taken
+    again), the deployment's model; late devices warm from it decide as the in-memory run's late users."""
     path, spec, (_, _, model, expected) = sized(tmp_path)
     (shuffler,) = serve(path, "shuffler")
     server = None
     try:
         play(spec, tmp_path / "devices.sqlite", "early", timeout_s=0.5)  # no server yet: cold, as before a model
         (server,) = serve(path, "server")
+        for host, block in layout(spec).items():  # reopened, each device sends its pending report
+            for user in block.early:
+                DeviceAgent(spec, host, user, tmp_path / "devices.sqlite", fetch_model=False).close()
         assert wait_model(spec, 1).version == 1
         server.process.send_signal(signal.SIGKILL)
         assert server.process.wait(timeout=30) == -signal.SIGKILL

@@ -10,10 +10,16 @@ from p2b_serving import served_copy
 from privbandits.deploy.deployment import load_deployment
 from privbandits.deploy.p2b.agent import AgentRefused, BudgetExceeded, DeviceAgent, host_network
 from privbandits.deploy.p2b.device_host import ServedDeviceHost
-from privbandits.deploy.p2b.messages import FetchModel, NumberedBatch
+from privbandits.deploy.p2b.messages import FetchModel, NumberedBatch, SealedReport
+from privbandits.deploy.p2b.sealing import SEALED_BYTES, new_private_key, public_key, seal
 from privbandits.deploy.p2b.served_wire import Refusal, exchange
 from privbandits.deploy.p2b.serving import ServedServer, ServedShuffler, check_batch, serving_role
-from privbandits.protocols.p2b.core import EncodedReport
+
+KEY = new_private_key()
+
+
+def sealed(code: int, action: int, reward: int) -> SealedReport:
+    return SealedReport(code, seal(public_key(KEY), code, action, reward))
 
 
 @pytest.fixture
@@ -34,15 +40,15 @@ def test_the_shuffler_checks_stores_and_deduplicates_reports_and_keeps_them_acro
     network = host_network(spec, "hosta")
     try:
         send = lambda device, report: exchange(network, device, "shuffler", report, 10.0)  # noqa: E731
-        assert send("hosta-device1", EncodedReport(3, 1, 1)) is None  # stored
-        assert send("hosta-device1", EncodedReport(3, 1, 1)) is None  # sent again: acknowledged, kept once
+        assert send("hosta-device1", sealed(3, 1, 1)) is None  # stored
+        assert send("hosta-device1", sealed(3, 1, 1)) is None  # sent again (sealed anew): acknowledged, kept once
         with pytest.raises(Refusal, match=r"one report per device per batch"):
-            send("hosta-device1", EncodedReport(4, 1, 1))
+            send("hosta-device1", sealed(4, 1, 1))
         with pytest.raises(Refusal, match=r"code must be in \[0, 31\], got 32$"):
-            send("hosta-device2", EncodedReport(32, 1, 1))
-        with pytest.raises(Refusal, match=r"reward"):
-            send("hosta-device2", EncodedReport(3, 1, 2))
-        with pytest.raises(Refusal, match=r"sends one 'p2b.encoded_report' message; got 'deploy.p2b.fetch_model'"):
+            send("hosta-device2", sealed(32, 1, 1))
+        with pytest.raises(Refusal, match=r"sealed must be 53 bytes"):  # (its action and reward: the server's to check)
+            send("hosta-device2", SealedReport(3, np.zeros(7, np.uint8)))
+        with pytest.raises(Refusal, match=r"sends one 'deploy.p2b.sealed_report' message; got 'deploy.p2b.fetch_"):
             send("hosta-device2", FetchModel(0))
         counts = shuffler.ledger()["reports"]
         assert (counts["accepted"], counts["duplicates"], counts["refused"]) == (1, 1, 4)
@@ -53,20 +59,20 @@ def test_the_shuffler_checks_stores_and_deduplicates_reports_and_keeps_them_acro
     again.start()
     try:  # the same key (a device sending again is still recognised), the open batch's report still held
         assert again.key == key and again.open_reports == 1 and again.ledger()["reports"]["accepted"] == 1
-        assert exchange(network, "hosta-device1", "shuffler", EncodedReport(3, 1, 1), 10.0) is None
+        assert exchange(network, "hosta-device1", "shuffler", sealed(3, 1, 1), 10.0) is None
         assert again.ledger()["reports"]["accepted"] == 1
     finally:
         again.stop()
 
 
-def test_the_server_takes_batches_from_the_shuffler_only_and_refuses_fetches_before_a_model(spec):
+def test_the_server_takes_batches_from_the_shuffler_only_and_sends_its_key_alone_before_a_model(spec):
     server = ServedServer(spec, "server")
     server.start()
     try:
         network = host_network(spec, "hosta")
-        with pytest.raises(Refusal, match="no model is published yet"):
-            exchange(network, "hosta-device1", "server", FetchModel(0), 10.0)
-        batch = NumberedBatch(0, np.array([1, 1]), np.array([0, 0]), np.array([1, 0]))
+        before = exchange(network, "hosta-device1", "server", FetchModel(0), 10.0).message  # version 0: no model yet
+        assert before.version == 0 and before.first.size == 0 and before.public.shape == (32,)
+        batch = NumberedBatch(0, np.array([1, 1]), np.zeros((2, SEALED_BYTES), np.uint8))
         with pytest.raises(Refusal, match="takes 'deploy.p2b.numbered_batch' from 'shuffler'"):
             exchange(network, "hosta-device1", "server", batch, 10.0)
         assert server.model_version == 0
@@ -74,11 +80,11 @@ def test_the_server_takes_batches_from_the_shuffler_only_and_refuses_fetches_bef
         server.stop()
     protocol = spec.protocol
     assert check_batch(batch, protocol) is None
-    assert "codes must be in [0, 32)" in str(check_batch(NumberedBatch(0, np.array([32]), np.array([0]),
-                                                                     np.array([1])), protocol))  # fmt: skip
-    assert "rewards must be a 1-d array" in str(check_batch(NumberedBatch(0, np.array([1]), np.array([0]),
-                                                                         np.array([1, 0])), protocol))  # fmt: skip
-    negative = NumberedBatch(-1, batch.codes, batch.actions, batch.rewards)
+    assert "codes must be in [0, 32)" in str(check_batch(NumberedBatch(0, np.array([32]),
+                                                                     np.zeros((1, SEALED_BYTES), np.uint8)), protocol))
+    wrong = NumberedBatch(0, np.array([1]), np.zeros((2, 9), np.uint8))
+    assert "sealed must be a (1, 53) uint8 array" in str(check_batch(wrong, protocol))
+    negative = NumberedBatch(-1, batch.codes, batch.sealed)
     assert "number must be an integer >= 0" in str(check_batch(negative, protocol))
 
 

@@ -42,14 +42,15 @@ import numpy as np
 
 from privbandits.deploy.deployment import Deployment, load_deployment
 from privbandits.deploy.p2b.data import p2b_protocol
-from privbandits.deploy.p2b.messages import FetchModel, ServedModel
+from privbandits.deploy.p2b.messages import FetchModel, SealedReport, ServedModel
+from privbandits.deploy.p2b.sealing import seal
 from privbandits.deploy.p2b.section import P2BProtocol
 from privbandits.deploy.p2b.served_wire import Refusal, Unreachable, exchange, party_network
 from privbandits.deploy.p2b.session import N_STREAMS
 from privbandits.linear.population import BatchedAgents, CodeModel, DisjointModel, batched_agents
 from privbandits.linear.population.picking import _pick_rows
 from privbandits.linear.tiebreak import DEFAULT_TIE_TOLERANCE
-from privbandits.protocols.p2b.core import EncodedReport, choose_reports
+from privbandits.protocols.p2b.core import choose_reports
 
 EARLY_TIES, REPORT_COINS, LATE_TIES = 6, 7, 8
 """The streams of :func:`~privbandits.protocols.p2b.core.simulate` a reproducible device draws from."""
@@ -160,6 +161,13 @@ def host_network(deployment: Deployment[P2BProtocol], host: str):
 
 def fetch_model(deployment: Deployment[P2BProtocol], host: str, timeout: float = 10.0) -> ServedModel | None:
     """The server's latest model as a device of ``host`` fetches it, or None while none is published."""
+    answer = fetch_served(deployment, host, timeout)
+    return answer if answer is not None and answer.version else None
+
+
+def fetch_served(deployment: Deployment[P2BProtocol], host: str, timeout: float = 10.0) -> ServedModel | None:
+    """The server's answer to a device of ``host``'s fetch: its latest model (version 0, no arrays: none published
+    yet) and its HPKE public key, which the device seals its reports to; None if it refused."""
     server = deployment.names("server")[0]
     try:
         got = exchange(host_network(deployment, host), f"{host}-device", server, FetchModel(0), timeout)
@@ -272,6 +280,8 @@ class DeviceAgent:
         self.random = protocol.tie_break == "random"
         self.coins = _Coins(self.deployment, user)
         self.lock = threading.Lock()
+        self.public: np.ndarray | None = None
+        """The server's HPKE public key its reports are sealed to (from the server, once reached)."""
         self.db = _open(Path(store))
         self._load(report_budget, fetch_model)
         self.flush()
@@ -282,7 +292,9 @@ class DeviceAgent:
                               (self.name,)).fetchone()  # fmt: skip
         if row is None:
             try:
-                model = fetch_model(self.deployment, self.host, self.timeout_s) if fetch else None
+                answer = fetch_served(self.deployment, self.host, self.timeout_s) if fetch else None
+                self.public = None if answer is None else answer.public
+                model = answer if answer is not None and answer.version else None
             except Unreachable:  # no server now: the device starts cold, as one created before any model
                 model = None
             version = 0 if model is None else model.version
@@ -416,9 +428,14 @@ class DeviceAgent:
     def _send(self, number: int, event: _Event) -> bool:
         """Send report ``number`` to the shuffler: True once acknowledged (or refused: recorded, not sent again)."""
         assert event.reward is not None
-        report = EncodedReport(event.code, event.arm, event.reward)
         refused = None
         try:
+            if self.public is None:  # fetched from the server (its own key; the report waits while it is away)
+                answer = fetch_served(self.deployment, self.host, self.timeout_s)
+                if answer is None:
+                    return False
+                self.public = answer.public
+            report = SealedReport(event.code, seal(self.public, event.code, event.arm, event.reward))
             exchange(host_network(self.deployment, self.host), self.name, self.shuffler, report, self.timeout_s)
         except Unreachable:
             return False

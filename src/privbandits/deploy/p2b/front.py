@@ -84,6 +84,15 @@ def closed_reason(shuffler) -> str | None:
     return None
 
 
+def malformed(report) -> str | None:
+    """Why a device's sealed report is malformed (:func:`~privbandits.deploy.p2b.roles.check_sealed`), or None; any
+    other kind of report passes (a raw one is checked when its batch forms)."""
+    from privbandits.deploy.p2b.messages import SealedReport
+    from privbandits.deploy.p2b.roles import check_sealed
+
+    return check_sealed(report) if isinstance(report, SealedReport) else None
+
+
 # -- the serial front end (workers = 0) ---------------------------------------------------------------
 def serial_reports(shuffler, host: str, kind: str):
     """``(identity, report, delivery)`` of ``host``'s devices until it closes the batch, taken one connection at a
@@ -114,6 +123,12 @@ def serial_reports(shuffler, host: str, kind: str):
             reason = f"a device of {host!r} sent a {got.kind!r} message; expected {kind!r}"
             network.note_dropped(reason)
             delivery.refuse(reason)
+            continue
+        refusal = shuffler.admission.check(host, delivery.envelope.sender, getattr(got, "commit", None))
+        refusal = refusal or malformed(got)
+        if refusal is not None:  # not a device the deployment gives this host, or a malformed report
+            network.note_dropped(refusal)
+            delivery.refuse(refusal)
             continue
         closed = closed_reason(shuffler)
         if closed is not None:
@@ -303,6 +318,10 @@ class Front:
             return FrameType.ABORT, reason, party
         batch.seen[party] = time.monotonic()
         shuffler = batch.shuffler
+        refusal = shuffler.admission.check(party, sender, getattr(got, "commit", None)) or malformed(got)
+        if refusal is not None:  # not a device the deployment gives this host, or a malformed report
+            self.network.note_dropped(refusal)
+            return FrameType.ABORT, refusal, party
         closed = closed_reason(shuffler)
         if closed is not None:
             shuffler.refused[-1] += 1
@@ -327,21 +346,23 @@ class Front:
         rows = []
         for *_, envelope in storing:
             rid = report_id(shuffler.key, envelope.sender)
-            report = envelope.message
-            rows.append((rid, envelope.sender, report.code, report.action, report.reward))
+            rows.append((rid, envelope.sender, envelope.message.code, None, None, envelope.message.sealed.tobytes()))
         try:
             new = shuffler.queue.accept_many(rows)
         except InvalidInputError:
             new = []
             for row in rows:
                 try:
-                    new.append(shuffler.queue.accept(*row))
+                    new.append(shuffler.queue.accept_many([row])[0])
                 except InvalidInputError as exc:
                     new.append(str(exc))
         answers = []
         for (pipe, token, party, envelope), row, stored in zip(storing, rows, new, strict=True):
             if isinstance(stored, str):  # refused by the queue: not stored, not counted
                 shuffler.collected -= 1
+                if "already accepted" in stored:  # a second, different report of the device in this batch
+                    stored = shuffler.admission.refuse("duplicate", f"a second report of a device of {party!r} "
+                                                       f"in this batch: {stored}")  # names the host, not the device
                 self.network.note_dropped(f"a device of {party!r}: {stored}")
                 answers.append((pipe, token, (FrameType.ABORT, stored, party)))
                 continue

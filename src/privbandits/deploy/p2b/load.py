@@ -107,6 +107,24 @@ def check_deployment(deployment: Deployment[P2BProtocol], settings: LoadSettings
             f"--devices {settings.devices} at --rate {settings.rate:g} take {settings.devices / settings.rate:.0f} s; "
             f"the server waits {patience:.0f} s for the batch (raise deadline_s or n_users, or lower --devices)"
         )
+    devices_of(deployment, settings.devices)
+
+
+def devices_of(deployment: Deployment[P2BProtocol], devices: int) -> list[range]:
+    """Each host's devices: the first of its early users (only those the shuffler admits,
+    :mod:`~privbandits.deploy.p2b.admission`), ``devices`` in all split as :func:`split` does; refused (one line)
+    past a host's block."""
+    from privbandits.deploy.p2b.data import layout
+
+    blocks = list(layout(deployment).values())
+    shares = [len(share) for share in split(devices, len(blocks))]
+    if any(share > len(block.early) for share, block in zip(shares, blocks, strict=True)):
+        n_early = blocks[0].n_early
+        raise DeploymentError(
+            f"--devices must be at most the {n_early} early users the deployment gives its device hosts (the shuffler "
+            f"admits no other device), got {devices} (raise n_users or early_fraction, or lower --devices)"
+        )
+    return [block.early[:share] for share, block in zip(shares, blocks, strict=True)]
 
 
 def split(total: int, parts: int) -> list[range]:
@@ -117,21 +135,25 @@ def split(total: int, parts: int) -> list[range]:
 
 # -- the device drivers (processes) ------------------------------------------------------------------
 def _drive(pipe, tallies, slot: int, addresses, credentials, concurrency: int, resume: bool) -> None:
-    """A driver process: for each job ``(host, receivers, users, rate, deadline, seed, n_codes, n_actions)`` from
+    """A driver process: for each job ``(host, receivers, users, rate, deadline, seed, n_codes, n_actions, sealing)``
+    (sealing: the server's public key and the host's commitment) from
     ``pipe``, the devices ``users`` of ``host`` send one report each, ``concurrency`` at once, device ``u`` to
     ``receivers[u mod len(receivers)]`` (the shuffler, or its front ends); answers the latencies (NaN: no answer)
     and outcome codes. Ends on None."""
     from privbandits.comm import TlsNetwork
+    from privbandits.deploy.p2b.messages import SealedReport
+    from privbandits.deploy.p2b.sealing import seal  # each device's report sealed before the clock starts
     from privbandits.deploy.p2b.session import SHARE_ENCODED
     from privbandits.protocols.p2b import core  # noqa: F401 - its messages, imported before the clock starts
 
     pipe.send("ready")
     while (job := pipe.recv()) is not None:
-        host, receivers, users, rate, deadline, seed, n_codes, n_actions = job
+        host, receivers, users, rate, deadline, seed, n_codes, n_actions, (public, commit) = job
         network = TlsNetwork(host, addresses, credentials[host], peers=[], deadline=deadline)  # devices: no party link
         rng = np.random.default_rng([seed, users.start])
         reports = np.column_stack([rng.integers(0, n_codes, len(users)), rng.integers(0, n_actions, len(users)),
                                    rng.integers(0, 2, len(users))]).tolist()  # fmt: skip
+        reports = [SealedReport(code, seal(public, code, action, reward), commit) for code, action, reward in reports]
         latencies, outcomes = np.full(len(users), np.nan), np.zeros(len(users), dtype=np.int8)
         with network.phase(SHARE_ENCODED):
             errors: list[str] = []
@@ -142,7 +164,6 @@ def _drive(pipe, tallies, slot: int, addresses, credentials, concurrency: int, r
 
 def _send_all(network, receivers: list[str], users: range, reports: list, pace: tuple, out) -> None:
     from privbandits.comm.oneshot import send_own
-    from privbandits.protocols.p2b.core import EncodedReport
 
     latencies, outcomes, tallies, slot, errors = out
     rate, concurrency, resume = pace
@@ -160,7 +181,7 @@ def _send_all(network, receivers: list[str], users: range, reports: list, pace: 
             try:
                 user = users[index]
                 outcome = 0 if send_own(network, f"{network.local}-device{user}", receivers[user % len(receivers)],
-                                        EncodedReport(*reports[index]), resume=resume) else 1  # fmt: skip
+                                        reports[index], resume=resume) else 1  # fmt: skip
                 latencies[index] = time.perf_counter() - began
             except Exception as exc:  # noqa: BLE001 - no answer (PeerLost, or the connection failed): counted
                 outcome = 2
@@ -208,7 +229,7 @@ class Drivers:
         """The first failure of each job that had one (why a device got no answer)."""
 
     def run(self, host: str, receivers: list[str], users: range, deadline: float,
-            protocol) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+            protocol, sealing: tuple) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
         """Drive ``users`` of ``host`` over every process (the rate shared out), each sending to its receiver
         (see :func:`_drive`); their latencies and outcomes."""
         blocks = split(len(users), len(self.pipes))
@@ -216,7 +237,7 @@ class Drivers:
         with self.lock:  # one host's jobs go out together
             for pipe, block in zip(self.pipes, blocks, strict=True):
                 job = (host, receivers, users[block.start : block.stop], rate, deadline, self.settings.seed,
-                       protocol.n_codes, protocol.n_actions)  # fmt: skip
+                       protocol.n_codes, protocol.n_actions, sealing)  # fmt: skip
                 pipe.send(job)
             self.turns.append(host)
             self.lock.wait_for(lambda: self.turns[0] == host)
@@ -246,20 +267,26 @@ class Drivers:
 def _play_host(deployment: Deployment[P2BProtocol], network, users: range, drivers: Drivers, out: dict) -> None:
     """One device host: wait for the batch to open, drive its devices, close the batch, fetch the model."""
     from privbandits.comm import Party
-    from privbandits.deploy.p2b.messages import HostDone
+    from privbandits.deploy.p2b.admission import commitment
+    from privbandits.deploy.p2b.messages import HostCommit, HostDone, ServerKey
     from privbandits.deploy.p2b.party import BatchOpen, FetchModel
     from privbandits.deploy.p2b.scaleout import END, ROLE
-    from privbandits.deploy.p2b.session import SHARE_ENCODED
+    from privbandits.deploy.p2b.session import COMMIT, SHARE_ENCODED
     from privbandits.protocols.p2b.core import CloseBatch, ModelRelease
 
     party = Party(network.local, network)
     shuffler, server = deployment.names("shuffler")[0], deployment.names("server")[0]
+    out["commit"] = commitment(np.random.SeedSequence(), network.local)  # simulated devices: no seed to keep
+    with network.phase(COMMIT):
+        party.send(shuffler, HostCommit(out["commit"]))
+        out["public"] = party.receive(ServerKey, server).public  # what its devices seal to
     with network.phase(SHARE_ENCODED):
         party.receive(BatchOpen.kind, shuffler)
         out["start"] = time.perf_counter()
         receivers = deployment.names(ROLE) or [shuffler]  # the front ends, where it has them
+        sealing = (out["public"], out["commit"])
         out["latencies"], out["outcomes"] = drivers.run(network.local, receivers, users, network.deadline,
-                                                        deployment.protocol)  # fmt: skip
+                                                        deployment.protocol, sealing)  # fmt: skip
         out["end"] = time.perf_counter()
         party.send(shuffler, CloseBatch())
         party.send(server, FetchModel(1))
@@ -292,7 +319,7 @@ def run_load(deployment: Deployment[P2BProtocol], settings: LoadSettings, *, lis
                                 peers=linked_peers(deployment, h)) for h in hosts]  # fmt: skip
         _threads([network.connect for network in networks])
         outs: list[dict] = [{} for _ in hosts]
-        blocks = split(settings.devices, len(hosts))
+        blocks = devices_of(deployment, settings.devices)
         plays = [lambda n=n, b=b, o=o: _play_host(deployment, n, b, drivers, o)
                  for n, b, o in zip(networks, blocks, outs, strict=True)]  # fmt: skip
         _threads(plays, None if on_progress is None else lambda: on_progress(drivers.done(), settings.devices))

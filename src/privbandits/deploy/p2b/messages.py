@@ -19,6 +19,45 @@ class FetchModel(Message):
     version: int
 
 
+@message("deploy.p2b.host_commit")
+class HostCommit(Message):
+    """Device host → shuffler, first of all: ``digest``, its commitment to the coins of this session (a digest of its
+    root seed, :func:`~privbandits.deploy.p2b.admission.commitment`). A host restarted without its state commits to
+    another one, and its link's replay check ends the session naming it (:mod:`~privbandits.deploy.p2b.admission`)."""
+
+    digest: str
+
+
+@message("deploy.p2b.server_key")
+class ServerKey(Message):
+    """Server → each device host, first of all: ``public``, the server's HPKE public key (X25519, raw) that the
+    host's devices seal their reports to (:mod:`~privbandits.deploy.p2b.sealing`)."""
+
+    public: np.ndarray
+
+
+@message("deploy.p2b.sealed_report")
+class SealedReport(Message):
+    """Device → shuffler: one encoded interaction, its ``code`` (the crowd id the shuffler thresholds on) in the clear
+    and its ``(action, reward)`` ``sealed`` to the server (uint8, :data:`~privbandits.deploy.p2b.sealing.SEALED_BYTES`;
+    the code is the sealing's associated data); ``commit``: its host's commitment to the session's coins
+    (:class:`HostCommit`; empty for a served device, which has no host session)."""
+
+    code: int
+    sealed: np.ndarray
+    commit: str = ""
+
+
+@message("deploy.p2b.sealed_batch")
+class SealedBatch(Message):
+    """Shuffler → server: the anonymised, shuffled, thresholded reports: their ``codes`` and ``sealed`` contents
+    ((n, SEALED_BYTES) uint8), row by row; the server opens each into an
+    :class:`~privbandits.protocols.p2b.core.EncodedBatch`."""
+
+    codes: np.ndarray
+    sealed: np.ndarray
+
+
 @message("deploy.p2b.batch_open")
 class BatchOpen(Message):
     """Shuffler → a device host: its devices may now send this batch's reports (hosts take turns, in deployment
@@ -30,11 +69,13 @@ class FrontOpen(Message):
     """Shuffler → each of its front ends (``shuffler_front`` parties, :mod:`~privbandits.deploy.p2b.scaleout`):
     take the devices' reports of ``report_kind`` for the batch now open. ``key`` is the shuffler's report-id key
     (hex; the front ends are the shuffler's own processes, on its mutual-TLS links); ``store``: into the shared
-    queue, else acknowledged and not taken (a batch released before a restart)."""
+    queue, else acknowledged and not taken (a batch released before a restart); ``commits``: each host's commitment
+    (JSON), which its devices' reports must carry."""
 
     report_kind: str
     key: str
     store: bool
+    commits: str = "{}"
 
 
 @message("deploy.p2b.front_ready")
@@ -78,15 +119,16 @@ class ServedModel(Message):
     version: int
     first: np.ndarray
     second: np.ndarray
+    public: np.ndarray
+    """The server's HPKE public key, that the device seals its reports to."""
 
 
 @message("deploy.p2b.numbered_batch")
 class NumberedBatch(Message):
-    """Shuffler → server on a connection of its own: released batch ``number`` (0, 1, ...), the arrays of an
-    :class:`~privbandits.protocols.p2b.core.EncodedBatch`. The server acknowledges it once stored (a batch sent again
-    after a lost acknowledgement is acknowledged and not taken again)."""
+    """Shuffler → server on a connection of its own: released batch ``number`` (0, 1, ...), the arrays of a
+    :class:`SealedBatch`. The server acknowledges it once stored (a batch sent again after a lost acknowledgement is
+    acknowledged and not taken again)."""
 
     number: int
     codes: np.ndarray
-    actions: np.ndarray
-    rewards: np.ndarray
+    sealed: np.ndarray

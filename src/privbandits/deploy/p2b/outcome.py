@@ -87,10 +87,10 @@ def outcome(deployment: Deployment[P2BProtocol]) -> dict:
     ]:
         ledgers[name] = ledger = PrivacyLedger()
         ledger.record_rows(rows)
-    shuffler, server = deployment.names("shuffler")[0], deployment.names("server")[0]
+    server = deployment.names("server")[0]
     return {
         "late": late,
-        "batches": results[shuffler]["batches"],
+        "batches": results[server]["batches"],  # the encoded one as the server opened it (the shuffler sees codes)
         "models": results[server]["models"],
         "ledger": compose_ledgers(ledgers),
         "results": results,

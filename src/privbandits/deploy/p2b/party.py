@@ -91,19 +91,30 @@ from pathlib import Path
 
 import numpy as np
 
-from privbandits.comm import TlsNetwork
+from privbandits.comm import Message, TlsNetwork
 from privbandits.deploy import entropy
 from privbandits.deploy.deployment import Deployment, DeploymentError
 from privbandits.deploy.p2b import rejoin as p2b_rejoin
 from privbandits.deploy.p2b import scaleout as p2b_scaleout
+from privbandits.deploy.p2b.admission import Admission, commitment
 from privbandits.deploy.p2b.data import Block, HostData, load_host
 from privbandits.deploy.p2b.data import p2b_protocol as _protocol
 from privbandits.deploy.p2b.data import write_synthetic_data as write_synthetic_data  # `deploy data`
-from privbandits.deploy.p2b.messages import BatchOpen, HostDone
+from privbandits.deploy.p2b.messages import BatchOpen, HostCommit, HostDone, SealedReport, ServerKey
 from privbandits.deploy.p2b.messages import FetchModel as FetchModel  # re-exported
 from privbandits.deploy.p2b.rejoin import rejoin as rejoin  # the parties' networks: lost peers may come back
 from privbandits.deploy.p2b.section import P2BProtocol
-from privbandits.deploy.p2b.session import BATCH_FIELDS, KINDS, SHARE_ENCODED, SHARE_RAW, encoder_of, phases, streams_of
+from privbandits.deploy.p2b.session import (
+    BATCH_FIELDS,
+    COMMIT,
+    KINDS,
+    SHARE_ENCODED,
+    SHARE_RAW,
+    encoder_of,
+    phases,
+    root_of,
+    streams_of,
+)
 from privbandits.deploy.registry import play_by_role
 
 RAW_WARNING = (
@@ -180,9 +191,10 @@ def _run_shuffler(deployment: Deployment[P2BProtocol], name: str, network: TlsNe
     from privbandits.privacy.ledger import PrivacyLedger
 
     protocol = _protocol(deployment)
-    streams, server = streams_of(deployment, name, resume=resume), deployment.names("server")[0]
+    server = deployment.names("server")[0]
     queue = open_queue(deployment, name, resume=resume)
     key, batch_id, saved = _shuffler_state(deployment, name, queue, resume)
+    streams = _shuffler_streams(deployment, name, resume, KINDS[SHARE_ENCODED] in saved)
     front = _front(deployment, network)
     shuffler = CanonicalShuffler(
         name,
@@ -200,8 +212,10 @@ def _run_shuffler(deployment: Deployment[P2BProtocol], name: str, network: TlsNe
         rng=streams[0],
         ledger=PrivacyLedger(),
         order=p2b_rejoin.canonical_order(key, deployment),
+        admission=Admission.of(deployment),
     )
     network.on_stray = p2b_rejoin.stray_handler(shuffler, network)  # called by a rejoining network only
+    commits = shuffler.admission.commits = _commits(deployment, name, shuffler, resume)
     seconds, releases = {}, {}  # per batch, from its first report's arrival to its release; its release
     try:
         for phase in phases(protocol):
@@ -214,7 +228,8 @@ def _run_shuffler(deployment: Deployment[P2BProtocol], name: str, network: TlsNe
             rows = shuffler.ledger.rows()[-1:]
             saved[KINDS[phase]] = (shuffler.released[-1], releases[KINDS[phase]], rows, shuffler.refused[-1])
             # a restart sends this batch again; once the encoded batch is out, its key is saved forgotten (empty)
-            p2b_rejoin.save_shuffler(deployment, name, shuffler.key, batch_id, saved)
+            p2b_rejoin.save_shuffler(deployment, name, shuffler.key, batch_id, saved, commits)
+        _forget_seed(deployment, name, shuffler)  # every batch is out (and saved): no draw is left to replay
         queue.close()
         if isinstance(front, p2b_scaleout.RemoteFronts):
             front.finish(shuffler)  # once every host is done
@@ -226,12 +241,14 @@ def _run_shuffler(deployment: Deployment[P2BProtocol], name: str, network: TlsNe
             front.stop()
         queue.close()
     kinds = [KINDS[phase] for phase in phases(protocol)]
-    batches = {kind: {field: getattr(batch, field).tolist() for field in BATCH_FIELDS[kind]}
-               for kind, batch in zip(kinds, shuffler.released, strict=True)}  # fmt: skip
+    batches = {kind: {field: getattr(batch, field).tolist() for field in BATCH_FIELDS[kind] if field != "sealed"}
+               for kind, batch in zip(kinds, shuffler.released, strict=True)}  # fmt: skip  # (contents: sealed)
     return {
         "party": name,
         "role": "shuffler",
-        "outcome": "released " + " and ".join(f"{len(batches[kind]['actions'])} {kind}" for kind in kinds) + " tuples",
+        "outcome": "released " + " and ".join(f"{len(getattr(batch, 'actions' if kind == 'raw' else 'codes'))} {kind}"
+                                              for kind, batch in zip(kinds, shuffler.released, strict=True))
+        + " tuples",
         "batches": batches,
         "release": releases,
         "seconds": seconds,
@@ -239,19 +256,54 @@ def _run_shuffler(deployment: Deployment[P2BProtocol], name: str, network: TlsNe
         "refused": dict(zip(kinds, shuffler.refused, strict=True)),
         "resumed": resume,
         "replayed_reports": shuffler.replayed,
+        "refused_devices": shuffler.admission.refused,
+        "commits": commits,
         "ledger": shuffler.ledger.rows(),
     }
 
 
+def _commits(deployment: Deployment[P2BProtocol], name: str, shuffler, resume: bool) -> dict[str, str]:
+    """Every device host's commitment to its coins (:class:`HostCommit`, first on its link), saved in the shuffler's
+    checkpoint before any batch opens; a resumed shuffler refuses a host that commits to other coins than before."""
+    before = p2b_rejoin.restore_commits(deployment, name) if resume else {}
+    commits = {}
+    with shuffler.network.phase(COMMIT):
+        for host in shuffler.hosts:
+            commits[host] = shuffler.receive(HostCommit, host).digest
+            if before.get(host, commits[host]) != commits[host]:
+                raise DeploymentError(
+                    f"device host {host!r} came back committed to other coins than at the start of the session "
+                    "(restarted without --resume, or with another host's entropy file); refused"
+                )
+    if not before:  # saved before any batch: a checkpoint without them has released nothing yet
+        p2b_rejoin.save_shuffler(deployment, name, shuffler.key, shuffler.batch_id, {}, commits)
+    return commits
+
+
+def _shuffler_streams(deployment: Deployment[P2BProtocol], name: str, resume: bool, released: bool) -> list:
+    """The shuffler's streams (:func:`streams_of`); resumed after the encoded batch's release, when its seed is
+    forgotten (:func:`_forget_seed`), fresh ones it never draws from (the saved batches are sent again)."""
+    if resume and released and not deployment.reproducible:
+        return streams_of(deployment, name, root=np.random.SeedSequence())
+    return streams_of(deployment, name, resume=resume)
+
+
+def _forget_seed(deployment: Deployment[P2BProtocol], name: str, shuffler) -> None:
+    """Once every batch is released: the shuffler's kept OS seed (its entropy file, which regenerates its
+    permutations) removed and its generator dropped, so nothing of it regenerates a released batch's order."""
+    entropy.entropy_path(deployment, name).unlink(missing_ok=True)
+    shuffler.rng = np.random.default_rng()
+
+
 def _release(shuffler, phase: str, server: str, saved: tuple | None) -> None:
     """The shuffler's batch of ``phase``: collected and released, or, released before a restart, replayed."""
-    from privbandits.protocols.p2b.core import EncodedReport, RawReport
+    from privbandits.protocols.p2b.core import RawReport
 
     with shuffler.network.phase(phase):
         if saved is not None:
-            shuffler.replay(EncodedReport.kind if phase == SHARE_ENCODED else RawReport.kind, server, saved)
+            shuffler.replay(SealedReport.kind if phase == SHARE_ENCODED else RawReport.kind, server, saved)
         elif phase == SHARE_ENCODED:
-            shuffler.release_encoded(server)
+            shuffler.release_sealed(server)
         else:
             shuffler.release_raw(server)
 
@@ -306,10 +358,12 @@ def open_queue(deployment: Deployment[P2BProtocol], name: str, *, resume: bool =
 def _run_server(
     deployment: Deployment[P2BProtocol], name: str, network: TlsNetwork, resume: bool = False, on_round=None
 ) -> dict:
+    from privbandits.deploy.p2b import sealing
     from privbandits.deploy.p2b.roles import PublishingServer
 
     protocol = _protocol(deployment)
     shuffler, hosts = deployment.names("shuffler")[0], deployment.names("device_host")
+    private = sealing.server_key(server_key_path(deployment, name), resume=resume, digest=deployment.protocol_digest())
     server = PublishingServer(
         name,
         network,
@@ -318,8 +372,12 @@ def _run_server(
         omega=protocol.omega,
         shuffler=shuffler,
         hosts=hosts,
+        opener=sealing.Opener(private),
     )
     kinds = [KINDS[phase] for phase in phases(protocol)]
+    with network.phase(COMMIT):  # each host's devices seal their reports to it
+        for host in hosts:
+            server.send(host, ServerKey(sealing.public_key(private)))
     for version, phase in enumerate(phases(protocol), start=1):  # resumed: replayed from the shuffler's batches
         with network.phase(phase):
             _publish_model(server, phase, protocol)
@@ -336,9 +394,21 @@ def _run_server(
             models[kind]: [first.tolist(), second.tolist()]
             for kind, (first, second) in zip(kinds, server.releases, strict=True)
         },  # fmt: skip
+        "batches": {kind: {field: getattr(server.batches[kind], field).tolist() for field in _RECEIVED[kind]}
+                    for kind in kinds},  # fmt: skip
+        "unopened_reports": server.unopened,
         "resumed": resume,
         "ledger": server.ledger.rows(),
     }
+
+
+_RECEIVED = {"raw": ("contexts", "actions", "rewards"), "encoded": ("codes", "actions", "rewards")}
+"""The arrays of each batch the server received (the encoded one as opened), in its result."""
+
+
+def server_key_path(deployment: Deployment[P2BProtocol], name: str) -> Path:
+    """The server's own file of its HPKE private key (0600, beside its checkpoint), read back by ``--resume``."""
+    return deployment.output / "checkpoints" / f"{name}.server-key.npz"
 
 
 def _publish_model(server, phase: str, protocol: P2BProtocol) -> None:
@@ -361,12 +431,15 @@ def _play(model, contexts, table, rng: np.random.Generator, first: int, protocol
     return run_population(model, contexts, table, rng=rng, alpha=protocol.alpha, tie_break=protocol.tie_break)
 
 
-def _send_reports(host, shuffler: str, log, seen, protocol: P2BProtocol, rng, block: Block, private: bool,
-                  fronts: tuple[str, ...] = ()) -> int:  # fmt: skip
+def _send_reports(host, shuffler: str, log, seen, protocol: P2BProtocol, rng, block: Block,
+                  sealing: tuple[np.ndarray, str] | None, fronts: tuple[str, ...] = ()) -> int:  # fmt: skip
     """This host's devices choose and send their tuples (the draws over all early users; the other
     hosts' users are unknown rewards here, which never send), each to the shuffler or to its front end
-    (``fronts``: :func:`~privbandits.deploy.p2b.scaleout.front_of`), and the host closes the batch."""
-    from privbandits.protocols.p2b.core import EncodedReport, RawReport, choose_reports
+    (``fronts``: :func:`~privbandits.deploy.p2b.scaleout.front_of`), and the host closes the batch. With
+    ``sealing`` (the server's public key, the host's commitment), encoded reports with their action and reward sealed
+    to the server; without, raw ones."""
+    from privbandits.deploy.p2b.sealing import seal
+    from privbandits.protocols.p2b.core import RawReport, choose_reports
 
     first = block.early.start
     padded = np.full((block.n_early, protocol.interactions), np.nan)
@@ -377,11 +450,15 @@ def _send_reports(host, shuffler: str, log, seen, protocol: P2BProtocol, rng, bl
         host.receive(BatchOpen.kind, shuffler)  # the shuffler takes the hosts' devices in turn
     payloads = seen[local, chosen]
     arms, rewards = log.arms[local, chosen].tolist(), log.rewards[local, chosen].astype(np.int64).tolist()
-    report = EncodedReport if private else RawReport
+    private = sealing is not None
     for user, payload, arm, reward in zip(
         users.tolist(), payloads.tolist() if private else list(payloads), arms, rewards, strict=True
     ):
-        host.send_report(user, p2b_scaleout.front_of(fronts, user, shuffler), report(payload, arm, reward))
+        if sealing is None:
+            report: Message = RawReport(payload, arm, reward)
+        else:
+            report = SealedReport(payload, seal(sealing[0], payload, arm, reward), sealing[1])
+        host.send_report(user, p2b_scaleout.front_of(fronts, user, shuffler), report)
     return host.close_batch(shuffler)
 
 
@@ -400,7 +477,7 @@ def _raw_baseline(host, data: HostData, protocol: P2BProtocol, streams, shuffler
     early_raw = _play(cold, early.contexts, early.reward_table, streams[1], block.early.start, protocol)
     # inside a batch the devices' reports leave in large writes, at the latest when the host waits for the model
     with host.network.phase(SHARE_RAW), host.network.batch():
-        sent = _send_reports(host, shuffler, early_raw, early.contexts, protocol, streams[2], block, False)
+        sent = _send_reports(host, shuffler, early_raw, early.contexts, protocol, streams[2], block, None)
         non_private = host.receive_model(DisjointModel, server)
     return sent, _play(non_private, late.contexts, late.reward_table, streams[4], block.late.start, protocol)
 
@@ -413,11 +490,16 @@ def _run_host(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwor
     protocol = _protocol(deployment)
     data = load_host(deployment, name)
     encoder = encoder_of(protocol)
-    streams = streams_of(deployment, name, resume=resume)
+    root = root_of(deployment, name, resume=resume)
+    streams = streams_of(deployment, name, root=root)
     shuffler, server = deployment.names("shuffler")[0], deployment.names("server")[0]
     early, late, block = data.early, data.late, data.block
     n_arms, dim = protocol.n_actions, protocol.dim
     host = HostedDevices(name, network, prefix=f"{name}-device", mechanism=RAW_DEVICES)
+    commit = commitment(root, name)
+    with network.phase(COMMIT):  # first of all: the shuffler detects a restart with other coins by it
+        host.send(shuffler, HostCommit(commit))
+        public = host.receive(ServerKey, server).public  # what its devices seal their reports to
     # resumed: every phase is replayed (the same reports and fetches; the shuffler and the server skip them)
 
     raw_sent = warm_np = None
@@ -431,8 +513,8 @@ def _run_host(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwor
     early_private = _play(cold_private, early_seen, early.reward_table, streams[6], block.early.start, protocol)
     host.mechanism = DEVICES
     with network.phase(SHARE_ENCODED), network.batch():
-        encoded_sent = _send_reports(host, shuffler, early_private, early_codes, protocol, streams[7], block, True,
-                                     tuple(deployment.names(p2b_scaleout.ROLE)))  # fmt: skip
+        encoded_sent = _send_reports(host, shuffler, early_private, early_codes, protocol, streams[7], block,
+                                     (public, commit), tuple(deployment.names(p2b_scaleout.ROLE)))  # fmt: skip
         private_model = host.receive_model(DisjointModel if scalar else CodeModel, server)
     first_late = block.late.start  # the late users play once the batches are out (the shuffler waits for them)
     cold = _play(DisjointModel.cold(n_arms, dim), late.contexts, late.reward_table, streams[3], first_late, protocol)

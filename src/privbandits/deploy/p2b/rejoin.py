@@ -97,11 +97,14 @@ def stray_handler(shuffler, network):
     return on_stray
 
 
-def save_shuffler(deployment: Deployment[P2BProtocol], name: str, key: bytes, batch_id: int, releases: dict) -> None:
-    """The shuffler's checkpoint: its report-id key, its session's batch id and each batch released so far
-    (``releases``: kind -> (batch message, release details, ledger rows, reports refused)); written atomically."""
+def save_shuffler(deployment: Deployment[P2BProtocol], name: str, key: bytes, batch_id: int, releases: dict,
+                  commits: dict[str, str] | None = None) -> None:  # fmt: skip
+    """The shuffler's checkpoint: its report-id key, its session's batch id, each batch released so far
+    (``releases``: kind -> (batch message, release details, ledger rows, reports refused)) and the device hosts'
+    ``commits`` to their coins (:mod:`~privbandits.deploy.p2b.admission`); written atomically."""
     arrays = {"key": np.frombuffer(key, dtype=np.uint8)}
-    meta: dict[str, Any] = {"batch_id": batch_id, "digest": deployment.protocol_digest(), "releases": {}}
+    meta: dict[str, Any] = {"batch_id": batch_id, "digest": deployment.protocol_digest(), "releases": {},
+                            "commits": dict(commits or {})}  # fmt: skip
     for kind, (batch, details, rows, refused) in releases.items():
         arrays |= {f"{kind}.{field}": getattr(batch, field) for field in BATCH_FIELDS[kind]}
         meta["releases"][kind] = {"details": details, "ledger": rows, "refused": refused}
@@ -110,12 +113,18 @@ def save_shuffler(deployment: Deployment[P2BProtocol], name: str, key: bytes, ba
 
 def restore_shuffler(deployment: Deployment[P2BProtocol], name: str) -> tuple[bytes, int, dict]:
     """What :func:`save_shuffler` saved: ``(key, batch_id, releases)``."""
-    from privbandits.protocols.p2b.core import EncodedBatch, RawBatch
+    from privbandits.deploy.p2b.messages import SealedBatch
+    from privbandits.protocols.p2b.core import RawBatch
 
     arrays, meta = checkpoint.resume(deployment, name)
     releases = {}
     for kind, saved in meta.get("releases", {}).items():
         fields = (arrays[f"{kind}.{field}"] for field in BATCH_FIELDS[kind])
-        batch = (RawBatch if kind == "raw" else EncodedBatch)(*fields)
+        batch = (RawBatch if kind == "raw" else SealedBatch)(*fields)
         releases[kind] = (batch, saved["details"], saved["ledger"], saved["refused"])
     return arrays["key"].tobytes(), int(meta["batch_id"]), releases
+
+
+def restore_commits(deployment: Deployment[P2BProtocol], name: str) -> dict[str, str]:
+    """The device hosts' commitments :func:`save_shuffler` saved (none before the hosts sent them)."""
+    return dict(checkpoint.resume(deployment, name)[1].get("commits", {}))

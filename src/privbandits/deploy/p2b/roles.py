@@ -8,13 +8,15 @@ Imported where a party runs, not where a deployment file is read (it loads numpy
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from privbandits.comm import Message, ProtocolError
 from privbandits.deploy.p2b import rejoin as p2b_rejoin
-from privbandits.deploy.p2b.messages import FetchModel
+from privbandits.deploy.p2b.admission import Admission
+from privbandits.deploy.p2b.messages import FetchModel, SealedBatch, SealedReport
+from privbandits.deploy.p2b.sealing import SEALED_BYTES, Opener, open_batch
 from privbandits.protocols.p2b.core import DeviceHost, EncodedBatch, ModelRelease, RawBatch, Server, Shuffler
 
 
@@ -51,9 +53,12 @@ class CanonicalShuffler(Shuffler):
 
     def __init__(self, *args, hosts: list[str], queue=None, key: bytes = b"", batch_id: int = 0,
                  batch_size: int | None = None, batch_window_s: float | None = None, front=None,
-                 order: dict[str, int] | None = None, forget_key=lambda: b"", **kwargs):  # fmt: skip
+                 order: dict[str, int] | None = None, forget_key=lambda: b"", admission: Admission | None = None,
+                 **kwargs):  # fmt: skip
         super().__init__(*args, **kwargs)
         self.hosts, self.queue, self.key, self.batch_id, self.order = hosts, queue, key, batch_id, order or {}
+        self.admission = admission if admission is not None else Admission({})
+        """The devices whose reports it takes (over TLS; none unless given)."""
         self.batch_size, self.batch_window_s, self.front = batch_size, batch_window_s, front
         self.forget_key = forget_key
         self.collected, self.opened_at = 0, 0.0  # the open batch's reports, and when it opened
@@ -72,10 +77,8 @@ class CanonicalShuffler(Shuffler):
 
     def collect_batch(self, kind: str) -> list[Message]:
         """The protocol's extension point: every host's devices' reports of ``kind`` (through the queue for
-        encoded ones), in the canonical order, until each host closes the batch or it closes by size or time."""
-        from privbandits.protocols.p2b.core import EncodedReport
-
-        durable = self.queue is not None and kind == EncodedReport.kind
+        sealed ones), in the canonical order, until each host closes the batch or it closes by size or time."""
+        durable = self.queue is not None and kind == SealedReport.kind
         self.first_report_at = None
         self.collected, self.opened_at = 0, time.monotonic()
         self.refused.append(0)
@@ -96,10 +99,15 @@ class CanonicalShuffler(Shuffler):
         # that same batch back
         batch = self.queue.close_batch(self.batch_id)
         self.batch_ids.append(batch.batch_id)
-        rows = zip(batch.report_ids, batch.codes, batch.actions, batch.rewards, strict=True)
+        rows = zip(batch.report_ids, batch.codes, batch.sealed, strict=True)
         last = len(self.order) + len(ids)
         rank = {rid: self.order.get(rid, len(self.order) + ids.get(rid, last)) for rid in batch.report_ids}
-        return [EncodedReport(*row[1:]) for row in sorted(rows, key=lambda row: rank[row[0]])]
+        return [sealed_report(code, sealed) for _, code, sealed in sorted(rows, key=lambda row: rank[row[0]])]
+
+    def release_sealed(self, server: str) -> None:
+        """The encoded batch as sealed reports: shuffled and thresholded by their codes alone (the protocol's
+        :meth:`~privbandits.protocols.p2b.core.Shuffler.blend`), their contents forwarded sealed."""
+        release_sealed(self, server)
 
     def _collect_serially(self, kind: str, durable: bool) -> tuple[list, dict]:
         """Each host's devices in turn (over TLS one connection at a time, ``workers = 0``), each encoded report
@@ -121,8 +129,7 @@ class CanonicalShuffler(Shuffler):
                     device = identity if delivery is not None else f"{host}/{index}"  # in memory: by index
                     report_id = p2b_rejoin.report_id(self.key, device)
                     places[report_id] = canonical(self.hosts, host, device) if delivery else (0, len(places), "")
-                    report = (received.code, received.action, received.reward)
-                    if not self.queue.accept(report_id, identity, *report):
+                    if not self.queue.accept_sealed(report_id, identity, received.code, received.sealed.tobytes()):
                         self.duplicates += 1  # accepted before a restart (or in the batch already formed)
                     index += 1
                 else:
@@ -146,10 +153,10 @@ class CanonicalShuffler(Shuffler):
             yield host, got, None
 
     def send(self, receiver: str, message: Message) -> None:
-        if isinstance(message, EncodedBatch | RawBatch):
+        if isinstance(message, SealedBatch | RawBatch):
             self.released.append(message)
         super().send(receiver, message)
-        if self.queue is not None and isinstance(message, EncodedBatch):
+        if self.queue is not None and isinstance(message, SealedBatch):
             self._mark_released()
 
     def _mark_released(self) -> None:
@@ -174,24 +181,70 @@ class CanonicalShuffler(Shuffler):
                 for _, _, delivery in self._reports(host, kind):
                     self.replayed += 1
                     delivery.ack()
-        if isinstance(batch, EncodedBatch):
+        if isinstance(batch, SealedBatch):
             self.batch_ids.append(self.batch_id)
         self.send(server, batch)
         self.last_release = dict(details)
         self.ledger.record_rows(rows)
 
 
+def sealed_report(code: int, sealed: bytes | None) -> SealedReport:
+    """A queued report as the device sent it (its sealed content, or none: refused when the batch forms)."""
+    return SealedReport(int(code), np.frombuffer(sealed or b"", dtype=np.uint8))
+
+
+def release_sealed(shuffler: Shuffler, server: str) -> None:
+    """``shuffler``'s encoded batch of sealed reports (every one checked first: a malformed one refuses the batch
+    whole, as the protocol's shuffler does), shuffled and thresholded by code, sent to ``server`` as a
+    :class:`SealedBatch`; its release recorded (the smallest crowd of the codes released)."""
+    from privbandits.validation import InvalidInputError
+
+    reports = cast("list[SealedReport]", shuffler.collect_batch(SealedReport.kind))
+    codes = shuffler.codes_of(reports)
+    for report in reports:
+        problem = check_sealed(report)
+        if problem is not None:
+            raise InvalidInputError(f"a sealed report's {problem}")
+    rows = [np.asarray(report.sealed, dtype=np.uint8) for report in reports]
+    sealed = np.stack(rows) if rows else np.empty((0, SEALED_BYTES), dtype=np.uint8)
+    chosen = shuffler.blend(codes)
+    shuffler.send(server, SealedBatch(codes[chosen], sealed[chosen]))
+    shuffler.record_release(len(reports), codes[chosen])
+
+
+def check_sealed(report: Message) -> str | None:
+    """Why a device's sealed report is malformed (its sealed content not :data:`SEALED_BYTES` uint8), or None."""
+    sealed = getattr(report, "sealed", None)
+    if not isinstance(sealed, np.ndarray) or sealed.dtype != np.uint8 or sealed.shape != (SEALED_BYTES,):
+        shape = getattr(sealed, "shape", None)
+        return f"sealed must be {SEALED_BYTES} bytes (uint8), got {type(sealed).__name__} of shape {shape}"
+    return None
+
+
 class PublishingServer(Server):
     """The server of a deployment: batches only from the shuffler; models, versioned 1, 2, ... in the order
     published, to each device host that fetches them."""
 
-    def __init__(self, *args, shuffler: str, hosts: list[str], **kwargs) -> None:
+    def __init__(self, *args, shuffler: str, hosts: list[str], opener: Opener | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.shuffler, self.hosts = shuffler, hosts
+        self.shuffler, self.hosts, self.opener = shuffler, hosts, opener
         self.releases: list[tuple[np.ndarray, np.ndarray]] = []
+        self.batches: dict[str, EncodedBatch | RawBatch] = {}
+        """What it received (the encoded batch as opened), by kind."""
+        self.unopened = 0
+        """Released reports whose sealed content did not open (dropped, counted, logged)."""
 
     def receive(self, kind: str | type[Message], sender: str | None = None) -> Any:  # typed as Party.receive is
-        return super().receive(kind, self.shuffler if sender is None else sender)
+        """From the shuffler: an encoded batch arrives sealed and is opened here (the released reports only)."""
+        if kind in (EncodedBatch, EncodedBatch.kind) and self.opener is not None:
+            sealed = super().receive(SealedBatch, self.shuffler)
+            batch, self.unopened = open_batch(self.opener, sealed.codes, sealed.sealed, self.n_arms)
+            self.batches["encoded"] = batch
+            return batch
+        got = super().receive(kind, self.shuffler if sender is None else sender)
+        if isinstance(got, RawBatch):
+            self.batches["raw"] = got
+        return got
 
     def publish(self, model, first: np.ndarray, second: np.ndarray, audience: str) -> None:
         """The protocol's extension point: the release is kept for the hosts' fetches (:meth:`serve`)."""

@@ -43,10 +43,12 @@ Limits, each refused when the file is loaded: front ends need ``queue_url`` and 
 
 from __future__ import annotations
 
+import json
 import time
 
 from privbandits.comm import Party, TlsNetwork
 from privbandits.deploy.deployment import Deployment
+from privbandits.deploy.p2b.admission import Admission
 from privbandits.deploy.p2b.messages import (
     BatchOpen,
     FrontClose,
@@ -95,7 +97,8 @@ class RemoteFronts:
         from privbandits.protocols.p2b.core import CloseBatch
 
         batch = _Open(shuffler, shuffler.network.current_phase, kind, durable)
-        opening = FrontOpen(report_kind=kind, key=shuffler.key.hex(), store=durable and not shuffler.replaying)
+        opening = FrontOpen(report_kind=kind, key=shuffler.key.hex(), store=durable and not shuffler.replaying,
+                            commits=json.dumps(shuffler.admission.commits))  # fmt: skip
         for front in self.fronts:
             shuffler.send(front, opening)
         for front in self.fronts:
@@ -133,8 +136,11 @@ class _Intake:
 
     batch_size = batch_window_s = None  # refused with front ends (see the module doc)
 
-    def __init__(self, queue, opening: FrontOpen, closed: dict[str, set[str]]) -> None:
+    def __init__(self, queue, opening: FrontOpen, closed: dict[str, set[str]], admission: Admission) -> None:
         self.queue, self.key, self.kind = queue, bytes.fromhex(opening.key), opening.report_kind
+        self.admission = admission
+        admission.commits = json.loads(opening.commits)
+        """The devices whose reports it takes (the shuffler's admission, :mod:`~privbandits.deploy.p2b.admission`)."""
         self.replaying = not opening.store  # acknowledged and counted as duplicates, not stored
         self.closed = closed
         """Per host, the phases whose batch has closed (a report for one is a restarted host's: acknowledged)."""
@@ -155,6 +161,7 @@ def run_front(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwor
     party = Party(name, network)
     front = Front(network, deployment.names("device_host"), max(worker_count(protocol), 1)).start()
     queue = None
+    admission = Admission.of(deployment)
     took: dict[str, dict[str, int]] = {}
     closed: dict[str, set[str]] = {}
     try:
@@ -165,7 +172,7 @@ def run_front(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwor
                     assert protocol.queue_url is not None, "checked when the file was loaded"
                     queue = open_report_queue(protocol.queue_url, schema=shuffler, n_codes=protocol.n_codes,
                                               n_arms=protocol.n_actions)  # fmt: skip
-                took[KINDS[phase]] = _take_batch(party, front, shuffler, _Intake(queue, opening, closed))
+                took[KINDS[phase]] = _take_batch(party, front, shuffler, _Intake(queue, opening, closed, admission))
             for host in deployment.names("device_host"):  # the shuffler closes a batch once every host has
                 closed.setdefault(host, set()).add(phase)
         with network.phase(END):  # taking devices until every host is done (a restarted one replays)
@@ -184,6 +191,7 @@ def run_front(deployment: Deployment[P2BProtocol], name: str, network: TlsNetwor
         "outcome": f"stored {stored} device reports in the shuffler's queue",
         "took": took,
         "replayed_reports": replayed,
+        "refused_devices": admission.refused,
         "resumed": resume,
         "ledger": [],
     }

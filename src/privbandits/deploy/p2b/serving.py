@@ -21,8 +21,13 @@ a mutual-TLS connection of its own (:mod:`~privbandits.deploy.p2b.served_wire`),
   acknowledged, not taken again). Devices fetch the latest model (:class:`~privbandits.deploy.p2b.messages.FetchModel`
   version 0) and get a :class:`~privbandits.deploy.p2b.messages.ServedModel`.
 
-Randomness: the shuffler's permutations from OS entropy; with the deployment's ``reproducible = true``, from stream
-5 of ``protocol.seed`` as :func:`~privbandits.protocols.p2b.core.simulate` (so a replay equals ``deploy local``).
+Randomness: each batch's permutation from a fresh OS seed of its own, never saved (so nothing left regenerates a
+released batch's order); with the deployment's ``reproducible = true``, from stream 5 of ``protocol.seed`` as
+:func:`~privbandits.protocols.p2b.core.simulate` (so a replay equals ``deploy local``).
+
+Sealed reports (:mod:`~privbandits.deploy.p2b.sealing`): a device seals its action and reward to the server's HPKE
+public key (which comes with the model a device fetches, or alone while none is published); the shuffler's queue holds
+each report's code and ciphertext only, and the server opens the reports of each batch it is delivered.
 ``raw_baseline`` is an experiment of ``deploy`` and is not served. Not served either: ``shuffler_front`` parties.
 """
 
@@ -41,9 +46,12 @@ import numpy as np
 from privbandits.comm import InMemoryNetwork, Message
 from privbandits.deploy import checkpoint
 from privbandits.deploy.deployment import Deployment
+from privbandits.deploy.p2b import sealing
+from privbandits.deploy.p2b.admission import Admission
 from privbandits.deploy.p2b.data import p2b_protocol
-from privbandits.deploy.p2b.messages import FetchModel, NumberedBatch, ServedModel
+from privbandits.deploy.p2b.messages import FetchModel, NumberedBatch, SealedBatch, SealedReport, ServedModel
 from privbandits.deploy.p2b.rejoin import canonical_order, report_id
+from privbandits.deploy.p2b.roles import check_sealed, release_sealed, sealed_report
 from privbandits.deploy.p2b.section import P2BProtocol
 from privbandits.deploy.p2b.served_wire import (
     Incoming,
@@ -55,7 +63,7 @@ from privbandits.deploy.p2b.served_wire import (
 )
 from privbandits.deploy.p2b.session import N_STREAMS
 from privbandits.privacy.ledger import PrivacyLedger
-from privbandits.protocols.p2b.core import EncodedBatch, EncodedReport, Server, Shuffler
+from privbandits.protocols.p2b.core import EncodedBatch, Server, Shuffler
 from privbandits.serve.role import JsonObject, ServedRole
 
 log = logging.getLogger("privbandits.serve.p2b")
@@ -163,6 +171,8 @@ class ServedShuffler(_Looping):
         self.window_s = window if window is not None else (math.inf if protocol.batch_size else DEFAULT_WINDOW_S)
         self.counts = {"accepted": 0, "duplicates": 0, "refused": 0, "released_batches": 0, "delivered_batches": 0}
         self.outbox: dict[int, NumberedBatch] = {}
+        self.admission = Admission.of(deployment, served=True)
+        """The devices it takes reports from (:mod:`~privbandits.deploy.p2b.admission`)."""
         self.arrivals: dict[str, int] = {}
         self.first_at: float | None = None
         self.next_try = 0.0
@@ -185,7 +195,7 @@ class ServedShuffler(_Looping):
             rng = generator(meta["rng"], self.deployment, SHUFFLER_STREAM)
             ledger.record_rows(meta["ledger"])
             self.counts.update(meta["counts"])
-            self.outbox = {int(n): NumberedBatch(int(n), *(arrays[f"{n}.{f}"] for f in ("codes", "actions", "rewards")))
+            self.outbox = {int(n): NumberedBatch(int(n), *(arrays[f"{n}.{f}"] for f in ("codes", "sealed")))
                            for n in meta["outbox"]}  # fmt: skip
             for number in range(self.batch_id):
                 self.queue.mark_released(number)  # saved released, the queue told or not before a stop
@@ -201,8 +211,10 @@ class ServedShuffler(_Looping):
         """The shuffler's state, atomically: its key, next batch, stream, undelivered batches, ledger, counts."""
         arrays = {"key": np.frombuffer(self.key, dtype=np.uint8)}
         for number, batch in self.outbox.items():
-            arrays |= {f"{number}.{field}": getattr(batch, field) for field in ("codes", "actions", "rewards")}
-        meta = {"batch_id": self.batch_id, "rng": self.shuffler.rng.bit_generator.state, "outbox": list(self.outbox),
+            arrays |= {f"{number}.{field}": getattr(batch, field) for field in ("codes", "sealed")}
+        rng = self.shuffler.rng.bit_generator.state if self.deployment.reproducible else None  # (a past one's state
+        # would regenerate its permutation: PCG64 steps back as well as forward)
+        meta = {"batch_id": self.batch_id, "rng": rng, "outbox": list(self.outbox),
                 "ledger": self.shuffler.ledger.rows(),
                 "counts": self.counts | {"accepted": self.counts["accepted"] - self.open_reports},  # held: the queue's
                 "digest": self.deployment.protocol_digest()}  # fmt: skip
@@ -225,16 +237,22 @@ class ServedShuffler(_Looping):
         from privbandits.validation import InvalidInputError
 
         report, sender = incoming.message, incoming.envelope.sender
-        if not isinstance(report, EncodedReport):
+        if not isinstance(report, SealedReport):
             self.counts["refused"] += 1
-            return incoming.refuse(f"a device sends one {EncodedReport.kind!r} message; got {report.kind!r}")
+            return incoming.refuse(f"a device sends one {SealedReport.kind!r} message; got {report.kind!r}")
+        refusal = self.admission.check(incoming.party, sender) or check_sealed(report)
+        if refusal is not None:  # not a device the deployment gives this host, or a malformed report
+            self.counts["refused"] += 1
+            return incoming.refuse(refusal)
         rid = report_id(self.key, sender)
         try:
-            new = self.queue.accept(rid, sender, report.code, report.action, report.reward)
+            new = self.queue.accept_sealed(rid, sender, report.code, report.sealed.tobytes())
         except InvalidInputError as exc:  # a field out of range, or another report of this device in this batch
             self.counts["refused"] += 1
-            once = " (one report per device per batch)" if "already accepted" in str(exc) else ""
-            return incoming.refuse(f"{exc}{once}")
+            if "already accepted" in str(exc):
+                return incoming.refuse(self.admission.refuse("duplicate", f"{exc} (one report per device per "
+                                                             "batch)"))  # fmt: skip
+            return incoming.refuse(str(exc))
         with self.lock:
             if new:
                 self.counts["accepted"] += 1
@@ -248,7 +266,9 @@ class ServedShuffler(_Looping):
     def _release(self) -> None:
         """Close the open batch: order, shuffle, threshold (the protocol's shuffler), save, then mark it released."""
         number = self.batch_id
-        self.shuffler.release_encoded(self.server)
+        if not self.deployment.reproducible:  # each batch's permutation from a seed of its own, never saved
+            self.shuffler.rng = np.random.default_rng(secrets.randbits(256))
+        release_sealed(self.shuffler, self.server)
         with self.lock:
             assert self.shuffler.release is not None
             self.outbox[number] = self.shuffler.release
@@ -298,6 +318,7 @@ class ServedShuffler(_Looping):
                 "participation": self.protocol.participation,
                 "threshold": self.protocol.threshold,
                 "reports": dict(self.counts),
+                "refused_devices": dict(self.admission.refused),
                 "open_batch": {"batch": self.batch_id, "reports": self.open_reports},
                 "undelivered_batches": sorted(self.outbox),
                 "releases": self.shuffler.ledger.rows(),
@@ -322,13 +343,20 @@ class ServedServer(_Looping):
         self.numbers: set[int] = set()
         self.first: np.ndarray | None = None
         self.second: np.ndarray | None = None
+        self.private = b""
+        """Its HPKE private key (:mod:`~privbandits.deploy.p2b.sealing`)."""
+        self.unopened = 0
+        """Released reports whose sealed content did not open (dropped, counted, logged)."""
 
     def load(self) -> None:
         self.fitter = _FittingServer(self)
         saved = checkpoint.load(state_path(self.deployment, self.name))
-        if saved is None:
+        if saved is None:  # its HPKE key pair, from OS entropy, kept (0600) before any device may seal to it
+            self.private = sealing.new_private_key()
+            self.save()
             return
         arrays, meta = saved
+        self.private = arrays["private"].tobytes()
         self.version, self.numbers = int(meta["version"]), {int(n) for n in meta["numbers"]}
         self.fitter.ledger.record_rows(meta["ledger"])
         if self.version:
@@ -336,6 +364,7 @@ class ServedServer(_Looping):
 
     def save(self) -> None:
         arrays = {} if self.first is None or self.second is None else {"first": self.first, "second": self.second}
+        arrays["private"] = np.frombuffer(self.private, dtype=np.uint8)
         meta = {"version": self.version, "numbers": sorted(self.numbers), "ledger": self.fitter.ledger.rows(),
                 "digest": self.deployment.protocol_digest()}  # fmt: skip
         checkpoint.save(state_path(self.deployment, self.name), arrays, meta)
@@ -360,7 +389,10 @@ class ServedServer(_Looping):
         problem = check_batch(batch, self.protocol)
         if problem is not None:
             return incoming.refuse(problem)
-        fitted = self.fitter.fit(EncodedBatch(batch.codes, batch.actions, batch.rewards))
+        opened, unopened = sealing.open_batch(sealing.Opener(self.private), batch.codes, batch.sealed,
+                                              self.protocol.n_actions)  # fmt: skip
+        self.unopened += unopened
+        fitted = self.fitter.fit(opened)
         with self.lock:
             self.first, self.second = self._merged(*fitted)
             self.version += 1
@@ -380,11 +412,12 @@ class ServedServer(_Looping):
         """The latest model to a device (version 0, or the latest's number); refused while none is published."""
         with self.lock:
             version, first, second = self.version, self.first, self.second
-        if first is None or second is None:
-            return incoming.refuse("no model is published yet (the shuffler has released no batch)")
+        public = sealing.public_key(self.private)
+        if first is None or second is None:  # none published yet: its key alone (version 0, no arrays)
+            return incoming.reply(ServedModel(0, np.empty(0), np.empty(0), public))
         if fetch.version not in (0, version):
             return incoming.refuse(f"version must be 0 (the latest) or {version} (the latest), got {fetch.version}")
-        return incoming.reply(ServedModel(version, first, second))
+        return incoming.reply(ServedModel(version, first, second, public))
 
     @property
     def model_version(self) -> int:
@@ -396,6 +429,7 @@ class ServedServer(_Looping):
                 "privacy": "receives only the shuffler's crowd-blended batches (ε per device report as they say)",
                 "models_published": self.version,
                 "batches": sorted(self.numbers),
+                "unopened_reports": self.unopened,
                 "received": self.fitter.ledger.rows(),
                 "dropped_connections": self.network.dropped_count if self.network is not None else 0,
             }
@@ -405,15 +439,14 @@ def check_batch(batch: NumberedBatch, protocol: P2BProtocol) -> str | None:
     """Why the shuffler's ``batch`` cannot be taken (its number, an array's shape, type or range), or None."""
     if type(batch.number) is not int or batch.number < 0:
         return f"number must be an integer >= 0, got {batch.number!r}"
-    length = np.shape(batch.codes)
-    for field, upper in (("codes", protocol.n_codes), ("actions", protocol.n_actions), ("rewards", 2)):
-        values = np.asarray(getattr(batch, field))
-        if values.ndim != 1 or values.shape != length:
-            return f"{field} must be a 1-d array as long as codes {length}, got shape {values.shape}"
-        if values.dtype.kind not in "iu":
-            return f"{field} must be integers, got dtype {values.dtype}"
-        if values.size and (values.min() < 0 or values.max() >= upper):
-            return f"{field} must be in [0, {upper}), got values in [{values.min()}, {values.max()}]"
+    codes, sealed = np.asarray(batch.codes), np.asarray(batch.sealed)
+    if codes.ndim != 1 or codes.dtype.kind not in "iu":
+        return f"codes must be a 1-d array of integers, got shape {codes.shape} of dtype {codes.dtype}"
+    if codes.size and (codes.min() < 0 or codes.max() >= protocol.n_codes):
+        return f"codes must be in [0, {protocol.n_codes}), got values in [{codes.min()}, {codes.max()}]"
+    if sealed.dtype != np.uint8 or sealed.shape != (codes.size, sealing.SEALED_BYTES):
+        return (f"sealed must be a ({codes.size}, {sealing.SEALED_BYTES}) uint8 array (a sealed report per code), "
+                f"got shape {sealed.shape} of dtype {sealed.dtype}")  # fmt: skip
     return None
 
 
@@ -459,10 +492,9 @@ class _QueueShuffler(Shuffler):
     def collect_batch(self, kind: str) -> list[Message]:
         role = self.role
         batch = role.queue.close_batch(role.batch_id)
-        rows = sorted(zip(batch.report_ids, batch.codes, batch.actions, batch.rewards, strict=True),
-                      key=lambda row: role.rank(row[0]))  # fmt: skip
-        return [EncodedReport(int(code), int(action), int(reward)) for _, code, action, reward in rows]
+        rows = sorted(zip(batch.report_ids, batch.codes, batch.sealed, strict=True), key=lambda row: role.rank(row[0]))
+        return [sealed_report(code, sealed) for _, code, sealed in rows]
 
     def send(self, receiver: str, message: Message) -> None:
-        assert isinstance(message, EncodedBatch)
-        self.release = NumberedBatch(self.role.batch_id, message.codes, message.actions, message.rewards)
+        assert isinstance(message, SealedBatch)
+        self.release = NumberedBatch(self.role.batch_id, message.codes, message.sealed)

@@ -15,6 +15,8 @@ from privbandits.protocols.p2b.core import P2BConfig  # at import (1.5 CPU-s): t
 
 SHARE_RAW, SHARE_ENCODED = "share_raw", "share_encoded"
 """Phases, as in :func:`~privbandits.protocols.p2b.core.simulate`."""
+COMMIT = "commit"
+"""The phase of the hosts' commitments to their coins (before the first batch; not in the in-memory run)."""
 N_STREAMS = 9
 """The random streams of :func:`~privbandits.protocols.p2b.core.simulate` (each party uses its own ones)."""
 
@@ -34,11 +36,18 @@ def encoder_of(protocol: P2BProtocol):
         raise DeploymentError(f"protocol: no encoder for dim, precision, n_codes: {exc}") from None
 
 
-def streams_of(deployment: Deployment[P2BProtocol], name: str, *, resume: bool = False) -> list[np.random.Generator]:
-    """Party ``name``'s nine streams of :func:`~privbandits.protocols.p2b.core.simulate` (it uses its own ones): from
-    its OS seed, kept in its own entropy file for ``--resume``, or in reproducible mode from ``protocol.seed``."""
+def root_of(deployment: Deployment[P2BProtocol], name: str, *, resume: bool = False) -> np.random.SeedSequence:
+    """Party ``name``'s root seed: its OS seed, kept in its own entropy file for ``--resume``, or in reproducible
+    mode ``protocol.seed``."""
     reproducible = np.random.SeedSequence(_protocol(deployment).seed)
-    root = entropy.seed_sequence(deployment, name, reproducible, keep=True, resume=resume)
+    return entropy.seed_sequence(deployment, name, reproducible, keep=True, resume=resume)
+
+
+def streams_of(deployment: Deployment[P2BProtocol], name: str, *, resume: bool = False,
+               root: np.random.SeedSequence | None = None) -> list[np.random.Generator]:  # fmt: skip
+    """Party ``name``'s nine streams of :func:`~privbandits.protocols.p2b.core.simulate` (it uses its own ones), from
+    ``root`` (default: :func:`root_of`)."""
+    root = root_of(deployment, name, resume=resume) if root is None else root
     return [np.random.default_rng(child) for child in root.spawn(N_STREAMS)]
 
 
@@ -51,5 +60,6 @@ KINDS = {SHARE_RAW: "raw", SHARE_ENCODED: "encoded"}
 """Each batch's name in the parties' results."""
 
 
-BATCH_FIELDS = {"raw": ("contexts", "actions", "rewards"), "encoded": ("codes", "actions", "rewards")}
-"""The arrays of each kind of batch, in its class's field order (results and the shuffler's saved batches)."""
+BATCH_FIELDS = {"raw": ("contexts", "actions", "rewards"), "encoded": ("codes", "sealed")}
+"""The arrays of each kind of batch the shuffler releases, in its class's field order (its saved batches; its result
+keeps all but the sealed contents)."""

@@ -244,25 +244,36 @@ class Shuffler(Party):
         a batch with a malformed report is refused whole (nothing released, nothing drawn).
         """
         reports = cast("list[EncodedReport]", self.collect_batch(EncodedReport.kind))  # every one of that kind
-        n_reports = len(reports)
         # checked before any draw: a malformed report is refused, not truncated to an integer
-        codes = _batch_array([r.code for r in reports], "code", self.n_codes, f"in [0, n_codes) = [0, {self.n_codes})")
+        codes = self.codes_of(reports)
         actions = _batch_array([r.action for r in reports], "action", None, ">= 0")
         rewards = _batch_array([r.reward for r in reports], "reward", 2, "0 or 1")
-        order = self.rng.permutation(n_reports)
-        codes, actions, rewards = codes[order], actions[order], rewards[order]
-        keep = np.ones(n_reports, dtype=bool)
-        if self.threshold is not None and n_reports:
-            values, counts = np.unique(codes, return_counts=True)
-            rare = values[counts < self.threshold]
-            keep = ~np.isin(codes, rare)
-        self.send(server, EncodedBatch(codes[keep], actions[keep], rewards[keep]))
-        released = codes[keep]
+        chosen = self.blend(codes)
+        self.send(server, EncodedBatch(codes[chosen], actions[chosen], rewards[chosen]))
+        self.record_release(len(reports), codes[chosen])
+
+    def codes_of(self, reports: list) -> np.ndarray:
+        """The reports' codes, checked: integers in ``[0, n_codes)``."""
+        return _batch_array([r.code for r in reports], "code", self.n_codes, f"in [0, n_codes) = [0, {self.n_codes})")
+
+    def blend(self, codes: np.ndarray) -> np.ndarray:
+        """Shuffle and threshold a batch by its ``codes`` alone: the indices released, in the shuffled order (one
+        permutation of this shuffler's stream; codes seen fewer than ``threshold`` times dropped)."""
+        order = self.rng.permutation(len(codes))
+        shuffled = codes[order]
+        keep = np.ones(len(codes), dtype=bool)
+        if self.threshold is not None and len(codes):
+            values, counts = np.unique(shuffled, return_counts=True)
+            keep = ~np.isin(shuffled, values[counts < self.threshold])
+        return order[keep]
+
+    def record_release(self, n_reports: int, released: np.ndarray) -> None:
+        """The release's details and this shuffler's ledger entry: ``n_reports`` received, ``released`` codes."""
         crowd = int(np.unique(released, return_counts=True)[1].min()) if released.size else 0
         self.last_release = {
             "received": n_reports,
-            "released": int(keep.sum()),
-            "dropped": int(n_reports - keep.sum()),
+            "released": int(released.size),
+            "dropped": int(n_reports - released.size),
             "threshold": self.threshold or 0,
             "min_released_crowd": crowd,
             "optimal_crowd_u_over_k": crowd_blending.optimal_crowd(n_reports, self.n_codes) if self.n_codes else 0.0,

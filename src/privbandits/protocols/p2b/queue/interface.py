@@ -4,7 +4,8 @@ A shuffler that restarts (crash, SIGKILL, redeploy) must lose no report it ackno
 and release no batch twice. :class:`ReportQueue` gives it the three steps it needs, each
 one database transaction, committed durably before it returns:
 
-1. :meth:`ReportQueue.accept` stores a device's ``(code, action, reward)`` with the
+1. :meth:`ReportQueue.accept` stores a device's ``(code, action, reward)``, or its code and its content sealed to
+   the server (:meth:`ReportQueue.accept_sealed`: then the queue never holds the action or the reward), with the
    device's transport identity *before* the shuffler acknowledges it. It is idempotent on
    the report's id: a device that retries after a lost acknowledgement is not counted twice.
 2. :meth:`ReportQueue.close_batch` moves every held report into batch ``batch_id`` at once
@@ -48,7 +49,9 @@ import numpy as np
 
 from privbandits.validation import Constraint, Integer, InvalidInputError, check
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: a report's content may be sealed (``sealed``, with ``action`` and ``reward`` NULL); a queue of
+version 1 is refused (the table cannot take a sealed report)."""
 
 _REPORT_ID = re.compile(r"[0-9a-f]{32}")
 
@@ -74,6 +77,8 @@ class _Identity(Constraint):
 
 
 _BATCH_ID = Integer(low=0)
+MAX_SEALED_BYTES = 4096
+"""The longest sealed report a queue takes."""
 _SETTINGS = ("n_codes", "n_arms")
 TABLES = frozenset({"settings", "batches", "reports"})
 """The queue's tables: a database (file or schema) holding any other is refused."""
@@ -95,6 +100,8 @@ class QueuedBatch:
     rewards: np.ndarray
     released: bool
     report_ids: tuple[str, ...] = ()
+    sealed: tuple[bytes | None, ...] = ()
+    """Each report's sealed content (None: a report in the clear); a sealed report's action and reward read -1."""
 
     def __len__(self) -> int:
         return len(self.codes)
@@ -162,7 +169,9 @@ class ReportQueue(ABC):
     def _take_held(self) -> list[tuple]:
         """Remove every held report, returning ``(report_id, code, action, reward)`` of each (a backend whose
         transactions are serialised may read, then delete)."""
-        rows = self._execute("SELECT report_id, code, action, reward FROM reports WHERE batch_id IS NULL").fetchall()
+        rows = self._execute(
+            "SELECT report_id, code, action, reward, sealed FROM reports WHERE batch_id IS NULL"
+        ).fetchall()
         self._execute("DELETE FROM reports WHERE batch_id IS NULL")
         return rows
 
@@ -188,6 +197,11 @@ class ReportQueue(ABC):
             if tables and not tables <= TABLES:
                 raise InvalidInputError(
                     f"{owner}: {self._where()} is not a report queue: {self._HOLDS_OTHER} {sorted(tables)}"
+                )
+            if tables and version < SCHEMA_VERSION:
+                raise InvalidInputError(
+                    f"{owner}: {self._where()} holds a queue of schema version {version} (reports in the clear only); "
+                    f"this privbandits writes {SCHEMA_VERSION}: move it away to start afresh"
                 )
             if tables != TABLES:  # (DDL on an existing table would wait for every open write transaction)
                 for statement in self._SCHEMA:
@@ -223,39 +237,55 @@ class ReportQueue(ABC):
         """
         return self.accept_many([(report_id, sender_identity, code, action, reward)])[0]
 
-    def accept_many(self, reports: Sequence[tuple[str, str, int, int, int]]) -> list[bool]:
-        """Persist several reports ``(report_id, sender_identity, code, action, reward)`` in one transaction (a
-        group commit: one sync for all), each as :meth:`accept` does; True for each new one. If any is refused
-        (a bad field, or an id accepted with another report or sender), none is stored."""
+    def accept_sealed(self, report_id: str, sender_identity: str, code: int, sealed: bytes) -> bool:
+        """Persist one report whose content is sealed to the server: its ``code`` (the crowd id the shuffler
+        thresholds on) and ``sealed`` (opaque bytes), as :meth:`accept` does. A retry is the same id with the same
+        code (its sealing may differ: the first one is kept)."""
+        return self.accept_many([(report_id, sender_identity, code, None, None, sealed)])[0]
+
+    def accept_many(self, reports: Sequence[tuple]) -> list[bool]:
+        """Persist several reports ``(report_id, sender_identity, code, action, reward)`` (or, sealed,
+        ``(report_id, sender_identity, code, None, None, sealed)``) in one transaction (a group commit: one sync for
+        all), each as :meth:`accept` does; True for each new one. If any is refused (a bad field, or an id accepted
+        with another report or sender), none is stored."""
         owner = f"{self.OWNER}.accept"
         rows = [self._checked(owner, *report) for report in reports]
         with self._transaction():
             return [self._accept_row(owner, row) for row in rows]
 
-    def _checked(self, owner: str, report_id: str, sender_identity: str, code: int, action: int, reward: int):
+    def _checked(self, owner: str, report_id: str, sender_identity: str, code: int, action: int | None,
+                 reward: int | None, sealed: bytes | None = None) -> tuple:  # fmt: skip
         check(report_id, "report_id", _ReportId(), owner)
         check(sender_identity, "sender_identity", _Identity(), owner)
         code = check(code, "code", self._code, owner)
+        if sealed is not None:
+            if not isinstance(sealed, bytes) or not 0 < len(sealed) <= MAX_SEALED_BYTES or (action, reward) != (
+                    None, None):  # fmt: skip
+                raise InvalidInputError(
+                    f"{owner}: sealed must be 1 to {MAX_SEALED_BYTES} bytes with action and reward None, got "
+                    f"{type(sealed).__name__} with action {action!r}, reward {reward!r}"
+                )
+            return report_id, sender_identity, code, None, None, sealed
         action = check(action, "action", self._action, owner)
-        return report_id, sender_identity, code, action, check(reward, "reward", self._reward, owner)
+        return report_id, sender_identity, code, action, check(reward, "reward", self._reward, owner), None
 
-    def _accept_row(self, owner: str, row: tuple[str, str, int, int, int]) -> bool:
+    def _accept_row(self, owner: str, row: tuple) -> bool:
         report_id, sender_identity, *report = row
         # concurrent front ends: an insert of an id another transaction holds waits for it, then does nothing
         inserted = self._execute(
-            "INSERT INTO reports (report_id, sender, code, action, reward) VALUES (?, ?, ?, ?, ?) "
+            "INSERT INTO reports (report_id, sender, code, action, reward, sealed) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (report_id) DO NOTHING",
             row,
         ).rowcount
         if inserted == 1:
             return True
-        sender, *fields, batch_id = self._execute(
-            "SELECT sender, code, action, reward, batch_id FROM reports WHERE report_id = ?", (report_id,)
+        sender, *fields, sealed, batch_id = self._execute(
+            "SELECT sender, code, action, reward, sealed, batch_id FROM reports WHERE report_id = ?", (report_id,)
         ).fetchone()
-        if list(fields) != report:
+        if (sealed is None) != (report[3] is None) or list(fields) != report[:3]:
             raise InvalidInputError(
                 f"{owner}: report_id {report_id!r} was already accepted with another report "
-                f"(code, action, reward) = {tuple(fields)}, got {tuple(report)}; "
+                f"(code, action, reward) = {tuple(fields)}, got {tuple(report[:3])}; "
                 "a retry resends the same report"
             )
         if batch_id is None and sender != sender_identity:
@@ -299,12 +329,12 @@ class ReportQueue(ABC):
     def _form(self, batch_id: int) -> None:
         """Rewrite the held reports as batch ``batch_id`` in the order of their (random) ids, without identities:
         their old rows, with the senders and the arrival order, are deleted."""
-        rows = sorted(self._take_held())
+        rows = sorted(self._take_held(), key=lambda row: row[0])
         self._execute(
             "INSERT INTO batches (batch_id, size, closed_at) VALUES (?, ?, ?)", (batch_id, len(rows), time.time())
         )
         self._executemany(
-            "INSERT INTO reports (report_id, code, action, reward, batch_id) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO reports (report_id, code, action, reward, sealed, batch_id) VALUES (?, ?, ?, ?, ?, ?)",
             [(*row, batch_id) for row in rows],
         )
 
@@ -368,17 +398,20 @@ class ReportQueue(ABC):
             "SELECT size, released_at FROM batches WHERE batch_id = ?", (batch_id,)
         ).fetchone()
         rows = self._execute(
-            f"SELECT report_id, code, action, reward FROM reports WHERE batch_id = ? ORDER BY {self._BATCH_ORDER}",
+            f"SELECT report_id, code, action, reward, sealed FROM reports WHERE batch_id = ? "
+            f"ORDER BY {self._BATCH_ORDER}",
             (batch_id,),
         ).fetchall()
-        table = np.array([row[1:] for row in rows], dtype=np.int64).reshape(len(rows), 3)
+        table = np.array([[-1 if value is None else value for value in row[1:4]] for row in rows],
+                         dtype=np.int64).reshape(len(rows), 3)  # fmt: skip
         if len(rows) != size:
             raise QueueIntegrityError(f"batch {batch_id} records {size} reports but holds {len(rows)}")
         codes, actions, rewards = (np.ascontiguousarray(table[:, column]) for column in range(3))
         for array in (codes, actions, rewards):
             array.flags.writeable = False
         ids = tuple(row[0] for row in rows)
-        return QueuedBatch(batch_id, codes, actions, rewards, released_at is not None, ids)
+        sealed = tuple(None if row[4] is None else bytes(row[4]) for row in rows)
+        return QueuedBatch(batch_id, codes, actions, rewards, released_at is not None, ids, sealed)
 
     # ----------------------------------------------------------------- lifetime
 

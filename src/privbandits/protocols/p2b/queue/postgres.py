@@ -61,10 +61,12 @@ _SCHEMA = (
         report_id TEXT COLLATE "C" PRIMARY KEY,
         sender TEXT,
         code BIGINT NOT NULL,
-        action BIGINT NOT NULL,
-        reward SMALLINT NOT NULL,
+        action BIGINT,
+        reward SMALLINT,
+        sealed BYTEA,
         batch_id BIGINT REFERENCES batches (batch_id),
-        CHECK ((batch_id IS NULL) = (sender IS NOT NULL))
+        CHECK ((batch_id IS NULL) = (sender IS NOT NULL)),
+        CHECK ((sealed IS NULL) = (action IS NOT NULL AND reward IS NOT NULL))
     )""",
     "CREATE INDEX IF NOT EXISTS reports_by_batch ON reports (batch_id, report_id)",
 )
@@ -225,7 +227,7 @@ class PostgresReportQueue(ReportQueue):
     def _take_held(self) -> list[tuple]:
         # one statement: what it deletes is what it returns, even while front ends commit new reports
         return self._execute(
-            "DELETE FROM reports WHERE batch_id IS NULL RETURNING report_id, code, action, reward"
+            "DELETE FROM reports WHERE batch_id IS NULL RETURNING report_id, code, action, reward, sealed"
         ).fetchall()
 
     def _disconnect(self) -> None:

@@ -32,10 +32,12 @@ _SCHEMA = (
         report_id TEXT NOT NULL UNIQUE,
         sender TEXT,
         code INTEGER NOT NULL,
-        action INTEGER NOT NULL,
-        reward INTEGER NOT NULL,
+        action INTEGER,
+        reward INTEGER,
+        sealed BLOB,
         batch_id INTEGER REFERENCES batches (batch_id),
-        CHECK ((batch_id IS NULL) = (sender IS NOT NULL))
+        CHECK ((batch_id IS NULL) = (sender IS NOT NULL)),
+        CHECK ((sealed IS NULL) = (action IS NOT NULL AND reward IS NOT NULL))
     )""",
     "CREATE INDEX IF NOT EXISTS reports_by_batch ON reports (batch_id, seq)",
 )
