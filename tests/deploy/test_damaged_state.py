@@ -102,3 +102,17 @@ def test_an_mpc_party_whose_latest_checkpoint_is_damaged_resumes_from_the_previo
     damage(previous, "empty")
     with pytest.raises(DamagedState):
         saved_states(mpc, name)
+
+
+@pytest.mark.parametrize("how", ["truncated", "empty", "changed"])
+def test_a_damaged_p2b_server_key_is_refused_when_the_server_resumes(tmp_path, how):
+    """The P2B server's HPKE key file (issue 48's sealed reports) is a checkpoint like the others: written fresh, read
+    back on --resume, refused whole once damaged."""
+    from privbandits.deploy.p2b.sealing import server_key
+
+    path = tmp_path / "server.key.npz"
+    key = server_key(path, resume=False, digest="d")
+    assert server_key(path, resume=True, digest="d") == key and path.stat().st_mode & 0o777 == 0o600
+    damage(path, how)
+    with pytest.raises(DamagedState, match=f"^{path} is damaged"):
+        server_key(path, resume=True, digest="d")
