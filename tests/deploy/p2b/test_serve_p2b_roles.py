@@ -155,3 +155,30 @@ def test_a_device_host_serves_its_users_devices_as_a_decider_and_decides_as_the_
         service.close()
         server.stop()
         shuffler.stop()
+
+
+def test_a_served_shuffler_keeps_its_queue_in_the_deployments_postgresql_database(tmp_path, monkeypatch,
+                                                                                postgres_server):
+    """Where the deployment names a PostgreSQL queue (``queue_url``, what its front ends share), the served shuffler
+    keeps its reports there too (schema ``shuffler_serve``, apart from ``deploy``'s), held across a restart, and writes
+    no SQLite queue; the rows there are the code and the ciphertext, never the action or reward."""
+    import psycopg
+
+    monkeypatch.setenv("PRIVBANDITS_CACHE", str(tmp_path / "cache"))
+    url = postgres_server.database()
+    spec = load_deployment(served_copy(tmp_path, 100, 3, batch_window_s=3600, queue_url=url))
+    network = host_network(spec, "hosta")
+    for attempt in range(2):  # the second: a restarted shuffler, its report still held and recognised
+        shuffler = ServedShuffler(spec, "shuffler")
+        shuffler.start()
+        try:
+            assert shuffler.open_reports == attempt  # held from before the restart
+            assert exchange(network, "hosta-device1", "shuffler", sealed(3, 1, 1), 10.0) is None
+            assert (shuffler.open_reports, shuffler.ledger()["reports"]["accepted"]) == (1, 1)
+        finally:
+            shuffler.stop()
+    assert not list(spec.output.glob("queues/*.sqlite"))
+    with psycopg.connect(url) as connection:
+        columns = [row[0] for row in connection.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = 'shuffler_serve'")]  # fmt: skip
+    assert "sealed" in columns

@@ -182,8 +182,10 @@ class ServedShuffler(_Looping):
     def load(self) -> None:
         from privbandits.protocols.p2b.queue import open_report_queue
 
-        protocol, path = self.protocol, Path(self.deployment.output) / "queues" / f"{self.name}.serve.sqlite"
-        self.queue = open_report_queue(path, schema=self.name, n_codes=protocol.n_codes, n_arms=protocol.n_actions)
+        protocol = self.protocol  # the deployment's PostgreSQL queue where it names one (a schema apart from deploy's)
+        where = protocol.queue_url or Path(self.deployment.output) / "queues" / f"{self.name}.serve.sqlite"
+        self.queue = open_report_queue(where, schema=f"{self.name}_serve", n_codes=protocol.n_codes,
+                                       n_arms=protocol.n_actions)  # fmt: skip
         saved = checkpoint.load(state_path(self.deployment, self.name))
         ledger = PrivacyLedger()
         if saved is None:
