@@ -43,7 +43,9 @@ def test_queued_requests_share_one_commit_and_are_answered_after_it(tmp_path) ->
     events = asyncio.run(main())
     assert [event.event_id for event in events] == [f"e{i}" for i in range(20)]
     assert _committed(path) == 20
-    assert (service._worker.calls, service._worker.batches) == (21, 2)  # the waiting call, then the 20 together
+    assert service.commits == (2, 21)  # the waiting call, then the 20 together
+    metrics = service.metrics.render().decode()
+    assert "privbandits_serve_commit_groups 2.0" in metrics and "privbandits_serve_grouped_calls 21.0" in metrics
     service.close()
 
 

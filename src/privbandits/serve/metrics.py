@@ -24,6 +24,7 @@ class ServiceMetrics:
         open_events: Callable[[], int],
         model_version: Callable[[], int],
         privacy_spent: Callable[[], Mapping[str, float]],
+        commits: Callable[[], tuple[int, int]] = lambda: (0, 0),
     ) -> None:
         self.registry = registry = CollectorRegistry(auto_describe=True)
         prefix = "privbandits_serve_"
@@ -44,6 +45,11 @@ class ServiceMetrics:
         )
         Gauge(prefix + "model_version", "The learner's model version", registry=registry).set_function(
             lambda: float(model_version())
+        )
+        Gauge(prefix + "commit_groups", "Store transactions committed (each for a group of requests)",
+              registry=registry).set_function(lambda: float(commits()[0]))  # fmt: skip
+        Gauge(prefix + "grouped_calls", "Requests run inside those transactions", registry=registry).set_function(
+            lambda: float(commits()[1])
         )
         spent = Gauge(prefix + "privacy_spent", "Privacy spent so far, by parameter", ["parameter"], registry=registry)
         self._spent, self._privacy_spent = spent, privacy_spent

@@ -106,8 +106,15 @@ class DecisionService:
         self.started = time.monotonic()
         self.open_events = store.counts()["open"]
         self.metrics = ServiceMetrics(
-            lambda: self.open_events, lambda: self.decider.model_version, self.decider.privacy_spent
-        )
+            lambda: self.open_events, lambda: self.decider.model_version, self.decider.privacy_spent,
+            lambda: self.commits,
+        )  # fmt: skip
+
+    @property
+    def commits(self) -> tuple[int, int]:
+        """``(transactions, calls)``: the store transactions group commit made, and the requests run inside them (the
+        ``commit_groups`` and ``grouped_calls`` metrics)."""
+        return self._worker.batches, self._worker.calls
 
     @classmethod
     def open(cls, decider: ServedRole, path: str | Path, options: ServiceOptions | None = None, **kwargs: Any):
