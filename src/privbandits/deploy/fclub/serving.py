@@ -180,8 +180,8 @@ class Links:
         self.stopping.set()
         if self.thread is not None:
             self.thread.join(timeout=30.0)
-        if self.network is not None:
-            try:
-                self.network.close(timeout=1.0)
-            except (PeerLost, OSError, ValueError):  # the peer went first, or the links were being made again
+        if self.network is not None:  # an abort, not a close: a peer hears either as this party lost, and a close
+            try:  # waited up to a second for a CLOSE that no peer sends back (it links again instead)
+                self.network.abort("stopped serving", lost=self.network.local)
+            except (OSError, ValueError):  # the links were being made again
                 self.network.close_sockets()
