@@ -163,7 +163,7 @@ def run_fclub(args: argparse.Namespace, stages: Stages) -> tuple[list[tuple[str,
     import privbandits.serve.store as store_module
     from privbandits.deploy.fclub.serve_global import ServedGlobalServer
     from privbandits.deploy.fclub.serve_local import ServedLocalServer
-    from privbandits.deploy.fclub.serving import serving_role
+    from privbandits.deploy.fclub.served import serving_role
     from privbandits.serve.decider import DecideInput
     from privbandits.serve.service import DecisionService, ServiceOptions
 

@@ -23,7 +23,7 @@ from fclub_deployment import certs, local_copy
 
 from privbandits.deploy import entropy
 from privbandits.deploy.deployment import Deployment, load_deployment
-from privbandits.deploy.fclub.serving import serving_role
+from privbandits.deploy.fclub.served import serving_role
 from privbandits.deploy.fclub.session import _seeds, _server_of_user, config_of, environment_of
 from privbandits.protocols.fclub.driver import FederatedClusteredBandit
 from privbandits.serve.auth import new_token, token_hash

@@ -25,7 +25,7 @@ from mpc_deployment import make_deployment
 
 from privbandits.deploy.deployment import Deployment, load_deployment
 from privbandits.deploy.mpc_bandit.party import load_computing, load_environment
-from privbandits.deploy.mpc_bandit.serving import serving_role
+from privbandits.deploy.mpc_bandit.served import serving_role
 from privbandits.serve.auth import new_token, token_hash
 from privbandits.serve.store import EventStore
 

@@ -173,7 +173,9 @@ class PartyFunctions(DeployableProtocol[D]):
     listening: Callable[[D, str], bool] | None = None
     ordering: Callable[[D], list[str] | None] | None = None
     rejoining: Callable[[D], tuple[float, float]] | None = None
-    serving: Callable[[D, str], ServedRole | None] | None = None
+    serving: Callable[[D, str], ServedRole | None] | str | None = None
+    """The serving roles: a function, or where one is (``"module:function"``), imported when a party is first served,
+    so that ``deploy`` never loads the HTTP service and the party code need not import its serving code."""
     no_data_files: str | None = None
 
     def run_party(self, deployment, name, network, *, resume, on_round):
@@ -207,6 +209,9 @@ class PartyFunctions(DeployableProtocol[D]):
         return self.in_memory(deployment, network)
 
     def serving_role(self, deployment, name):
+        if isinstance(self.serving, str):
+            module, _, attribute = self.serving.partition(":")
+            self.serving = getattr(importlib.import_module(module), attribute)
         return None if self.serving is None else self.serving(deployment, name)
 
 

@@ -76,9 +76,7 @@ class Release:
         import dp_accounting
 
         if self.noise is Noise.GAUSSIAN:
-            from privbandits.privacy.calibration import gaussian_event
-
-            return gaussian_event(self.scale, self.count, self.sensitivity)
+            return dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(self.multiplier), self.count)
         return dp_accounting.SelfComposedDpEvent(dp_accounting.LaplaceDpEvent(self.multiplier), self.count)
 
 

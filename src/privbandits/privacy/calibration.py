@@ -25,6 +25,9 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
+from privbandits.privacy import accountant
+from privbandits.privacy.accountant import Release
+
 __all__ = [
     "GaussianCalibration", "SnappedNoise", "analytic_gaussian_std", "effective_sensitivity", "gaussian_event",
     "pld_epsilon", "rdp_epsilon", "snapped_noise", "snapped_std",
@@ -133,9 +136,7 @@ def _unit_sigma(epsilon: float, delta: float) -> float:
 
 def gaussian_event(std: float, compositions: int, sensitivity: float):
     """dp-accounting's event of ``compositions`` Gaussian mechanisms with noise multiplier std/sensitivity."""
-    import dp_accounting
-
-    return dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(std / sensitivity), compositions)
+    return Release.gaussian(std, sensitivity, compositions).event()
 
 
 def pld_epsilon(std: float, compositions: int, delta: float, sensitivity: float) -> float:
@@ -150,9 +151,7 @@ def rdp_epsilon(std: float, compositions: int, delta: float, sensitivity: float)
 
 def _accounted(std: float, compositions: int, delta: float, sensitivity: float, method: str) -> float:
     """``compositions`` Gaussian releases, through the one accountant (:mod:`~privbandits.privacy.accountant`)."""
-    from privbandits.privacy.accountant import Release, pld_epsilon, rdp_epsilon
-
     if compositions == 0:
         return 0.0
     composed = [Release.gaussian(std, sensitivity, compositions)]
-    return pld_epsilon(composed, delta) if method == "pld" else rdp_epsilon(composed, delta)
+    return accountant.pld_epsilon(composed, delta) if method == "pld" else accountant.rdp_epsilon(composed, delta)

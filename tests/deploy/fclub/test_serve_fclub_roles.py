@@ -12,7 +12,7 @@ from cli_runner import separate
 from fclub_serving import InProcess, arrivals, in_memory_arms, served_copy
 
 from privbandits.deploy.deployment import DeploymentError
-from privbandits.deploy.fclub.serving import serving_role
+from privbandits.deploy.fclub.served import serving_role
 from privbandits.serve.decider import DecideInput, Refused
 
 

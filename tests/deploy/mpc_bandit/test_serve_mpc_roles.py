@@ -11,7 +11,8 @@ from mpc_serving import in_process, make_served_deployment, synthetic, until_lin
 from privbandits.comm import ProtocolError
 from privbandits.deploy.deployment import load_deployment
 from privbandits.deploy.mpc_bandit.party import run_in_memory
-from privbandits.deploy.mpc_bandit.serving import check_flag, check_round, held_rounds, serving_role
+from privbandits.deploy.mpc_bandit.served import serving_role
+from privbandits.deploy.mpc_bandit.serving import check_flag, check_round, held_rounds
 from privbandits.serve.decider import DecideInput
 from privbandits.serve.export import decision_log
 from privbandits.serve.role import FeaturePut, Refused

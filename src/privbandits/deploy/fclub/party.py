@@ -93,7 +93,6 @@ from privbandits.deploy.fclub.global_server import run_global
 from privbandits.deploy.fclub.local_server import run_local_server
 from privbandits.deploy.fclub.messages import NOISE_WARNING
 from privbandits.deploy.fclub.section import FCLUBProtocol
-from privbandits.deploy.fclub.serving import serving_role
 from privbandits.deploy.fclub.session import _protocol, _seeds, _server_of_user, config_of, environment_of
 from privbandits.deploy.fclub.users import run_users
 from privbandits.deploy.registry import PartyFunctions, deadline_by_role, play_by_role
@@ -214,6 +213,6 @@ def run_in_memory(deployment: Deployment[FCLUBProtocol], network: Network | None
 DEPLOYABLE = PartyFunctions(
     FCLUBProtocol, (__name__,), run_party, receive_deadline, in_memory=run_in_memory, linked_peers=peers,
     before_linking=prepare, no_data_files="every party derives the synthetic users from the seed",
-    serving=serving_role,
+    serving="privbandits.deploy.fclub.served:serving_role",
 )  # fmt: skip
 """FCLUB's party code (the registry loads it through its package's ``PARTY_CODE``)."""

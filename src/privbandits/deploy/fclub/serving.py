@@ -40,29 +40,9 @@ from privbandits.comm import HandshakeError, Message, PeerLost, ProtocolError, T
 from privbandits.deploy import snapshot
 from privbandits.deploy.deployment import Deployment, DeploymentError
 from privbandits.deploy.fclub.section import FCLUBProtocol
-from privbandits.serve.role import ServedRole
 
 POLL_S = 0.2
 """How long an idle link thread waits for its socket before it looks whether it is asked to stop."""
-
-
-def serving_role(deployment: Deployment[FCLUBProtocol], name: str) -> ServedRole:
-    """The served role of party ``name``: a local server's decider or the global server's role; the users party is
-    refused in one line (the application takes its part)."""
-    role = deployment.parties[name].role
-    if role == "local_server":
-        from privbandits.deploy.fclub.serve_local import ServedLocalServer
-
-        return ServedLocalServer(deployment, name)
-    if role == "global_server":
-        from privbandits.deploy.fclub.serve_global import ServedGlobalServer
-
-        return ServedGlobalServer(deployment, name)
-    servers = deployment.names("local_server")
-    raise DeploymentError(
-        f"--as {name!r}: the {role} party is not served: the application takes its part and asks the user's local "
-        f"server ({', '.join(servers)}) for decisions; serve {FCLUBProtocol.GLOBAL!r} and every local server"
-    )
 
 
 def identity(deployment: Deployment[FCLUBProtocol], name: str) -> str:

@@ -460,13 +460,6 @@ def _run_environment(deployment, name, network, resume, on_round) -> dict:
     }
 
 
-def serving_role(deployment: Deployment[MPCProtocol], name: str):
-    """Party ``name`` under ``privbandits serve`` (:mod:`privbandits.deploy.mpc_bandit.serving`)."""
-    from privbandits.deploy.mpc_bandit.serving import serving_role as role
-
-    return role(deployment, name)
-
-
 run_party = entropy.recorded(
     play_by_role({"dealer": _run_dealer, "computing": _run_computing, "environment": _run_environment})
 )
@@ -474,6 +467,6 @@ run_party = entropy.recorded(
 
 DEPLOYABLE = PartyFunctions(
     MPCProtocol, (__name__, *PARTY_IMPORTS), run_party, receive_deadline,
-    data=write_synthetic_data, in_memory=run_in_memory, serving=serving_role,
+    data=write_synthetic_data, in_memory=run_in_memory, serving="privbandits.deploy.mpc_bandit.served:serving_role",
 )  # fmt: skip
 """The MPC protocol's party code (the registry loads it through its package's ``PARTY_CODE``)."""

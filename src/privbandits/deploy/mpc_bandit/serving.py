@@ -340,22 +340,3 @@ class DealerService(LinkedRole, ServedRole):
             with network.phase(OFFLINE):
                 dealer.send(sender, Material(round, words))
             self.served += 1
-
-
-# ----------------------------------------------------------------------------- the registry's entry
-
-
-def serving_role(deployment: Deployment[MPCProtocol], name: str) -> ServedRole | None:
-    """Party ``name``'s serving role (built from its own files only): see the module docstring."""
-    role = deployment.parties[name].role
-    if role == "dealer":
-        return DealerService(deployment, name)
-    if role == "computing":
-        from privbandits.deploy.mpc_bandit.serving_computing import ComputingHolder
-
-        return ComputingHolder(deployment, name)
-    if role == "environment":
-        from privbandits.deploy.mpc_bandit.serving_environment import EnvironmentDecider
-
-        return EnvironmentDecider(deployment, name)
-    return None

@@ -85,10 +85,10 @@ def closed_reason(shuffler) -> str | None:
 
 
 def malformed(report) -> str | None:
-    """Why a device's sealed report is malformed (:func:`~privbandits.deploy.p2b.roles.check_sealed`), or None; any
+    """Why a device's sealed report is malformed (:func:`~privbandits.deploy.p2b.sealing.check_sealed`), or None; any
     other kind of report passes (a raw one is checked when its batch forms)."""
     from privbandits.deploy.p2b.messages import SealedReport
-    from privbandits.deploy.p2b.roles import check_sealed
+    from privbandits.deploy.p2b.sealing import check_sealed
 
     return check_sealed(report) if isinstance(report, SealedReport) else None
 

@@ -16,7 +16,7 @@ from privbandits.comm import Message, ProtocolError
 from privbandits.deploy.p2b import rejoin as p2b_rejoin
 from privbandits.deploy.p2b.admission import Admission
 from privbandits.deploy.p2b.messages import FetchModel, SealedBatch, SealedReport
-from privbandits.deploy.p2b.sealing import SEALED_BYTES, Opener, open_batch
+from privbandits.deploy.p2b.sealing import SEALED_BYTES, Opener, check_sealed, open_batch
 from privbandits.protocols.p2b.core import DeviceHost, EncodedBatch, ModelRelease, RawBatch, Server, Shuffler
 
 
@@ -210,15 +210,6 @@ def release_sealed(shuffler: Shuffler, server: str) -> None:
     chosen = shuffler.blend(codes)
     shuffler.send(server, SealedBatch(codes[chosen], sealed[chosen]))
     shuffler.record_release(len(reports), codes[chosen])
-
-
-def check_sealed(report: Message) -> str | None:
-    """Why a device's sealed report is malformed (its sealed content not :data:`SEALED_BYTES` uint8), or None."""
-    sealed = getattr(report, "sealed", None)
-    if not isinstance(sealed, np.ndarray) or sealed.dtype != np.uint8 or sealed.shape != (SEALED_BYTES,):
-        shape = getattr(sealed, "shape", None)
-        return f"sealed must be {SEALED_BYTES} bytes (uint8), got {type(sealed).__name__} of shape {shape}"
-    return None
 
 
 class PublishingServer(Server):

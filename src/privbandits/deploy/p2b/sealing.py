@@ -121,3 +121,12 @@ def server_key(path: Path, *, resume: bool, digest: str) -> bytes:
     private = new_private_key()
     checkpoint.save(path, {"private": np.frombuffer(private, dtype=np.uint8)}, {"digest": digest})
     return private
+
+
+def check_sealed(report: object) -> str | None:
+    """Why a device's sealed report is malformed (its sealed content not :data:`SEALED_BYTES` uint8), or None."""
+    sealed = getattr(report, "sealed", None)
+    if not isinstance(sealed, np.ndarray) or sealed.dtype != np.uint8 or sealed.shape != (SEALED_BYTES,):
+        shape = getattr(sealed, "shape", None)
+        return f"sealed must be {SEALED_BYTES} bytes (uint8), got {type(sealed).__name__} of shape {shape}"
+    return None

@@ -51,7 +51,8 @@ from privbandits.deploy.p2b.admission import Admission
 from privbandits.deploy.p2b.data import p2b_protocol
 from privbandits.deploy.p2b.messages import FetchModel, NumberedBatch, SealedBatch, SealedReport, ServedModel
 from privbandits.deploy.p2b.rejoin import canonical_order, report_id
-from privbandits.deploy.p2b.roles import check_sealed, release_sealed, sealed_report
+from privbandits.deploy.p2b.roles import release_sealed, sealed_report
+from privbandits.deploy.p2b.sealing import check_sealed
 from privbandits.deploy.p2b.section import P2BProtocol
 from privbandits.deploy.p2b.served_wire import (
     Incoming,

@@ -497,15 +497,8 @@ run_party = entropy.recorded(
 """Play party ``name``'s part of the session on ``network`` (already connected)."""
 
 
-def serving_role(deployment: Deployment[VerticalProtocol], name: str):
-    """Party ``name`` under ``privbandits serve`` (:mod:`privbandits.deploy.vertical.serving`)."""
-    from privbandits.deploy.vertical.serving import serving_role as role
-
-    return role(deployment, name)
-
-
 DEPLOYABLE = PartyFunctions(
     VerticalProtocol, (__name__, *PARTY_IMPORTS), run_party, receive_deadline,
-    data=write_synthetic_data, in_memory=run_in_memory, serving=serving_role,
+    data=write_synthetic_data, in_memory=run_in_memory, serving="privbandits.deploy.vertical.serving:serving_role",
 )  # fmt: skip
 """The vertical protocol's party code (the registry loads it through its package's ``PARTY_CODE``)."""
