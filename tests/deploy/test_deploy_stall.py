@@ -19,7 +19,7 @@ import pytest
 from small_deployments import assert_equals_in_memory, deployment, results, wait_mid_run
 
 from privbandits.deploy.deployment import load_deployment
-from privbandits.deploy.fclub import party as fclub
+from privbandits.deploy.fclub import session as fclub
 from privbandits.deploy.local import start_parties, survivable, wait_parties
 from privbandits.deploy.party import EXIT_LOST, protocol_of
 

@@ -137,7 +137,8 @@ def test_make_demo_prints_the_numbers_the_readme_quotes(tmp_path, monkeypatch):
     done = CliRunner().invoke(app, words[1:], env={"COLUMNS": "200"})
     assert done.exit_code == 0, done.output
     readme = (ROOT / "README.md").read_text()
-    block = readme[readme.index("<!-- results vertical-fig4 -->") : readme.index("<!-- /results -->")]
+    start = readme.index("<!-- results vertical-fig4 -->")
+    block = readme[start : readme.index("<!-- /results -->", start)]
     numbers = re.findall(r"\d+\.\d+ ± \d+\.\d+", block)
     assert len(numbers) == 6 and [n for n in numbers if n not in done.output] == []
 
