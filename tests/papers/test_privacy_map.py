@@ -48,6 +48,7 @@ def test_tiny_grid_runs_and_the_report_builds_from_the_store_alone(tmp_path):
     for section in (
         "Semantics of every point",
         "Best point of each privacy notion at each ε level",
+        "Joint DP: the square-root factorization against the tree at equal ε",
         "Systems left out",
     ):
         assert section in text
@@ -410,3 +411,24 @@ def test_the_units_stored_before_keep_their_keys_and_the_new_points_only_add_uni
         old = sorted((task.label, task.key) for task in tasks if not new(task.label))
         assert (len(old), hashlib.sha256(json.dumps(old).encode()).hexdigest()) == (count, digest)
         assert len(tasks) > count
+
+
+def test_the_factorization_is_compared_with_the_tree_at_equal_epsilon_only_and_the_notes_keep_notions_apart():
+    """Issue 47 item 7: the one cross-release table pairs points of one notion at one ε; the notes name each
+    notion's unit and never call the DP baselines' ε one quantity."""
+    from privbandits.papers.privacy_map.report import NOTES, release_rows
+
+    options = _options(environments="linear_gaussian", epsilons="1,10")
+    env = environments(options)[0][0]
+    joint = {p.label: p for p in placed(env, options)[0] if p.policy["kind"] == "joint_dp_linucb"}
+    means = {"Joint-DP LinUCB ε=1": 10.0, "Joint-DP LinUCB (sqrt factorization) ε=1": 5.0}
+    means |= {"Joint-DP LinUCB ε=10": 3.0, "Joint-DP LinUCB (sqrt factorization) ε=10": 3.5}
+    rows = release_rows([_panel(env, [(joint[label], mean) for label, mean in means.items()])])
+    assert [(row[1], float(row[2].split()[0]), float(row[3].split()[0]), row[4]) for row in rows[1:]] == [
+        ("1", 10.0, 5.0, "clearly better"),  # regret: lower is better
+        ("10", 3.0, 3.5, "within the 95% intervals"),
+    ]
+    text = " ".join(NOTES)
+    assert "DP baselines' ε is" not in text
+    for unit in ("joint DP's ε", "local DP's is per user report", "shuffle DP's is the central ε", "Thm 3.1"):
+        assert unit in text
