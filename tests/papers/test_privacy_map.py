@@ -48,6 +48,7 @@ def test_tiny_grid_runs_and_the_report_builds_from_the_store_alone(tmp_path):
     for section in (
         "Semantics of every point",
         "Best point of each privacy notion at each ε level",
+        "Joint DP: the square-root factorization against the tree at equal ε",
         "Systems left out",
     ):
         assert section in text
@@ -273,9 +274,12 @@ def test_the_dp_points_are_calibrated_analytically_and_calibration_paper_gives_t
     keys = {changes: {t.label: t.key for t in MAP.tasks(_options(environments="clustered_users", **dict(changes)))}
             for changes in ((), (("calibration", "paper"),))}  # fmt: skip
     analytic_keys, paper_keys = keys[()], keys[(("calibration", "paper"),)]
-    private = {label for label in analytic_keys if "DP" in label and "non-private" not in label}
+    factorized = "clustered_users | Joint-DP LinUCB (sqrt factorization) ε={} | seed {}"
+    assert analytic_keys.keys() - paper_keys.keys() == {factorized.format(e, seed) for e in (1, 10) for seed in (0, 1)}
+    # the factorization needs the analytic calibration: with calibration = paper it is left out
+    private = {label for label in paper_keys if "DP" in label and "non-private" not in label}
     assert private and all(analytic_keys[label] != paper_keys[label] for label in private)
-    assert all(analytic_keys[label] == paper_keys[label] for label in set(analytic_keys) - private)
+    assert all(analytic_keys[label] == paper_keys[label] for label in set(paper_keys) - private)
     clustered = {e.key: e for e in environments(_options())[0]}["clustered_users"]
     fclub = [p.policy for p in placed(clustered, _options())[0] if p.policy.get("variant") == "cdp-fclub-dc"]
     assert fclub and all(policy["noise_variance"] == "analytic" for policy in fclub)
@@ -314,7 +318,7 @@ def test_every_point_shows_the_epsilon_a_user_pays_in_its_own_unit():
     options = _options(epsilons="1", calibration="analytic")
     panels = {env.key: env for env in environments(options)[0]}
     linear, clustered = panels["linear_gaussian"], panels["clustered_users"]
-    kept = {p.policy.get("kind"): p for p in placed(linear, options)[0]}
+    kept = {p.policy.get("kind"): p for p in placed(linear, options)[0] if "continual_release" not in p.policy}
     joint = user_epsilon(linear, kept["joint_dp_linucb"], [])
     assert joint.endswith("per round's (x, r) (PLD)") and float(joint.split()[0]) == pytest.approx(1.0, rel=0.01)
     assert user_epsilon(linear, kept["local_dp_linucb"], []).endswith("per report (PLD)")
@@ -325,3 +329,106 @@ def test_every_point_shows_the_epsilon_a_user_pays_in_its_own_unit():
     assert user_epsilon(clustered, fclub, [{"metrics": {}}]) == NOT_STORED  # runs from before the metric
     stored = [{"metrics": {"per_user_epsilon": 1.14}}, {"metrics": {"per_user_epsilon": 1.17}}]
     assert user_epsilon(clustered, fclub, stored) == "1.17 per datum of the worst user, every privatizer (PLD)"
+
+
+def _shuffle_points(options, batch: int):
+    env = {env.key: env for env in environments(options)[0]}["linear_gaussian"]
+    return env, [p for p in placed(env, options)[0] if p.policy.get("batch_size") == batch]
+
+
+def test_shuffle_points_at_an_amplifying_batch_name_it_and_their_central_epsilon_comes_from_the_bound():
+    """Issue 47 item 6: beside the batch of 100, the map adds the smallest batch within the horizon that amplifies
+    at every map ε ≤ 1 (Feldman, McMillan & Talwar 2021, Thm 3.1); ε = 10 does not amplify there: local DP."""
+    from privbandits.papers.privacy_map.per_user import user_epsilon
+    from privbandits.papers.privacy_map.systems import smallest_amplifying_batch
+    from privbandits.privacy.amplification import amplified_epsilon
+    from privbandits.protocols.dp.shuffle import shuffle_calibration
+
+    batch = smallest_amplifying_batch(1.0, 1e-5, 600)
+    assert batch is not None and not shuffle_calibration(1.0, 1e-5, batch - 1).amplified
+    env, points = _shuffle_points(_options(horizon="600"), batch)
+    amplified, local = points
+    cal = shuffle_calibration(1.0, 1e-5, batch, "analytic")
+    assert cal.amplified and cal.central_epsilon == amplified_epsilon(cal.epsilon0, batch, 1e-5 / 2) <= 1.0
+    assert amplified.label == f"Shuffle-DP LinUCB ε=1 (batch {batch}: central ε={cal.central_epsilon:.3g}, " + (
+        "Feldman et al. Thm 3.1)"
+    )
+    assert (amplified.model, amplified.system) == ("shuffle_dp", f"Shuffle-DP LinUCB (batch {batch})")
+    assert user_epsilon(env, amplified, []).startswith(f"{cal.central_epsilon:.3g} per report, central")
+    assert local.label == f"Shuffle-DP LinUCB ε=10 (batch {batch}: not amplified, local DP)"
+    assert local.model == "local_dp" and user_epsilon(env, local, []).endswith("(local DP, PLD)")
+    assert _shuffle_points(_options(), batch)[1] == []  # a horizon of 20 holds no amplifying batch: none added
+    listed = _shuffle_points(_options(shuffle_batches="1000"), 1000)[1]  # declared sizes, any horizon
+    assert [p.model for p in listed] == ["shuffle_dp", "local_dp"]
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_the_factorization_sits_beside_the_tree_at_the_same_epsilons_and_its_regret_is_computed(tmp_path):
+    """Issue 47 item 5 on the map: Joint-DP LinUCB with the square-root factorization at every ε of the tree's
+    points, joint DP (ranked with the tree), its per-user ε from its own release, its regret stored."""
+    from privbandits.papers.privacy_map.per_user import user_epsilon
+
+    options = _options(environments="linear_gaussian", epsilons="1", seeds="0")
+    env = environments(options)[0][0]
+    joint = [p for p in placed(env, options)[0] if p.policy["kind"] == "joint_dp_linucb"]
+    tree, factorized = joint
+    assert factorized.label == "Joint-DP LinUCB (sqrt factorization) ε=1" and factorized.epsilon == tree.epsilon
+    assert (
+        factorized.model == tree.model == "joint_dp" and factorized.policy["continual_release"] == "sqrt_factorization"
+    )
+    paid = user_epsilon(env, factorized, [])
+    assert paid.endswith("per round's (x, r) (PLD)") and float(paid.split()[0]) == pytest.approx(1.0, rel=0.01)
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        reproduction.run(MAP, options, store, tmp_path / "run", jobs=1, progress=False)
+        results = store.results(MAP.tasks(options))
+    by_label = {task.label: results[task.key] for task in MAP.tasks(options)}
+    regret = by_label[f"linear_gaussian | {factorized.label} | seed 0"]["final_regret"]
+    assert math.isfinite(regret) and regret >= 0
+    assert regret != by_label[f"linear_gaussian | {tree.label} | seed 0"]["final_regret"]  # its own noise
+
+
+KEYS_BEFORE_ISSUE_47_MAP = {
+    (): (46, "a0378cf072e4b6113efb9883cafea9149b45f76180b7e3c5452b21329b0ac16c"),
+    (("horizon", "2000"), ("epsilons", "0.1,0.5,1,2,5,10")): (
+        102,
+        "21c2e379cd37c5f9f5109f13facec16bd26214d5a4d39a4cd3928633c3e5fbd9",
+    ),
+}
+"""Count and SHA-256 of the sorted (label, key) pairs of the linear-Gaussian and clustered units before the
+factorization and the amplifying shuffle points were added (main at 81ceece): stored units stay reused."""
+
+
+def test_the_units_stored_before_keep_their_keys_and_the_new_points_only_add_units():
+    import hashlib
+    import json
+    import re
+
+    def new(label: str) -> bool:
+        return "sqrt factorization" in label or re.search(r"batch (?!100:)\d+", label) is not None
+
+    for changes, (count, digest) in KEYS_BEFORE_ISSUE_47_MAP.items():
+        tasks = MAP.tasks(_options(environments="linear_gaussian,clustered_users", **dict(changes)))
+        old = sorted((task.label, task.key) for task in tasks if not new(task.label))
+        assert (len(old), hashlib.sha256(json.dumps(old).encode()).hexdigest()) == (count, digest)
+        assert len(tasks) > count
+
+
+def test_the_factorization_is_compared_with_the_tree_at_equal_epsilon_only_and_the_notes_keep_notions_apart():
+    """Issue 47 item 7: the one cross-release table pairs points of one notion at one ε; the notes name each
+    notion's unit and never call the DP baselines' ε one quantity."""
+    from privbandits.papers.privacy_map.report import NOTES, release_rows
+
+    options = _options(environments="linear_gaussian", epsilons="1,10")
+    env = environments(options)[0][0]
+    joint = {p.label: p for p in placed(env, options)[0] if p.policy["kind"] == "joint_dp_linucb"}
+    means = {"Joint-DP LinUCB ε=1": 10.0, "Joint-DP LinUCB (sqrt factorization) ε=1": 5.0}
+    means |= {"Joint-DP LinUCB ε=10": 3.0, "Joint-DP LinUCB (sqrt factorization) ε=10": 3.5}
+    rows = release_rows([_panel(env, [(joint[label], mean) for label, mean in means.items()])])
+    assert [(row[1], float(row[2].split()[0]), float(row[3].split()[0]), row[4]) for row in rows[1:]] == [
+        ("1", 10.0, 5.0, "clearly better"),  # regret: lower is better
+        ("10", 3.0, 3.5, "within the 95% intervals"),
+    ]
+    text = " ".join(NOTES)
+    assert "DP baselines' ε is" not in text
+    for unit in ("joint DP's ε", "local DP's is per user report", "shuffle DP's is the central ε", "Thm 3.1"):
+        assert unit in text

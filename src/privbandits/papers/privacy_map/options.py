@@ -63,6 +63,13 @@ class MapOptions(Options):
         description="users per shuffled batch of Shuffle-DP LinUCB (none: its default 100); a point whose batch "
         "is too small to amplify at (ε, δ) is labelled 'not amplified (local DP)' and ranked with local DP",
     )
+    shuffle_batches: Annotated[tuple[Annotated[int, Field(ge=2)], ...], Distinct] | None = Field(
+        None,
+        description="batch sizes of extra Shuffle-DP LinUCB points beside shuffle_batch's (none: one size, the "
+        "smallest batch within the panel's horizon whose shuffled reports amplify at every map ε ≤ 1, or at the "
+        "smallest ε when none is ≤ 1, by Feldman, McMillan & Talwar 2021, Thm 3.1); each point's label names its "
+        "batch and, where it amplifies, its central ε; where it does not, it says local DP",
+    )
     explorations: Annotated[tuple[Exploration, ...], Distinct] = Field(
         (1.0, 0.5, 0.1, 0.05, 0.01, 0.001),
         description="exploration ε of the MPC ε-greedy learner; its per-round η = log(|A|/ε)",

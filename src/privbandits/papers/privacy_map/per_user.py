@@ -28,12 +28,21 @@ def _epsilon(value: float) -> str:
 
 
 def _joint(point: Point, dim: int, horizon: int) -> float:
+    """The accounted ε of one round's (x, r) through the point's continual release (the tree's m nodes, or the
+    square-root factorization's one release, as its ``continual_release`` says)."""
+    from privbandits.privacy import factorization
+    from privbandits.privacy.tree_mechanism import REPLACE_SENSITIVITY, augmented_coordinates
     from privbandits.protocols.dp.joint import joint_noise, joint_noise_std, tree_levels
 
     policy = point.policy
+    if policy.get("continual_release", "tree") == "sqrt_factorization":
+        noise = factorization.factorization_noise(
+            policy["epsilon"], policy["delta"], horizon, REPLACE_SENSITIVITY, augmented_coordinates(dim), 1.0
+        )
+        return ledger_epsilons(factorization.releases(noise), policy["delta"])["accounted_epsilon"]
     formula = joint_noise_std(policy["epsilon"], policy["delta"], horizon, policy["calibration"])
-    noise = joint_noise(formula, horizon, dim)
-    releases = [Release.gaussian(noise.std, noise.sensitivity, tree_levels(horizon))]
+    tree = joint_noise(formula, horizon, dim)
+    releases = [Release.gaussian(tree.std, tree.sensitivity, tree_levels(horizon))]
     return ledger_epsilons(releases, policy["delta"])["accounted_epsilon"]
 
 

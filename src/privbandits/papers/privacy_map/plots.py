@@ -24,6 +24,7 @@ STYLES: dict[str, tuple[str, str]] = {
     "P2B non-private (raw contexts)": ("s", "tab:brown"),
     "cold start (nothing shared)": ("_", "tab:gray"),
     "Joint-DP LinUCB": ("^", "tab:red"),
+    "Joint-DP LinUCB (sqrt factorization)": ("^", "orangered"),
     "Local-DP LinUCB": ("v", "darkred"),
     "Shuffle-DP LinUCB": ("<", "salmon"),
 }

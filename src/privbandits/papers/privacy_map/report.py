@@ -14,8 +14,8 @@ from privbandits.papers.privacy_map.grid import unit_label
 from privbandits.papers.privacy_map.options import MapOptions
 from privbandits.papers.privacy_map.plots import map_figure
 from privbandits.papers.privacy_map.semantics import SEMANTICS
-from privbandits.papers.privacy_map.summary import PointSummary, notion_of, ranked_within, summarise
-from privbandits.papers.privacy_map.systems import placed
+from privbandits.papers.privacy_map.summary import PointSummary, better, notion_of, ranked_within, summarise
+from privbandits.papers.privacy_map.systems import FACTORIZATION, placed
 
 TITLE = "Privacy–utility map: every private system and the DP LinUCB baselines on shared problems"
 
@@ -204,6 +204,28 @@ def best_rows(options: MapOptions, panels: list[Panel]) -> list[list[str]]:
     return rows
 
 
+def release_rows(panels: list[Panel]) -> list[list[str]]:
+    """Joint-DP LinUCB's two continual releases at each equal ε (one notion, joint DP: a like-with-like comparison):
+    the tree's point, the square-root factorization's, and which is better or whether they are within the intervals."""
+    header = ["environment", "ε (joint DP, both)", "tree", "sqrt factorization", "factorization against the tree"]
+    rows = [header]
+    for panel in panels:
+        by_label = {row.point.label: row for row in panel.rows}
+        for row in panel.rows:
+            if row.point.system != FACTORIZATION:
+                continue
+            tree = by_label.get(row.point.label.replace(FACTORIZATION, "Joint-DP LinUCB"))
+            if tree is None:
+                continue
+            verdict = (
+                "within the 95% intervals"
+                if row.overlaps(tree)
+                else ("clearly better" if better(panel.env, row, tree) else "clearly worse")
+            )
+            rows.append([panel.env.key, _epsilon(row.point.epsilon), _value(tree), _value(row), verdict])
+    return rows
+
+
 def refused_rows(panels: list[Panel]) -> list[list[str]]:
     """Every (environment, system) the config's compatibility checks refuse, with their reason."""
     rows = [["environment", "system left out", "why (the config check's words)"]]
@@ -300,10 +322,19 @@ def best_sentences(options: MapOptions, panels: list[Panel]) -> list[str]:
 
 
 NOTES = [
-    "ε of different notions are not interchangeable: the DP baselines' ε is (ε, δ)-DP over the whole run, FCLUB's "
-    "is per privatizer of a local server's uploads, the MPC learner's η = log(|A|/ε) is per round for the opened "
-    "action (T·η over a run), P2B's −ln(1 − p) is per shared context behind a trusted shuffler. 'Best at ε' compares "
-    "the parameters as each system states them; the semantics table says what each one buys and whom it trusts.",
+    "ε of different notions are not interchangeable, so a point is ranked only against points of its own notion "
+    "(the best-point table and sentences): joint DP's ε (Joint-DP LinUCB, by the tree or the square-root "
+    "factorization) covers one round's (x, r) over the whole run, against the other users; local DP's is per user "
+    "report, against the server; shuffle DP's is the central ε of one shuffled batch against the server, from the "
+    "amplification bound (Feldman, McMillan & Talwar 2021, Thm 3.1), and a Shuffle-DP point whose batch is too small "
+    "to amplify is local DP, labelled and ranked as such; FCLUB's is per privatizer of a local server's uploads; the "
+    "MPC learner's η = log(|A|/ε) is per round for the opened action (T·η over a run); P2B's −ln(1 − p) is per "
+    "shared context behind a trusted shuffler. The 'ε a user pays' column states each in its own unit; the "
+    "semantics table says what each notion buys and whom it trusts.",
+    "Shuffle-DP LinUCB runs at its base batch (option shuffle_batch, default 100 reports) and at the batch sizes of "
+    "option shuffle_batches (by default the smallest batch within the panel's horizon whose shuffle amplifies at "
+    "every map ε ≤ 1), each named in its label: where a batch amplifies, the label gives the central ε the bound "
+    "yields (at most the stated ε); where it does not, the label says local DP.",
     "O3M has no ε: it is lossless (VFUCB plays LinUCB's arms, checked above), so it sits at ε = ∞ beside LinUCB; "
     "what it leaks is shown by `privbandits run vertical-audit` (geometry of each passive party's vectors; all of "
     "them from d_j known pairs; with secure aggregation, only the passive parties' joint geometry).",
@@ -388,6 +419,9 @@ def report(options: MapOptions, points: dict[str, dict[str, Any]], out: Path) ->
     paper.tables["Best point of each privacy notion at each ε level (ranked within the notion only)"] = best_rows(
         options, panels
     )
+    releases = release_rows(panels)
+    if len(releases) > 1:
+        paper.tables["Joint DP: the square-root factorization against the tree at equal ε"] = releases
     paper.tables["Systems left out where the config checks refuse them"] = refused_rows(panels)
     paper.add_figure(map_figure([(panel.env, panel.rows) for panel in panels]), out / "privacy-map.png")
     data = [data_note(panel, points) for panel in panels if panel.env.key == "classification" and panel.rows]

@@ -110,7 +110,7 @@ SEMANTICS: dict[str, Semantics] = {
         "ε, δ over the whole run",
         "each user's (context, reward)",
         "the other users (what they are shown)",
-        "whole run (tree mechanism on the Gram matrix)",
+        "whole run (tree mechanism or square-root factorization on the Gram matrix)",
         "trusted server (sees raw contexts and rewards)",
     ),
     "local_dp": Semantics(
@@ -123,7 +123,7 @@ SEMANTICS: dict[str, Semantics] = {
     ),
     "shuffle_dp": Semantics(
         "shuffle (ε, δ)-DP (Chowdhury & Zhou 2022)",
-        "central ε, δ from amplification by shuffling",
+        "central ε, δ from amplification by shuffling (Feldman, McMillan & Talwar 2021, Thm 3.1)",
         "each user's (context, reward)",
         "the server",
         "whole run (batches of reports); batched local DP where a batch is too small to amplify",

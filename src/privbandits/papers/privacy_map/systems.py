@@ -158,15 +158,78 @@ DP_BASELINES = {
 SHUFFLE_DEFAULT_BATCH = 100
 """Shuffle-DP LinUCB's batch when the map's ``shuffle_batch`` is not given."""
 
+AMPLIFICATION_BOUND = "Feldman et al. Thm 3.1"
+"""The bound an amplified shuffle point's central ε comes from, as its label names it (labels hold at most 80
+characters): Feldman, McMillan & Talwar 2021, Theorem 3.1 (:mod:`~privbandits.privacy.amplification`)."""
+
+FACTORIZATION = "Joint-DP LinUCB (sqrt factorization)"
+"""The system of joint-DP LinUCB releasing its prefix sums by the square-root factorization (issue 47 item 5)."""
+
+
+def _shuffle_calibration(epsilon: float, delta: float, batch: int, calibration: str):
+    from privbandits.protocols.dp.shuffle import shuffle_calibration
+
+    return shuffle_calibration(epsilon, delta, batch, calibration)
+
 
 def _shuffle_amplifies(epsilon: float, delta: float, batch: int, calibration: str) -> bool:
     """Whether a shuffled batch of ``batch`` reports amplifies at (ε, δ) (else it is only local DP)."""
-    from privbandits.protocols.dp.shuffle import shuffle_calibration
-
-    return shuffle_calibration(epsilon, delta, batch, calibration).amplified
+    return _shuffle_calibration(epsilon, delta, batch, calibration).amplified
 
 
-def _dp(options: MapOptions) -> list[Point]:
+def smallest_amplifying_batch(epsilon: float, delta: float, horizon: int) -> int | None:
+    """The smallest batch of at most ``horizon`` reports whose shuffle amplifies at (ε, δ), or None when none does
+    (amplification only grows with the batch, so bisection finds it)."""
+    if not _shuffle_amplifies(epsilon, delta, horizon, "analytic"):
+        return None
+    low, high = 1, horizon  # low never amplifies, high does
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if _shuffle_amplifies(epsilon, delta, middle, "analytic") else (middle, high)
+    return high
+
+
+def shuffle_batches(env: MapEnvironment, options: MapOptions) -> list[int]:
+    """The extra shuffle batch sizes: ``shuffle_batches``, else the smallest that fits ``env``'s horizon and
+    amplifies at every map ε ≤ 1 (the smallest ε when none is ≤ 1); the base batch is not repeated."""
+    base = options.shuffle_batch or SHUFFLE_DEFAULT_BATCH
+    if options.shuffle_batches is not None:
+        return [batch for batch in options.shuffle_batches if batch != base]
+    strong = [eps for eps in options.epsilons if eps <= 1] or [min(options.epsilons)]
+    batch = smallest_amplifying_batch(max(strong), options.delta, env.horizon)
+    return [] if batch is None or batch == base else [batch]
+
+
+def _shuffle_point(eps: float, batch: int, options: MapOptions) -> Point:
+    """A Shuffle-DP LinUCB point at an extra batch size: amplified (its central ε and the bound named) or local DP."""
+    system = f"Shuffle-DP LinUCB (batch {batch})"
+    cal = _shuffle_calibration(eps, options.delta, batch, options.calibration)
+    stated = f"Shuffle-DP LinUCB ε={_fmt(eps)} (batch {batch}:"
+    if cal.amplified:
+        label = f"{stated} central ε={cal.central_epsilon:.3g}, {AMPLIFICATION_BOUND})"
+        where = (system, "shuffle_dp")
+    else:
+        label = f"{stated} not amplified, local DP)"
+        where = (f"{system}, not amplified (local DP)", "local_dp")
+    policy = {"kind": "shuffle_dp_linucb", "epsilon": eps, "delta": options.delta, "alpha": options.alpha}
+    policy |= {"calibration": options.calibration, "batch_size": batch, "label": label}
+    return Point(label, *where, eps, policy, options.seeds)
+
+
+def _factorized(options: MapOptions) -> list[Point]:
+    """Joint-DP LinUCB with the square-root factorization at the map's ε (it needs the analytic calibration)."""
+    if options.calibration != "analytic":
+        return []
+    points = []
+    for eps in options.epsilons:
+        label = f"{FACTORIZATION} ε={_fmt(eps)}"
+        policy = {"kind": "joint_dp_linucb", "epsilon": eps, "delta": options.delta, "alpha": options.alpha}
+        policy |= {"calibration": "analytic", "continual_release": "sqrt_factorization", "label": label}
+        points.append(Point(label, FACTORIZATION, "joint_dp", eps, policy, options.seeds))
+    return points
+
+
+def _dp(env: MapEnvironment, options: MapOptions) -> list[Point]:
     points = []
     batch = options.shuffle_batch or SHUFFLE_DEFAULT_BATCH
     for kind, (system, model) in DP_BASELINES.items():
@@ -181,12 +244,15 @@ def _dp(options: MapOptions) -> list[Point]:
                     label = f"{label} (batch {batch}: not amplified, local DP)"
                     where = (f"{system}, not amplified (local DP)", "local_dp")
             points.append(Point(label, *where, eps, policy | {"label": label}, options.seeds))
-    return points
+        if kind == "joint_dp_linucb":
+            points += _factorized(options)
+    extra = shuffle_batches(env, options)
+    return points + [_shuffle_point(eps, size, options) for size in extra for eps in options.epsilons]
 
 
 def candidates(env: MapEnvironment, options: MapOptions) -> list[Point]:
     """Every point of every system, before the environment's compatibility checks."""
-    return [*_lossless(env, options), *_fclub(options), *_mpc(options), *_p2b(options), *_dp(options)]
+    return [*_lossless(env, options), *_fclub(options), *_mpc(options), *_p2b(options), *_dp(env, options)]
 
 
 def config_of(env: MapEnvironment, point: Point):
