@@ -136,9 +136,7 @@ def test_a_rogue_hosts_invented_foreign_and_duplicate_devices_are_refused_and_th
         taken = rogue_host_reports(resolved, "hosta", "share_encoded", (user, again), commit)
         codes = _wait_all(parties, 120)
     finally:
-        for party in parties:
-            if party.process.poll() is None:
-                party.process.kill()
+        _kill_left(parties)
     assert codes == dict.fromkeys(codes, 0), {p.name: p.stderr[-3:] for p in parties}
     assert taken == {"invented": False, "foreign": False, "duplicate": False}
     got = outcome(spec)
@@ -184,9 +182,7 @@ def test_a_host_restarted_without_its_state_is_refused_and_with_it_the_session_e
         others = [party for party in parties if party.name != "hosta"]
         codes = _wait_all([*others, restarted], 180) if resume else _wait_all([by_name["shuffler"]], 180)
     finally:
-        for party in [*parties, *([restarted] if restarted is not None else [])]:
-            if party.process.poll() is None:
-                party.process.kill()
+        _kill_left([*parties, *([restarted] if restarted is not None else [])])
     stderr = "".join(by_name["shuffler"].stderr)
     if resume:
         assert codes == dict.fromkeys(codes, 0), {p.name: p.stderr[-3:] for p in [*parties, restarted]}
@@ -230,9 +226,7 @@ def test_a_reader_of_the_shuffler_queue_and_disk_finds_only_codes_and_ciphertext
         during = read_queue(queue_path(spec, "shuffler"))
         codes = _wait_all(parties, 120)
     finally:
-        for party in parties:
-            if party.process.poll() is None:
-                party.process.kill()
+        _kill_left(parties)
     assert codes == dict.fromkeys(codes, 0), {p.name: p.stderr[-3:] for p in parties}
     after = read_queue(queue_path(spec, "shuffler"))
     for read in (during, after):
@@ -279,3 +273,10 @@ def test_a_resumed_shuffler_refuses_a_host_committed_to_other_coins(tmp_path, we
     with pytest.raises(DeploymentError, match=r"^device host 'hosta' came back committed to other coins than at the "
                                               r"start of the session \(restarted without --resume"):
         _commits(spec, "shuffler", shuffler, resume=True)
+
+
+def _kill_left(parties) -> None:
+    """Every party process still running killed (a test that failed midway leaves none behind)."""
+    for party in parties:
+        if party.process.poll() is None:
+            party.process.kill()
