@@ -10,7 +10,6 @@ import os
 import queue
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 from fclub_deployment import certs, local_copy
+from free_ports import free_ports
 
 from privbandits.deploy import entropy
 from privbandits.deploy.deployment import Deployment, load_deployment
@@ -32,13 +32,6 @@ from privbandits.serve.store import EventStore
 
 START_S = 90.0  # three interpreters import numpy, scipy and numba side by side on a busy machine, then link up
 
-
-def free_ports(count: int) -> list[int]:
-    sockets = [socket.create_server(("127.0.0.1", 0)) for _ in range(count)]
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
 
 
 def served_copy(

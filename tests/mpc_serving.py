@@ -10,7 +10,6 @@ import contextlib
 import os
 import selectors
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+from free_ports import free_ports
 from mpc_deployment import make_deployment
 
 from privbandits.deploy.deployment import Deployment, load_deployment
@@ -31,13 +31,6 @@ from privbandits.serve.store import EventStore
 
 START_S = 90.0  # the interpreter imports numpy, scipy and numba first: slow on a busy machine
 
-
-def free_ports(count: int) -> list[int]:
-    sockets = [socket.create_server(("127.0.0.1", 0)) for _ in range(count)]
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
 
 
 def make_served_deployment(folder: Path, *, deadline_s: float = 10.0, **protocol) -> Path:

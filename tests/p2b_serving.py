@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -16,6 +15,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from free_ports import free_port
 from p2b_deployment import local_copy
 from typer.testing import CliRunner
 
@@ -30,11 +30,6 @@ from privbandits.protocols.p2b.core import EncodedBatch, ModelRelease
 
 START_S = 180.0  # the interpreter imports numpy, scipy and numba first: slow on a busy machine
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def served_copy(folder: Path, n_users: int, threshold: int = 10, **protocol: object) -> Path:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+from free_ports import free_port
 from vertical_deployment import NAMES, make_deployment
 
 from privbandits.deploy.deployment import Deployment, load_deployment
@@ -34,11 +34,6 @@ from privbandits.serve.store import EventStore
 START_S = 90.0  # the interpreter imports numpy, scipy and numba first: slow on a busy machine
 PASSIVE = ("passive2", "passive3")
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def served_deployment(

@@ -21,6 +21,7 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 from forked_parties import fork_server, start, stderr_of
+from free_ports import free_ports
 from project_paths import SHIPPED_DEPLOYMENTS
 from typer.testing import CliRunner
 
@@ -35,13 +36,6 @@ from privbandits.deploy.party import check_own_files, write_json_atomic
 NAMES = ("mask_generator", "active", "passive2")
 HINT = " (make the bundles with `privbandits deploy certs DEPLOY.toml`)"
 
-
-def free_ports(count: int) -> list[int]:
-    sockets = [socket.create_server(("127.0.0.1", 0)) for _ in range(count)]
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
 
 
 def deployment_text(ports, *, rounds: int = 30, head: str = "") -> str:

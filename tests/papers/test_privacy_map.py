@@ -395,7 +395,9 @@ KEYS_BEFORE_ISSUE_47_MAP = {
     ),
 }
 """Count and SHA-256 of the sorted (label, key) pairs of the linear-Gaussian and clustered units before the
-factorization and the amplifying shuffle points were added (main at 81ceece): stored units stay reused."""
+factorization and the amplifying shuffle points were added (main at 81ceece): stored units stay reused. The hashed
+bytes are exact everywhere, as test_store_keys' pins are: labels are the config's text, and a key hashes the unit's
+spec, whose numbers are the config's literals (no computed float enters it)."""
 
 
 def test_the_units_stored_before_keep_their_keys_and_the_new_points_only_add_units():
@@ -432,3 +434,18 @@ def test_the_factorization_is_compared_with_the_tree_at_equal_epsilon_only_and_t
     assert "DP baselines' ε is" not in text
     for unit in ("joint DP's ε", "local DP's is per user report", "shuffle DP's is the central ε", "Thm 3.1"):
         assert unit in text
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("1", "option shuffle_batches.0: must be >= 2 (got 1)"),
+        ("100,100", "option shuffle_batches: values must be distinct (repeated: 100)"),
+    ],
+)
+def test_a_bad_shuffle_batch_is_refused_in_one_line_naming_the_option(value, message):
+    from privbandits.experiments.overrides import OptionError
+
+    with pytest.raises(OptionError) as refused:
+        _options(shuffle_batches=value)
+    assert str(refused.value) == message

@@ -14,13 +14,13 @@ import re
 import selectors
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from free_ports import free_port
 from project_paths import ROOT
 
 PAGE = ROOT / "docs" / "serve.md"
@@ -32,12 +32,6 @@ def _blocks(language: str, heading: str) -> list[str]:
     section = text[text.index(f"\n{heading}\n") :]
     section = section[: section.index("\n## ", 1)]
     return re.findall(rf"```{language}\n(.*?)```", section, re.S)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _environment() -> dict[str, str]:
@@ -62,7 +56,7 @@ def _wait_for_announcement(service: subprocess.Popen) -> str:
 @pytest.mark.slow  # four interpreter starts: about 20 s on an idle 2-core machine
 @pytest.mark.skipif(shutil.which("curl") is None or shutil.which("bash") is None, reason="needs bash and curl")
 def test_the_quick_start_works_as_pasted(tmp_path: Path) -> None:
-    port = str(_free_port())
+    port = str(free_port())
     quick_start = "## Quick start (two terminals)"
     terminal_1, terminal_2 = (block.replace("8750", port) for block in _blocks("bash", quick_start))
     (python_block,) = (block.replace("8750", port) for block in _blocks("python", quick_start))

@@ -20,6 +20,15 @@ from privbandits.serve.service import DecisionService
 from privbandits.validation import InvalidInputError
 
 
+def _decided(spec, services, blocks, t: int) -> tuple[str, int]:
+    """Event t: every computing party's block put, then the environment's decision (asked again while the parties
+    link); its id and arm."""
+    event = f"event-{t}"
+    for name in spec.names("computing"):
+        services[name].put(FeaturePut(event, blocks[name][t][None, :]))
+    return event, until_linked(services["env"].decide, DecideInput(event, "u", np.zeros((1, 1)))).arm
+
+
 def test_served_roles_replaying_the_data_file_decide_as_deploy_local(tmp_path):
     path = make_served_deployment(tmp_path, rounds=4)
     spec = load_deployment(path)
@@ -27,12 +36,9 @@ def test_served_roles_replaying_the_data_file_decide_as_deploy_local(tmp_path):
     arms = []
     with in_process(path) as services:
         for t in range(spec.protocol.rounds):
-            event = f"event-{t}"
-            for name in spec.names("computing"):
-                services[name].put(FeaturePut(event, blocks[name][t][None, :]))
-            decided = until_linked(services["env"].decide, DecideInput(event, "u", np.zeros((1, 1))))
-            arms.append(decided.arm)
-            assert not services["env"].reward(event, float(rewards[t, decided.arm])).duplicate
+            event, arm = _decided(spec, services, blocks, t)
+            arms.append(arm)
+            assert not services["env"].reward(event, float(rewards[t, arm])).duplicate
         ledger = services["env"].ledger()
         with pytest.raises(InvalidInputError, match=r"have no propensities \(the party's policy explores, but the "):
             decision_log(services["env"].store, propensities_known=services["env"].decider.propensities_known)
@@ -93,17 +99,14 @@ def test_a_party_crashed_while_an_event_is_open_comes_back_and_absorbs_its_rewar
     arms = []
     with in_process(path) as services:
         for t in range(spec.protocol.rounds):
-            event = f"event-{t}"
-            for name in spec.names("computing"):
-                services[name].put(FeaturePut(event, blocks[name][t][None, :]))
-            decided = until_linked(services["env"].decide, DecideInput(event, "u", np.zeros((1, 1))))
-            arms.append(decided.arm)
+            event, arm = _decided(spec, services, blocks, t)
+            arms.append(arm)
             if t == 1:
                 _crash(services.pop(victim))
                 store = spec.output / f"{victim}.serve.sqlite"
                 services[victim] = DecisionService.open(serving_role(spec, victim), store)
-            assert not services["env"].reward(event, float(rewards[t, decided.arm])).duplicate
-            assert services["env"].reward(event, float(rewards[t, decided.arm])).duplicate
+            assert not services["env"].reward(event, float(rewards[t, arm])).duplicate
+            assert services["env"].reward(event, float(rewards[t, arm])).duplicate
         ledgers = {name: services[name].ledger() for name in ("env", "c0")}
         closed = services["c1"].decider.rounds
     assert arms == run_in_memory(spec)[0].arms.tolist()
