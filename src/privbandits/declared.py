@@ -174,6 +174,7 @@ DECLARED: dict[str, dict[str, dict[str, Any]]] = {
         'calibration': {'default': 'analytic', 'description': "noise σ from the analytic Gaussian (tight, Balle & Wang 2018), or the paper's formula (reproductions)"},
         'ledger': {'default': None, 'description': 'where releases are recorded (None: a new PrivacyLedger)'},
         'continual_release': {'default': 'tree', 'description': "prefix sums released by the binary tree (the paper's) or the square-root matrix factorization (lower noise at equal ε, δ; needs calibration = analytic)"},
+        'factorization_band': {'default': None, 'description': 'rows of C a datum enters with the factorization (None: the band of least noise whose memory fits; T or more: the full square root)', 'ge': 1},
     },
     'ShuffleDPLinUCB': {
         'n_arms': {'description': 'K, the number of arms', 'ge': 1},

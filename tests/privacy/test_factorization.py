@@ -1,5 +1,6 @@
 """The square-root factorization mechanism (privacy/factorization.py): C·C = A, its sensitivity, the law of its noise
-(covariance σ²·C·Cᵀ across rounds, unbiased prefix sums) and its variance against the tree's at equal (ε, δ)."""
+(covariance σ²·C·Cᵀ across rounds, unbiased prefix sums) and its variance against the tree's at equal (ε, δ); the
+banded factor (B·C = A with B = A·C⁻¹, its streams, its noise, the band chosen) in test_factorization_band.py."""
 
 from __future__ import annotations
 
@@ -91,7 +92,7 @@ def test_the_calibration_is_one_gaussian_release_that_the_accountant_puts_at_the
     """PLD of the one release at the effective sensitivity equals the claimed ε to 1%; the effective sensitivity is
     Δ·‖C‖_col plus a few per cent of snapping (and float rounding) at d = 10, T = 20,000."""
     horizon, dim = 20_000, 10
-    noise = factorization_noise(1.0, 1e-5, horizon, REPLACE_SENSITIVITY, augmented_coordinates(dim), 1.0)
+    noise = factorization_noise(1.0, 1e-5, horizon, REPLACE_SENSITIVITY, augmented_coordinates(dim), 1.0, horizon)
     assert pld_epsilon(releases(noise), 1e-5) == pytest.approx(1.0, rel=0.01)
     base = REPLACE_SENSITIVITY * column_norm(horizon)
     assert base < noise.sensitivity < 1.05 * base
@@ -104,7 +105,7 @@ def test_the_variance_at_the_horizon_is_below_the_trees_at_equal_epsilon_and_del
     6.3 times; it is the lower only at the three rounds of one node whose factorization noise has grown past
     one node's (4096, 8192, 16384: the tree's variance there 0.96, 0.90, 0.86 of it)."""
     horizon, dim = 20_000, 10
-    noise = factorization_noise(1.0, 1e-5, horizon, REPLACE_SENSITIVITY, augmented_coordinates(dim), 1.0)
+    noise = factorization_noise(1.0, 1e-5, horizon, REPLACE_SENSITIVITY, augmented_coordinates(dim), 1.0, horizon)
     tree = joint_noise_std(1.0, 1e-5, horizon, "analytic", dim=dim)
     assert tree_variance_ratio(horizon, tree, noise) == pytest.approx(4.21, abs=0.01)
     rounds = np.arange(1, horizon + 1)
@@ -123,7 +124,7 @@ def test_neighbours_move_the_noisy_rows_by_at_most_the_effective_sensitivity_and
     of symmetric noise: the diagonal scaled by 1/√2), and by no less than the exact ``C x`` differs less the most
     snapping adds."""
     dim, horizon, changed = 3, 300, 17
-    noise = factorization_noise(1.0, 1e-5, horizon, REPLACE_SENSITIVITY, augmented_coordinates(dim), 1.0)
+    noise = factorization_noise(1.0, 1e-5, horizon, REPLACE_SENSITIVITY, augmented_coordinates(dim), 1.0, horizon)
     rng = np.random.default_rng(3)
     x = rng.normal(size=(horizon, dim + 1))
     x /= np.linalg.norm(x[:, :dim], axis=1, keepdims=True) * 1.2

@@ -24,6 +24,17 @@ floating-point error of a row's dot product (:func:`rounding_bound`). :func:`fac
 with the analytic Gaussian at that effective sensitivity (a fixed point in σ, as
 :func:`~privbandits.privacy.calibration.snapped_std`); it is one Gaussian release, accounted as such
 (:func:`releases`).
+
+Banded: the snapping slack grows with the rows a datum enters (``g·√(nT)``), and the full factor keeps every
+round (memory ``T·n``). With ``band`` b < T, C keeps only ``c_0 … c_{b−1}`` (the banded square root of Kalinin &
+Lampert, "Banded square root matrix factorization for differentially private model training", NeurIPS 2024): a
+datum enters b rows, its column norm is ``√(Σ_{k<b} c_k²)``, and the releases are ``A C⁻¹ y`` (B = A C⁻¹, post-
+processing), computed by the recurrence ``w_t = y_t − Σ_{0<k<b} c_k w_{t−k}`` and a running sum: memory ``b·n``.
+B's coefficients (:func:`decoder_coefficients`) give the noise's variance; C's positive, decreasing coefficients
+keep ``1/p`` bounded (Eneström–Kakeya: p has no zero inside the unit disc). :func:`choose_band` takes, among the
+bands whose streams fit :data:`MAX_STREAM_CELLS`, the one of least noise variance averaged over the rounds, with the
+snapping counted: at d = 100 the full factor's snapping can exceed its whole sensitivity, where a band of a few
+hundred rows keeps it small.
 """
 
 from __future__ import annotations
@@ -39,9 +50,17 @@ from privbandits.privacy.calibration import analytic_gaussian_std, snapped_noise
 from privbandits.privacy.noise import TAIL, discrete_gaussian, snap_to
 
 __all__ = [
-    "FactorizationNoise", "SqrtFactorization", "ToeplitzStream", "column_norm", "factorization_noise", "releases",
-    "rounding_bound", "sqrt_coefficients", "sqrt_factor", "tree_variance_ratio",
+    "FACTORIZATION_KEY", "MAX_STREAM_CELLS", "BandedInverse", "BandedStream", "FactorizationNoise", "SqrtFactorization",
+    "ToeplitzStream", "choose_band", "column_norm", "decoder_coefficients", "factorization_noise", "releases",
+    "candidate_bands", "mean_variance", "rounding_bound", "sqrt_coefficients", "sqrt_factor", "tree_variance_ratio",
 ]  # fmt: skip
+
+MAX_STREAM_CELLS = 2**23
+"""The most float64 cells (64 MiB) one of the mechanism's two streams may keep: bounds the band (and so the memory
+and the time of each release) where the band is chosen automatically."""
+SMALLEST_BAND = 16
+FACTORIZATION_KEY = "sqrt/banded-auto-1"
+"""Names the mechanism in run specs (a changed mechanism or band choice is a new name, so no stored run is reused)."""
 
 UNIT_ROUNDOFF = 2.0**-53
 """float64's unit roundoff u: a dot product of n terms, in any order, is within ``n·u/(1 − n·u)·Σ|aᵢbᵢ|`` of the
@@ -71,9 +90,41 @@ def sqrt_factor(length: int) -> np.ndarray:
 
 
 def column_norm(length: int) -> float:
-    """The largest column norm of C (its first column's, ``√(Σ_{k<T} c_k²)``): a datum's factor of sensitivity."""
+    """The largest column norm of C (its first column's, ``√(Σ_{k<T} c_k²)``): a datum's factor of sensitivity.
+    For a band b, ``column_norm(b)``."""
     c = sqrt_coefficients(length)
     return float(math.sqrt(float(np.dot(c, c))))
+
+
+def _series_inverse(p: np.ndarray, length: int) -> np.ndarray:
+    """The first ``length`` coefficients of ``1/p(x)`` (p_0 = 1) by Newton's iteration ``h ← 2h − h·(p·h)`` with FFT
+    products: each step doubles the number of exact coefficients."""
+    from scipy.signal import fftconvolve
+
+    p = np.pad(p, (0, max(0, length - len(p))))
+    h = np.array([1.0 / p[0]])
+    while len(h) < length:
+        size = min(2 * len(h), length)
+        correction = fftconvolve(h, fftconvolve(p[:size], h)[:size])[:size]
+        h = 2.0 * np.pad(h, (0, size - len(h))) - correction
+    return h
+
+
+@functools.lru_cache(maxsize=32)
+def _decoder(horizon: int, band: int) -> np.ndarray:
+    if band >= horizon:
+        return _coefficients(horizon)  # B = C: the square root's own
+    values = np.cumsum(_series_inverse(_coefficients(band), horizon))
+    values.flags.writeable = False
+    return values
+
+
+def decoder_coefficients(horizon: int, band: int) -> np.ndarray:
+    """The coefficients ``H_0 … H_{T−1}`` of B = A·C⁻¹ (lower-triangular Toeplitz) for C of band ``band``: the
+    running sums of ``1/p(x)``'s, p the band's ``c_0 … c_{b−1}``; C's own at ``band ≥ horizon`` (``C·C = A``)."""
+    if type(horizon) is not int or type(band) is not int or not 1 <= band or horizon < 1:
+        raise ValueError(f"horizon and band must be integers >= 1, got {horizon!r} and {band!r}")
+    return _decoder(horizon, min(band, horizon))
 
 
 def rounding_bound(length: int, data_bound: float) -> float:
@@ -87,41 +138,107 @@ def rounding_bound(length: int, data_bound: float) -> float:
 class FactorizationNoise:
     """The noise of a square-root factorization over ``horizon`` rounds: σ per coordinate of ``C x + z``, the grid
     its rows are snapped to, the effective L2 sensitivity of ``C x`` to one datum (``Δ·‖C‖_col`` plus snapping and
-    rounding), and the column norm ``‖C‖_col``."""
+    rounding), the column norm ``‖C‖_col`` and C's band (None: the full factor)."""
 
     std: float
     grid: float
     sensitivity: float
     column_norm: float
     horizon: int
+    band: int | None = None
+
+    @property
+    def bandwidth(self) -> int:
+        """The rows of ``C x`` one datum enters: the band, at most T."""
+        return self.horizon if self.band is None else min(self.band, self.horizon)
+
+    @property
+    def banded(self) -> bool:
+        """Whether C is banded (b < T: the releases are ``A C⁻¹ y``) rather than the full square root."""
+        return self.bandwidth < self.horizon
 
     def variance(self, rounds: int) -> float:
-        """Per-coordinate variance of the noise of release ``rounds`` (1-based): ``σ² Σ_{k<t} c_k²``."""
-        c = sqrt_coefficients(self.horizon)[:rounds]
-        return self.std**2 * float(np.dot(c, c))
+        """Per-coordinate variance of the noise of release ``rounds`` (1-based): ``σ² Σ_{k<t} H_k²``, H the
+        decoder's coefficients (C's own for the full factor)."""
+        h = decoder_coefficients(self.horizon, self.bandwidth)[:rounds]
+        return self.std**2 * float(np.dot(h, h))
+
+    @property
+    def decoder_norm(self) -> float:
+        """The largest row norm of the decoder B (its last row's, ``√(Σ_{k<T} H_k²)``): the noise at round T is
+        σ times it per coordinate (the column norm for the full factor, where B = C)."""
+        h = decoder_coefficients(self.horizon, self.bandwidth)
+        return float(math.sqrt(float(np.dot(h, h))))
 
 
 def factorization_noise(
-    epsilon: float, delta: float, horizon: int, sensitivity: float, coordinates: int, data_bound: float
+    epsilon: float,
+    delta: float,
+    horizon: int,
+    sensitivity: float,
+    coordinates: int,
+    data_bound: float,
+    band: int | None = None,
 ) -> FactorizationNoise:
     """σ of the analytic Gaussian (one release, Balle & Wang 2018) that makes ``C x + z`` (ε, δ)-DP for data of
     L2 sensitivity ``sensitivity`` with ``coordinates`` coordinates each at most ``data_bound`` in magnitude.
 
-    The effective sensitivity is ``Δ·‖C‖_col + (2r + g(σ))·√(n·T)``: r the rounding of a row
-    (:func:`rounding_bound`, in both neighbours), g the grid each of the T rows' n coordinates is snapped to; σ
-    the fixed point, as :func:`~privbandits.privacy.calibration.snapped_std` finds it. The cap (orders of magnitude
-    above the sensitivity wherever measured) is the toward-zero snap's own bound: no snapped row coordinate exceeds
+    C has band ``band`` (None: :func:`choose_band`'s; ``band ≥ horizon``: the full square root). The effective
+    sensitivity is ``Δ·‖C‖_col + (2r + g(σ))·√(n·b)``: r the rounding of a row (:func:`rounding_bound`, in both
+    neighbours), g the grid each of the b rows' n coordinates a datum enters is snapped to; σ the fixed point, as
+    :func:`~privbandits.privacy.calibration.snapped_std` finds it. The cap (orders of magnitude above the
+    sensitivity wherever measured) is the toward-zero snap's own bound: no snapped row coordinate exceeds
     ``data_bound·Σ c_k + r``, so two differ by at most twice that. ε = ∞: no noise (σ = 0, grid 0)."""
-    norm = column_norm(horizon)
+    if band is None:
+        band = choose_band(epsilon, delta, horizon, sensitivity, coordinates, data_bound)
+    if type(band) is not int or band < 1:
+        raise ValueError(f"band must be an integer >= 1 or None (chosen), got {band!r}")
+    return _calibrated(epsilon, delta, horizon, sensitivity, coordinates, data_bound, min(band, horizon))
+
+
+def _calibrated(
+    epsilon: float, delta: float, horizon: int, sensitivity: float, coordinates: int, data_bound: float, band: int
+) -> FactorizationNoise:
+    norm = column_norm(band)
     if math.isinf(epsilon):
-        return FactorizationNoise(0.0, 0.0, sensitivity * norm, norm, horizon)
-    rows, rounding = coordinates * horizon, rounding_bound(horizon, data_bound)
+        return FactorizationNoise(0.0, 0.0, sensitivity * norm, norm, horizon, band)
+    rows, rounding = coordinates * band, rounding_bound(band, data_bound)
     base = sensitivity * norm + 2.0 * rounding * math.sqrt(rows)
-    largest = data_bound * float(np.sum(sqrt_coefficients(horizon)))
+    largest = data_bound * float(np.sum(sqrt_coefficients(band)))
     cap = 2.0 * (largest + rounding) * math.sqrt(rows)
     std = analytic_gaussian_std(epsilon, delta, base)
     noise = snapped_noise(std, base, rows, max(cap, base), largest, 2 * TAIL)
-    return FactorizationNoise(noise.std, noise.grid, noise.sensitivity, norm, horizon)
+    return FactorizationNoise(noise.std, noise.grid, noise.sensitivity, norm, horizon, band)
+
+
+def candidate_bands(horizon: int, coordinates: int) -> list[int]:
+    """Bands :func:`choose_band` weighs: powers of two from :data:`SMALLEST_BAND` below T, and T itself (the full
+    factor), each whose stream of ``band × coordinates`` cells fits :data:`MAX_STREAM_CELLS` (the smallest when
+    none does)."""
+    bands = [1 << k for k in range(SMALLEST_BAND.bit_length() - 1, horizon.bit_length()) if 1 << k < horizon]
+    bands.append(horizon)
+    fitting = [band for band in bands if band * coordinates <= MAX_STREAM_CELLS]
+    return fitting or bands[:1]
+
+
+def mean_variance(noise: FactorizationNoise) -> float:
+    """Per-coordinate noise variance averaged over the T releases: ``σ² Σ_k H_k² (T − k)/T``."""
+    h = decoder_coefficients(noise.horizon, noise.bandwidth)
+    weights = (noise.horizon - np.arange(noise.horizon)) / noise.horizon
+    return noise.std**2 * float(np.dot(h * h, weights))
+
+
+def choose_band(
+    epsilon: float, delta: float, horizon: int, sensitivity: float, coordinates: int, data_bound: float
+) -> int:
+    """The band of least noise variance averaged over the rounds (:func:`mean_variance`, each calibrated with its
+    own snapping) among :func:`candidate_bands`; the smallest at ε = ∞ (no noise: the cheapest)."""
+    bands = candidate_bands(horizon, coordinates)
+    scores = [
+        mean_variance(_calibrated(epsilon, delta, horizon, sensitivity, coordinates, data_bound, band))
+        for band in bands
+    ]
+    return bands[int(np.argmin(scores))]
 
 
 def releases(noise: FactorizationNoise) -> list[Release]:
@@ -176,13 +293,52 @@ class ToeplitzStream:
         self._earlier[:rows] = windows[self.length - start - rows : self.length - start][::-1] @ self.history[:start]
 
 
+class BandedStream:
+    """Rows of a banded lower-triangular Toeplitz product ``y_t = Σ_{k<b} c_k x_{t−k}``, one per row pushed, from
+    the last b rows (a ring: memory ``b·n``)."""
+
+    def __init__(self, coefficients: np.ndarray, width: int) -> None:
+        self.coefficients, self.band = coefficients, len(coefficients)
+        self.history = np.zeros((self.band, width))
+        self.count = 0
+
+    def _weights(self, t: int) -> np.ndarray:
+        return self.coefficients[(t - np.arange(self.band)) % self.band]  # slot p holds the row of lag (t − p) mod b
+
+    def push(self, row: np.ndarray) -> np.ndarray:
+        """``y_t`` for the next row ``x_t`` (a new array)."""
+        t = self.count
+        self.history[t % self.band] = row
+        self.count += 1
+        return self._weights(t) @ self.history
+
+
+class BandedInverse(BandedStream):
+    """The running sums of ``w = C⁻¹ y`` for C banded Toeplitz (``c_0 = 1``): ``w_t = y_t − Σ_{0<k<b} c_k w_{t−k}``,
+    one per row ``y_t`` pushed; the sums are ``A C⁻¹ y``."""
+
+    def __init__(self, coefficients: np.ndarray, width: int) -> None:
+        super().__init__(coefficients, width)
+        self.total = np.zeros(width)
+
+    def push(self, row: np.ndarray) -> np.ndarray:
+        t = self.count
+        weights = self._weights(t)
+        weights[t % self.band] = 0.0  # that slot holds w_{t−b}: outside the band
+        w = (row - weights @ self.history) / self.coefficients[0]
+        self.history[t % self.band] = w
+        self.count += 1
+        self.total += w
+        return self.total.copy()
+
+
 class SqrtFactorization:
     """The square-root factorization mechanism: ``release(datum)`` gives the next noisy prefix sum.
 
     Parameters
     ----------
     noise : FactorizationNoise
-        σ, the grid and the horizon T (:func:`factorization_noise`).
+        σ, the grid, the horizon T and the band (:func:`factorization_noise`).
     shape : tuple of int
         The shape of a datum. With ``symmetric``, ``(s, s)``: each round's noise is a symmetric matrix
         (:func:`~privbandits.privacy.tree_mechanism.symmetric_gaussian`, as the tree's nodes) and the upper
@@ -190,6 +346,8 @@ class SqrtFactorization:
         independent streams, for tests and audits, is just more coordinates).
     rng : numpy.random.Generator or None
         Source of the noise (None: OS entropy).
+    keep_rows : bool
+        Keep every ``y_t`` for :attr:`noisy_rows` (tests and audits; the full factor keeps them anyway).
     """
 
     def __init__(
@@ -198,14 +356,22 @@ class SqrtFactorization:
         shape: tuple[int, ...],
         rng: np.random.Generator | None,
         symmetric: bool = False,
+        keep_rows: bool = False,
     ) -> None:
         if symmetric and (len(shape) != 2 or shape[0] != shape[1]):
             raise ValueError(f"SqrtFactorization: symmetric needs a square shape (s, s), got {shape}")
         self.noise, self.shape, self.rng, self.symmetric = noise, tuple(shape), rng, symmetric
         self._upper = np.triu_indices(shape[0]) if symmetric else None
-        width = len(self._upper[0]) if self._upper is not None else math.prod(shape)
-        c = sqrt_coefficients(noise.horizon)
-        self._data, self._released = ToeplitzStream(c, width), ToeplitzStream(c, width)
+        self.width = len(self._upper[0]) if self._upper is not None else math.prod(shape)
+        self._data: ToeplitzStream | BandedStream
+        self._released: ToeplitzStream | BandedInverse
+        if noise.banded:
+            c = sqrt_coefficients(noise.bandwidth)
+            self._data, self._released = BandedStream(c, self.width), BandedInverse(c, self.width)
+        else:
+            c = sqrt_coefficients(noise.horizon)
+            self._data, self._released = ToeplitzStream(c, self.width), ToeplitzStream(c, self.width)
+        self._rows: list[np.ndarray] | None = [] if keep_rows and noise.banded else None
 
     @property
     def releases(self) -> int:
@@ -215,22 +381,32 @@ class SqrtFactorization:
     @property
     def noisy_rows(self) -> np.ndarray:
         """``y_1 … y_t`` so far, ``snap((C x)_s) + z_s`` packed (the one Gaussian release the privacy rests on; every
-        prefix sum released is ``C y``): a read-only view."""
-        rows = self._released.history[: self._released.count]
+        prefix sum released is ``B y``): a read-only array (a banded factorization keeps them only with
+        ``keep_rows``)."""
+        if isinstance(self._released, ToeplitzStream):
+            rows = self._released.history[: self._released.count]
+        elif self._rows is not None:
+            rows = np.array(self._rows).reshape(-1, self.width)
+        else:
+            raise ValueError("SqrtFactorization: a banded factorization keeps its rows only with keep_rows = True")
         rows.flags.writeable = False
         return rows
 
     def release(self, datum: np.ndarray) -> np.ndarray:
-        """The next prefix sum plus its noise ``(C z)_t`` (a new array of the datum's shape)."""
+        """The next prefix sum plus its noise ``(B z)_t`` (a new array of the datum's shape)."""
+        if self.releases >= self.noise.horizon:
+            raise ValueError(f"SqrtFactorization: all {self.noise.horizon} releases were made")
         row = self._pack(np.asarray(datum, dtype=np.float64))
         y = self._data.push(row)
         if self.noise.std > 0:
             y = snap_to(y, self.noise.grid) + self._draw()
+        if self._rows is not None:
+            self._rows.append(y)
         return self._unpack(self._released.push(y))
 
     def _draw(self) -> np.ndarray:
         if self._upper is None:
-            return discrete_gaussian(self.rng, self.noise.std, (len(self._data.history[0]),))
+            return discrete_gaussian(self.rng, self.noise.std, (self.width,))
         from privbandits.privacy.tree_mechanism import symmetric_gaussian
 
         return symmetric_gaussian(self.rng, self.shape[0], self.noise.std)[self._upper]

@@ -48,8 +48,10 @@ def test_the_factorization_records_one_gaussian_release_accounted_by_pld_at_the_
     assert details["continual_release"] == "sqrt_factorization" and details["calibration"] == "analytic"
     assert details["accounted_epsilon"] == pytest.approx(1.0, rel=0.01)
     assert details["rdp_epsilon"] >= details["accounted_epsilon"]
-    assert details["column_norm"] == column_norm(200)
-    assert details["effective_sensitivity"] == pytest.approx(REPLACE_SENSITIVITY * column_norm(200), rel=0.05)
+    band = details["band"]  # chosen: the least noise among the bands that fit (test_factorization_band.py)
+    assert band == learner.factorization_noise.bandwidth <= 200 and details["column_norm"] == column_norm(band)
+    assert details["decoder_norm"] == learner.factorization_noise.decoder_norm
+    assert details["effective_sensitivity"] == pytest.approx(REPLACE_SENSITIVITY * column_norm(band), rel=0.05)
     assert learner.user_epsilon([1]) == pytest.approx(details["accounted_epsilon"], rel=1e-9)
 
 
@@ -87,6 +89,26 @@ def test_the_horizon_is_enforced():
     _play(learner, 3)
     with pytest.raises(Exception, match="horizon = 3"):
         _play(learner, 1)
+
+
+def test_a_declared_band_is_used_and_a_band_without_the_factorization_is_refused():
+    learner = JointDPLinUCB(3, 2, **FACTORIZED, factorization_band=8, rng=0)
+    _play(learner, 20)
+    assert learner.factorization_noise.bandwidth == 8 and learner.ledger.entries[0].details["band"] == 8
+    full = JointDPLinUCB(3, 2, **FACTORIZED, factorization_band=10_000, rng=0)
+    assert full.factorization_noise.bandwidth == 200 and not full.factorization_noise.banded
+    with pytest.raises(InvalidInputError, match="factorization_band needs continual_release = 'sqrt_factorization'"):
+        JointDPLinUCB(3, 2, **KWARGS, factorization_band=8)
+    with pytest.raises(InvalidInputError, match="factorization_band must be an integer >= 1 or None"):
+        JointDPLinUCB(3, 2, **FACTORIZED, factorization_band=0)
+
+
+def test_the_band_enters_a_run_spec_when_declared_and_the_mechanism_names_its_key():
+    chosen = JointDPLinUCBConfig(kind="joint_dp_linucb", continual_release="sqrt_factorization")
+    banded = JointDPLinUCBConfig(kind="joint_dp_linucb", continual_release="sqrt_factorization", factorization_band=64)
+    assert "factorization_band" not in chosen.model_dump() and banded.model_dump()["factorization_band"] == 64
+    assert chosen.noise_key()["factorization"] == "sqrt/banded-auto-1"
+    assert "factorization" not in JointDPLinUCBConfig(kind="joint_dp_linucb").noise_key()
 
 
 def test_the_option_enters_a_run_spec_only_away_from_the_tree():

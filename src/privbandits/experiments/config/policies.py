@@ -564,8 +564,23 @@ class JointDPLinUCBConfig(_DPLinUCBBase):
 
     kind: Literal["joint_dp_linucb"]
     continual_release: Literal["tree", "sqrt_factorization"] = declared("JointDPLinUCB", "continual_release")
-    LATER: ClassVar[dict[str, object]] = {**_DPLinUCBBase.LATER, "continual_release": "tree"}
-    """Also the continual release, added after runs were stored: at the tree, a run spec leaves it out (keys kept)."""
+    factorization_band: int | None = declared("JointDPLinUCB", "factorization_band")
+    LATER: ClassVar[dict[str, object]] = {
+        **_DPLinUCBBase.LATER,
+        "continual_release": "tree",
+        "factorization_band": None,
+    }
+    """Also the continual release and the factorization's band, added after runs were stored: at the tree (and a
+    chosen band), a run spec leaves them out (keys kept)."""
+
+    def noise_key(self) -> dict[str, str]:
+        """The sampler, and with the factorization the mechanism's name (a changed band choice is a new key)."""
+        key = super().noise_key()
+        if key and self.continual_release == "sqrt_factorization":
+            from privbandits.privacy.factorization import FACTORIZATION_KEY
+
+            key["factorization"] = FACTORIZATION_KEY
+        return key
 
     def learner_class(self) -> type[PrivateLinUCB]:
         from privbandits.protocols.dp import JointDPLinUCB

@@ -37,7 +37,13 @@ def _joint(point: Point, dim: int, horizon: int) -> float:
     policy = point.policy
     if policy.get("continual_release", "tree") == "sqrt_factorization":
         noise = factorization.factorization_noise(
-            policy["epsilon"], policy["delta"], horizon, REPLACE_SENSITIVITY, augmented_coordinates(dim), 1.0
+            policy["epsilon"],
+            policy["delta"],
+            horizon,
+            REPLACE_SENSITIVITY,
+            augmented_coordinates(dim),
+            1.0,
+            policy.get("factorization_band"),
         )
         return ledger_epsilons(factorization.releases(noise), policy["delta"])["accounted_epsilon"]
     formula = joint_noise_std(policy["epsilon"], policy["delta"], horizon, policy["calibration"])

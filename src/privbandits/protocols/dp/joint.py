@@ -23,7 +23,7 @@ from privbandits.privacy.tree_mechanism import (
     augmented_coordinates,
 )
 from privbandits.protocols.dp.base import PrivateLinUCB, spectral_bound
-from privbandits.validation import CallOrderError, Choice, InvalidInputError
+from privbandits.validation import CallOrderError, Choice, Integer, InvalidInputError, NoneOr
 
 PRIVACY_UNIT = "one round's (x, r) (joint DP: every other round's arm)"
 
@@ -113,7 +113,9 @@ class JointDPLinUCB(PrivateLinUCB):
     ``continual_release = "sqrt_factorization"`` (:class:`ContinualRelease`) releases the same prefix sums by
     the square-root matrix factorization instead (:mod:`~privbandits.privacy.factorization`): one Gaussian
     release of ``C x + z`` at sensitivity ``2‖C‖_col`` plus its snapping, σ analytic, the ledger entry
-    ``dp_linucb.joint.sqrt_factorization``; the regulariser shift uses its noise at round T, ``σ‖C‖_col``.
+    ``dp_linucb.joint.sqrt_factorization``; the regulariser shift uses its noise at round T, ``σ‖B‖_row``. C is
+    banded (``factorization_band``; by default the band of least noise whose memory fits), the releases ``A C⁻¹``
+    of the noisy rows.
 
     Differences from the paper: a constant width α (not β_t); the Gaussian noise of
     §4.2 only (not the Wishart noise of §4.1). The reference code of Chowdhury &
@@ -130,14 +132,34 @@ class JointDPLinUCB(PrivateLinUCB):
             ContinualRelease.TREE,
             "prefix sums released by the binary tree (the paper's) or the square-root matrix factorization "
             "(lower noise at equal ε, δ; needs calibration = analytic)",
-        )
+        ),
+        "factorization_band": Option(
+            NoneOr(Integer(low=1), "chosen"),
+            None,
+            "rows of C a datum enters with the factorization (None: the band of least noise whose memory fits; "
+            "T or more: the full square root)",
+        ),
     }
 
     def __init__(
-        self, n_arms: int, dim: int, *, continual_release: ContinualRelease | str = ContinualRelease.TREE, **kwargs
+        self,
+        n_arms: int,
+        dim: int,
+        *,
+        continual_release: ContinualRelease | str = ContinualRelease.TREE,
+        factorization_band: int | None = None,
+        **kwargs,
     ) -> None:
+        name = type(self).__name__
         release = ContinualRelease(self.OPTIONS["continual_release"].check(continual_release, "continual_release",
-                                                                          type(self).__name__))  # fmt: skip
+                                                                          name))  # fmt: skip
+        self.factorization_band = self.OPTIONS["factorization_band"].check(factorization_band, "factorization_band",
+                                                                           name)  # fmt: skip
+        if self.factorization_band is not None and release is ContinualRelease.TREE:
+            raise InvalidInputError(
+                f"{name}: factorization_band needs continual_release = 'sqrt_factorization' (the tree has no band), "
+                f"got factorization_band = {self.factorization_band!r} with continual_release = 'tree'"
+            )
         super().__init__(n_arms, dim, **kwargs)
         self.continual_release = release
         if release is ContinualRelease.SQRT_FACTORIZATION:
@@ -162,8 +184,8 @@ class JointDPLinUCB(PrivateLinUCB):
 
     def _factorized(self) -> None:
         """The square-root factorization in place of the tree: σ of one analytic Gaussian release of ``C x`` at
-        sensitivity 2·‖C‖_col (plus snapping), and the shift for its noise at round T, ``σ‖C‖_col`` per
-        off-diagonal entry (√2 times on the diagonal, as the tree's)."""
+        sensitivity 2·‖C‖_col (plus snapping), C of band ``factorization_band``, and the shift for its noise at
+        round T, ``σ‖B‖_row`` per off-diagonal entry (√2 times on the diagonal, as the tree's)."""
         if self.private and self.noise_calibration is not GaussianCalibration.ANALYTIC:
             raise InvalidInputError(
                 f"{type(self).__name__}: continual_release = 'sqrt_factorization' needs calibration = 'analytic' "
@@ -171,10 +193,16 @@ class JointDPLinUCB(PrivateLinUCB):
             )
         self.tree, self.levels = None, 1
         self.factorization_noise = factorization.factorization_noise(
-            self.epsilon, self.delta, self.horizon, REPLACE_SENSITIVITY, augmented_coordinates(self.dim), 1.0
+            self.epsilon,
+            self.delta,
+            self.horizon,
+            REPLACE_SENSITIVITY,
+            augmented_coordinates(self.dim),
+            1.0,
+            self.factorization_band,
         )
         self._noise_std, self.sensitivity = self.factorization_noise.std, self.factorization_noise.sensitivity
-        width = self._noise_std * self.factorization_noise.column_norm * math.sqrt(2)
+        width = self._noise_std * self.factorization_noise.decoder_norm * math.sqrt(2)
         self.upsilon = spectral_bound(width, self.dim, self.horizon, self.failure_probability) if self.private else 0.0
         self.shift = 2.0 * self.upsilon if self.shift_regularizer else 0.0
         self.factorization = (
@@ -216,13 +244,13 @@ class JointDPLinUCB(PrivateLinUCB):
     def _factorized_user_releases(self, times: list[int]) -> list[Release]:
         """With the factorization, a user's rounds move ``C x`` by at most ``Δ·‖Σ_{t∈rounds} C e_t‖`` (C's entries
         are all positive: the worst case has every datum's change aligned) plus the same snapping and rounding as
-        one round (one snap per row however many data it holds): one Gaussian release."""
+        one round (one snap per row however many data it holds; rows of the band only): one Gaussian release."""
         if not times:
             return []
         noise = self.factorization_noise
         indicator = np.zeros(self.horizon)
         indicator[np.asarray(times) - 1] = 1.0
-        columns = np.convolve(indicator, factorization.sqrt_coefficients(self.horizon))[: self.horizon]
+        columns = np.convolve(indicator, factorization.sqrt_coefficients(noise.bandwidth))[: self.horizon]
         slack = noise.sensitivity - REPLACE_SENSITIVITY * noise.column_norm
         return [Release.gaussian(noise.std, REPLACE_SENSITIVITY * float(np.linalg.norm(columns)) + slack)]
 
@@ -283,6 +311,8 @@ class JointDPLinUCB(PrivateLinUCB):
             "continual_release": str(self.continual_release),
             "noise_std": self._noise_std,
             "column_norm": noise.column_norm,
+            "band": noise.bandwidth,
+            "decoder_norm": noise.decoder_norm,
             "horizon": self.horizon,
             "regularizer_shift": self.shift,
             "sensitivity": REPLACE_SENSITIVITY,
