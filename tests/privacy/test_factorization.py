@@ -115,35 +115,3 @@ def test_the_variance_at_the_horizon_is_below_the_trees_at_equal_epsilon_and_del
     assert trees.mean() / ours.mean() == pytest.approx(6.34, abs=0.01)
     assert rounds[trees <= ours].tolist() == [4096, 8192, 16384]
     assert (trees / ours)[[4095, 8191, 16383]] == pytest.approx([0.957, 0.903, 0.855], abs=0.001)
-
-
-def test_neighbours_move_the_noisy_rows_by_at_most_the_effective_sensitivity_and_every_row_is_on_the_grid():
-    """Two streams of ``z zᵀ`` (‖x‖ ≤ 1, |r| ≤ 1) that differ at round 17, with the same noise: their
-    ``y = snap(C x) + z`` (what the privacy rests on; the releases are ``C y``) lie on the noise's grid, agree
-    before round 17 and differ in every row after it, by at most the calibrated sensitivity in all (in the measure
-    of symmetric noise: the diagonal scaled by 1/√2), and by no less than the exact ``C x`` differs less the most
-    snapping adds."""
-    dim, horizon, changed = 3, 300, 17
-    noise = factorization_noise(1.0, 1e-5, horizon, REPLACE_SENSITIVITY, augmented_coordinates(dim), 1.0, horizon)
-    rng = np.random.default_rng(3)
-    x = rng.normal(size=(horizon, dim + 1))
-    x /= np.linalg.norm(x[:, :dim], axis=1, keepdims=True) * 1.2
-    x[:, dim] = rng.uniform(-1, 1, horizon)
-    other = x.copy()
-    other[changed - 1] = [*(-x[changed - 1, :dim][::-1]), -x[changed - 1, dim]]
-    rows = []
-    for data in (x, other):
-        mechanism = SqrtFactorization(noise, (dim + 1, dim + 1), np.random.default_rng(9), symmetric=True)
-        for z in data:
-            mechanism.release(np.outer(z, z))
-        rows.append(mechanism.noisy_rows.copy())
-    assert np.array_equal(np.round(rows[0] / noise.grid) * noise.grid, rows[0])
-    difference = rows[0] - rows[1]
-    assert not difference[: changed - 1].any() and difference[changed - 1 :].any(axis=1).all()
-    diagonal = np.array([i == j for i, j in zip(*np.triu_indices(dim + 1), strict=True)])
-    measured = np.linalg.norm(np.where(diagonal, difference / math.sqrt(2), difference))
-    change = np.outer(x[changed - 1], x[changed - 1]) - np.outer(other[changed - 1], other[changed - 1])
-    scaled = np.where(diagonal, 1 / math.sqrt(2), 1.0) * change[np.triu_indices(dim + 1)]
-    exact = np.linalg.norm(sqrt_factor(horizon)[:, changed - 1, None] * scaled)
-    slack = noise.sensitivity - REPLACE_SENSITIVITY * noise.column_norm
-    assert exact - slack <= measured <= noise.sensitivity
