@@ -50,14 +50,14 @@ def per_release(dim: int, horizon: int, releases: int) -> tuple[float, float, in
     noise = factorization_noise(1.0, DELTA, horizon, REPLACE_SENSITIVITY, augmented_coordinates(dim), 1.0)
     tree = TreeMechanism(dim + 1, joint_noise_std(1.0, DELTA, horizon, "analytic", dim=dim), rng)
     ours = SqrtFactorization(noise, (dim + 1, dim + 1), rng, symmetric=True)
-    datum = np.outer(np.full(dim + 1, 0.3 / dim**0.5), np.full(dim + 1, 0.3 / dim**0.5))
+    datum = np.full(dim + 1, 0.3 / dim**0.5)  # z of the datum z zᵀ
     TreeMechanism(dim + 1, tree.std, rng).release()  # the sampler's table and compiled search, built once
     start = time.perf_counter()
     for _ in range(releases):
         tree.release()
     middle = time.perf_counter()
     for _ in range(releases):
-        ours.release(datum)
+        ours.release_outer(datum)
     return (middle - start) / releases, (time.perf_counter() - middle) / releases, noise.bandwidth
 
 

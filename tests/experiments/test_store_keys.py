@@ -306,7 +306,7 @@ ADDED = {
     "privacy-map": (  # issue 47: the sqrt factorization beside the tree, shuffle points at an amplifying batch (the
         # factorization's keys name its mechanism, FACTORIZATION_KEY: the banded factor with its band chosen)
         re.compile(r"sqrt factorization|batch (?!100:)\d+"),
-        (180, "23c13f21e92ab37095ca7ac3fbf6c771", "bdae924dc31c6c1d"),
+        (180, "2f0c88723d92fac1f522dbbf745b4472", "6d41ba04a57c2f47"),
     ),
 }
 

@@ -14,6 +14,7 @@ from privbandits.privacy.accountant import pld_epsilon
 from privbandits.privacy.factorization import (
     MAX_STREAM_CELLS,
     BandedInverse,
+    BandedOuterStream,
     BandedStream,
     FactorizationNoise,
     SqrtFactorization,
@@ -98,7 +99,7 @@ def test_a_datum_moves_only_the_rows_it_enters_by_at_most_the_effective_sensitiv
     for data in (x, other):
         mechanism = SqrtFactorization(noise, (dim + 1, dim + 1), np.random.default_rng(9), True, keep_rows=True)
         for z in data:
-            mechanism.release(np.outer(z, z))
+            mechanism.release_outer(z)
         rows.append(mechanism.noisy_rows.copy())
     assert np.array_equal(np.round(rows[0] / noise.grid) * noise.grid, rows[0])
     difference = rows[0] - rows[1]
@@ -146,3 +147,25 @@ def test_refusals_a_bad_band_a_release_past_the_horizon_and_rows_not_kept():
         mechanism.release(np.zeros(2))
     with pytest.raises(ValueError, match="keep_rows = True"):
         mechanism.noisy_rows  # noqa: B018
+
+
+def test_the_outer_stream_forms_the_band_of_z_z_transposed_as_the_packed_stream_does():
+    rng = np.random.default_rng(5)
+    c, upper = sqrt_coefficients(6), np.triu_indices(4)
+    packed, outer = BandedStream(c, len(upper[0])), BandedOuterStream(c, 4, upper)
+    for z in rng.normal(size=(20, 4)):
+        assert np.allclose(outer.push(z), packed.push(np.outer(z, z)[upper]), atol=1e-12, rtol=0)
+
+
+def test_a_banded_symmetric_factorization_takes_z_and_a_refused_release_changes_nothing():
+    noise = FactorizationNoise(1.0, 2.0**-20, 1.0, column_norm(2), 2, 1)
+    mechanism = SqrtFactorization(noise, (2, 2), np.random.default_rng(0), symmetric=True)
+    with pytest.raises(ValueError, match="takes z of each datum"):
+        mechanism.release(np.eye(2))
+    with pytest.raises(ValueError, match=r"z of shape \(2,\)"):
+        mechanism.release_outer(np.ones(3))
+    mechanism.release_outer(np.ones(2))
+    mechanism.release_outer(np.ones(2))
+    with pytest.raises(ValueError, match="all 2 releases were made"):
+        mechanism.release_outer(np.ones(2))
+    assert mechanism.releases == 2 and mechanism._data.count == 2

@@ -50,16 +50,17 @@ from privbandits.privacy.calibration import analytic_gaussian_std, snapped_noise
 from privbandits.privacy.noise import TAIL, discrete_gaussian, snap_to
 
 __all__ = [
-    "FACTORIZATION_KEY", "MAX_STREAM_CELLS", "BandedInverse", "BandedStream", "FactorizationNoise", "SqrtFactorization",
-    "ToeplitzStream", "choose_band", "column_norm", "decoder_coefficients", "factorization_noise", "releases",
-    "candidate_bands", "mean_variance", "rounding_bound", "sqrt_coefficients", "sqrt_factor", "tree_variance_ratio",
+    "FACTORIZATION_KEY", "MAX_STREAM_CELLS", "BandedInverse", "BandedOuterStream", "BandedStream",
+    "FactorizationNoise", "SqrtFactorization", "ToeplitzStream", "candidate_bands", "choose_band", "column_norm",
+    "decoder_coefficients", "factorization_noise", "mean_variance", "releases", "rounding_bound", "sqrt_coefficients",
+    "sqrt_factor", "tree_variance_ratio",
 ]  # fmt: skip
 
 MAX_STREAM_CELLS = 2**23
 """The most float64 cells (64 MiB) one of the mechanism's two streams may keep: bounds the band (and so the memory
 and the time of each release) where the band is chosen automatically."""
 SMALLEST_BAND = 16
-FACTORIZATION_KEY = "sqrt/banded-auto-1"
+FACTORIZATION_KEY = "sqrt/banded-auto-2"
 """Names the mechanism in run specs (a changed mechanism or band choice is a new name, so no stored run is reused)."""
 
 UNIT_ROUNDOFF = 2.0**-53
@@ -127,10 +128,12 @@ def decoder_coefficients(horizon: int, band: int) -> np.ndarray:
     return _decoder(horizon, min(band, horizon))
 
 
-def rounding_bound(length: int, data_bound: float) -> float:
+def rounding_bound(length: int, data_bound: float, factors: int = 1) -> float:
     """The most a row of ``C x`` computed in float64 can differ from the exact one, for data whose coordinates
-    are at most ``data_bound`` in magnitude: ``γ_T·Σ_k c_k·data_bound``, γ_T = T·u/(1 − T·u)."""
-    gamma = length * UNIT_ROUNDOFF / (1.0 - length * UNIT_ROUNDOFF)
+    are at most ``data_bound`` in magnitude: ``γ_{T+f−1}·Σ_k c_k·data_bound``, γ_n = n·u/(1 − n·u), for terms that
+    are products of ``factors`` f numbers besides c_k (f = 2: ``c_k·z_i·z_j``, a datum ``z zᵀ`` formed in the sum)."""
+    terms = length + factors - 1
+    gamma = terms * UNIT_ROUNDOFF / (1.0 - terms * UNIT_ROUNDOFF)
     return gamma * float(np.sum(sqrt_coefficients(length))) * data_bound
 
 
@@ -202,7 +205,7 @@ def _calibrated(
     norm = column_norm(band)
     if math.isinf(epsilon):
         return FactorizationNoise(0.0, 0.0, sensitivity * norm, norm, horizon, band)
-    rows, rounding = coordinates * band, rounding_bound(band, data_bound)
+    rows, rounding = coordinates * band, rounding_bound(band, data_bound, factors=2)  # either way of forming Cx
     base = sensitivity * norm + 2.0 * rounding * math.sqrt(rows)
     largest = data_bound * float(np.sum(sqrt_coefficients(band)))
     cap = 2.0 * (largest + rounding) * math.sqrt(rows)
@@ -295,11 +298,11 @@ class ToeplitzStream:
 
 class BandedStream:
     """Rows of a banded lower-triangular Toeplitz product ``y_t = Σ_{k<b} c_k x_{t−k}``, one per row pushed, from
-    the last b rows (a ring: memory ``b·n``)."""
+    the last b rows (a ring: memory ``b·n``, of ``dtype``)."""
 
-    def __init__(self, coefficients: np.ndarray, width: int) -> None:
-        self.coefficients, self.band = coefficients, len(coefficients)
-        self.history = np.zeros((self.band, width))
+    def __init__(self, coefficients: np.ndarray, width: int, dtype: type = np.float64) -> None:
+        self.coefficients, self.band = np.asarray(coefficients, dtype=dtype), len(coefficients)
+        self.history: np.ndarray = np.zeros((self.band, width), dtype=dtype)
         self.count = 0
 
     def _weights(self, t: int) -> np.ndarray:
@@ -313,19 +316,38 @@ class BandedStream:
         return self._weights(t) @ self.history
 
 
+class BandedOuterStream(BandedStream):
+    """:class:`BandedStream` for data ``z zᵀ`` given as z (``push(z)``): ``Σ_{k<b} c_k z_{t−k} z_{t−k}ᵀ`` from the
+    last b vectors, as one matrix product (memory ``b·s``, not ``b·s²``), the entries ``upper`` packed. Each entry
+    is a sum of b products ``c_k·z_i·z_j``: :func:`rounding_bound` with two factors."""
+
+    def __init__(self, coefficients: np.ndarray, size: int, upper: tuple[np.ndarray, np.ndarray]) -> None:
+        super().__init__(coefficients, size)
+        self.upper = upper
+
+    def push(self, row: np.ndarray) -> np.ndarray:
+        t = self.count
+        self.history[t % self.band] = row
+        self.count += 1
+        weighted = self.history * self._weights(t)[:, None]
+        return (weighted.T @ self.history)[self.upper]
+
+
 class BandedInverse(BandedStream):
     """The running sums of ``w = C⁻¹ y`` for C banded Toeplitz (``c_0 = 1``): ``w_t = y_t − Σ_{0<k<b} c_k w_{t−k}``,
-    one per row ``y_t`` pushed; the sums are ``A C⁻¹ y``."""
+    one per row ``y_t`` pushed; the sums are ``A C⁻¹ y``. The last b w's may be kept in float32 (half the memory
+    read per row; the releases are post-processing of y, so only their accuracy depends on it), the sums in
+    float64."""
 
-    def __init__(self, coefficients: np.ndarray, width: int) -> None:
-        super().__init__(coefficients, width)
+    def __init__(self, coefficients: np.ndarray, width: int, dtype: type = np.float64) -> None:
+        super().__init__(coefficients, width, dtype)
         self.total = np.zeros(width)
 
     def push(self, row: np.ndarray) -> np.ndarray:
         t = self.count
         weights = self._weights(t)
         weights[t % self.band] = 0.0  # that slot holds w_{t−b}: outside the band
-        w = (row - weights @ self.history) / self.coefficients[0]
+        w = (row - weights @ self.history) / float(self.coefficients[0])
         self.history[t % self.band] = w
         self.count += 1
         self.total += w
@@ -367,7 +389,9 @@ class SqrtFactorization:
         self._released: ToeplitzStream | BandedInverse
         if noise.banded:
             c = sqrt_coefficients(noise.bandwidth)
-            self._data, self._released = BandedStream(c, self.width), BandedInverse(c, self.width)
+            self._data, self._released = BandedStream(c, self.width), BandedInverse(c, self.width, np.float32)
+            if self._upper is not None:
+                self._data = BandedOuterStream(c, shape[0], self._upper)
         else:
             c = sqrt_coefficients(noise.horizon)
             self._data, self._released = ToeplitzStream(c, self.width), ToeplitzStream(c, self.width)
@@ -394,10 +418,29 @@ class SqrtFactorization:
 
     def release(self, datum: np.ndarray) -> np.ndarray:
         """The next prefix sum plus its noise ``(B z)_t`` (a new array of the datum's shape)."""
+        if isinstance(self._data, BandedOuterStream):
+            raise ValueError("SqrtFactorization: a banded symmetric factorization takes z of each datum z zᵀ "
+                             "(release_outer)")  # fmt: skip
+        self._check_room()
+        return self._released_row(self._data.push(self._pack(np.asarray(datum, dtype=np.float64))))
+
+    def release_outer(self, vector: np.ndarray) -> np.ndarray:
+        """:meth:`release` of the datum ``z zᵀ`` (symmetric only), given z: a band forms its rows from the last b
+        vectors (:class:`BandedOuterStream`)."""
+        z = np.asarray(vector, dtype=np.float64)
+        if not self.symmetric or z.shape != self.shape[:1]:
+            raise ValueError(f"SqrtFactorization: release_outer needs a symmetric factorization and z of shape "
+                             f"{self.shape[:1]}, got {z.shape}")  # fmt: skip
+        if isinstance(self._data, BandedOuterStream):
+            self._check_room()
+            return self._released_row(self._data.push(z))
+        return self.release(np.outer(z, z))
+
+    def _check_room(self) -> None:
         if self.releases >= self.noise.horizon:
             raise ValueError(f"SqrtFactorization: all {self.noise.horizon} releases were made")
-        row = self._pack(np.asarray(datum, dtype=np.float64))
-        y = self._data.push(row)
+
+    def _released_row(self, y: np.ndarray) -> np.ndarray:
         if self.noise.std > 0:
             y = snap_to(y, self.noise.grid) + self._draw()
         if self._rows is not None:

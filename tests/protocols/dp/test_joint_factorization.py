@@ -107,7 +107,7 @@ def test_the_band_enters_a_run_spec_when_declared_and_the_mechanism_names_its_ke
     chosen = JointDPLinUCBConfig(kind="joint_dp_linucb", continual_release="sqrt_factorization")
     banded = JointDPLinUCBConfig(kind="joint_dp_linucb", continual_release="sqrt_factorization", factorization_band=64)
     assert "factorization_band" not in chosen.model_dump() and banded.model_dump()["factorization_band"] == 64
-    assert chosen.noise_key()["factorization"] == "sqrt/banded-auto-1"
+    assert chosen.noise_key()["factorization"] == "sqrt/banded-auto-2"
     assert "factorization" not in JointDPLinUCBConfig(kind="joint_dp_linucb").noise_key()
 
 

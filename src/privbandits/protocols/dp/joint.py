@@ -270,7 +270,7 @@ class JointDPLinUCB(PrivateLinUCB):
     def _report(self, x: np.ndarray, reward: float) -> None:
         z = np.append(x, reward)
         if self.factorization is not None:
-            released = self.factorization.release(np.outer(z, z))
+            released = self.factorization.release_outer(z)
         elif self.tree is not None:  # each datum snapped to the noise's grid, never the prefix (noise.py): exact sums
             self._moments += snap_to(np.outer(z, z), self.snapping.grid)
             released = self._moments + self.tree.release()
