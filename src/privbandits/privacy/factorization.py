@@ -301,7 +301,8 @@ class BandedStream:
     the last b rows (a ring: memory ``b·n``, of ``dtype``)."""
 
     def __init__(self, coefficients: np.ndarray, width: int, dtype: type = np.float64) -> None:
-        self.coefficients, self.band = np.asarray(coefficients, dtype=dtype), len(coefficients)
+        self.coefficients: np.ndarray = np.asarray(coefficients, dtype=dtype)
+        self.band = len(coefficients)
         self.history: np.ndarray = np.zeros((self.band, width), dtype=dtype)
         self.count = 0
 
