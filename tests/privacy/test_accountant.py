@@ -84,10 +84,28 @@ def test_local_dp_ledger_pld_equals_the_analytic_claim(epsilon):
         assert entry.details["accounted_epsilon"] < entry.details["rdp_epsilon"]
 
 
-def test_fclub_privatizers_pld_equals_the_analytic_claim_and_a_user_pays_more():
+def _default_fclub(source: str) -> FCLUBConfig:
+    """CDP-FCLUB-DC at ε = 1, δ = DELTA, T = 254 as a user gets it without naming its noise: in Python, as an
+    experiment config's fclub policy, as a deployment file's [protocol] section."""
+    if source == "python":
+        return FCLUBConfig.for_variant("cdp-fclub-dc", horizon=254, epsilon=1.0, delta=DELTA)
+    if source == "config":
+        from privbandits.experiments.registry import POLICY_KINDS
+
+        return POLICY_KINDS.validate({"kind": "fclub", "epsilon": 1.0, "delta": DELTA}).protocol_config(254)
+    from privbandits.deploy.fclub.section import FCLUBProtocol
+
+    section = {"name": "fclub", "horizon": 254, "n_users": 12, "n_clusters": 3, "dim": 5, "n_arms": 6,
+               "epsilon": 1.0, "options": {"delta": DELTA}}  # fmt: skip
+    return FCLUBProtocol.model_validate(section).fclub_config()
+
+
+@pytest.mark.parametrize("source", ["python", "config", "deployment"])
+def test_fclub_privatizers_pld_equals_the_claim_at_the_default_noise_and_a_user_pays_more(source):
+    """Issue 47, tight by default: FCLUB's privatizers are at the analytic Gaussian unless told otherwise."""
     env = ClusteredLinearBandit(n_users=12, n_clusters=3, dim=5, n_arms=6)
-    config = FCLUBConfig.for_variant("cdp-fclub-dc", horizon=254, noise_variance="analytic", epsilon=1.0,
-                                     delta=DELTA)  # fmt: skip
+    config = _default_fclub(source)
+    assert config.noise_variance == "analytic"
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="FCLUB: privatizer noise exceeded")
         bandit = run_fclub(config, env, 3, seed=0).bandit
