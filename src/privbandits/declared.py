@@ -111,6 +111,7 @@ DECLARED: dict[str, dict[str, dict[str, Any]]] = {
         'm_bound': {'default': None, 'description': 'm in the logs (None: the number of users)', 'ge': 1},
         'lambda_x': {'default': None, 'description': "λ_x, the contexts' smallest eigenvalue (None: 1/d)", 'gt': 0, 'le': 1},
         'noise_variance': {'default': 'analytic', 'description': "the tree's per-node variance: the analytic Gaussian (tight), or a printed form (§8 A4, reproductions)"},
+        'continual_release': {'default': 'tree', 'description': "each privatizer's prefix sums by the binary tree (the paper's) or the square-root matrix factorization (lower noise at equal ε, δ; needs noise_variance = analytic)"},
         'rho_formula': {'default': 'eq7', 'description': 'spectral bound ρ on the tree noise (§8 A5)'},
         'rho_constant': {'default': 2.0, 'description': 'c of the consistent ρ formula', 'gt': 0},
         'tree_depth': {'default': 'horizon', 'description': 'tree depth ν (§8 A6)'},

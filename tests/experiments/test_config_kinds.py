@@ -129,6 +129,18 @@ def test_fclub_noise_is_analytic_by_default_and_the_paper_form_keeps_the_stored_
     assert FCLUBPolicyConfig(kind="fclub", preset="reference").protocol_config(9).noise_variance == "reference_std"
 
 
+def test_fclub_continual_release_is_in_the_spec_only_when_set():
+    """Issue 47 item 5: ``continual_release`` (added after runs were stored) is left out of a run spec while it is
+    left to the preset (the tree), so stored keys hold; set, it reaches the protocol and its spec."""
+    default = FCLUBPolicyConfig(kind="fclub")
+    factorized = FCLUBPolicyConfig(kind="fclub", continual_release="sqrt_factorization")
+    assert "continual_release" not in default.model_dump() and default.protocol_config(9).continual_release == "tree"
+    assert factorized.model_dump()["continual_release"] == "sqrt_factorization"
+    assert factorized.protocol_config(9).continual_release == "sqrt_factorization"
+    with pytest.raises(ValueError, match="needs noise_variance = 'analytic'"):
+        FCLUBPolicyConfig(kind="fclub", continual_release="sqrt_factorization", noise_variance="squared_log")
+
+
 # -- compatibility ---------------------------------------------------------------------------
 GAUSSIAN = {"kind": "linear_gaussian", "dim": 6, "n_arms": 3}
 CLUSTERED = {"kind": "clustered_users", "construction": "reference", "dim": 6}

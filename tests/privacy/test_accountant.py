@@ -125,6 +125,26 @@ def test_fclub_privatizers_pld_equals_the_claim_at_the_default_noise_and_a_user_
     assert worst == pytest.approx(report.per_user_epsilon)
 
 
+def test_fclub_factorized_privatizers_pld_equals_the_claim_and_a_user_pays_each_privatizer_once():
+    """continual_release = "sqrt_factorization": every privatizer is one Gaussian release of C x + z (its ledger's
+    PLD is the claim, to 1%, from its first release on); a user's datum enters one increment of every privatizer
+    of its lineage, so per_user_epsilon composes that release once a privatizer."""
+    from privbandits.privacy.factorization import releases
+
+    env = ClusteredLinearBandit(n_users=12, n_clusters=3, dim=5, n_arms=6)
+    config = FCLUBConfig.for_variant("cdp-fclub-dc", horizon=254, epsilon=1.0, delta=DELTA,
+                                     continual_release="sqrt_factorization")  # fmt: skip
+    bandit = run_fclub(config, env, 3, seed=0).bandit
+    noise = bandit.calibration.factorization
+    for entry in bandit.ledger.entries:
+        assert entry.details["accounted_epsilon"] == pytest.approx(1.0, rel=0.01)
+        assert entry.details["effective_sensitivity"] == noise.sensitivity and entry.details["noise_std"] == noise.std
+    report = bandit.privacy_report()
+    assert report.max_levels_per_privatizer == 1 and report.max_nodes_per_datum >= 2  # its phase and async ones
+    composed = pld_epsilon(releases(noise) * report.max_nodes_per_datum, DELTA)
+    assert report.per_user_epsilon == pytest.approx(composed, rel=1e-9) and 1.0 < composed
+
+
 def test_joint_dp_user_with_several_rounds_pays_their_shared_nodes():
     learner = JointDPLinUCB(3, 4, epsilon=1.0, delta=DELTA, horizon=1000, rng=0, calibration="analytic")
     one = learner.user_epsilon([5])

@@ -26,8 +26,15 @@ MPC_LATER_OPTIONS = (
 )
 """:class:`~privbandits.protocols.mpc_bandit.MPCBanditConfig`'s boolean options added after results were stored."""
 
-FCLUB_LATER_OPTIONS = ("ridge_in_recommendation_only", "carry_synchronized_copies")
-""":class:`~privbandits.protocols.fclub.config.FCLUBConfig` options added after runs were stored (issue 29)."""
+FCLUB_LATER_OPTIONS = ("ridge_in_recommendation_only", "carry_synchronized_copies", "continual_release")
+""":class:`~privbandits.protocols.fclub.config.FCLUBConfig` options added after runs were stored (issue 29; issue 47's
+continual release, off at the tree: :func:`fclub_later_off`)."""
+
+
+def fclub_later_off(value: Any) -> bool:
+    """Whether one of :data:`FCLUB_LATER_OPTIONS` is off: False, or the binary tree (the continual release before)."""
+    return value is False or value == "tree"
+
 
 FCLUB_STORED_NOISE = "squared_log"
 """FCLUBConfig's ``noise_variance`` before the analytic Gaussian became its default (issue 47): what a stored spec

@@ -235,6 +235,7 @@ class FCLUBPolicyConfig(PolicyKindConfig):
     m_bound: int | None = _fclub("m_bound")
     lambda_x: float | None = _fclub("lambda_x")
     noise_variance: Literal["squared_log", "algorithm5", "reference_std", "analytic"] | None = _fclub("noise_variance")
+    continual_release: Literal["tree", "sqrt_factorization"] | None = _fclub("continual_release")
     rho_formula: Literal["eq7", "appendix_b1", "consistent"] | None = _fclub("rho_formula")
     rho_constant: float | None = _fclub("rho_constant")
     tree_depth: Literal["horizon", "theory", "reference"] | None = _fclub("tree_depth")
@@ -257,6 +258,8 @@ class FCLUBPolicyConfig(PolicyKindConfig):
     refresh_every: int | None = _fclub("refresh_every")
     tie_break: Literal["lowest", "random"] | None = _fclub("tie_break")
     needs: ClassVar[Needs] = "users"
+    LATER: ClassVar[dict[str, object]] = {"continual_release": None}
+    """Added after runs were stored: left to the preset (the tree), a run spec leaves it out (keys kept)."""
 
     _PRESET_FIELDS: ClassVar[tuple[str, ...]] = ("kind", "label", "variant", "preset")
 

@@ -27,7 +27,7 @@ from privbandits.datasets.movielens import (
 )
 from privbandits.datasets.movielens100k import read_ratings
 from privbandits.envs.clustered import ClusteredLinearBandit, PooledUsersBandit, assign_groups
-from privbandits.experiments.later_options import FCLUB_LATER_OPTIONS, without_later
+from privbandits.experiments.later_options import FCLUB_LATER_OPTIONS, fclub_later_off, without_later
 from privbandits.experiments.noise_key import FCLUB_UPLOADS
 from privbandits.experiments.tasks import Task, canonical_json, file_identity, identity_path
 from privbandits.papers.fclub.options import ALGORITHMS, FAITHFUL
@@ -260,7 +260,9 @@ def config_digest(name: str, setting: Setting, horizon: int, overrides: dict[str
     (their options are fixed by the name: faithful defaults, baselines)."""
     if name not in _VARIANTS:
         return None
-    options = without_later(asdict(fclub_config(name, setting, horizon, overrides)), FCLUB_LATER_OPTIONS)
+    options = without_later(
+        asdict(fclub_config(name, setting, horizon, overrides)), FCLUB_LATER_OPTIONS, fclub_later_off
+    )
     return hashlib.sha256(canonical_json(options).encode()).hexdigest()[:16]
 
 
