@@ -110,6 +110,21 @@ def _fclub_server_at(fraction: float):
     return Mutant
 
 
+def _fclub_factorized_at(fraction: float):
+    from privbandits.protocols.fclub.local_server import LocalServer
+
+    class Mutant(LocalServer):
+        """Each factorized privatizer's noise z at σ·fraction (same grid); its σ and its ledger keep the config's."""
+
+        def _privatizer(self, depth):
+            privatizer = super()._privatizer(depth)
+            weaker = dataclasses.replace(self.cal.factorization, std=privatizer.std * fraction)
+            privatizer.mechanism = SqrtFactorization(weaker, (self.dim + 1,) * 2, self.rng, symmetric=True)
+            return privatizer
+
+    return Mutant
+
+
 def _exploring_at(base, fraction: float):
     class Mutant(base):
         """Explores with probability ε·fraction; its config (and so its ledger's η) keeps ε."""
@@ -140,7 +155,8 @@ class ThresholdDropped(Shuffler):
 
 # -- the suite ---------------------------------------------------------------------------------------------------------
 SIZES = {"e2e.dp_linucb.joint": 150, "e2e.dp_linucb.joint_mf": 150, "e2e.dp_linucb.local": 500,
-         "e2e.dp_linucb.shuffle": 500, "e2e.fclub.local_server": 400, "e2e.mpc_bandit.learner": 100,
+         "e2e.dp_linucb.shuffle": 500, "e2e.fclub.local_server": 400, "e2e.fclub.local_server_mf": 400,
+         "e2e.mpc_bandit.learner": 100,
          "e2e.mpc_bandit.twin": 500, "e2e.p2b.pipeline": 200}  # fmt: skip
 """Samples per side in the default suite (mutants and unmodified code together: about half a minute on 2 busy cores;
 FCLUB needs the most runs: its claim composes two privatizers at δ = 0.1 each)."""
@@ -158,6 +174,8 @@ MUTANTS = {
     "local: clipping skipped": ("e2e.dp_linucb.local", {"learner": _with_bounds(LocalDPLinUCB, _Unclipped)}, None),
     "shuffle: randomiser σ/10, metric σ": ("e2e.dp_linucb.shuffle", {"learner": ShuffleNoiseTenth}, None),
     "fclub: local server σ/100, ledger ε = 1": ("e2e.fclub.local_server", {}, _fclub_server_at(0.01)),
+    "fclub, factorization: local server σ/100, ledger ε = 1": ("e2e.fclub.local_server_mf", {},
+                                                               _fclub_factorized_at(0.01)),
     "mpc: exploring at ε/10, ledger η(ε)": ("e2e.mpc_bandit.learner",
                                            {"learner": _exploring_at(PrivateEpsilonGreedy, 0.1)}, None),
     "mpc: composition over actions ignored": ("e2e.mpc_bandit.learner", {"learner": MPCCompositionIgnored}, None),

@@ -112,6 +112,35 @@ def test_fclub_exposes_every_protocol_option():
     assert FCLUBPolicyConfig(kind="fclub").protocol_config(9) == FCLUBConfig(horizon=9)
 
 
+def test_fclub_noise_is_analytic_by_default_and_the_paper_form_keeps_the_stored_spec():
+    """Issue 47: a private ``paper`` fclub policy that leaves its noise out is at the analytic Gaussian, named in its
+    run spec; the paper's form, the default before, is None there as the stored specs have it, and such a spec runs
+    at that form again. The reference preset and the variants that privatize nothing keep their specs."""
+    from privbandits.experiments.registry import POLICY_KINDS
+
+    default, paper = (FCLUBPolicyConfig(kind="fclub", **extra) for extra in ({}, {"noise_variance": "squared_log"}))
+    assert default.model_dump()["noise_variance"] == "analytic" == default.protocol_config(9).noise_variance
+    assert paper.model_dump()["noise_variance"] is None
+    assert POLICY_KINDS.from_spec(paper.model_dump(mode="json")).protocol_config(9).noise_variance == "squared_log"
+    for kept in ({"variant": "fclub-dc"}, {"preset": "reference"}, {"preset": "reference", "variant": "fclub-dc"}):
+        assert FCLUBPolicyConfig(kind="fclub", **kept).model_dump()["noise_variance"] is None
+    private = FCLUBPolicyConfig(kind="fclub", variant="fclub-dc", private=True)  # privatizes: the default noise
+    assert private.model_dump()["noise_variance"] == "analytic"
+    assert FCLUBPolicyConfig(kind="fclub", preset="reference").protocol_config(9).noise_variance == "reference_std"
+
+
+def test_fclub_continual_release_is_in_the_spec_only_when_set():
+    """Issue 47 item 5: ``continual_release`` (added after runs were stored) is left out of a run spec while it is
+    left to the preset (the tree), so stored keys hold; set, it reaches the protocol and its spec."""
+    default = FCLUBPolicyConfig(kind="fclub")
+    factorized = FCLUBPolicyConfig(kind="fclub", continual_release="sqrt_factorization")
+    assert "continual_release" not in default.model_dump() and default.protocol_config(9).continual_release == "tree"
+    assert factorized.model_dump()["continual_release"] == "sqrt_factorization"
+    assert factorized.protocol_config(9).continual_release == "sqrt_factorization"
+    with pytest.raises(ValueError, match="needs noise_variance = 'analytic'"):
+        FCLUBPolicyConfig(kind="fclub", continual_release="sqrt_factorization", noise_variance="squared_log")
+
+
 # -- compatibility ---------------------------------------------------------------------------
 GAUSSIAN = {"kind": "linear_gaussian", "dim": 6, "n_arms": 3}
 CLUSTERED = {"kind": "clustered_users", "construction": "reference", "dim": 6}

@@ -116,7 +116,7 @@ ENVIRONMENTS = {  # kind: (environment, a policy that runs on it); "<tmp>" is re
     "digits": (DIGITS, {"kind": "epsilon_greedy"}),
     "mnist": ({"kind": "mnist", "path": "<tmp>/mnist", "pca_components": 5}, {"kind": "epsilon_greedy"}),
     "mnist5k": ({"kind": "mnist5k", "path": "<tmp>/mnist_5k.csv", "pca_components": 5}, {"kind": "random"}),
-    "clustered_users": (USERS, {"kind": "fclub"}),
+    "clustered_users": (USERS, {"kind": "fclub", "noise_variance": "squared_log"}),  # as stored (default till issue 47)
     "pooled_users": (
         {**USERS, "kind": "pooled_users", "path": "<tmp>/matrix.npy", "n_users": 10, "dim": 3},
         {"kind": "club"},

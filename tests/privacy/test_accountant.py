@@ -84,10 +84,28 @@ def test_local_dp_ledger_pld_equals_the_analytic_claim(epsilon):
         assert entry.details["accounted_epsilon"] < entry.details["rdp_epsilon"]
 
 
-def test_fclub_privatizers_pld_equals_the_analytic_claim_and_a_user_pays_more():
+def _default_fclub(source: str) -> FCLUBConfig:
+    """CDP-FCLUB-DC at ε = 1, δ = DELTA, T = 254 as a user gets it without naming its noise: in Python, as an
+    experiment config's fclub policy, as a deployment file's [protocol] section."""
+    if source == "python":
+        return FCLUBConfig.for_variant("cdp-fclub-dc", horizon=254, epsilon=1.0, delta=DELTA)
+    if source == "config":
+        from privbandits.experiments.registry import POLICY_KINDS
+
+        return POLICY_KINDS.validate({"kind": "fclub", "epsilon": 1.0, "delta": DELTA}).protocol_config(254)
+    from privbandits.deploy.fclub.section import FCLUBProtocol
+
+    section = {"name": "fclub", "horizon": 254, "n_users": 12, "n_clusters": 3, "dim": 5, "n_arms": 6,
+               "epsilon": 1.0, "options": {"delta": DELTA}}  # fmt: skip
+    return FCLUBProtocol.model_validate(section).fclub_config()
+
+
+@pytest.mark.parametrize("source", ["python", "config", "deployment"])
+def test_fclub_privatizers_pld_equals_the_claim_at_the_default_noise_and_a_user_pays_more(source):
+    """Issue 47, tight by default: FCLUB's privatizers are at the analytic Gaussian unless told otherwise."""
     env = ClusteredLinearBandit(n_users=12, n_clusters=3, dim=5, n_arms=6)
-    config = FCLUBConfig.for_variant("cdp-fclub-dc", horizon=254, noise_variance="analytic", epsilon=1.0,
-                                     delta=DELTA)  # fmt: skip
+    config = _default_fclub(source)
+    assert config.noise_variance == "analytic"
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="FCLUB: privatizer noise exceeded")
         bandit = run_fclub(config, env, 3, seed=0).bandit
@@ -105,6 +123,26 @@ def test_fclub_privatizers_pld_equals_the_analytic_claim_and_a_user_pays_more():
     assert bandit.privacy_metrics()["per_user_epsilon"] == report.per_user_epsilon
     worst = max(server.per_user_epsilons()["per_user_epsilon"] for server in bandit.servers)
     assert worst == pytest.approx(report.per_user_epsilon)
+
+
+def test_fclub_factorized_privatizers_pld_equals_the_claim_and_a_user_pays_each_privatizer_once():
+    """continual_release = "sqrt_factorization": every privatizer is one Gaussian release of C x + z (its ledger's
+    PLD is the claim, to 1%, from its first release on); a user's datum enters one increment of every privatizer
+    of its lineage, so per_user_epsilon composes that release once a privatizer."""
+    from privbandits.privacy.factorization import releases
+
+    env = ClusteredLinearBandit(n_users=12, n_clusters=3, dim=5, n_arms=6)
+    config = FCLUBConfig.for_variant("cdp-fclub-dc", horizon=254, epsilon=1.0, delta=DELTA,
+                                     continual_release="sqrt_factorization")  # fmt: skip
+    bandit = run_fclub(config, env, 3, seed=0).bandit
+    noise = bandit.calibration.factorization
+    for entry in bandit.ledger.entries:
+        assert entry.details["accounted_epsilon"] == pytest.approx(1.0, rel=0.01)
+        assert entry.details["effective_sensitivity"] == noise.sensitivity and entry.details["noise_std"] == noise.std
+    report = bandit.privacy_report()
+    assert report.max_levels_per_privatizer == 1 and report.max_nodes_per_datum >= 2  # its phase and async ones
+    composed = pld_epsilon(releases(noise) * report.max_nodes_per_datum, DELTA)
+    assert report.per_user_epsilon == pytest.approx(composed, rel=1e-9) and 1.0 < composed
 
 
 def test_joint_dp_user_with_several_rounds_pays_their_shared_nodes():

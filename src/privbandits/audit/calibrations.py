@@ -90,8 +90,8 @@ def calibration_unit(horizon: int = 2_000, fclub_horizon: int = 2_000) -> dict[s
 SIGMA_TITLE = "Calibration: the paper's σ against the analytic Gaussian"
 SIGMA_NOTE = (
     '`calibration = "analytic"` (DP LinUCB baselines) and `noise_variance = "analytic"` (FCLUB) select the '
-    "analytic Gaussian (Balle & Wang 2018), the DP LinUCB baselines' default; FCLUB's default is still the paper's "
-    "form. The last two columns are "
+    "analytic Gaussian (Balle & Wang 2018), the default of both; the paper's formula is asked for by name "
+    "(the reproductions of the papers' numbers). The last two columns are "
     "the ε the paper's σ really gives at δ. Both σ are at the bare sensitivity Δ; a learner calibrates at the "
     "sensitivity its data have once snapped to the noise grid, min(Δ + g·√n, 2√2) "
     "(privbandits.privacy.calibration.snapped_std), so its σ is larger by a factor that depends on its dimension "

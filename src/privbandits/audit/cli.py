@@ -18,8 +18,8 @@ MECHANISM_NAMES = ("mpc_bandit.action", "fclub.pvt", "dp_linucb.joint", "dp_linu
                    "dp_linucb.local@analytic", "evaluation.dp_ips", "evaluation.dp_snips", "evaluation.dp_dr",
                    "evaluation.dp_ips@gaussian", "evaluation.dp_snips@gaussian", "evaluation.dp_dr@gaussian",
                    "e2e.dp_linucb.joint", "e2e.dp_linucb.joint_mf", "e2e.dp_linucb.local", "e2e.dp_linucb.shuffle",
-                   "e2e.fclub.local_server", "e2e.mpc_bandit.learner", "e2e.mpc_bandit.twin",
-                   "e2e.p2b.pipeline")  # fmt: skip
+                   "e2e.fclub.local_server", "e2e.fclub.local_server_mf", "e2e.mpc_bandit.learner",
+                   "e2e.mpc_bandit.twin", "e2e.p2b.pipeline")  # fmt: skip
 """The names :data:`privbandits.audit.run.MECHANISMS` registers (a test keeps the two equal)."""
 
 

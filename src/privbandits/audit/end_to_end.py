@@ -28,7 +28,9 @@ local_learner
 shuffle_learner
     :class:`~privbandits.protocols.dp.ShuffleDPLinUCB`: what one shuffled batch adds to the server's sums.
 fclub_server
-    FCLUB (one local server, one user, synchronous): every upload the local server sends the global server.
+    FCLUB (one local server, one user, synchronous): every upload the local server sends the global server (its
+    privatizers' trees; as ``e2e.fclub.local_server_mf``, the square-root factorization,
+    ``continual_release = "sqrt_factorization"``).
 mpc_learner, mpc_twin
     :class:`~privbandits.protocols.mpc_bandit.PrivateEpsilonGreedy` (secret-shared, in one process) and its
     float twin: the action opened each round.
@@ -208,19 +210,21 @@ def shuffle_learner(epsilon: float = 1.0, delta: float = 1e-5, batch_size: int =
 
 # -- FCLUB's local server ----------------------------------------------------------------------------------------------
 def fclub_server(epsilon: float = 1.0, delta: float = 0.1, horizon: int = 4, dim: int = 1,
-                 noise_variance: str = "squared_log",
+                 noise_variance: str = "squared_log", continual_release: str = "tree",
                  bandit: Callable[..., Any] | None = None) -> MechanismAudit:  # fmt: skip
     """FCLUB, one local server holding one user, synchronous (an upload every round) for ``horizon`` rounds: every
     :class:`~privbandits.protocols.fclub.messages.Upload` the local server sends (the messages that leave it).
-    Claim: its ledger, per privatizer (the paper's Thm 3: the ε of each privatizer, composed over privatizers)."""
+    Claim: its ledger, per privatizer (the paper's Thm 3: the ε of each privatizer, composed over privatizers).
+    ``continual_release = "sqrt_factorization"`` needs ``noise_variance = "analytic"``."""
     from privbandits.comm import InMemoryNetwork
-    from privbandits.protocols.fclub.config import FCLUBConfig, NoiseVariance
+    from privbandits.protocols.fclub.config import ContinualRelease, FCLUBConfig, NoiseVariance
     from privbandits.protocols.fclub.driver import FederatedClusteredBandit
     from privbandits.protocols.fclub.messages import Upload
 
     cls = bandit or FederatedClusteredBandit
     config = FCLUBConfig(epsilon=epsilon, delta=delta, horizon=horizon, synchronous=True, detect_clusters=False,
-                         noise_variance=NoiseVariance(noise_variance))  # fmt: skip
+                         noise_variance=NoiseVariance(noise_variance),
+                         continual_release=ContinualRelease(continual_release))  # fmt: skip
 
     def run(side: int, rng: np.random.Generator) -> tuple[np.ndarray, Any]:
         network = InMemoryNetwork(record=True)
@@ -243,10 +247,13 @@ def fclub_server(epsilon: float = 1.0, delta: float = 0.1, horizon: int = 4, dim
         key = entry.details.get("privatizer", entry.mechanism)
         if key not in per_privatizer or entry.epsilon > per_privatizer[key].epsilon:
             per_privatizer[key] = entry
-    return _audit("e2e.fclub.local_server", "(ε, δ)-DP per privatizer (Thm 3), composed over the privatizers",
-                  RELATION, composed(list(per_privatizer.values())), False, sample,
-                  {"epsilon": epsilon, "delta": delta, "horizon": horizon, "dim": dim,
-                   "noise_variance": noise_variance, "privatizers": len(per_privatizer)})  # fmt: skip
+    factorized = continual_release == "sqrt_factorization"
+    options = {"epsilon": epsilon, "delta": delta, "horizon": horizon, "dim": dim, "noise_variance": noise_variance,
+               "privatizers": len(per_privatizer)}  # fmt: skip
+    options |= {"continual_release": continual_release} if factorized else {}
+    return _audit("e2e.fclub.local_server_mf" if factorized else "e2e.fclub.local_server",
+                  "(ε, δ)-DP per privatizer (Thm 3), composed over the privatizers", RELATION,
+                  composed(list(per_privatizer.values())), False, sample, options)  # fmt: skip
 
 
 # -- the MPC ε-greedy learner ------------------------------------------------------------------------------------------
@@ -355,6 +362,9 @@ AUDITS: dict[str, Callable[..., MechanismAudit]] = {
     "e2e.dp_linucb.local": local_learner,
     "e2e.dp_linucb.shuffle": shuffle_learner,
     "e2e.fclub.local_server": fclub_server,
+    "e2e.fclub.local_server_mf": partial(
+        fclub_server, noise_variance="analytic", continual_release="sqrt_factorization"
+    ),
     "e2e.mpc_bandit.learner": mpc_learner,
     "e2e.mpc_bandit.twin": mpc_twin,
     "e2e.p2b.pipeline": p2b_pipeline,
@@ -362,12 +372,14 @@ AUDITS: dict[str, Callable[..., MechanismAudit]] = {
 """The end-to-end audits by name, with their default options (``privbandits audit -o KEY=VALUE`` sets others)."""
 
 SAMPLES = {"e2e.dp_linucb.joint": 10_000, "e2e.dp_linucb.joint_mf": 10_000, "e2e.dp_linucb.local": 20_000,
-           "e2e.dp_linucb.shuffle": 10_000, "e2e.fclub.local_server": 10_000, "e2e.mpc_bandit.learner": 10_000,
+           "e2e.dp_linucb.shuffle": 10_000, "e2e.fclub.local_server": 10_000, "e2e.fclub.local_server_mf": 10_000,
+           "e2e.mpc_bandit.learner": 10_000,
            "e2e.mpc_bandit.twin": 20_000, "e2e.p2b.pipeline": 10_000}  # fmt: skip
 """Samples per side at full size (each a run, a report, a batch or an action of the learner's own code). At these
 sizes a Gaussian mechanism's bound at δ = 1e-5 stays well below a tight claim (reaching it needs millions of runs);
 what they show is that no claim is refuted, and the mutation suite shows the same audits catch weakened copies."""
 QUICK_SAMPLES = {"e2e.dp_linucb.joint": 300, "e2e.dp_linucb.joint_mf": 300, "e2e.dp_linucb.local": 2_000,
-                 "e2e.dp_linucb.shuffle": 1_000, "e2e.fclub.local_server": 200, "e2e.mpc_bandit.learner": 250,
+                 "e2e.dp_linucb.shuffle": 1_000, "e2e.fclub.local_server": 200, "e2e.fclub.local_server_mf": 200,
+                 "e2e.mpc_bandit.learner": 250,
                  "e2e.mpc_bandit.twin": 2_000, "e2e.p2b.pipeline": 1_000}  # fmt: skip
 """Samples per side of ``privbandits audit --quick``."""

@@ -26,8 +26,34 @@ MPC_LATER_OPTIONS = (
 )
 """:class:`~privbandits.protocols.mpc_bandit.MPCBanditConfig`'s boolean options added after results were stored."""
 
-FCLUB_LATER_OPTIONS = ("ridge_in_recommendation_only", "carry_synchronized_copies")
-""":class:`~privbandits.protocols.fclub.config.FCLUBConfig` options added after runs were stored (issue 29)."""
+FCLUB_LATER_OPTIONS = ("ridge_in_recommendation_only", "carry_synchronized_copies", "continual_release")
+""":class:`~privbandits.protocols.fclub.config.FCLUBConfig` options added after runs were stored (issue 29; issue 47's
+continual release, off at the tree: :func:`fclub_later_off`)."""
+
+
+def fclub_later_off(value: Any) -> bool:
+    """Whether one of :data:`FCLUB_LATER_OPTIONS` is off: False, or the binary tree (the continual release before)."""
+    return value is False or value == "tree"
+
+
+FCLUB_STORED_NOISE = "squared_log"
+"""FCLUBConfig's ``noise_variance`` before the analytic Gaussian became its default (issue 47): what a stored spec
+of the ``paper`` preset that leaves the noise to the preset (None) ran at."""
+
+
+def fclub_private(variant: str, private: bool | None) -> bool:
+    """Whether an FCLUB run privatizes its uploads: ``private`` where set, else the variant's own (CDP-FCLUB-DC)."""
+    return variant == "cdp-fclub-dc" if private is None else private
+
+
+def fclub_named_noise(options: dict[str, Any], variant: str, preset: str) -> dict[str, Any]:
+    """``options`` (FCLUBConfig fields over ``variant``'s ``preset``, as a config or deployment file writes them)
+    with the default noise named where it changed: under the ``paper`` preset a private run that leaves
+    ``noise_variance`` out gets ``"analytic"`` (issue 47), in its spec, so it never takes the key of a run stored at
+    the paper's form. The ``reference`` preset names its own noise; a run that privatizes nothing draws none."""
+    if preset != "paper" or "noise_variance" in options or not fclub_private(variant, options.get("private")):
+        return options
+    return {**options, "noise_variance": "analytic"}
 
 
 def without_later(

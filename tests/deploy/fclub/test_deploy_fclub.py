@@ -168,6 +168,26 @@ def test_a_bad_fclub_deployment_file_names_the_field(tmp_path, edit, error):
         load_deployment(path)
 
 
+def test_the_shipped_deployment_names_the_analytic_noise_in_its_digest(tmp_path):
+    """Issue 47: the shipped CDP-FCLUB-DC (paper preset, its noise left out) is at the analytic Gaussian, named in
+    its options, so its digest (checkpoints, served identities) differs from one at the paper's form, the default
+    before; the reference preset keeps its own noise and its options."""
+    path = local_copy(tmp_path)
+    text = path.read_text()
+    default = load_deployment(path)
+    assert default.protocol.options == {"noise_variance": "analytic"}
+    assert default.protocol.fclub_config().noise_variance == "analytic"
+    path.write_text(
+        text.replace("# options = { rebuild_local_copies = true }", 'options = {noise_variance = "squared_log"}')
+    )
+    paper = load_deployment(path)
+    assert paper.protocol.fclub_config().noise_variance == "squared_log"
+    assert paper.protocol_digest() != default.protocol_digest()
+    path.write_text(text.replace('preset = "paper" ', 'preset = "reference" '))
+    reference = load_deployment(path).protocol
+    assert reference.options == {} and reference.fclub_config().noise_variance == "reference_std"
+
+
 def test_resume_without_checkpoints_says_to_start_afresh(tmp_path):
     """--resume where no party holds a checkpoint: the users name the problem, every party ends, none starts afresh."""
     path = local_copy(tmp_path, servers=2, **{"horizon = 4095": "horizon = 63"})

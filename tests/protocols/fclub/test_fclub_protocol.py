@@ -9,6 +9,8 @@ import pytest
 
 from privbandits.comm import InMemoryNetwork
 from privbandits.envs.clustered import ClusteredLinearBandit
+from privbandits.privacy import factorization
+from privbandits.privacy.accountant import Release, pld_epsilon
 from privbandits.privacy.noise import grid_step
 from privbandits.privacy.tree_mechanism import dyadic_cover
 from privbandits.protocols.fclub import ASYNC, DETECT, FederatedClusteredBandit, run_fclub
@@ -185,7 +187,10 @@ def test_synchronous_variant_uploads_every_round():
 
 
 def test_privacy_report_puts_the_paper_claim_beside_the_accounted_guarantee():
-    out = run_fclub(FCLUBConfig.for_variant("cdp-fclub-dc", horizon=254), small_env(), 3, seed=0)
+    """At the paper's noise form the accounted (ε, δ) are far inside the claim (the analytic default's are in
+    tests/privacy/test_accountant.py)."""
+    config = FCLUBConfig.for_variant("cdp-fclub-dc", horizon=254, noise_variance="squared_log")
+    out = run_fclub(config, small_env(), 3, seed=0)
     report = out.bandit.privacy_report()
     assert (report.claimed_epsilon, report.claimed_delta) == (1.0, 0.1)
     assert report.releases > 0 and report.max_nodes_per_datum >= report.max_levels_per_privatizer > 0
@@ -202,8 +207,13 @@ def test_privacy_report_puts_the_paper_claim_beside_the_accounted_guarantee():
         ({"private": False, "noise_in_trigger_only": True}, "noise_in_trigger_only needs private"),
         ({"alpha": 0.0}, "alpha must be"),
         ({"detect_every_round": True}, r"detect_every_round needs synchronous=True \(the reference code's FCLUB"),
+        ({"continual_release": "sqrt_factorization", "noise_variance": "squared_log"},
+         r"^continual_release = 'sqrt_factorization' needs noise_variance = 'analytic' \(the paper's forms are the "
+         r"tree's\), got noise_variance = 'squared_log'$"),
+        ({"continual_release": "sqrt_factorization", "noise_in_trigger_only": True},
+         "needs noise_in_trigger_only = False and reference_h_column = False"),
     ],
-)
+)  # fmt: skip
 def test_config_rejects_bad_values_with_the_field_name(overrides, message):
     with pytest.raises(ValueError, match=message):
         FCLUBConfig(**overrides)
@@ -279,8 +289,10 @@ def test_own_buffer_recommendation_tracks_the_local_copy_plus_raw_buffer():
 
 @pytest.mark.parametrize(("depth", "rho", "sigma"), [(5, 4.5e3, 54), (8, 5.6e3, 68), (18, 8.5e3, 102)])
 def test_calibration_matches_the_spec_table(depth, rho, sigma):
-    """§4.4 table (d = 10, m = 4, L = 5, ε = 1, δ = 0.1, α = 1/(8T)); ρ by Eq. 7, shifts (2ρ, 3ρ)."""
-    calibration = Calibration(FCLUBConfig(horizon=2**17 - 2, m_bound=4), dim=10, n_users=40, n_servers=5)
+    """§4.4 table (d = 10, m = 4, L = 5, ε = 1, δ = 0.1, α = 1/(8T); σ of the paper's form); ρ by Eq. 7, shifts
+    (2ρ, 3ρ)."""
+    config = FCLUBConfig(horizon=2**17 - 2, m_bound=4, noise_variance="squared_log")
+    calibration = Calibration(config, dim=10, n_users=40, n_servers=5)
     assert calibration.depth(1) == 18
     assert calibration.rho(depth) == pytest.approx(rho, rel=0.02)
     # the table's σ is for sensitivity 2; the data snapped to the grid add g√n (n = d(d+3)/2 = 65)
@@ -291,3 +303,72 @@ def test_calibration_matches_the_spec_table(depth, rho, sigma):
     assert calibration.shifts(depth) == pytest.approx((two, three), rel=0, abs=calibration.data_grid)
     b1 = Calibration(FCLUBConfig(m_bound=4, rho_formula="appendix_b1"), 10, 40, 5)
     assert b1.rho(depth) == pytest.approx(calibration.rho(depth) * np.sqrt(depth))  # √2·ν instead of √(2ν)
+
+
+# -- the square-root factorization as FCLUB's privatizers (issue 47 item 5) --------------------------------------------
+FACTORIZED = {"continual_release": "sqrt_factorization"}
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"lifecycle": "reset_every_phase"}, {"rebuild_local_copies": True}, {"synchronous": True}],
+)
+def test_factorized_privatizers_keep_the_invariant_and_play(options):
+    """§2.5 after every event with the factorization's releases (not with ``rebuild_local_copies``, whose local copies
+    restart from their own phase uploads, with the tree too); every release sent is in the ledger."""
+    events: list[str] = []
+    config = FCLUBConfig.for_variant("cdp-fclub-dc", horizon=254, **FACTORIZED, **options)
+    hook = None if config.rebuild_local_copies else _invariant_hook(events)
+    out = run_fclub(config, small_env(), 3, seed=1, event_hook=hook)
+    counts = out.bandit.communication
+    assert counts.uploads > 0 and np.isfinite(out.regret[-1]) and (events or hook is None)
+    entries = out.bandit.ledger.entries
+    assert len(entries) == counts.uploads + counts.phase_uploads  # one entry a release sent
+    assert all(e.details["continual_release"] == "sqrt_factorization" for e in entries)
+
+
+@pytest.mark.parametrize("lifecycle", [Lifecycle.PERSISTENT, Lifecycle.RESET_EVERY_PHASE])
+def test_factorized_uploads_hold_the_last_release_and_the_shifts_only(lifecycle):
+    """One server, one cluster: the global sum is the cluster's last release plus (2 + 3c)ρI, c uploads since the
+    renewal; the release is the cluster's data so far (snapped) plus noise of the factorization's σ: what the local
+    server sends is computed from its releases, never a raw datum."""
+    config = FCLUBConfig.for_variant("cdp-fclub-dc", horizon=300, detect_clusters=False, lifecycle=lifecycle,
+                                     **FACTORIZED)  # fmt: skip
+    noises = []
+
+    def check(bandit: FederatedClusteredBandit) -> None:
+        server = bandit.servers[0]
+        (cluster,) = server.clusters.values()
+        glob = bandit.global_server.members[(server.name, cluster.uid)].cluster
+        phase_shift, upload_shift = bandit.calibration.shifts(cluster.depth)
+        shifts = (phase_shift + cluster.uploads_since_renewal * upload_shift) * np.eye(bandit.dim)
+        np.testing.assert_allclose(glob.S - shifts, cluster.H_bar, rtol=0, atol=1e-12 * np.abs(glob.S).max())
+        np.testing.assert_allclose(glob.u, cluster.h_bar, rtol=0, atol=1e-12 * np.abs(glob.u).max())
+        if cluster.uploads_since_renewal:  # the last release is the async privatizer's, of the data it was fed
+            fed = cluster.async_tree.fed
+            noises.append((cluster.H_bar - fed[:-1, :-1])[np.triu_indices(bandit.dim, 1)])
+
+    bandit = FederatedClusteredBandit(config, np.zeros(12, dtype=int), 5, 6, rng=np.random.default_rng(3),
+                                      event_hook=check)  # fmt: skip
+    play(bandit, small_env(), 300)
+    noise = np.concatenate(noises)
+    sigma, horizon = bandit.calibration.factorization.std, bandit.calibration.max_releases
+    assert len(noises) >= 5 and 0.5 * sigma < noise.std() < 2 * sigma * factorization.column_norm(horizon)
+
+
+@pytest.mark.parametrize(("dim", "users", "servers", "horizon"), [(10, 40, 5, 2**17 - 2), (5, 12, 3, 254)])
+def test_factorization_noise_at_the_last_release_is_below_the_trees_at_equal_epsilon(dim, users, servers, horizon):
+    """The paper's setting (d = 10, n = 40, L = 5, T = 2^17 − 2, ε = 1, δ = 0.1) and the tests' small one: both
+    privatizers meet (ε, δ) exactly (PLD, to 1%) for T + 1 releases, and at the last one the tree's noise variance
+    (its popcount(T + 1) nodes) is above the factorization's (σ² Σ c_k²)."""
+    configs = [FCLUBConfig(horizon=horizon, m_bound=4, **extra) for extra in ({}, FACTORIZED)]
+    tree, mf = (Calibration(config, dim, users, servers) for config in configs)
+    depth = tree.depth(1)
+    nodes = Release.gaussian(tree.noise_std(depth), tree.effective_sensitivity(), depth)
+    assert pld_epsilon([nodes], 0.1) == pytest.approx(1.0, rel=0.01)
+    assert pld_epsilon(factorization.releases(mf.factorization), 0.1) == pytest.approx(1.0, rel=0.01)
+    last = mf.max_releases
+    assert (2 ** (depth - 1) - 1).bit_length() == depth - 1 and last < 2**depth  # the tree's ν covers T + 1 releases
+    ratio = factorization.tree_variance_ratio(last, tree.noise_std(depth), mf.factorization)
+    assert ratio == pytest.approx(last.bit_count() * tree.noise_std(depth) ** 2 / mf.factorization.variance(last))
+    assert ratio > 1.5

@@ -78,6 +78,22 @@ class FCLUBProtocol(ProtocolSection):
             raise ValueError(f"algorithm is now variant and preset (the experiment config's names): {instead}")
         return data
 
+    @model_validator(mode="before")
+    @classmethod
+    def _named_noise(cls, data: Any) -> Any:
+        """A private ``paper`` deployment that leaves the noise out is at the analytic Gaussian, named in ``options``
+        (:func:`~privbandits.experiments.later_options.fclub_named_noise`), so its digest (checkpoints, served
+        identities) differs from one at the paper's form, the default before issue 47."""
+        if not isinstance(data, dict) or not isinstance(data.get("options", {}), dict):
+            return data
+        from privbandits.experiments.later_options import fclub_named_noise
+
+        variant = data.get("variant", cls.model_fields["variant"].default)
+        preset = data.get("preset", cls.model_fields["preset"].default)
+        options = data.get("options", {})
+        named = fclub_named_noise(options, variant, preset)
+        return data if named is options else {**data, "options": named}
+
     @model_validator(mode="after")
     def _clusters(self) -> FCLUBProtocol:
         if self.n_clusters > self.n_users:

@@ -18,7 +18,12 @@ from pydantic import Field, field_validator, model_validator
 from privbandits.declared import DPLinUCBOptions, MPCBanditOptions, P2BOptions
 from privbandits.experiments.config.base import Listed, _Strict, declared
 from privbandits.experiments.config.kind import Needs, PolicyKindConfig
-from privbandits.experiments.later_options import MPC_LATER_OPTIONS
+from privbandits.experiments.later_options import (
+    FCLUB_STORED_NOISE,
+    MPC_LATER_OPTIONS,
+    fclub_named_noise,
+    fclub_private,
+)
 from privbandits.experiments.noise_key import FCLUB_UPLOADS, sampler_key
 from privbandits.experiments.registry import POLICY_KINDS, kind_of
 
@@ -207,7 +212,8 @@ class FCLUBPolicyConfig(PolicyKindConfig):
 
     ``variant`` and ``preset`` give the starting options (``preset = "reference"``: the
     reference code's behaviour, ``FCLUBConfig.reference_compatible``); every other field
-    left out keeps the preset's value. The horizon is the experiment's.
+    left out keeps the preset's value, but for the noise of a private ``paper`` run, which is the analytic
+    Gaussian, named in its spec (:meth:`_named_noise`). The horizon is the experiment's.
     """
 
     kind: Literal["fclub"]
@@ -229,6 +235,7 @@ class FCLUBPolicyConfig(PolicyKindConfig):
     m_bound: int | None = _fclub("m_bound")
     lambda_x: float | None = _fclub("lambda_x")
     noise_variance: Literal["squared_log", "algorithm5", "reference_std", "analytic"] | None = _fclub("noise_variance")
+    continual_release: Literal["tree", "sqrt_factorization"] | None = _fclub("continual_release")
     rho_formula: Literal["eq7", "appendix_b1", "consistent"] | None = _fclub("rho_formula")
     rho_constant: float | None = _fclub("rho_constant")
     tree_depth: Literal["horizon", "theory", "reference"] | None = _fclub("tree_depth")
@@ -251,13 +258,33 @@ class FCLUBPolicyConfig(PolicyKindConfig):
     refresh_every: int | None = _fclub("refresh_every")
     tie_break: Literal["lowest", "random"] | None = _fclub("tie_break")
     needs: ClassVar[Needs] = "users"
+    LATER: ClassVar[dict[str, object]] = {"continual_release": None}
+    """Added after runs were stored: left to the preset (the tree), a run spec leaves it out (keys kept)."""
 
     _PRESET_FIELDS: ClassVar[tuple[str, ...]] = ("kind", "label", "variant", "preset")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _named_noise(cls, data: Any) -> Any:
+        """The default noise named (:func:`~privbandits.experiments.later_options.fclub_named_noise`): left out, a
+        private ``paper`` run is at the analytic Gaussian, in its spec. That preset's paper form, ``"squared_log"``,
+        is None in the spec, as the runs stored when it was the default have it, so they keep their keys."""
+        if not isinstance(data, dict):
+            return data
+        variant = data.get("variant", cls.model_fields["variant"].default)
+        preset = data.get("preset", cls.model_fields["preset"].default)
+        if preset == "paper" and data.get("noise_variance") == FCLUB_STORED_NOISE:
+            return {**data, "noise_variance": None}
+        return fclub_named_noise(data, variant, preset)
+
     def overrides(self) -> dict[str, Any]:
-        """The FCLUBConfig options set here (those left out keep the preset's)."""
-        return {name: value for name, value in self.model_dump().items()
-                if name not in self._PRESET_FIELDS and value is not None}  # fmt: skip
+        """The FCLUBConfig options set here (those left out keep the preset's; the ``paper`` preset's noise left
+        out is its form before issue 47, :data:`~privbandits.experiments.later_options.FCLUB_STORED_NOISE`)."""
+        chosen = {name: value for name, value in self.model_dump().items()
+                  if name not in self._PRESET_FIELDS and value is not None}  # fmt: skip
+        if self.preset == "paper":
+            chosen.setdefault("noise_variance", FCLUB_STORED_NOISE)
+        return chosen
 
     def protocol_config(self, horizon: int):
         """The :class:`~privbandits.protocols.fclub.config.FCLUBConfig` of a run of ``horizon`` rounds."""
@@ -285,8 +312,7 @@ class FCLUBPolicyConfig(PolicyKindConfig):
     def noise_key(self) -> dict[str, str]:
         """The noise sampler and the snapped uploads (:data:`~privbandits.experiments.noise_key.FCLUB_UPLOADS`)
         where the variant is private."""
-        private = self.private if self.private is not None else self.variant == "cdp-fclub-dc"
-        return {**sampler_key(), **FCLUB_UPLOADS} if private else {}
+        return {**sampler_key(), **FCLUB_UPLOADS} if fclub_private(self.variant, self.private) else {}
 
 
 class _LocalBaselineBase(PolicyKindConfig):

@@ -27,7 +27,7 @@ from privbandits.datasets.movielens import (
 )
 from privbandits.datasets.movielens100k import read_ratings
 from privbandits.envs.clustered import ClusteredLinearBandit, PooledUsersBandit, assign_groups
-from privbandits.experiments.later_options import FCLUB_LATER_OPTIONS, without_later
+from privbandits.experiments.later_options import FCLUB_LATER_OPTIONS, fclub_later_off, without_later
 from privbandits.experiments.noise_key import FCLUB_UPLOADS
 from privbandits.experiments.tasks import Task, canonical_json, file_identity, identity_path
 from privbandits.papers.fclub.options import ALGORITHMS, FAITHFUL
@@ -50,6 +50,10 @@ _BASELINES = {"SCLUB": "sclub", "CLUB": "club", "LinUCB": "linucb"}
 PRESETS = {FAITHFUL: ("cdp-fclub-dc", "paper"), **{name: (variant, "reference") for name, variant in _VARIANTS.items()}}
 """The FCLUB-family names of the reproductions (their figures' legends, ``-o algorithms=``, the store keys) as the
 experiment configs and deployment files name them: (``variant``, ``preset``)."""
+PAPER_NOISE = {FAITHFUL: {"noise_variance": "squared_log"}}
+"""The noise each reproduction names over its preset: the faithful algorithm's is the paper's printed form (spec §8
+A4), which it was stored with (its key holds no options), not the analytic Gaussian that is the library's default;
+the reference preset names its own (the reference code's)."""
 SIMULATE = "privbandits.papers.fclub.runs:simulate"
 
 
@@ -152,7 +156,8 @@ def _reference_vectors(path: Path, dim: int) -> np.ndarray:
 def fclub_config(name: str, setting: Setting, horizon: int, overrides: dict[str, Any] | None = None) -> FCLUBConfig:
     """The protocol options of an FCLUB-family algorithm (the reference-compatible preset, or the faithful one),
     then ``overrides`` (the reference behaviours' ablation, issue 15)."""
-    options = {"horizon": horizon, "epsilon": setting.epsilon, "m_bound": setting.n_clusters, **(overrides or {})}
+    options = {"horizon": horizon, "epsilon": setting.epsilon, "m_bound": setting.n_clusters,
+               **PAPER_NOISE.get(name, {}), **(overrides or {})}  # fmt: skip
     if name in PRESETS:
         return FCLUBConfig.from_preset(*PRESETS[name], **options)
     raise ValueError(f"unknown algorithm {name!r}; known: {', '.join(ALGORITHMS)}")
@@ -255,7 +260,9 @@ def config_digest(name: str, setting: Setting, horizon: int, overrides: dict[str
     (their options are fixed by the name: faithful defaults, baselines)."""
     if name not in _VARIANTS:
         return None
-    options = without_later(asdict(fclub_config(name, setting, horizon, overrides)), FCLUB_LATER_OPTIONS)
+    options = without_later(
+        asdict(fclub_config(name, setting, horizon, overrides)), FCLUB_LATER_OPTIONS, fclub_later_off
+    )
     return hashlib.sha256(canonical_json(options).encode()).hexdigest()[:16]
 
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from privbandits.privacy.accountant import Release
 
 
 @dataclass
@@ -76,10 +80,10 @@ class PrivacyReport:
     notes: list[str] = field(default_factory=list)
 
 
-def per_user_epsilons(std: float, nodes: int, delta: float, sensitivity: float) -> dict[str, float]:
+def per_user_epsilons(releases: list[Release], delta: float) -> dict[str, float]:
     """:class:`PrivacyReport`'s ``per_user_epsilon`` (PLD) and ``per_user_rdp_epsilon`` for a worst user whose data
-    entered ``nodes`` tree nodes (at least one counted, as the per-datum figures do) of noise ``std``."""
-    from privbandits.privacy.accountant import Release, ledger_epsilons
+    entered ``releases`` (:meth:`~privbandits.protocols.fclub.config.Calibration.datum_releases`)."""
+    from privbandits.privacy.accountant import ledger_epsilons
 
-    composed = ledger_epsilons([Release.gaussian(std, sensitivity, max(nodes, 1))], delta)
+    composed = ledger_epsilons(releases, delta)
     return {"per_user_epsilon": composed["accounted_epsilon"], "per_user_rdp_epsilon": composed["rdp_epsilon"]}

@@ -17,9 +17,18 @@ import numpy as np
 
 from privbandits.linear.tiebreak import TieBreak
 from privbandits.options import check_fields, option
+from privbandits.privacy import factorization
+from privbandits.privacy.accountant import Release
 from privbandits.privacy.calibration import snapped_std
 from privbandits.privacy.noise import TAIL, check_exact, grid_step, snap_to
-from privbandits.privacy.tree_mechanism import REPLACE_SENSITIVITY, SNAPPED_CAP, NoiseVariance, node_variance
+from privbandits.privacy.tree_mechanism import (
+    REPLACE_SENSITIVITY,
+    SNAPPED_CAP,
+    NoiseVariance,
+    augmented_coordinates,
+    node_variance,
+)
+from privbandits.protocols.dp.joint import ContinualRelease
 from privbandits.validation import (
     Boolean,
     Choice,
@@ -45,7 +54,8 @@ class Variant(StrEnum):
 
 PRESETS = ("paper", "reference")
 """Where a variant's options start, named alike in experiment configs and deployment files: ``paper``
-(:meth:`FCLUBConfig.for_variant`, the paper's algorithm: CDP-FCLUB-DC privatizes every upload) or ``reference``
+(:meth:`FCLUBConfig.for_variant`, the paper's algorithm: CDP-FCLUB-DC privatizes every upload, at the analytic
+Gaussian's noise unless ``noise_variance`` names a printed form) or ``reference``
 (:meth:`FCLUBConfig.reference_compatible`, the reference code's behaviour: the paper reproductions' plain
 "CDP-FCLUB-DC", whose noise is only in the upload trigger)."""
 
@@ -146,8 +156,11 @@ class FCLUBConfig:
     """Every option of Algorithm 1 (CDP-FCLUB-DC) and its variants; see the report table.
 
     Defaults are the spec's recommendations (§8) at the paper's experimental
-    setting; :meth:`for_variant` and :meth:`reference_compatible` give the named
-    presets. Invalid values raise ValueError naming the field and the allowed range.
+    setting, but for the privatizers' noise: the analytic Gaussian (``noise_variance = "analytic"``, issue 47: the
+    smallest σ that makes the tree's ν nodes (ε, δ)-DP), where the spec recommends the paper's squared-log form,
+    which the reproductions of the paper's numbers name (``"squared_log"``). :meth:`for_variant` and
+    :meth:`reference_compatible` give the named presets. Invalid values raise ValueError naming the field and the
+    allowed range.
 
     The reference code's phase-start behaviours (off by default; on in :meth:`reference_compatible`):
 
@@ -200,7 +213,15 @@ class FCLUBConfig:
         NoneOr(Real(low=0, high=1, low_open=True), "= 1/d"), None, "λ_x, the contexts' smallest eigenvalue (None: 1/d)"
     )
     noise_variance: NoiseVariance = option(
-        Choice(NoiseVariance), NoiseVariance.SQUARED_LOG, "printed form of the tree's per-node variance (§8 A4)"
+        Choice(NoiseVariance),
+        NoiseVariance.ANALYTIC,
+        "the tree's per-node variance: the analytic Gaussian (tight), or a printed form (§8 A4, reproductions)",
+    )
+    continual_release: ContinualRelease = option(
+        Choice(ContinualRelease),
+        ContinualRelease.TREE,
+        "each privatizer's prefix sums by the binary tree (the paper's) or the square-root matrix factorization "
+        "(lower noise at equal ε, δ; needs noise_variance = analytic)",
     )
     rho_formula: RhoFormula = option(Choice(RhoFormula), RhoFormula.EQ7, "spectral bound ρ on the tree noise (§8 A5)")
     rho_constant: float = option(_POSITIVE, 2.0, "c of the consistent ρ formula")
@@ -246,6 +267,18 @@ class FCLUBConfig:
                 )
         if self.noise_in_trigger_only and not self.private:
             raise InvalidInputError("noise_in_trigger_only needs private=True (it places the privatizer's noise)")
+        if self.continual_release is ContinualRelease.SQRT_FACTORIZATION and self.private:
+            if self.noise_variance is not NoiseVariance.ANALYTIC:
+                raise InvalidInputError(
+                    "continual_release = 'sqrt_factorization' needs noise_variance = 'analytic' (the paper's forms "
+                    f"are the tree's), got noise_variance = {self.noise_variance.value!r}"
+                )
+            if self.noise_in_trigger_only or self.reference_h_column:
+                raise InvalidInputError(
+                    "continual_release = 'sqrt_factorization' privatizes the uploads themselves: it needs "
+                    "noise_in_trigger_only = False and reference_h_column = False (the reference code's tree noise), "
+                    f"got {self.noise_in_trigger_only} and {self.reference_h_column}"
+                )
 
     @classmethod
     def for_variant(cls, variant: Variant | str, **overrides) -> FCLUBConfig:
@@ -301,6 +334,8 @@ class FCLUBConfig:
                 "noise_variance": NoiseVariance.REFERENCE_STD,
                 "lifecycle": Lifecycle.RESET_EVERY_PHASE,
             }
+        else:  # nothing drawn: named as before the default became analytic, so the preset's options stay as stored
+            rc["noise_variance"] = NoiseVariance.SQUARED_LOG
         return replace(base, **{**rc, **overrides})
 
     @classmethod
@@ -353,6 +388,10 @@ class Calibration:
         self._mL_over_alpha = self.m_bound * n_servers / self.alpha
         self._fixed_depth = self._depth_for(T)
         self.snapped = config.private and not config.noise_in_trigger_only
+        self.factorization: factorization.FactorizationNoise | None = None
+        """The noise of every privatizer with ``continual_release = "sqrt_factorization"`` (None: the tree's): one
+        analytic Gaussian release of ``C x + z`` over :attr:`max_releases` increments, each a sum of at most T
+        snapped data of sensitivity :meth:`effective_sensitivity` (set once the data's grid is)."""
         self.coordinates = dim * (dim + 3) // 2  # one datum's x xᵀ (upper triangle) and y x
         self.data_grid = 0.0
         if self.snapped:
@@ -360,6 +399,17 @@ class Calibration:
             self.data_grid = grid_step(snapped_std(self.form_std(deepest), REPLACE_SENSITIVITY, *self._slack()))
             check_exact(T + 3 * self.rho(deepest) + 4 * TAIL * deepest * self.noise_std(deepest), self.data_grid,
                         "FCLUB's privatized statistics")  # fmt: skip
+        if self.snapped and config.continual_release is ContinualRelease.SQRT_FACTORIZATION:
+            self.factorization = factorization.factorization_noise(
+                config.epsilon, config.delta, self.max_releases, self.effective_sensitivity(),
+                augmented_coordinates(dim), float(T),
+            )  # fmt: skip
+
+    @property
+    def max_releases(self) -> int:
+        """The most releases one privatizer makes, T + 1: its phase-start release and one per round it uploads (the
+        t_c + 1 that the tree's depth ν = ⌈log₂(t_c + 1)⌉ + 1 is sized for, t_c ≤ T); the factorization's horizon."""
+        return self.config.horizon + 1
 
     # -- privacy noise ---------------------------------------------------------------
     def _depth_for(self, t_phase: int) -> int:
@@ -401,19 +451,44 @@ class Calibration:
             return REPLACE_SENSITIVITY
         return min(REPLACE_SENSITIVITY + self.data_grid * math.sqrt(self.coordinates), SNAPPED_CAP)
 
+    def release_std(self, depth: int) -> float:
+        """Per-entry σ of the noise one release carries at most (off the diagonal): the ν tree nodes', √ν·σ_noise;
+        the factorization's at its last release, σ‖C‖_col."""
+        if self.factorization is not None:
+            return self.factorization.std * self.factorization.column_norm
+        return math.sqrt(depth) * self.noise_std(depth)
+
+    def compositions(self, releases: int) -> int:
+        """Gaussian mechanisms a datum of a privatizer that released ``releases`` times has entered: the tree's
+        levels used; the factorization's one release of ``C x + z`` (none before its first)."""
+        return min(releases, 1) if self.factorization is not None else releases.bit_length()
+
+    def release_sensitivity(self) -> float:
+        """The sensitivity of each of those Gaussians to one datum: a tree node's, :meth:`effective_sensitivity`; the
+        factorization's, ``Δ‖C‖_col`` plus its rows' snapping and rounding."""
+        return self.factorization.sensitivity if self.factorization is not None else self.effective_sensitivity()
+
+    def datum_releases(self, std: float, compositions: int) -> list[Release]:
+        """What a datum that entered ``compositions`` of :meth:`compositions` has been through, for the accountant:
+        tree nodes, Gaussians of ``std`` at :meth:`effective_sensitivity`; factorized privatizers, each its one
+        release (:func:`~privbandits.privacy.factorization.releases`)."""
+        if self.factorization is not None:
+            return factorization.releases(self.factorization) * compositions
+        return [Release.gaussian(std, self.effective_sensitivity(), compositions)]
+
     def rho(self, depth: int) -> float:
         """ρ of §4.2 (Eq. 7 by default), the shift that keeps noisy Gram matrices positive definite."""
         cfg, d = self.config, self.dim
         spread = 4 * math.sqrt(d) + 2 * math.log(2 * self._mL_over_alpha)
         if cfg.rho_formula is RhoFormula.CONSISTENT:
-            return cfg.rho_constant * math.sqrt(depth) * self.noise_std(depth) * spread
+            return cfg.rho_constant * self.release_std(depth) * spread
         root = math.sqrt(2 * depth) if cfg.rho_formula is RhoFormula.EQ7 else math.sqrt(2) * depth
         return 8 * root * math.log(4 / cfg.delta) * spread / cfg.epsilon
 
     def kappa(self, depth: int) -> float:
-        """κ = √ν·σ_noise·(√d + 2 ln(2mL/α))/√ρ (§8 A13)."""
+        """κ = √ν·σ_noise·(√d + 2 ln(2mL/α))/√ρ (§8 A13; the factorization's σ‖C‖_col for √ν·σ_noise)."""
         spread = math.sqrt(self.dim) + 2 * math.log(2 * self._mL_over_alpha)
-        return math.sqrt(depth) * self.noise_std(depth) * spread / math.sqrt(self.rho(depth))
+        return self.release_std(depth) * spread / math.sqrt(self.rho(depth))
 
     def shifts(self, depth: int) -> tuple[float, float]:
         """(phase-start shift, per-upload shift) of the uploaded Gram matrices: (2ρ, 3ρ) when the

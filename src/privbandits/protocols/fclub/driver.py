@@ -198,7 +198,9 @@ class FederatedClusteredBandit(RoundChecks):
 
         Per privatizer: its tree's levels used, as Gaussian mechanisms of sensitivity
         :data:`~privbandits.privacy.tree_mechanism.REPLACE_SENSITIVITY` plus the slack of snapping each datum
-        (:meth:`~privbandits.protocols.fclub.config.Calibration.effective_sensitivity`). Per datum: every
+        (:meth:`~privbandits.protocols.fclub.config.Calibration.effective_sensitivity`); with the square-root
+        factorization its one Gaussian release of ``C x + z`` (``max_levels_per_privatizer`` is then 1, and
+        ``max_nodes_per_datum`` counts privatizers). Per datum: every
         node of every privatizer its user's data has gone through (new clusters after a
         split, phase-start trees), composed, for the worst user: the paper does not
         compose across privatizers (§4.5, §8 A9). Composed from each local server's
@@ -212,13 +214,16 @@ class FederatedClusteredBandit(RoundChecks):
             notes.append("non-private variant: nothing is privatized")
         if cfg.noise_in_trigger_only:
             notes.append("noise only in the upload trigger: uploads are raw, no DP guarantee (reference code, §7)")
-        levels = {k: releases.bit_length() for k, (releases, _) in counts.items()}
+        levels = {k: self.calibration.compositions(releases) for k, (releases, _) in counts.items()}
         guaranteed = cfg.private and not cfg.noise_in_trigger_only  # raw uploads: no guarantee, ε = ∞
         std = min((s for _, s in counts.values()), default=0.0) if guaranteed else 0.0
         worst_tree = max(levels.values(), default=0)
         per_datum = max((worst for _, worst in accounts), default=0)
-        sensitivity = self.calibration.effective_sensitivity()
-        snapping = f", {sensitivity:.6g} with the data's snapping" if sensitivity != REPLACE_SENSITIVITY else ""
+        sensitivity = self.calibration.release_sensitivity()
+        datum = self.calibration.effective_sensitivity()
+        snapping = f", {datum:.6g} with the data's snapping" if datum != REPLACE_SENSITIVITY else ""
+        if self.calibration.factorization is not None:
+            notes.append(f"square-root factorization: one Gaussian release a privatizer, sensitivity {sensitivity:.6g}")
         return PrivacyReport(
             claimed_epsilon=cfg.epsilon if guaranteed else math.inf,
             claimed_delta=cfg.delta,
@@ -230,7 +235,7 @@ class FederatedClusteredBandit(RoundChecks):
             max_nodes_per_datum=per_datum,
             accounted_epsilon_per_datum=accounted_epsilon(std, max(per_datum, 1), cfg.delta, sensitivity),
             accounted_delta_per_datum=accounted_delta(std, max(per_datum, 1), cfg.epsilon, sensitivity),
-            **per_user_epsilons(std, per_datum, cfg.delta, sensitivity),
+            **per_user_epsilons(self.calibration.datum_releases(std, max(per_datum, 1)), cfg.delta),
             notes=notes + [f"sensitivity {REPLACE_SENSITIVITY} (replace one (x, y), ‖x‖ ≤ 1, |y| ≤ 1)" + snapping],
         )
 

@@ -17,12 +17,13 @@ from privbandits.checkpointed import PARTY, Checkpointed
 from privbandits.comm import Network, Party
 from privbandits.linear._kernels import cholesky_inverse, shared_ucb_scores
 from privbandits.linear.tiebreak import break_ties
-from privbandits.privacy.accountant import Release, ledger_epsilons
+from privbandits.privacy.accountant import ledger_epsilons
 from privbandits.privacy.ledger import LedgerEntry, PrivacyLedger
 from privbandits.privacy.noise import snap_to
 from privbandits.privacy.tree_mechanism import REPLACE_SENSITIVITY, TreeMechanism
 from privbandits.protocols.fclub.accounting import per_user_epsilons
 from privbandits.protocols.fclub.config import Calibration, Lifecycle, Recommendation
+from privbandits.protocols.fclub.factorized import FactorizedPrivatizer
 from privbandits.protocols.fclub.messages import (
     GLOBAL,
     PRIVACY_UNIT,
@@ -57,9 +58,10 @@ class _LocalCluster:
         self.H, self.h = zeros.copy(), vector.copy()  # tentative perturbation (in the buffer)
         self.H_bar, self.h_bar = zeros.copy(), vector.copy()  # current: the one last sent
         self.H_tilde, self.h_tilde = zeros.copy(), vector.copy()  # historical: phase-start release
+        # (factorized privatizers: H̄ and H̃ hold the released noisy totals, not the noise, and H is unused)
         self.tree_ids: dict[str, str] = {}
-        self.async_tree: TreeMechanism | None = None
-        self.phase_tree: TreeMechanism | None = None
+        self.async_tree: TreeMechanism | FactorizedPrivatizer | None = None
+        self.phase_tree: TreeMechanism | FactorizedPrivatizer | None = None
         self.depth = 1
         self.sharing = 1
         self.uploads_since_renewal = 0
@@ -103,8 +105,9 @@ class LocalServer(Party, Checkpointed):
              "_log_upload", "_refresh_every", "_threshold", "_ridge_free", "_ridge", "_grid", "V_grid",
              "b_grid")  # fmt: skip
     """What a resumed deployment's checkpoint holds (:mod:`privbandits.deploy.fclub.resume`)."""
-    NOT_SAVED = PARTY | {"cal", "config", "_rows", "_grid_rows"}
-    """Its links and configuration (rebuilt from the deployment file), and the per-user views of ``V`` and ``b``."""
+    NOT_SAVED = PARTY | {"cal", "config", "_rows", "_grid_rows", "_factorized"}
+    """Its links and configuration (rebuilt from the deployment file: ``_factorized`` is the calibration's), and the
+    per-user views of ``V`` and ``b``."""
 
     def __init__(
         self,
@@ -134,6 +137,7 @@ class LocalServer(Party, Checkpointed):
         self._v = np.zeros(dim)
         self._eye = np.eye(dim)
         self._noisy = self.config.private
+        self._factorized = calibration.factorization is not None  # privatizers by the square-root factorization
         self._with_own = self.config.recommendation is Recommendation.WITH_OWN_BUFFER
         self._log_upload = -math.inf if self.config.synchronous else math.log(self.config.upload_threshold)
         self._refresh_every = self.config.refresh_every or math.inf
@@ -201,7 +205,11 @@ class LocalServer(Party, Checkpointed):
     def upload(self, cluster: _LocalCluster) -> None:
         """Send the upload buffer, absorb it, and start the next one (Alg. 3 lines 4–10)."""
         gram, moment = (cluster.grid_S, cluster.grid_u) if self._grid else (cluster.raw_S, cluster.raw_u)
-        sent = Upload(cluster.uid, gram + cluster.P, moment + cluster.p, cluster.raw_T)
+        if self._factorized:  # the release, less the one the global server holds, plus the shift: no raw datum
+            cluster.H, cluster.h = self._draw(cluster, cluster.async_tree, "async")
+            sent = Upload(cluster.uid, cluster.H - cluster.H_bar + cluster.P, cluster.h - cluster.h_bar, cluster.raw_T)
+        else:
+            sent = Upload(cluster.uid, gram + cluster.P, moment + cluster.p, cluster.raw_T)
         self.send(GLOBAL, sent)
         if self.config.noise_in_trigger_only:
             self._record_raw(cluster)
@@ -211,7 +219,7 @@ class LocalServer(Party, Checkpointed):
         cluster.T += sent.count
         cluster.uploads_since_renewal += 1
         cluster.H_bar, cluster.h_bar = cluster.H, cluster.h
-        if self._noisy:
+        if self._noisy and not self._factorized:
             cluster.H, cluster.h = self._draw(cluster, cluster.async_tree, "async")
         self._start_buffer(cluster)
 
@@ -303,17 +311,16 @@ class LocalServer(Party, Checkpointed):
             if self._grid:  # released statistics, put on the grid (post-processing) so the sum stays exact
                 gram, moment = snap_to(gram, self._grid), snap_to(moment, self._grid)
         else:
-            if cluster.member_sums is None:
-                count = sum(self.counts[i] for i in members)
-                V, b = (self.V_grid, self.b_grid) if self._grid else (self.V, self.b)  # exact sums on the grid
-                cluster.member_sums = (V[members].sum(axis=0), b[members].sum(axis=0), count)
-            gram, moment, count = cluster.member_sums
+            gram, moment, count = self._member_sums(cluster)
             gram, moment = gram + phase_shift * self._eye, moment.copy()  # new arrays: the sums stay this server's
         trigger_only = self.config.noise_in_trigger_only
         if self._noisy and (not trigger_only or self.config.rebuild_local_copies):
             kind, tree = ("async", cluster.async_tree) if cluster.phase_tree is None else ("phase", cluster.phase_tree)
             cluster.H_tilde, cluster.h_tilde = self._draw(cluster, tree, kind)  # the reference's phase-start release
-        if self._noisy and not trigger_only:
+        if self._factorized:  # the release (the members' noisy totals) and the shift: no raw datum
+            gram, moment = cluster.H_tilde + phase_shift * self._eye, cluster.h_tilde.copy()
+            self._record(cluster, kind)
+        elif self._noisy and not trigger_only:
             gram += cluster.H_tilde
             moment += cluster.h_tilde
             self._record(cluster, kind)
@@ -322,6 +329,16 @@ class LocalServer(Party, Checkpointed):
         sent = PhaseUpload(cluster.uid, len(members), gram, moment, count, bool(last))
         self.send(GLOBAL, sent)
         return sent
+
+    def _member_sums(self, cluster: _LocalCluster) -> tuple[np.ndarray, np.ndarray, int]:
+        """ΣV_i, Σb_i (snapped when privatized: exact sums on the grid) and ΣT_i over the cluster's users (kept while
+        none of them observes)."""
+        if cluster.member_sums is None:
+            members = cluster.users
+            count = sum(self.counts[i] for i in members)
+            V, b = (self.V_grid, self.b_grid) if self._grid else (self.V, self.b)
+            cluster.member_sums = (V[members].sum(axis=0), b[members].sum(axis=0), count)
+        return cluster.member_sums
 
     def _rebuild(self, cluster: _LocalCluster, sent: PhaseUpload) -> None:
         """Spec §7.3 (``rebuild_local_copies``): the synchronized copy restarts from the cluster's own phase
@@ -336,7 +353,7 @@ class LocalServer(Party, Checkpointed):
             cluster.H_bar, cluster.h_bar = cluster.H_tilde, cluster.h_tilde
             if self.config.noise_in_trigger_only:
                 cluster.H, cluster.h = cluster.H_tilde, cluster.h_tilde
-            else:
+            elif not self._factorized:
                 cluster.H, cluster.h = self._draw(cluster, cluster.async_tree, "async")
         self._start_buffer(cluster)
 
@@ -351,33 +368,50 @@ class LocalServer(Party, Checkpointed):
         cluster.shared = self.config.shared_statistics_defect
         if self._noisy:
             cluster.H_bar, cluster.h_bar = cluster.H_tilde, cluster.h_tilde
-            cluster.H, cluster.h = self._draw(cluster, cluster.async_tree, "async")
+            if not self._factorized:
+                cluster.H, cluster.h = self._draw(cluster, cluster.async_tree, "async")
         self._start_buffer(cluster)
 
     # -- privatizers -----------------------------------------------------------------
     def _new_trees(self, cluster: _LocalCluster, t_phase: int, single: bool) -> None:
         """Fresh privatizers for a cluster: the asynchronous tree, plus a phase-start tree unless ``single``."""
         cluster.depth = self.cal.depth(t_phase)
-        std = self.cal.noise_std(cluster.depth)
-        cluster.async_tree = TreeMechanism(self.dim + 1, std, self.rng)
-        cluster.phase_tree = None if single else TreeMechanism(self.dim + 1, std, self.rng)
+        cluster.async_tree = self._privatizer(cluster.depth)
+        cluster.phase_tree = None if single else self._privatizer(cluster.depth)
         cluster.tree_ids = {}
         for kind, tree in (("async", cluster.async_tree), ("phase", cluster.phase_tree)):
             if tree is not None:
                 cluster.tree_ids[kind] = tree_id = f"{self.name}/{cluster.uid}/{kind}@{t_phase}"
-                self.release_counts[tree_id] = (0, std)
+                self.release_counts[tree_id] = (0, tree.std)
                 for i in cluster.users:
                     self.lineage[i].add(tree_id)
 
-    def _draw(self, cluster: _LocalCluster, tree: TreeMechanism | None, kind: str) -> tuple[np.ndarray, np.ndarray]:
-        """The next release of ``tree``, split into (H, h) (§4.2); counts ‖H‖_op > ρ events."""
+    def _privatizer(self, depth: int) -> TreeMechanism | FactorizedPrivatizer:
+        """A fresh privatizer: a depth-ν tree, or the square-root factorization (``continual_release``)."""
+        if self.cal.factorization is not None:
+            return FactorizedPrivatizer(self.cal.factorization, self.dim + 1, self.rng)
+        return TreeMechanism(self.dim + 1, self.cal.noise_std(depth), self.rng)
+
+    def _draw(self, cluster: _LocalCluster, tree: TreeMechanism | FactorizedPrivatizer | None,
+              kind: str) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        """The next release of ``tree``, split into (H, h) (§4.2): the tree's prefix noise, or a factorized
+        privatizer's noisy totals of the members' data (:mod:`~privbandits.protocols.fclub.factorized`). Counts
+        the events where the noise has ‖H‖_op > ρ."""
         assert tree is not None, "drawn only with noise, where _new_trees made the trees"
-        noise = tree.release()
-        self.release_counts[cluster.tree_ids[kind]] = (tree.releases, tree.std)
         d = self.dim
+        if isinstance(tree, FactorizedPrivatizer):
+            gram, moment, _ = self._member_sums(cluster)
+            total = np.zeros((d + 1, d + 1))
+            total[:d, :d], total[:d, d], total[d, :d] = gram, moment, moment
+            noise = tree.release(total)
+            data = total
+        else:
+            noise, data = tree.release(), None
+        self.release_counts[cluster.tree_ids[kind]] = (tree.releases, tree.std)
         H = np.ascontiguousarray(noise[:d, :d])
         h = np.ascontiguousarray(noise[:d, d - 1 if self.config.reference_h_column else d])
-        if np.abs(np.linalg.eigvalsh(H)).max() > self.cal.rho(cluster.depth):
+        drawn = H if data is None else H - data[:d, :d]
+        if np.abs(np.linalg.eigvalsh(drawn)).max() > self.cal.rho(cluster.depth):
             if self.repairs.rho_exceeded == 0:
                 warnings.warn("FCLUB: privatizer noise exceeded the spectral bound ρ (Eq. 7)", stacklevel=2)
             self.repairs.rho_exceeded += 1
@@ -393,7 +427,11 @@ class LocalServer(Party, Checkpointed):
         details = {"privatizer": tree_id, "release": releases, "noise_std": std, "depth": cluster.depth,
                    "snapping_slack": sensitivity - REPLACE_SENSITIVITY,
                    "effective_sensitivity": sensitivity}  # fmt: skip
-        details |= ledger_epsilons([Release.gaussian(std, sensitivity, releases.bit_length())], self.config.delta)
+        noise = self.cal.factorization
+        if noise is not None:  # one Gaussian release of C x + z, whatever the releases so far
+            details |= {"continual_release": "sqrt_factorization", "column_norm": noise.column_norm,
+                        "horizon": noise.horizon, "effective_sensitivity": noise.sensitivity}  # fmt: skip
+        details |= ledger_epsilons(self.cal.datum_releases(std, self.cal.compositions(releases)), self.config.delta)
         self.ledger.record(LedgerEntry("fclub.pvt", self.config.epsilon, self.config.delta, PRIVACY_UNIT, details))
 
     def _record_raw(self, cluster: _LocalCluster) -> None:
@@ -404,7 +442,7 @@ class LocalServer(Party, Checkpointed):
         """This server's privatizers ``{id: (releases, noise std)}`` and the most tree nodes one of its users'
         data has entered, over every privatizer it went through (composed by
         :meth:`FederatedClusteredBandit.privacy_report`)."""
-        levels = {k: releases.bit_length() for k, (releases, _) in self.release_counts.items()}
+        levels = {k: self.cal.compositions(releases) for k, (releases, _) in self.release_counts.items()}
         per_datum = max((sum(levels[k] for k in lineage) for lineage in self.lineage), default=0)
         return dict(self.release_counts), per_datum
 
@@ -414,7 +452,7 @@ class LocalServer(Party, Checkpointed):
         privatizers, per_datum = self.privacy_accounts()
         guaranteed = self.config.private and not self.config.noise_in_trigger_only
         std = min((s for _, s in privatizers.values()), default=0.0) if guaranteed else 0.0
-        return per_user_epsilons(std, per_datum, self.config.delta, self.cal.effective_sensitivity())
+        return per_user_epsilons(self.cal.datum_releases(std, max(per_datum, 1)), self.config.delta)
 
     # -- factorizations ------------------------------------------------------------------
     def _start_buffer(self, cluster: _LocalCluster) -> None:
@@ -425,7 +463,10 @@ class LocalServer(Party, Checkpointed):
         cluster.grid_S[:] = 0.0
         cluster.grid_u[:] = 0.0
         cluster.raw_T = 0
-        if self._noisy:
+        if self._factorized:  # the next release's noise comes with its data: the trigger sees the shift alone
+            cluster.P = cluster.P_trigger = upload_shift * self._eye
+            cluster.p = np.zeros(self.dim)
+        elif self._noisy:
             difference = cluster.H - cluster.H_bar
             if self.config.noise_in_trigger_only:
                 cluster.P, cluster.p, cluster.P_trigger = np.zeros_like(difference), np.zeros(self.dim), difference
