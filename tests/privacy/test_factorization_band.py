@@ -97,7 +97,7 @@ def test_a_datum_moves_only_the_rows_it_enters_by_at_most_the_effective_sensitiv
     other[changed - 1] = [*(-x[changed - 1, :dim][::-1]), -x[changed - 1, dim]]
     rows = []
     for data in (x, other):
-        mechanism = SqrtFactorization(noise, (dim + 1, dim + 1), np.random.default_rng(9), True, keep_rows=True)
+        mechanism = SqrtFactorization(noise, (dim + 1,) * 2, np.random.default_rng(9), True, True, outer=band < 300)
         for z in data:
             mechanism.release_outer(z)
         rows.append(mechanism.noisy_rows.copy())
@@ -150,6 +150,12 @@ def test_refusals_a_bad_band_a_release_past_the_horizon_and_rows_not_kept():
 
 
 def test_the_outer_stream_forms_the_band_of_z_z_transposed_as_the_packed_stream_does():
+    """Also through the mechanism: a banded symmetric factorization made without ``outer`` takes z zᵀ or z alike."""
+    noise = FactorizationNoise(1.0, 2.0**-20, 1.0, column_norm(3), 5, 3)
+    packed = SqrtFactorization(noise, (2, 2), np.random.default_rng(1), symmetric=True)
+    outer = SqrtFactorization(noise, (2, 2), np.random.default_rng(1), symmetric=True, outer=True)
+    for z in np.random.default_rng(2).normal(size=(5, 2)) / 2:
+        assert np.allclose(packed.release(np.outer(z, z)), outer.release_outer(z), atol=1e-6, rtol=0)
     rng = np.random.default_rng(5)
     c, upper = sqrt_coefficients(6), np.triu_indices(4)
     packed, outer = BandedStream(c, len(upper[0])), BandedOuterStream(c, 4, upper)
@@ -157,9 +163,11 @@ def test_the_outer_stream_forms_the_band_of_z_z_transposed_as_the_packed_stream_
         assert np.allclose(outer.push(z), packed.push(np.outer(z, z)[upper]), atol=1e-12, rtol=0)
 
 
-def test_a_banded_symmetric_factorization_takes_z_and_a_refused_release_changes_nothing():
+def test_an_outer_factorization_takes_z_and_a_refused_release_changes_nothing():
     noise = FactorizationNoise(1.0, 2.0**-20, 1.0, column_norm(2), 2, 1)
-    mechanism = SqrtFactorization(noise, (2, 2), np.random.default_rng(0), symmetric=True)
+    with pytest.raises(ValueError, match="outer needs symmetric"):
+        SqrtFactorization(noise, (4,), None, outer=True)
+    mechanism = SqrtFactorization(noise, (2, 2), np.random.default_rng(0), symmetric=True, outer=True)
     with pytest.raises(ValueError, match="takes z of each datum"):
         mechanism.release(np.eye(2))
     with pytest.raises(ValueError, match=r"z of shape \(2,\)"):

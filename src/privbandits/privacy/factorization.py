@@ -371,6 +371,9 @@ class SqrtFactorization:
         Source of the noise (None: OS entropy).
     keep_rows : bool
         Keep every ``y_t`` for :attr:`noisy_rows` (tests and audits; the full factor keeps them anyway).
+    outer : bool
+        Every datum is ``z zᵀ``, given as z (:meth:`release_outer` only; symmetric): a band then forms its rows from
+        the last b vectors (:class:`BandedOuterStream`).
     """
 
     def __init__(
@@ -380,9 +383,13 @@ class SqrtFactorization:
         rng: np.random.Generator | None,
         symmetric: bool = False,
         keep_rows: bool = False,
+        outer: bool = False,
     ) -> None:
         if symmetric and (len(shape) != 2 or shape[0] != shape[1]):
             raise ValueError(f"SqrtFactorization: symmetric needs a square shape (s, s), got {shape}")
+        if outer and not symmetric:
+            raise ValueError("SqrtFactorization: outer needs symmetric = True (data z zᵀ)")
+        self.outer = outer
         self.noise, self.shape, self.rng, self.symmetric = noise, tuple(shape), rng, symmetric
         self._upper = np.triu_indices(shape[0]) if symmetric else None
         self.width = len(self._upper[0]) if self._upper is not None else math.prod(shape)
@@ -391,7 +398,7 @@ class SqrtFactorization:
         if noise.banded:
             c = sqrt_coefficients(noise.bandwidth)
             self._data, self._released = BandedStream(c, self.width), BandedInverse(c, self.width, np.float32)
-            if self._upper is not None:
+            if outer and self._upper is not None:
                 self._data = BandedOuterStream(c, shape[0], self._upper)
         else:
             c = sqrt_coefficients(noise.horizon)
@@ -419,8 +426,8 @@ class SqrtFactorization:
 
     def release(self, datum: np.ndarray) -> np.ndarray:
         """The next prefix sum plus its noise ``(B z)_t`` (a new array of the datum's shape)."""
-        if isinstance(self._data, BandedOuterStream):
-            raise ValueError("SqrtFactorization: a banded symmetric factorization takes z of each datum z zᵀ "
+        if self.outer:
+            raise ValueError("SqrtFactorization: made with outer = True, it takes z of each datum z zᵀ "
                              "(release_outer)")  # fmt: skip
         self._check_room()
         return self._released_row(self._data.push(self._pack(np.asarray(datum, dtype=np.float64))))
@@ -435,7 +442,8 @@ class SqrtFactorization:
         if isinstance(self._data, BandedOuterStream):
             self._check_room()
             return self._released_row(self._data.push(z))
-        return self.release(np.outer(z, z))
+        self._check_room()
+        return self._released_row(self._data.push(self._pack(np.outer(z, z))))
 
     def _check_room(self) -> None:
         if self.releases >= self.noise.horizon:

@@ -206,7 +206,9 @@ class JointDPLinUCB(PrivateLinUCB):
         self.upsilon = spectral_bound(width, self.dim, self.horizon, self.failure_probability) if self.private else 0.0
         self.shift = 2.0 * self.upsilon if self.shift_regularizer else 0.0
         self.factorization = (
-            factorization.SqrtFactorization(self.factorization_noise, (self.dim + 1,) * 2, self.rng, symmetric=True)
+            factorization.SqrtFactorization(
+                self.factorization_noise, (self.dim + 1,) * 2, self.rng, symmetric=True, outer=True
+            )
             if self.private
             else None
         )
