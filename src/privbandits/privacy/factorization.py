@@ -57,7 +57,7 @@ __all__ = [
 ]  # fmt: skip
 
 MAX_STREAM_CELLS = 2**23
-"""The most float64 cells (64 MiB) one of the mechanism's two streams may keep: bounds the band (and so the memory
+"""The most float64 cells (2²³) one of the mechanism's two streams may keep: bounds the band (and so the memory
 and the time of each release) where the band is chosen automatically."""
 SMALLEST_BAND = 16
 FACTORIZATION_KEY = "sqrt/banded-auto-2"
