@@ -16,9 +16,9 @@ released ``Σ r x`` moves by 2); a learner that skips clipping releases a differ
 standard deviations wide.
 
 Each audit takes the class it drives as a keyword (``learner=``, ``shuffler=``), so the mutation suite
-(``tests/audit/test_mutants.py``) injects weakened subclasses at the learner and protocol level without
-touching the code the audits call. No weakened copy is shipped here: the audits' rows in ``privbandits
-audit`` have none (the mutation suite is their weakened copies).
+(:mod:`~privbandits.audit.mutants`) injects weakened subclasses at the learner and protocol level without
+touching the code the audits call. No weakened copy is built here: the audits' rows in ``privbandits
+audit`` have none (the mutation suite's mutants are their weakened copies, each a unit of its own).
 
 joint_learner
     :class:`~privbandits.protocols.dp.JointDPLinUCB`: every release of a short run (its tree; as
