@@ -68,14 +68,14 @@ class Unclipped(DataBounds):
 def with_bounds(base: type, bounds: type[DataBounds]) -> type:
     """``base`` (a DP LinUCB learner) weakened to clip with ``bounds``; its ledger still records its ε."""
 
-    class Mutant(base):  # type: ignore[misc, valid-type]
+    class Weakened(base):  # type: ignore[misc, valid-type]
         __doc__ = f"For the audit only: {base.__name__} clipping with {bounds.__name__}."
 
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             self.bounds = bounds(True)
 
-    return Mutant
+    return Weakened
 
 
 # -- noise dropped or scaled down --------------------------------------------------------------------------------------
@@ -137,7 +137,7 @@ class FCLUBServerHundredth(LocalServer):
 def exploring_at(base: type, fraction: float) -> type:
     """``base`` (an ε-greedy learner) exploring with probability ε·fraction; its config (and ledger's η) keep ε."""
 
-    class Mutant(base):  # type: ignore[misc, valid-type]
+    class Weakened(base):  # type: ignore[misc, valid-type]
         __doc__ = f"For the audit only: {base.__name__} exploring at ε × {fraction:g}; its ledger keeps η(ε)."
 
         def __init__(self, config, **kwargs):
@@ -145,7 +145,7 @@ def exploring_at(base: type, fraction: float) -> type:
             seed = np.random.SeedSequence(int(self.exploration.rng.integers(2**62)))
             self.exploration = ExplorationStream(config.n_arms, config.epsilon * fraction, config.precision, seed)
 
-    return Mutant
+    return Weakened
 
 
 class MPCCompositionIgnored(PrivateEpsilonGreedy):
