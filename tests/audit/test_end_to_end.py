@@ -1,157 +1,32 @@
 """The end-to-end audits (issue 47) and the mutation suite that proves they can fail.
 
-Each mutant is a weakened copy of a learner or a protocol party, injected here (a subclass or a monkeypatched
-party class), never into the functions the audits call and never shipped in src/: noise dropped or scaled
-down, clipping skipped, ε misused, the threshold dropped, composition ignored. Every mutant keeps its ledger
-(and metrics) saying what the unmodified code says, so only the released outputs can give it away; each
-must be caught (its audited lower bound above its own ledger's claim), and the unmodified code must not be
-(claim ≥ lower bound), at the same sizes and seeds. The sizes fit the default suite; ``slow`` reruns the
-unmodified audits at their full size.
+Each mutant is a weakened copy of a learner or a protocol party (:mod:`privbandits.audit.mutants`, shipped in the
+package so that ``privbandits audit`` runs, stores and reports each at full size; documented there as a copy for the
+audit, never a learner to use), injected at the learner and protocol level (a subclass, or FCLUB's local server
+patched into its driver for the audit's duration), never into the functions the audits call: noise dropped or
+scaled down, clipping skipped, ε misused, the threshold dropped, composition ignored. Every mutant keeps its ledger
+(and metrics) saying what the unmodified code says, so only the released outputs can give it away; each must be
+caught (its audited lower bound above its own ledger's claim), and the unmodified code must not be (claim ≥ lower
+bound), at the same sizes and seeds. The sizes fit the default suite; ``slow`` reruns the unmodified audits at their
+full size.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
-from privbandits.audit import end_to_end
+from privbandits.audit import end_to_end, mutants
+from privbandits.audit.mutants import (
+    MUTANTS,
+    JointFactorizationNoiseTenth,
+    JointTreeNoiseTenth,
+    JointWithoutTreeNoise,
+    LocalTenEpsilon,
+    ShuffleNoiseTenth,
+)
 from privbandits.audit.stats import audit_samples
-from privbandits.privacy.bounds import DataBounds
-from privbandits.privacy.factorization import SqrtFactorization
-from privbandits.privacy.tree_mechanism import TreeMechanism
 from privbandits.protocols.dp import JointDPLinUCB, LocalDPLinUCB, ShuffleDPLinUCB
-from privbandits.protocols.dp.local import LocalRandomizer, local_noise_std, report_noise
-from privbandits.protocols.mpc_bandit import ExplorationStream, PlaintextEpsilonGreedy, PrivateEpsilonGreedy
-from privbandits.protocols.p2b.core import Shuffler
-
-
-# -- the mutants -------------------------------------------------------------------------------------------------------
-class _RewardUnclipped(DataBounds):
-    def apply(self, x, y):
-        return super().apply(x, 0.0)[0], y
-
-
-class _ContextUnclipped(DataBounds):
-    def apply(self, x, y):
-        return x, super().apply(x, y)[1]
-
-
-class _Unclipped(DataBounds):
-    def apply(self, x, y):
-        return x, y
-
-
-def _with_bounds(base, bounds):
-    class Mutant(base):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.bounds = bounds(True)
-
-    return Mutant
-
-
-class JointWithoutTreeNoise(JointDPLinUCB):
-    """Releases its prefix sums exactly (no tree); its ledger still records the tree at ε."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.tree = None
-
-
-class JointTreeNoiseTenth(JointDPLinUCB):
-    """The tree's nodes at σ/10; ``noise_std`` and the ledger say σ."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.tree = TreeMechanism(self.dim + 1, self.noise_std / 10, self.rng)
-
-
-class JointFactorizationNoiseTenth(JointDPLinUCB):
-    """The square-root factorization's noise z at σ/10 (same grid); ``noise_std`` and the ledger say σ."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        weaker = dataclasses.replace(self.factorization_noise, std=self.noise_std / 10)
-        self.factorization = SqrtFactorization(weaker, (self.dim + 1,) * 2, self.rng, symmetric=True)
-
-
-class LocalTenEpsilon(LocalDPLinUCB):
-    """Randomises each report for 10ε; its ledger says ε."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        noise = report_noise(local_noise_std(10 * self.epsilon, self.delta, self.noise_calibration), self.dim)
-        self.randomizer = LocalRandomizer(noise.std, self.rng, noise.grid)
-
-
-class ShuffleNoiseTenth(ShuffleDPLinUCB):
-    """The local randomiser at σ₀/10 while ``noise_std`` (its metric) and the ledger keep σ₀."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.randomizer = LocalRandomizer(self.calibration.noise_std / 10, self.rng, self.calibration.grid)
-
-
-def _fclub_server_at(fraction: float):
-    from privbandits.protocols.fclub.local_server import LocalServer
-
-    class Mutant(LocalServer):
-        """Each privatizer's tree at σ·fraction; its ledger still says the config's ε."""
-
-        def _new_trees(self, cluster, t_phase, single):
-            super()._new_trees(cluster, t_phase, single)
-            for name in ("async_tree", "phase_tree"):
-                tree = getattr(cluster, name)
-                if tree is not None:
-                    setattr(cluster, name, TreeMechanism(self.dim + 1, tree.std * fraction, self.rng))
-
-    return Mutant
-
-
-def _fclub_factorized_at(fraction: float):
-    from privbandits.protocols.fclub.local_server import LocalServer
-
-    class Mutant(LocalServer):
-        """Each factorized privatizer's noise z at σ·fraction (same grid); its σ and its ledger keep the config's."""
-
-        def _privatizer(self, depth):
-            privatizer = super()._privatizer(depth)
-            weaker = dataclasses.replace(self.cal.factorization, std=privatizer.std * fraction)
-            privatizer.mechanism = SqrtFactorization(weaker, (self.dim + 1,) * 2, self.rng, symmetric=True)
-            return privatizer
-
-    return Mutant
-
-
-def _exploring_at(base, fraction: float):
-    class Mutant(base):
-        """Explores with probability ε·fraction; its config (and so its ledger's η) keeps ε."""
-
-        def __init__(self, config, **kwargs):
-            super().__init__(config, **kwargs)
-            seed = np.random.SeedSequence(int(self.exploration.rng.integers(2**62)))
-            self.exploration = ExplorationStream(config.n_arms, config.epsilon * fraction, config.precision, seed)
-
-    return Mutant
-
-
-class MPCCompositionIgnored(PrivateEpsilonGreedy):
-    """Records η once for the whole run (its first opened action) instead of once per opened action."""
-
-    def _opened(self, arm):
-        if self.rounds == 0:
-            return super()._opened(arm)
-        return arm % self.config.n_arms
-
-
-class ThresholdDropped(Shuffler):
-    """Releases crowds of one (threshold 1); its ledger's ε(p) is unchanged."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **{**kwargs, "threshold": 1})
-
 
 # -- the suite ---------------------------------------------------------------------------------------------------------
 SIZES = {"e2e.dp_linucb.joint": 150, "e2e.dp_linucb.joint_mf": 150, "e2e.dp_linucb.local": 500,
@@ -161,30 +36,6 @@ SIZES = {"e2e.dp_linucb.joint": 150, "e2e.dp_linucb.joint_mf": 150, "e2e.dp_linu
 """Samples per side in the default suite (mutants and unmodified code together: about half a minute on 2 busy cores;
 FCLUB needs the most runs: its claim composes two privatizers at δ = 0.1 each)."""
 
-MUTANTS = {
-    "joint: tree noise dropped": ("e2e.dp_linucb.joint", {"learner": JointWithoutTreeNoise}, None),
-    "joint: tree noise × 1/10": ("e2e.dp_linucb.joint", {"learner": JointTreeNoiseTenth}, None),
-    "joint: reward clipping skipped": ("e2e.dp_linucb.joint", {"learner": _with_bounds(JointDPLinUCB,
-                                                                                        _RewardUnclipped)}, None),
-    "joint: context clipping skipped": ("e2e.dp_linucb.joint", {"learner": _with_bounds(JointDPLinUCB,
-                                                                                         _ContextUnclipped)}, None),
-    "joint, factorization: noise × 1/10": ("e2e.dp_linucb.joint_mf", {"learner": JointFactorizationNoiseTenth},
-                                           None),
-    "local: 10ε inside": ("e2e.dp_linucb.local", {"learner": LocalTenEpsilon}, None),
-    "local: clipping skipped": ("e2e.dp_linucb.local", {"learner": _with_bounds(LocalDPLinUCB, _Unclipped)}, None),
-    "shuffle: randomiser σ/10, metric σ": ("e2e.dp_linucb.shuffle", {"learner": ShuffleNoiseTenth}, None),
-    "fclub: local server σ/100, ledger ε = 1": ("e2e.fclub.local_server", {}, _fclub_server_at(0.01)),
-    "fclub, factorization: local server σ/100, ledger ε = 1": ("e2e.fclub.local_server_mf", {},
-                                                               _fclub_factorized_at(0.01)),
-    "mpc: exploring at ε/10, ledger η(ε)": ("e2e.mpc_bandit.learner",
-                                           {"learner": _exploring_at(PrivateEpsilonGreedy, 0.1)}, None),
-    "mpc: composition over actions ignored": ("e2e.mpc_bandit.learner", {"learner": MPCCompositionIgnored}, None),
-    "mpc twin: exploring at ε/10": ("e2e.mpc_bandit.twin", {"learner": _exploring_at(PlaintextEpsilonGreedy, 0.1)},
-                                    None),
-    "p2b: shuffler releases crowds of 1": ("e2e.p2b.pipeline", {"shuffler": ThresholdDropped}, None),
-}
-"""Name: (audit, the class it drives, FCLUB's local server class to patch in or None)."""
-
 
 def _bound(name: str, options: dict, samples: int, seed: int = 0):
     audit = end_to_end.AUDITS[name](**options)
@@ -193,11 +44,8 @@ def _bound(name: str, options: dict, samples: int, seed: int = 0):
 
 
 @pytest.mark.parametrize("mutant", list(MUTANTS))
-def test_each_learner_and_protocol_level_mutant_is_caught(mutant, monkeypatch):
-    name, options, server = MUTANTS[mutant]
-    if server is not None:
-        monkeypatch.setattr("privbandits.protocols.fclub.driver.LocalServer", server)
-    audit, bound = _bound(name, options, SIZES[name])
+def test_each_learner_and_protocol_level_mutant_is_caught(mutant):
+    audit, bound = mutants.audit_mutant(mutant, SIZES[MUTANTS[mutant].audit])
     assert bound.epsilon_lower > audit.claimed_epsilon, (mutant, audit.claimed_epsilon, bound.epsilon_lower)
 
 
@@ -208,7 +56,20 @@ def test_the_unmodified_code_meets_its_claim_at_the_suites_size(name):
 
 
 def test_every_audit_is_driven_by_a_mutant():
-    assert {name for name, _, _ in MUTANTS.values()} == set(end_to_end.AUDITS)
+    assert {mutant.audit for mutant in MUTANTS.values()} == set(end_to_end.AUDITS)
+    assert len(MUTANTS) >= 10 and all(name.startswith(mutants.PREFIX) for name in MUTANTS)
+
+
+def test_the_fclub_server_is_patched_in_only_within_the_audit_and_restored_on_error():
+    from privbandits.protocols.fclub import driver
+    from privbandits.protocols.fclub.local_server import LocalServer
+
+    with mutants.injected("mutant.joint.tree_noise_dropped"):  # no server to patch: nothing changes
+        assert driver.LocalServer is LocalServer
+    with pytest.raises(RuntimeError, match="inside"), mutants.injected("mutant.fclub.server_hundredth"):
+        assert driver.LocalServer is mutants.FCLUBServerHundredth
+        raise RuntimeError("inside")
+    assert driver.LocalServer is LocalServer
 
 
 def test_the_mutants_keep_the_metrics_of_the_unmodified_code():

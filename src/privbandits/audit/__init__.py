@@ -5,7 +5,8 @@ mechanism's own neighbouring relation, runs the project's mechanism code many ti
 and turns the best distinguishing test it finds into a 95% lower bound on ε
 (:mod:`~privbandits.audit.stats`). A deliberately weakened copy (noise scaled down or one noise
 term dropped, injected by the audit, never by editing the mechanism) must be caught: its
-lower bound must exceed the claim.
+lower bound must exceed the claim. So must each mutant of the mutation suite, a learner or protocol party
+weakened at its own level and driven through its public API.
 
 This package sits above ``protocols`` (it runs their mechanisms) and below ``experiments``
 (:mod:`privbandits.experiments.audits` makes each audit a store unit and a site page).
@@ -24,6 +25,11 @@ evaluation
     The DP off-policy estimators' releases (DP-IPS, DP-SNIPS, DP-DR; Laplace and Gaussian).
 crowd
     P2B's participation and threshold (crowd-blending, not DP) and the attack that applies.
+end_to_end
+    The learners and protocols audited through their public API (``e2e.…``).
+mutants
+    The mutation suite (``mutant.…``): copies of the learners and protocol parties weakened on purpose, which
+    the end-to-end audits must catch.
 run
     The registry of mechanisms, the audit unit (a task function), the table and the report.
 calibrations

@@ -21,6 +21,13 @@ MECHANISM_NAMES = ("mpc_bandit.action", "fclub.pvt", "dp_linucb.joint", "dp_linu
                    "e2e.fclub.local_server", "e2e.fclub.local_server_mf", "e2e.mpc_bandit.learner",
                    "e2e.mpc_bandit.twin", "e2e.p2b.pipeline")  # fmt: skip
 """The names :data:`privbandits.audit.run.MECHANISMS` registers (a test keeps the two equal)."""
+MUTANT_NAMES = ("mutant.joint.tree_noise_dropped", "mutant.joint.tree_noise_tenth", "mutant.joint.reward_unclipped",
+                "mutant.joint.context_unclipped", "mutant.joint_mf.noise_tenth", "mutant.local.ten_epsilon",
+                "mutant.local.unclipped", "mutant.shuffle.randomiser_tenth", "mutant.fclub.server_hundredth",
+                "mutant.fclub_mf.server_hundredth",
+                "mutant.mpc.exploring_tenth", "mutant.mpc.composition_ignored", "mutant.mpc_twin.exploring_tenth",
+                "mutant.p2b.threshold_dropped")  # fmt: skip
+"""The mutants :data:`privbandits.audit.mutants.MUTANTS` registers (a test keeps the two equal)."""
 
 
 def _fail(message: str) -> None:
@@ -30,9 +37,10 @@ def _fail(message: str) -> None:
 
 def _check(names: list[str], samples: int | None, seed: int, out: Path) -> None:
     """Refuse (one line, exit 2) what the audit cannot run or write, before it runs."""
-    unknown = [name for name in names if name not in MECHANISM_NAMES]
+    unknown = [name for name in names if name not in MECHANISM_NAMES + MUTANT_NAMES]
     if unknown:
-        _fail(f"mechanism must be one of {', '.join(MECHANISM_NAMES)}; got {', '.join(map(repr, unknown))}")
+        _fail(f"mechanism must be one of {', '.join(MECHANISM_NAMES)}, or a mutant: {', '.join(MUTANT_NAMES)}; "
+              f"got {', '.join(map(repr, unknown))}")  # fmt: skip
     repeated = next((name for name in names if names.count(name) > 1), None)
     if repeated is not None:
         _fail(f"mechanism {repeated!r} is given {names.count(repeated)} times; name each mechanism once")
@@ -69,7 +77,7 @@ def _typed(text: str, default: object) -> object:
 def _options(names: list[str], given: list[str]) -> tuple[tuple[str, tuple[tuple[str, object], ...]], ...]:
     """``-o KEY=VALUE`` (each typed by the default it replaces) for every named mechanism that takes KEY; refused
     (exit 2) when none does or the value does not parse. Each mechanism's audit then checks its values."""
-    from privbandits.audit.run import mechanism, settable_options
+    from privbandits.audit.run import audited, mechanism, settable_options
 
     chosen: dict[str, dict[str, object]] = {name: {} for name in names}
     for item in given:
@@ -91,7 +99,7 @@ def _options(names: list[str], given: list[str]) -> tuple[tuple[str, tuple[tuple
     for name, values in chosen.items():
         if values:
             try:
-                mechanism(name, values)
+                mechanism(audited(name), values)
             except (ValueError, TypeError) as exc:
                 _fail(f"-o for {name}: {exc}")
     return tuple((name, tuple(sorted(values.items()))) for name, values in chosen.items() if values)
@@ -113,28 +121,56 @@ def _table(rows: list[dict]) -> Table:
     return _plain_table(title, HEADER, [cells(row) for row in rows])
 
 
+def _mutant_table(units: list[dict]) -> Table:
+    from privbandits.audit.run import MUTANT_HEADER, mutant_cells
+
+    title = "mutation suite (each must be caught: its lower bound above its own ledger's claim)"
+    return _plain_table(title, MUTANT_HEADER, [mutant_cells(unit) for unit in units])
+
+
 def audit_command(
     names: Annotated[
         list[str] | None,
-        typer.Argument(help=f"Mechanisms to audit (default: all): {', '.join(MECHANISM_NAMES)}.", show_default=False),
+        typer.Argument(
+            help=f"Mechanisms to audit (default: all, and every mutant): {', '.join(MECHANISM_NAMES)}; "
+            f"mutants of the mutation suite: {', '.join(MUTANT_NAMES)}.",
+            show_default=False,
+        ),
     ] = None,
     mechanisms: Annotated[
         list[str] | None,
-        typer.Option("--mechanism", "-m", help="A mechanism to audit (repeatable; as the arguments).",
-                     show_default=False),
+        typer.Option(
+            "--mechanism",
+            "-m",
+            help="A mechanism or mutant to audit (repeatable; as the arguments).",
+            show_default=False,
+        ),
     ] = None,
     option: Annotated[
         list[str] | None,
-        typer.Option("--option", "-o", help="KEY=VALUE: an option of the named mechanisms' audits (d, horizon, "
-                     "epsilon, batch_size, …; typed by its default), for each that takes it.", show_default=False),
+        typer.Option(
+            "--option",
+            "-o",
+            help="KEY=VALUE: an option of the named mechanisms' audits (d, horizon, "
+            "epsilon, batch_size, …; typed by its default), for each that takes it.",
+            show_default=False,
+        ),
     ] = None,
     quick: Annotated[
-        bool, typer.Option("--quick", help="Every audit (or those named) at a size that fits about 3 minutes on 2 "
-                           "cores; exit 1 if any claim is below its lower bound.")
+        bool,
+        typer.Option(
+            "--quick",
+            help="Every audit (or those named) at a size that fits about 3 minutes on 2 "
+            "cores; exit 1 if any claim is below its lower bound or a mutant is not caught.",
+        ),
     ] = False,
     samples: Annotated[
         int | None,
-        typer.Option("--samples", help="Runs on each neighbouring input (default: 100,000; 10,000 for shuffle)."),
+        typer.Option(
+            "--samples",
+            help="Runs on each neighbouring input (default: 100,000 for a mechanism; less "
+            "for the shuffled batch and the end-to-end audits, a mutant as its end-to-end audit).",
+        ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the audit's runs.")] = 0,
     store: Annotated[Path, typer.Option("--store", help="SQLite results store (created if missing).")] = Path(
@@ -147,15 +183,16 @@ def audit_command(
 
     Each (mechanism, options, weakening) is one unit in the store, keyed by its mechanism, options,
     samples and seed: a rerun reuses it unless --force. The end-to-end audits (e2e.…) drive each learner
-    and protocol through its public API; their weakened copies are the mutation suite's. Exits 1 when
-    a claim is below its measured lower bound, 2 on bad usage.
+    and protocol through its public API; their weakened copies are the mutation suite's mutants (mutant.…),
+    one unit each, keyed likewise. Exits 1 when a claim is below its measured lower bound or a mutant is
+    not caught (its lower bound at or below its claim), 2 on bad usage.
     """
     names = list(names or []) + list(mechanisms or [])
-    names = names or list(MECHANISM_NAMES)
+    names = names or list(MECHANISM_NAMES + MUTANT_NAMES)
     _check(names, samples, seed, out)
     options = _options(names, list(option or []))
     from privbandits.audit import calibrations
-    from privbandits.audit.run import QUICK_SAMPLES, refuted, rows, write_report
+    from privbandits.audit.run import QUICK_SAMPLES, missed, mutated, refuted, rows, write_report
     from privbandits.experiments.audits import AuditPlan, run_plan
     from privbandits.experiments.store import ResultsStore, StoreError
 
@@ -176,7 +213,10 @@ def audit_command(
             found, tables = run_plan(plan, results, force=force, progress=progress)
     except (StoreError, OSError) as exc:
         _fail(str(exc))
-    console.print(_table(rows(found)))
+    if rows(found):
+        console.print(_table(rows(found)))
+    if mutated(found):
+        console.print(_mutant_table(mutated(found)))
     for title, header, lines in calibrations.tables_for_print(tables):
         console.print(_plain_table(title, header, lines))
     for path in write_report(found, out, tables):
@@ -184,4 +224,9 @@ def audit_command(
     bad = [result["mechanism"] for result in found if refuted(result)]
     if bad:
         console.print(f"CLAIM REFUTED: {', '.join(bad)} (a lower bound above the claimed ε)", highlight=False)
+    uncaught = [result["mutant"] for result in found if missed(result)]
+    if uncaught:
+        console.print(f"MUTANT NOT CAUGHT: {', '.join(uncaught)} (a lower bound at or below its claimed ε)",
+                      highlight=False)  # fmt: skip
+    if bad or uncaught:
         raise typer.Exit(code=1)

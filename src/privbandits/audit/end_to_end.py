@@ -16,9 +16,9 @@ released ``Σ r x`` moves by 2); a learner that skips clipping releases a differ
 standard deviations wide.
 
 Each audit takes the class it drives as a keyword (``learner=``, ``shuffler=``), so the mutation suite
-(``tests/audit/test_mutants.py``) injects weakened subclasses at the learner and protocol level without
-touching the code the audits call. No weakened copy is shipped here: the audits' rows in ``privbandits
-audit`` have none (the mutation suite is their weakened copies).
+(:mod:`~privbandits.audit.mutants`) injects weakened subclasses at the learner and protocol level without
+touching the code the audits call. No weakened copy is built here: the audits' rows in ``privbandits
+audit`` have none (the mutation suite's mutants are their weakened copies, each a unit of its own).
 
 joint_learner
     :class:`~privbandits.protocols.dp.JointDPLinUCB`: every release of a short run (its tree; as
@@ -107,10 +107,10 @@ def _audit(name: str, notion: str, relation: str, claim: tuple[float, float], di
 # -- the DP LinUCB baselines -------------------------------------------------------------------------------------------
 def joint_learner(epsilon: float = 1.0, delta: float = 1e-5, horizon: int = 2, dim: int = 1,
                   learner: Callable[..., Any] | None = None,
-                  continual_release: str = "tree") -> MechanismAudit:  # fmt: skip
+                  continual_release: str = "tree", factorization_band: int = 0) -> MechanismAudit:  # fmt: skip
     """Joint-DP LinUCB, ``horizon`` rounds of one arm: the released (Gram, Σ r x) after every round, all of them
     (the tree's or the factorization's every release; the arms are post-processing). Claim: the run's ledger,
-    composed."""
+    composed. ``factorization_band``: the factorization's band (0: the learner's choice)."""
     from privbandits.protocols.dp import JointDPLinUCB
     from privbandits.protocols.dp.joint import ContinualRelease
 
@@ -119,7 +119,8 @@ def joint_learner(epsilon: float = 1.0, delta: float = 1e-5, horizon: int = 2, d
     name = "e2e.dp_linucb.joint" + ("" if release is ContinualRelease.TREE else "_mf")
 
     def run(side: int, rng: np.random.Generator) -> tuple[np.ndarray, Any]:
-        model = cls(1, dim, epsilon=epsilon, delta=delta, horizon=horizon, rng=rng, continual_release=release)
+        band = {"factorization_band": factorization_band or None} if release is not ContinualRelease.TREE else {}
+        model = cls(1, dim, epsilon=epsilon, delta=delta, horizon=horizon, rng=rng, continual_release=release, **band)
         outputs = []
         for t in range(horizon):
             x, r = _first_datum(side, dim) if t == 0 else _later_datum(dim)
@@ -132,11 +133,13 @@ def joint_learner(epsilon: float = 1.0, delta: float = 1e-5, horizon: int = 2, d
         return out[0], out[1]
 
     probe = run(0, np.random.default_rng(0))[1]
+    band = {"band": probe.factorization_noise.bandwidth} if release is not ContinualRelease.TREE else {}
     return _audit(name, "(ε, δ)-joint DP of the run (its released statistics)", RELATION,
                   composed(probe.ledger.entries), False, sample,
                   {"epsilon": epsilon, "delta": delta, "horizon": horizon, "dim": dim,
                    "noise_std": probe.noise_std, "calibration": str(probe.noise_calibration),
-                   "continual_release": str(release)})  # fmt: skip
+                   "continual_release": str(release),
+                   **band})  # fmt: skip
 
 
 def _per_report(learner, n: int, per_sample: Callable[[], None]) -> tuple[np.ndarray, float, float]:
@@ -358,7 +361,9 @@ def p2b_pipeline(participation: float = 0.5, threshold: int = 10, n_codes: int =
 
 AUDITS: dict[str, Callable[..., MechanismAudit]] = {
     "e2e.dp_linucb.joint": joint_learner,
-    "e2e.dp_linucb.joint_mf": partial(joint_learner, continual_release="sqrt_factorization"),
+    "e2e.dp_linucb.joint_mf": partial(  # banded, as the learner's choice mostly is
+        joint_learner, continual_release="sqrt_factorization", horizon=4, factorization_band=2
+    ),
     "e2e.dp_linucb.local": local_learner,
     "e2e.dp_linucb.shuffle": shuffle_learner,
     "e2e.fclub.local_server": fclub_server,

@@ -3,7 +3,8 @@
 :func:`audit_unit` is a task function (``privbandits.audit.run:audit_unit``): its parameters
 (mechanism, options, samples per side, seed, weakening) are the unit's complete spec, so the
 results store (:mod:`privbandits.experiments.audits`) keys, reuses and refuses stale results
-as it does for every experiment.
+as it does for every experiment. The mutation suite's units
+(:func:`~privbandits.audit.mutants.mutant_unit`) are reported beside them, in a table of their own.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from privbandits.audit import crowd, end_to_end, evaluation, greedy, local, tree
+from privbandits.audit import crowd, end_to_end, evaluation, greedy, local, mutants, tree
 from privbandits.audit.base import MechanismAudit, Weakening
 from privbandits.audit.stats import audit_samples
 from privbandits.privacy.noise import NOISE_SAMPLER
@@ -48,13 +49,13 @@ MECHANISMS: dict[str, Callable[..., MechanismAudit]] = {
 :mod:`privbandits.privacy.calibration` instead of the paper's; ``e2e.``: the learners and protocols audited end to
 end through their public API, :mod:`~privbandits.audit.end_to_end`), with its audit's default options."""
 
-FULL_SAMPLES = {"dp_linucb.shuffle": 10_000, **end_to_end.SAMPLES}
+FULL_SAMPLES = {"dp_linucb.shuffle": 10_000, **end_to_end.SAMPLES, **mutants.SAMPLES}
 """Samples per side where the default (100,000) would take minutes (a shuffled batch is 100 reports; an end-to-end
-sample is a run, a report, a batch or an action of the learner's own code)."""
+sample is a run, a report, a batch or an action of the learner's own code; a mutant: its end-to-end audit's)."""
 QUICK_SAMPLES = {"mpc_bandit.action": 6_000, "fclub.pvt": 20_000, "dp_linucb.joint": 20_000, "dp_linucb.local": 3_000,
                  "dp_linucb.shuffle": 40, "p2b.crowd_blending": 20_000, "fclub.pvt@analytic": 20_000,
                  "dp_linucb.joint@analytic": 100_000, "dp_linucb.local@analytic": 3_000,
-                 **end_to_end.QUICK_SAMPLES}  # fmt: skip
+                 **end_to_end.QUICK_SAMPLES, **mutants.QUICK_SAMPLES}  # fmt: skip
 """Samples per side of ``privbandits audit --quick``: every audit at a size that fits the CLI help's budget."""
 DEFAULT_SAMPLES = 100_000
 MOST_SAMPLES = 10
@@ -65,16 +66,23 @@ def default_samples(name: str) -> int:
     """Samples per side of mechanism ``name``'s audit unless told otherwise."""
     return FULL_SAMPLES.get(name, DEFAULT_SAMPLES)
 
+
 NOT_AUDITED = {
     "vertical.o3m": "not DP: orthogonal masks claim no ε; the attacks that apply (Gram leakage, "
     "known-plaintext mask recovery, subspace and ICA attacks) are in privbandits.privacy.leakage",
 }
 
 
+def audited(name: str) -> str:
+    """The mechanism whose audit runs for ``name``: ``name`` itself, or a mutant's end-to-end audit."""
+    return mutants.MUTANTS[name].audit if name in mutants.MUTANTS else name
+
+
 def settable_options(name: str) -> dict[str, Any]:
-    """The options ``privbandits audit -o KEY=VALUE`` may set on mechanism ``name``: its factory's keywords with
-    a number, text or boolean default (by name, with that default; a class the mutation suite injects is not)."""
-    factory = MECHANISMS[name]
+    """The options ``privbandits audit -o KEY=VALUE`` may set on mechanism (or mutant) ``name``: its (audit's)
+    factory's keywords with a number, text or boolean default (by name, with that default; a class the mutation
+    suite injects is not)."""
+    factory = MECHANISMS[audited(name)]
     bound = factory.keywords if isinstance(factory, partial) else {}
     target = factory.func if isinstance(factory, partial) else factory
     found = {}
@@ -123,10 +131,17 @@ def audit_unit(
     }
 
 
+def mutated(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The mutants' units among ``results`` (:func:`~privbandits.audit.mutants.mutant_unit`'s)."""
+    return [result for result in results if "mutant" in result]
+
+
 def rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per mechanism: the calibrated audit beside its weakened copy, and the verdicts."""
+    """One row per mechanism: the calibrated audit beside its weakened copy, and the verdicts (mutants aside)."""
     by_name: dict[str, list[dict[str, Any]]] = {}
     for result in results:
+        if "mutant" in result:
+            continue
         by_name.setdefault(result["mechanism"], []).append(result)
     table = []
     for name, found in by_name.items():
@@ -161,8 +176,14 @@ def _passed(real: dict[str, Any], weak: dict[str, Any] | None) -> bool | None:
 
 def refuted(result: dict[str, Any]) -> bool:
     """Whether an audit unit as calibrated measured a lower bound above its DP claim (``privbandits audit`` exits 1)."""
-    return bool(result["dp"]) and result["weakening"] == "as calibrated" and \
+    return "mutant" not in result and bool(result["dp"]) and result["weakening"] == "as calibrated" and \
         result["epsilon_lower"] > result["claimed_epsilon"]  # fmt: skip
+
+
+def missed(result: dict[str, Any]) -> bool:
+    """Whether a mutant's unit measured a lower bound at or below its claim: NOT caught (``privbandits audit`` exits
+    1: an audit that cannot fail is a defect)."""
+    return "mutant" in result and not mutants.caught(result)
 
 
 def _verdict(real: dict[str, Any], weak: dict[str, Any] | None) -> str:
@@ -191,8 +212,23 @@ def cells(row: dict[str, Any]) -> list[str]:
             row["verdict"]]  # fmt: skip
 
 
-def markdown(table: list[dict[str, Any]]) -> str:
-    """The audit report as Markdown: the table, each neighbouring relation and note, the notions not audited."""
+MUTANT_HEADER = ["mutant", "weakened", "audit", "claimed ε", "δ", "ε ≥ (95%)", "samples/side", "seconds", "verdict"]
+MUTATION_NOTE = (
+    "Each mutant is a copy of a learner or a protocol party weakened on purpose (privbandits.audit.mutants, never a "
+    "learner to use), driven through the end-to-end audit named; its claimed ε is its own ledger's, which still says "
+    "what the unmodified code's says. Caught: its lower bound exceeds its claim."
+)
+
+
+def mutant_cells(result: dict[str, Any]) -> list[str]:
+    return [result["mutant"], result["weakened"], result["audit"], _number(result["claimed_epsilon"]),
+            _number(result["claimed_delta"]), _number(result["epsilon_lower"]), f"{result['samples_per_side']:,}",
+            f"{result['seconds']:.1f}", "caught" if mutants.caught(result) else "NOT caught"]  # fmt: skip
+
+
+def markdown(table: list[dict[str, Any]], mutant_units: list[dict[str, Any]] | None = None) -> str:
+    """The audit report as Markdown: the table, each neighbouring relation and note, the notions not audited, and
+    the mutation suite's table (``mutant_units``, :func:`~privbandits.audit.mutants.mutant_unit` results)."""
     lines = ["# Empirical privacy audit", "",
              "ε ≥ is a one-sided 95% Clopper–Pearson lower bound on ε at the claimed δ from a threshold test "
              "chosen on one half of the samples and measured on the other. Pair ε is the exact ε of the "
@@ -202,15 +238,23 @@ def markdown(table: list[dict[str, Any]]) -> str:
     lines += ["", "## Neighbouring relations and notes", ""]
     lines += [f"- **{r['mechanism']}**: {r['relation']}." + (f" {r['note']}." if r["note"] else "") for r in table]
     lines += ["", "## Not audited", ""] + [f"- **{name}**: {why}." for name, why in NOT_AUDITED.items()]
+    if mutant_units:
+        lines += ["", "## Mutation suite", "", MUTATION_NOTE, "", "| " + " | ".join(MUTANT_HEADER) + " |",
+                  "|" + "---|" * len(MUTANT_HEADER)]  # fmt: skip
+        lines += ["| " + " | ".join(mutant_cells(result)) + " |" for result in mutant_units]
     return "\n".join(lines) + "\n"
 
 
 def write_report(results: list[dict[str, Any]], out: Path, tables: dict[str, Any] | None = None) -> list[Path]:
-    """``audit.json`` (every unit, and the calibration ``tables``) and ``audit.md`` (the tables) under ``out``."""
+    """``audit.json`` (every unit, the mutants' apart, and the calibration ``tables``) and ``audit.md`` (the tables)
+    under ``out``."""
     from privbandits.audit import calibrations
 
     out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out / "audit.json", out / "audit.md"
-    json_path.write_text(json.dumps({"audits": results, "calibration": tables}, indent=1, default=str) + "\n")
-    md_path.write_text(markdown(rows(results)) + ("\n" + calibrations.markdown(tables) if tables else ""))
+    units = {"audits": [result for result in results if "mutant" not in result], "mutants": mutated(results)}
+    json_path.write_text(json.dumps({**units, "calibration": tables}, indent=1, default=str) + "\n")
+    md_path.write_text(
+        markdown(rows(results), mutated(results)) + ("\n" + calibrations.markdown(tables) if tables else "")
+    )
     return [json_path, md_path]

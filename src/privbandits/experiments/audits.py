@@ -1,9 +1,9 @@
 """The empirical privacy audits as results-store units and a page of the results site.
 
 ``privbandits audit`` plans one :class:`~privbandits.experiments.tasks.Task` per mechanism
-and weakening (:class:`AuditPlan`), computes those the store lacks (:func:`run_plan`) and
-reports them; ``privbandits site`` adds an ``audit/`` page built from the stored units alone
-(:func:`stored_audits`).
+and weakening, and one per mutant of the mutation suite (:class:`AuditPlan`), computes those the
+store lacks (:func:`run_plan`) and reports them; ``privbandits site`` adds an ``audit/`` page built
+from the stored units alone (:func:`stored_audits`, :func:`stored_mutants`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from privbandits.audit import calibrations
+from privbandits.audit import calibrations, mutants
 from privbandits.audit.base import Weakening
 from privbandits.audit.run import FUNCTION, MECHANISMS, default_samples, mechanism
 from privbandits.experiments.tasks import Task
@@ -22,7 +22,8 @@ from privbandits.privacy.noise import NOISE_SAMPLER
 
 @dataclass(frozen=True)
 class AuditPlan:
-    """The units of one ``privbandits audit``: each mechanism as calibrated, then its weakened copy."""
+    """The units of one ``privbandits audit``: each mechanism as calibrated, then its weakened copy; each mutant
+    (a name in :data:`~privbandits.audit.mutants.MUTANTS`) driven by its end-to-end audit."""
 
     names: tuple[str, ...]
     samples: int | None = None
@@ -41,8 +42,12 @@ class AuditPlan:
         options, sizes = dict(self.options), dict(self.sizes)
         for name in self.names:
             chosen = dict(options.get(name, ()))
-            audit = mechanism(name, chosen)
             samples = self.samples or sizes.get(name) or default_samples(name)
+            if name in mutants.MUTANTS:
+                params = mutants.mutant_task_params(name, chosen, samples, self.seed)
+                tasks.append(Task(mutants.FUNCTION, params, label=f"audit {name} (mutant, by {params['audit']})"))
+                continue
+            audit = mechanism(name, chosen)
             weakenings = (Weakening(),) if audit.weakened.none else (Weakening(), audit.weakened)  # end to end: none
             for weak in weakenings:
                 params = {"mechanism_name": name, "options": chosen, "samples": samples, "seed": self.seed,
@@ -81,31 +86,49 @@ def stored_tables(store) -> dict[str, Any] | None:
     return units[-1].result if units else None
 
 
+def _largest(units, key: Callable[[Any], Any]) -> dict[Any, dict[str, Any]]:
+    """Per ``key(unit)``, the result of the stored unit with the most samples (then the latest); only units of this
+    code's noise sampler."""
+    best: dict[Any, tuple[tuple[int, str], dict[str, Any]]] = {}
+    for unit in units:
+        if unit.params.get("noise_sampler") != NOISE_SAMPLER:
+            continue  # an audit of an earlier sampler or calibration
+        rank = (unit.params["samples"], unit.finished_at)
+        if key(unit) not in best or rank > best[key(unit)][0]:
+            best[key(unit)] = (rank, unit.result)
+    return {found: result for found, (_, result) in best.items()}
+
+
 def stored_audits(store) -> list[dict[str, Any]]:
     """The stored audit units to show: per mechanism and weakening, the one with the most samples (then the
     latest), calibrated before weakened, mechanisms in registry order; only audits of this code's noise sampler."""
-    best: dict[tuple[str, bool], tuple[tuple[int, str], dict[str, Any]]] = {}
-    for unit in store.units_of(FUNCTION):
-        if unit.params.get("noise_sampler") != NOISE_SAMPLER:
-            continue  # an audit of an earlier sampler or calibration
-        weak = Weakening(**unit.params["weakening"])
-        key = (unit.params["mechanism_name"], not weak.none)
-        rank = (unit.params["samples"], unit.finished_at)
-        if key not in best or rank > best[key][0]:
-            best[key] = (rank, unit.result)
+    best = _largest(
+        store.units_of(FUNCTION),
+        lambda unit: (unit.params["mechanism_name"], not Weakening(**unit.params["weakening"]).none),
+    )
     order = {name: index for index, name in enumerate(MECHANISMS)}
-    return [best[key][1] for key in sorted(best, key=lambda k: (order.get(k[0], len(order)), k[1]))]
+    return [best[key] for key in sorted(best, key=lambda k: (order.get(k[0], len(order)), k[1]))]
+
+
+def stored_mutants(store) -> list[dict[str, Any]]:
+    """The stored mutant units to show: per mutant, the one with the most samples (then the latest), in registry
+    order (mutants no longer registered last); only units of this code's noise sampler."""
+    best = _largest(store.units_of(mutants.FUNCTION), lambda unit: unit.params["mutant"])
+    order = {name: index for index, name in enumerate(mutants.MUTANTS)}
+    return [best[name] for name in sorted(best, key=lambda name: (order.get(name, len(order)), name))]
 
 
 def book_section(store) -> str | None:
-    """The book's ``privbandits audit`` section from the stored audits and tables (None before the first audit)."""
+    """The book's ``privbandits audit`` section from the stored audits, mutants and tables (None before the first
+    audit)."""
     from privbandits.audit.run import markdown, rows
     from privbandits.experiments.book import headed_section
 
-    audits = stored_audits(store)
-    if not audits:
+    audits, mutant_units = stored_audits(store), stored_mutants(store)
+    if not audits and not mutant_units:
         return None
     tables = stored_tables(store)
     return headed_section(
-        "privbandits audit", markdown(rows(audits)) + ("\n" + calibrations.markdown(tables) if tables else "")
+        "privbandits audit",
+        markdown(rows(audits), mutant_units) + ("\n" + calibrations.markdown(tables) if tables else ""),
     )

@@ -140,11 +140,14 @@ def _audit_class(row: dict) -> str:
     return "other" if row["passed"] is None else "yes" if row["passed"] else "no"
 
 
-def audit_page(results: list[dict], out: Path, tables: dict | None = None) -> str:
-    """Write ``out/audit/index.html`` from stored audit units (and calibration tables); returns the index's
-    paragraph linking to it."""
+def audit_page(
+    results: list[dict], out: Path, tables: dict | None = None, mutant_units: list[dict] | None = None
+) -> str:
+    """Write ``out/audit/index.html`` from stored audit units (calibration tables and mutants' units); returns the
+    index's paragraph linking to it."""
     from privbandits.audit.calibrations import SIGMA_NOTE, tables_for_print
-    from privbandits.audit.run import HEADER, NOT_AUDITED, cells, rows
+    from privbandits.audit.mutants import caught
+    from privbandits.audit.run import HEADER, MUTANT_HEADER, MUTATION_NOTE, NOT_AUDITED, cells, mutant_cells, rows
 
     table_rows = rows(results)
     head = "".join(_cell(column, "th") for column in HEADER)
@@ -165,6 +168,9 @@ def audit_page(results: list[dict], out: Path, tables: dict | None = None) -> st
         "<h2>Neighbouring relations and notes</h2>",
         "<ul>" + "".join(f"<li>{html.escape(note)}</li>" for note in notes) + "</ul>",
     ]
+    if mutant_units:
+        parts += ["<h2>Mutation suite</h2>", f'<p class="muted">{html.escape(MUTATION_NOTE)}</p>',
+                  _table(MUTANT_HEADER, [mutant_cells(unit) for unit in mutant_units])]  # fmt: skip
     if tables:
         parts.append(f'<p class="muted">{html.escape(SIGMA_NOTE)}</p>')
         for title, header, lines in tables_for_print(tables):
@@ -172,9 +178,11 @@ def audit_page(results: list[dict], out: Path, tables: dict | None = None) -> st
     _write(out / AUDIT / "index.html", _document("Empirical privacy audit", "\n".join(parts), "../style.css"))
     passed = sum(row["passed"] is True for row in table_rows)
     dp = sum(row["passed"] is not None for row in table_rows)
+    mutant_units = mutant_units or []
+    suite = f"; {sum(map(caught, mutant_units))} of {len(mutant_units)} mutants caught" if mutant_units else ""
     return (
         f'<h2>Empirical privacy audit</h2>\n<p><a href="{AUDIT}/index.html">{passed} of {dp} DP mechanisms</a> '
-        "keep their claimed ε and are caught when weakened; notions that are not DP are marked.</p>\n"
+        f"keep their claimed ε and are caught when weakened{suite}; notions that are not DP are marked.</p>\n"
     )
 
 
@@ -247,12 +255,12 @@ def build_site(store, out: Path, names: list[str] | None = None) -> list[SitePag
         folder = out / reproduction.name
         paper = repro.report(reproduction, options, store, folder)
         pages.append(reproduction_page(paper, rerun_command(reproduction, options), folder))
-    from privbandits.experiments.audits import stored_audits, stored_tables
+    from privbandits.experiments.audits import stored_audits, stored_mutants, stored_tables
     from privbandits.experiments.evaluations import stored
 
     audits = stored_audits(store)
     units, sweeps = stored(store)
-    extra = audit_page(audits, out, stored_tables(store)) if audits else ""
+    extra = audit_page(audits, out, stored_tables(store), stored_mutants(store)) if audits else ""
     extra += evaluation_page(units, sweeps, out) if units or sweeps else ""
     index_page(pages, out, extra)
     return pages
