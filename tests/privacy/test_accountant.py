@@ -59,10 +59,23 @@ def test_a_release_refuses_what_is_not_a_mechanism(bad):
 
 
 def test_extreme_epsilons_stay_finite_and_resolved_ones_are_infinite():
-    huge = account([Release.gaussian(0.05, 1.0, 15)], DELTA)  # ε in the thousands: PLD would need terabytes
-    assert huge.pld_epsilon == huge.rdp_epsilon > 1000
+    huge = account([Release.gaussian(0.05, 1.0, 15)], DELTA)  # ε in the thousands: exact for Gaussians alone
+    assert 1000 < huge.pld_epsilon < huge.rdp_epsilon
+    mixed = account([Release.gaussian(0.05, 1.0, 15), Release.laplace(0.01, 1.0)], DELTA)  # a discretised PLD
+    assert mixed.pld_epsilon == mixed.rdp_epsilon > 1000  # would need terabytes: RDP stands for it
     assert ledger_epsilons([Release.gaussian(1e-7, 1.0)], DELTA) == {"accounted_epsilon": math.inf,
                                                                       "rdp_epsilon": math.inf}  # fmt: skip
+
+
+@pytest.mark.parametrize("multiplier", [0.8, 3.0, 20.0])
+def test_gaussians_alone_get_the_exact_epsilon_which_the_discretised_pld_approaches_from_above(multiplier):
+    import dp_accounting
+
+    releases = [Release.gaussian(multiplier, 1.0, 2), Release.gaussian(2 * multiplier, 2.0, 3)]
+    exact = pld_epsilon(releases, DELTA)
+    discretised = dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-4)
+    discretised.compose(dp_accounting.ComposedDpEvent([release.event() for release in releases]))
+    assert exact <= discretised.get_epsilon(DELTA) <= exact + 1e-3
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 4.0])
