@@ -116,11 +116,14 @@ def joint_learner(epsilon: float = 1.0, delta: float = 1e-5, horizon: int = 2, d
 
     cls = learner or JointDPLinUCB
     release = ContinualRelease(continual_release)
-    name = "e2e.dp_linucb.joint" + ("" if release is ContinualRelease.TREE else "_mf")
+    factorized = release is not ContinualRelease.TREE
+    name = "e2e.dp_linucb.joint" + ("_mf" if factorized else "")
+    options: dict[str, Any] = {"continual_release": release}
+    if factorized:
+        options["factorization_band"] = factorization_band or None
 
     def run(side: int, rng: np.random.Generator) -> tuple[np.ndarray, Any]:
-        band = {"factorization_band": factorization_band or None} if release is not ContinualRelease.TREE else {}
-        model = cls(1, dim, epsilon=epsilon, delta=delta, horizon=horizon, rng=rng, continual_release=release, **band)
+        model = cls(1, dim, epsilon=epsilon, delta=delta, horizon=horizon, rng=rng, **options)
         outputs = []
         for t in range(horizon):
             x, r = _first_datum(side, dim) if t == 0 else _later_datum(dim)
@@ -133,7 +136,7 @@ def joint_learner(epsilon: float = 1.0, delta: float = 1e-5, horizon: int = 2, d
         return out[0], out[1]
 
     probe = run(0, np.random.default_rng(0))[1]
-    band = {"band": probe.factorization_noise.bandwidth} if release is not ContinualRelease.TREE else {}
+    band = {"band": probe.factorization_noise.bandwidth} if factorized else {}
     return _audit(name, "(ε, δ)-joint DP of the run (its released statistics)", RELATION,
                   composed(probe.ledger.entries), False, sample,
                   {"epsilon": epsilon, "delta": delta, "horizon": horizon, "dim": dim,

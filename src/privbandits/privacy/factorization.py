@@ -193,7 +193,7 @@ def factorization_noise(
     sensitivity wherever measured) is the toward-zero snap's own bound: no snapped row coordinate exceeds
     ``data_bound·Σ c_k + r``, so two differ by at most twice that. ε = ∞: no noise (σ = 0, grid 0)."""
     if band is None:
-        band = choose_band(epsilon, delta, horizon, sensitivity, coordinates, data_bound)
+        return _least_noise(epsilon, delta, horizon, sensitivity, coordinates, data_bound)
     if type(band) is not int or band < 1:
         raise ValueError(f"band must be an integer >= 1 or None (chosen), got {band!r}")
     return _calibrated(epsilon, delta, horizon, sensitivity, coordinates, data_bound, min(band, horizon))
@@ -236,12 +236,17 @@ def choose_band(
 ) -> int:
     """The band of least noise variance averaged over the rounds (:func:`mean_variance`, each calibrated with its
     own snapping) among :func:`candidate_bands`; the smallest at ε = ∞ (no noise: the cheapest)."""
-    bands = candidate_bands(horizon, coordinates)
-    scores = [
-        mean_variance(_calibrated(epsilon, delta, horizon, sensitivity, coordinates, data_bound, band))
-        for band in bands
+    return _least_noise(epsilon, delta, horizon, sensitivity, coordinates, data_bound).bandwidth
+
+
+def _least_noise(
+    epsilon: float, delta: float, horizon: int, sensitivity: float, coordinates: int, data_bound: float
+) -> FactorizationNoise:
+    noises = [
+        _calibrated(epsilon, delta, horizon, sensitivity, coordinates, data_bound, band)
+        for band in candidate_bands(horizon, coordinates)
     ]
-    return bands[int(np.argmin(scores))]
+    return noises[int(np.argmin([mean_variance(noise) for noise in noises]))]
 
 
 def releases(noise: FactorizationNoise) -> list[Release]:
@@ -305,9 +310,10 @@ class BandedStream:
         self.band = len(coefficients)
         self.history: np.ndarray = np.zeros((self.band, width), dtype=dtype)
         self.count = 0
+        self._slots = np.arange(self.band)
 
     def _weights(self, t: int) -> np.ndarray:
-        return self.coefficients[(t - np.arange(self.band)) % self.band]  # slot p holds the row of lag (t − p) mod b
+        return self.coefficients[(t - self._slots) % self.band]  # slot p holds the row of lag (t − p) mod b
 
     def push(self, row: np.ndarray) -> np.ndarray:
         """``y_t`` for the next row ``x_t`` (a new array)."""
@@ -429,8 +435,7 @@ class SqrtFactorization:
         if self.outer:
             raise ValueError("SqrtFactorization: made with outer = True, it takes z of each datum z zᵀ "
                              "(release_outer)")  # fmt: skip
-        self._check_room()
-        return self._released_row(self._data.push(self._pack(np.asarray(datum, dtype=np.float64))))
+        return self._released_row(self._pack(np.asarray(datum, dtype=np.float64)))
 
     def release_outer(self, vector: np.ndarray) -> np.ndarray:
         """:meth:`release` of the datum ``z zᵀ`` (symmetric only), given z: a band forms its rows from the last b
@@ -439,17 +444,14 @@ class SqrtFactorization:
         if not self.symmetric or z.shape != self.shape[:1]:
             raise ValueError(f"SqrtFactorization: release_outer needs a symmetric factorization and z of shape "
                              f"{self.shape[:1]}, got {z.shape}")  # fmt: skip
-        if isinstance(self._data, BandedOuterStream):
-            self._check_room()
-            return self._released_row(self._data.push(z))
-        self._check_room()
-        return self._released_row(self._data.push(self._pack(np.outer(z, z))))
+        return self._released_row(z if isinstance(self._data, BandedOuterStream) else self._pack(np.outer(z, z)))
 
-    def _check_room(self) -> None:
+    def _released_row(self, row: np.ndarray) -> np.ndarray:
+        """The release of the next row (packed, or z for the outer stream), checked against the horizon first: a
+        refused release changes nothing."""
         if self.releases >= self.noise.horizon:
             raise ValueError(f"SqrtFactorization: all {self.noise.horizon} releases were made")
-
-    def _released_row(self, y: np.ndarray) -> np.ndarray:
+        y = self._data.push(row)
         if self.noise.std > 0:
             y = snap_to(y, self.noise.grid) + self._draw()
         if self._rows is not None:

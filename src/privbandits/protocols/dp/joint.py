@@ -288,28 +288,25 @@ class JointDPLinUCB(PrivateLinUCB):
 
     def _record(self) -> None:
         if self.continual_release is ContinualRelease.SQRT_FACTORIZATION:
-            self._record_factorized()
+            self._enter("sqrt_factorization", self._factorized_details())
             return
-        details = {
-            "noise_std": self._noise_std,
-            "levels": self.levels,
-            "horizon": self.horizon,
-            "regularizer_shift": self.shift,
-            "sensitivity": REPLACE_SENSITIVITY,
-            "snapping_slack": self.sensitivity - REPLACE_SENSITIVITY,
-            "effective_sensitivity": self.sensitivity,
-            "calibration": str(self.noise_calibration),
-        }
-        if self.private:
-            details |= ledger_epsilons(self.releases_per_round(), self.delta)
-            entry = LedgerEntry(f"{self.mechanism}.tree", self.epsilon, self.delta, PRIVACY_UNIT, details)
-        else:
-            entry = LedgerEntry(f"{self.mechanism}.plaintext", math.inf, None, PRIVACY_UNIT, details)
-        self.ledger.record(entry)
+        self._enter(
+            "tree",
+            {
+                "noise_std": self._noise_std,
+                "levels": self.levels,
+                "horizon": self.horizon,
+                "regularizer_shift": self.shift,
+                "sensitivity": REPLACE_SENSITIVITY,
+                "snapping_slack": self.sensitivity - REPLACE_SENSITIVITY,
+                "effective_sensitivity": self.sensitivity,
+                "calibration": str(self.noise_calibration),
+            },
+        )
 
-    def _record_factorized(self) -> None:
+    def _factorized_details(self) -> dict:
         noise = self.factorization_noise
-        details = {
+        return {
             "continual_release": str(self.continual_release),
             "noise_std": self._noise_std,
             "column_norm": noise.column_norm,
@@ -322,9 +319,12 @@ class JointDPLinUCB(PrivateLinUCB):
             "effective_sensitivity": self.sensitivity,
             "calibration": str(self.noise_calibration),
         }
+
+    def _enter(self, release: str, details: dict) -> None:
+        """The ledger's one entry: ``dp_linucb.joint.RELEASE`` with the accounted ε, or the plaintext one."""
         if self.private:
             details |= ledger_epsilons(self.releases_per_round(), self.delta)
-            entry = LedgerEntry(f"{self.mechanism}.sqrt_factorization", self.epsilon, self.delta, PRIVACY_UNIT, details)
+            entry = LedgerEntry(f"{self.mechanism}.{release}", self.epsilon, self.delta, PRIVACY_UNIT, details)
         else:
             entry = LedgerEntry(f"{self.mechanism}.plaintext", math.inf, None, PRIVACY_UNIT, details)
         self.ledger.record(entry)
